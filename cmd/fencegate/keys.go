@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/lestrrat-go/jwx/v2/jwk"
+
+	"github.com/fencegate/fencegate/registry/keys"
+)
+
+func init() {
+	register(command{name: "keys", summary: "generate signing keys and build trust bundles (JWKS)", run: runKeys})
+}
+
+func runKeys(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return &exitError{2, fmt.Errorf("usage: fencegate keys generate|jwks [flags]")}
+	}
+	switch args[0] {
+	case "generate":
+		return keysGenerate(args[1:], out)
+	case "jwks":
+		return keysJWKS(args[1:], out)
+	}
+	return &exitError{2, fmt.Errorf("unknown keys command %q (want generate or jwks)", args[0])}
+}
+
+func keysGenerate(args []string, out io.Writer) error {
+	fs := newFlags("keys generate", "--alg EdDSA|ES256|HS256 --out DIR")
+	algName := fs.String("alg", "EdDSA", "signing algorithm: EdDSA (Ed25519), ES256 (P-256) or HS256 (shared-secret MAC)")
+	dir := fs.String("out", "", "directory for signing.jwk (private, 0600) and jwks.json (trust bundle)")
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return &exitError{2, fmt.Errorf("--out is required")}
+	}
+	alg, err := keys.ParseAlg(*algName)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	k, err := keys.Generate(alg, nil)
+	if err != nil {
+		return err
+	}
+	keyPath := filepath.Join(*dir, "signing.jwk")
+	if err := keys.Save(keyPath, k); err != nil {
+		return err
+	}
+	bundle, err := keys.Bundle(true, k)
+	if err != nil {
+		return err
+	}
+	bundlePath := filepath.Join(*dir, "jwks.json")
+	if err := keys.Save(bundlePath, bundle); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "kid:          %s\nalg:          %s\nsigning key:  %s (private, mode 0600)\ntrust bundle: %s\n", k.KeyID(), alg, keyPath, bundlePath)
+	if keys.IsSymmetric(k) {
+		fmt.Fprintln(out, "note: HS256 is a MAC: the trust bundle holds the shared secret itself; distribute it to sidecars as a secret")
+	}
+	return nil
+}
+
+func keysJWKS(args []string, out io.Writer) error {
+	fs := newFlags("keys jwks", "[--include-secrets] KEYFILE_OR_JWKS...")
+	secrets := fs.Bool("include-secrets", false, "include HS256 shared secrets (the bundle must then be kept secret)")
+	if err := parse(fs, args, true); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return &exitError{2, fmt.Errorf("name at least one key or JWKS file; during a rotation name the old and the new key")}
+	}
+	var all []jwk.Key
+	for _, p := range fs.Args() {
+		set, err := keys.LoadSet(p)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < set.Len(); i++ {
+			k, _ := set.Key(i)
+			if k.KeyID() == "" || k.Algorithm().String() == "" {
+				return fmt.Errorf("%s: every key needs kid and alg", p)
+			}
+			all = append(all, k)
+		}
+	}
+	bundle, err := keys.Bundle(*secrets, all...)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(bundle)
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/registry/server"
+)
+
+func init() {
+	register(command{name: "registry", summary: "run the grant registry (embedded bbolt backend)", run: runRegistry})
+}
+
+func runRegistry(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("registry", "[--config FILE] [--data DIR] [--listen ADDR] [--insecure-dev]")
+	configPath := fs.String("config", "", "YAML configuration file (flags below override it)")
+	data := fs.String("data", "", "data directory: the bbolt file and generated keys (default fencegate-data)")
+	listen := fs.String("listen", "", "listen address (default 127.0.0.1:8700)")
+	dev := fs.Bool("insecure-dev", false, "INSECURE development mode: trust the "+identity.DefaultHeader+" header from anyone as the caller's identity, and allow admin calls from loopback")
+	logLevel := fs.String("log-level", "", "log level: debug, info, warn, error")
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	cfg := server.Default()
+	if *configPath != "" {
+		var err error
+		if cfg, err = server.Load(*configPath); err != nil {
+			return err
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "data":
+			cfg.DataDir = *data
+		case "listen":
+			cfg.Listen = *listen
+		case "log-level":
+			cfg.Log.Level = *logLevel
+		}
+	})
+	if *dev {
+		cfg.Identity = identity.Config{Mode: identity.ModeInsecureHeader}
+		cfg.Admin.AllowLoopback = true
+	}
+	if err := cfg.Validate(); err != nil {
+		return &exitError{2, fmt.Errorf("invalid configuration:\n%w", err)}
+	}
+	log, err := newLogger(cfg.Log.Level)
+	if err != nil {
+		return err
+	}
+	defer log.Sync() //nolint:errcheck
+	srv, err := server.New(cfg, log)
+	if err != nil {
+		return err
+	}
+	log.Info("registry listening", zap.String("addr", srv.Addr()), zap.String("backend", cfg.Backend),
+		zap.String("dataDir", cfg.DataDir), zap.String("identity", cfg.Identity.Mode))
+	fmt.Fprintf(out, "fencegate registry listening on %s (backend %s, data %s)\n", srv.Addr(), cfg.Backend, cfg.DataDir)
+	return srv.Serve(ctx)
+}

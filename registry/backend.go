@@ -1,0 +1,128 @@
+package registry
+
+import (
+	"context"
+	"time"
+
+	"github.com/fencegate/fencegate/verify"
+)
+
+// Backend stores the registry's state. Every method is one atomic,
+// linearizable step: a Redis backend implements each with one Lua script,
+// memory and bbolt implement them with NewTxBackend over a transactional
+// store. Times come in the inputs; backends never read a clock.
+type Backend interface {
+	// Acquire grants the resource or reports its current holder. The same
+	// (owner, requestId) always returns the same lease and grant.
+	Acquire(ctx context.Context, in AcquireInput, seal SealFunc) (AcquireResult, error)
+	// Renew extends a HELD lease; a lease that is no longer held is
+	// answered with ErrNotHeld and its current view.
+	Renew(ctx context.Context, in RenewInput) (LeaseView, error)
+	// Release ends a lease; idempotent.
+	Release(ctx context.Context, in ReleaseInput) (LeaseView, error)
+	// Lease reads a lease by lease ID, grant digest or (owner, request ID).
+	Lease(ctx context.Context, q LeaseQuery) (LeaseView, error)
+	// Resource reads a resource's fence sequence and current holder.
+	Resource(ctx context.Context, resource string, now time.Time) (ResourceView, error)
+	// BumpEpoch increments the issuer epoch, revoking every older grant.
+	BumpEpoch(ctx context.Context) (Meta, error)
+	// RaiseFenceFloor makes every later fence of resource (every resource
+	// when resource is "") greater than floor. It never lowers anything.
+	RaiseFenceFloor(ctx context.Context, resource string, floor uint64) (Meta, ResourceRecord, error)
+	// PutPolicy creates or replaces a policy with a new generation.
+	PutPolicy(ctx context.Context, p Policy, now time.Time) (Policy, error)
+	// DeletePolicy replaces a policy with a tombstone of a new generation.
+	DeletePolicy(ctx context.Context, pattern string, now time.Time) (Policy, error)
+	// Policies lists every policy, tombstones included.
+	Policies(ctx context.Context) ([]Policy, error)
+	// Meta reads the registry-wide state.
+	Meta(ctx context.Context) (Meta, error)
+	// Close releases the backend.
+	Close() error
+}
+
+// SealFunc signs a grant's claims. Acquire calls it inside its atomic step
+// once the fence is allocated, so the stored lease and the issued grant are
+// written together. (A Redis backend allocates in one script, seals, then
+// stores the token with set-if-absent; a retry returns the stored token.)
+type SealFunc func(claims *verify.Grant) (token []byte, err error)
+
+// AcquireInput asks for a lease. LeaseID and GrantID are fresh random IDs
+// made by the caller; they are used only when a new lease is granted.
+type AcquireInput struct {
+	Resource  string
+	Owner     string
+	RequestID string
+	OpClass   string
+	TTL       time.Duration
+	Issuer    string
+	LeaseID   string
+	GrantID   string
+	Now       time.Time
+}
+
+// AcquireResult is Acquire's answer. Exactly one of Granted, Existing and
+// Busy is true.
+type AcquireResult struct {
+	// Granted: a new lease was granted; View holds it.
+	Granted bool
+	// Existing: the (owner, requestId) pair was already granted; View holds
+	// that lease, whatever its state now.
+	Existing bool
+	// Busy: the resource is held; Holder is the current lease (its token
+	// and digest blanked).
+	Busy   bool
+	View   LeaseView
+	Holder LeaseRecord
+	// Ended is the previous lease that this acquire found expired or
+	// revoked and closed (for metrics), if any.
+	Ended *LeaseRecord
+	// FreedAt is when the resource became free before this grant (Unix ms;
+	// zero when it never had a holder).
+	FreedAt int64
+}
+
+// RenewInput extends lease by TTL from Now.
+type RenewInput struct {
+	Lease string
+	Owner string
+	TTL   time.Duration
+	Now   time.Time
+}
+
+// ReleaseInput ends a lease.
+type ReleaseInput struct {
+	Lease string
+	Owner string
+	Now   time.Time
+}
+
+// LeaseQuery selects one lease: by Lease, by Digest, or by Owner and
+// RequestID. Now computes the effective state.
+type LeaseQuery struct {
+	Lease     string
+	Digest    string
+	Owner     string
+	RequestID string
+	Now       time.Time
+}
+
+// LeaseView is a lease with its effective state and the registry's current
+// values, read in one step: what a status proof states.
+type LeaseView struct {
+	Lease LeaseRecord
+	// State is the effective state at the query's time (LeaseState).
+	State string
+	// Meta is the registry-wide state at the read.
+	Meta Meta
+	// PolicyGeneration is the resource's current policy generation.
+	PolicyGeneration uint64
+}
+
+// ResourceView is a resource's record with its holder, if any.
+type ResourceView struct {
+	Record           ResourceRecord
+	Holder           *LeaseView
+	PolicyGeneration uint64
+	Meta             Meta
+}

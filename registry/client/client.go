@@ -1,0 +1,245 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwk"
+
+	"github.com/fencegate/fencegate/internal/problem"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/httpapi"
+)
+
+// Client talks to one registry. It is safe for concurrent use.
+type Client struct {
+	base       *url.URL
+	hc         *http.Client
+	header     http.Header
+	adminToken string
+}
+
+// Option configures a Client.
+type Option func(*Client) error
+
+// WithHTTPClient sets the HTTP client (its transport carries mTLS).
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) error { c.hc = hc; return nil }
+}
+
+// WithTLSFiles makes the client use HTTPS with a client certificate
+// (certFile and keyFile, for mTLS; may be empty) and a CA file to trust
+// (may be empty for the system roots).
+func WithTLSFiles(certFile, keyFile, caFile string) Option {
+	return func(c *Client) error {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if certFile != "" {
+			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+			if err != nil {
+				return fmt.Errorf("client: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		if caFile != "" {
+			pem, err := os.ReadFile(caFile)
+			if err != nil {
+				return fmt.Errorf("client: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return fmt.Errorf("client: %s holds no certificate", caFile)
+			}
+			tc.RootCAs = pool
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = tc
+		c.hc = &http.Client{Transport: tr}
+		return nil
+	}
+}
+
+// WithIdentityHeader sends a header on every request: the identity header
+// of a registry in (insecure-)header mode.
+func WithIdentityHeader(name, value string) Option {
+	return func(c *Client) error { c.header.Set(name, value); return nil }
+}
+
+// WithAdminToken sends the admin bearer token on admin calls.
+func WithAdminToken(token string) Option {
+	return func(c *Client) error { c.adminToken = token; return nil }
+}
+
+// New returns a client for the registry at baseURL ("http://127.0.0.1:8700").
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimSuffix(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: registry URL %q must be http(s)://host[:port]", baseURL)
+	}
+	c := &Client{base: u, hc: &http.Client{Timeout: 0}, header: http.Header{}}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Lease is the registry's answer about a lease.
+type Lease = httpapi.Lease
+
+// AcquireRequest asks for a lease.
+type AcquireRequest struct {
+	Resource  string
+	RequestID string
+	TTL       time.Duration
+	OpClass   string
+	// Wait > 0 waits up to that long for the holder to release or expire.
+	Wait time.Duration
+}
+
+// Acquire asks for a lease. On a transport error the outcome is unknown:
+// call Lookup with the same request ID (or Acquire again with it).
+func (c *Client) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error) {
+	var out Lease
+	err := c.do(ctx, http.MethodPost, "/v1/leases", httpapi.AcquireBody{
+		Resource: r.Resource, RequestID: r.RequestID, OpClass: r.OpClass,
+		TTLMs: r.TTL.Milliseconds(), WaitMs: r.Wait.Milliseconds(),
+	}, &out, false)
+	return &out, err
+}
+
+// Lookup finds the lease granted to the caller for a request ID.
+func (c *Client) Lookup(ctx context.Context, requestID string) (*Lease, error) {
+	var out Lease
+	err := c.do(ctx, http.MethodGet, "/v1/requests/"+url.PathEscape(requestID), nil, &out, false)
+	return &out, err
+}
+
+// Renew extends a lease by ttl (0: the registry's default).
+func (c *Client) Renew(ctx context.Context, lease string, ttl time.Duration) (*Lease, error) {
+	var out Lease
+	err := c.do(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(lease)+"/renew", httpapi.RenewBody{TTLMs: ttl.Milliseconds()}, &out, false)
+	return &out, err
+}
+
+// Release releases a lease (idempotent).
+func (c *Client) Release(ctx context.Context, lease string) (*Lease, error) {
+	var out Lease
+	err := c.do(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(lease)+"/release", nil, &out, false)
+	return &out, err
+}
+
+// Status reads a lease and a fresh status proof.
+func (c *Client) Status(ctx context.Context, lease string) (*Lease, error) {
+	var out Lease
+	err := c.do(ctx, http.MethodGet, "/v1/leases/"+url.PathEscape(lease)+"/status", nil, &out, false)
+	return &out, err
+}
+
+// StatusByDigest reads the lease of a grant digest and a fresh status proof.
+func (c *Client) StatusByDigest(ctx context.Context, digest string) (*Lease, error) {
+	var out Lease
+	err := c.do(ctx, http.MethodGet, "/v1/grants/"+url.PathEscape(digest)+"/status", nil, &out, false)
+	return &out, err
+}
+
+// Resource reads a resource's fence sequence and holder.
+func (c *Client) Resource(ctx context.Context, resource string) (*httpapi.Resource, error) {
+	var out httpapi.Resource
+	err := c.do(ctx, http.MethodGet, "/v1/resources/"+resource, nil, &out, false)
+	return &out, err
+}
+
+// JWKS fetches the registry's published trust bundle.
+func (c *Client) JWKS(ctx context.Context) (jwk.Set, error) {
+	var raw json.RawMessage
+	if err := c.do(ctx, http.MethodGet, "/.well-known/jwks.json", nil, &raw, false); err != nil {
+		return nil, err
+	}
+	set, err := jwk.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: JWKS: %v", ErrUnexpectedResponse, err)
+	}
+	return set, nil
+}
+
+// BumpEpoch increments the issuer epoch (admin).
+func (c *Client) BumpEpoch(ctx context.Context) (registry.Meta, error) {
+	var m registry.Meta
+	err := c.do(ctx, http.MethodPost, "/v1/admin/epoch", nil, &m, true)
+	return m, err
+}
+
+// RaiseFenceFloor raises a fence floor (admin); resource "" is global.
+func (c *Client) RaiseFenceFloor(ctx context.Context, resource string, floor uint64) error {
+	return c.do(ctx, http.MethodPost, "/v1/admin/fence-floor", httpapi.FenceFloorBody{Resource: resource, Floor: floor}, nil, true)
+}
+
+// PutPolicy stores a policy (admin).
+func (c *Client) PutPolicy(ctx context.Context, p registry.Policy) (registry.Policy, error) {
+	var out registry.Policy
+	err := c.do(ctx, http.MethodPut, "/v1/admin/policies", p, &out, true)
+	return out, err
+}
+
+// Policies lists policies (admin).
+func (c *Client) Policies(ctx context.Context) ([]registry.Policy, error) {
+	var out []registry.Policy
+	err := c.do(ctx, http.MethodGet, "/v1/admin/policies", nil, &out, true)
+	return out, err
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any, admin bool) error {
+	var rd io.Reader
+	if body != nil {
+		buf, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("client: encode: %w", err)
+		}
+		rd = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, rd)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	if admin && c.adminToken != "" {
+		req.Header.Set("Authorization", "Bearer "+c.adminToken)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		d, err := problem.Read(resp)
+		if err != nil {
+			return fmt.Errorf("%w: %s %s: %d: %v", ErrUnexpectedResponse, method, path, resp.StatusCode, err)
+		}
+		return &Error{StatusCode: resp.StatusCode, Problem: d}
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(out); err != nil {
+		return fmt.Errorf("%w: %s %s: %v", ErrUnexpectedResponse, method, path, err)
+	}
+	return nil
+}

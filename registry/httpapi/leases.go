@@ -1,0 +1,254 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/fencegate/fencegate/internal/problem"
+	"github.com/fencegate/fencegate/registry"
+)
+
+func (s *server) acquire(w http.ResponseWriter, req *http.Request) {
+	owner, ok := s.caller(w, req)
+	if !ok {
+		return
+	}
+	var b AcquireBody
+	if !s.decode(w, req, &b) {
+		return
+	}
+	if b.TTLMs < 0 || b.WaitMs < 0 {
+		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "ttlMs and waitMs must not be negative"), 0)
+		return
+	}
+	res, err := s.Registry.Acquire(req.Context(), registry.AcquireRequest{
+		Resource:  b.Resource,
+		Owner:     owner,
+		RequestID: b.RequestID,
+		OpClass:   b.OpClass,
+		TTL:       time.Duration(b.TTLMs) * time.Millisecond,
+		Wait:      time.Duration(b.WaitMs) * time.Millisecond,
+	})
+	if err != nil {
+		s.failErr(w, req, err)
+		return
+	}
+	status := http.StatusCreated
+	if res.Existing {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, leaseBody(res, owner))
+}
+
+func (s *server) lookup(w http.ResponseWriter, req *http.Request) {
+	owner, ok := s.caller(w, req)
+	if !ok {
+		return
+	}
+	id := chi.URLParam(req, "requestID")
+	if err := registry.ValidateRequestID(id); err != nil {
+		s.failErr(w, req, err)
+		return
+	}
+	res, err := s.Registry.Status(req.Context(), registry.LeaseQuery{Owner: owner, RequestID: id})
+	if err != nil {
+		s.failErr(w, req, err)
+		return
+	}
+	res.Existing = true
+	writeJSON(w, http.StatusOK, leaseBody(res, owner))
+}
+
+func (s *server) renew(w http.ResponseWriter, req *http.Request) {
+	owner, ok := s.caller(w, req)
+	if !ok {
+		return
+	}
+	var b RenewBody
+	if !s.decode(w, req, &b) {
+		return
+	}
+	if b.TTLMs < 0 {
+		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "ttlMs must not be negative"), 0)
+		return
+	}
+	res, err := s.Registry.Renew(req.Context(), owner, chi.URLParam(req, "lease"), time.Duration(b.TTLMs)*time.Millisecond)
+	if err != nil {
+		d, retry := toProblem(err)
+		if d.Code == CodeLeaseNotHeld {
+			// The problem carries the signed proof of the state so the
+			// client can move to EXPIRED on evidence, not on a guess.
+			d.With("state", res.View.State).With("status", string(res.Status))
+		}
+		s.fail(w, req, d, retry)
+		return
+	}
+	writeJSON(w, http.StatusOK, leaseBody(res, owner))
+}
+
+func (s *server) release(w http.ResponseWriter, req *http.Request) {
+	owner, ok := s.caller(w, req)
+	if !ok {
+		return
+	}
+	res, err := s.Registry.Release(req.Context(), owner, chi.URLParam(req, "lease"))
+	if err != nil {
+		s.failErr(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, leaseBody(res, owner))
+}
+
+// callerIfAny is the caller's identity when one is established; status
+// reads are open to any caller (a sidecar in registry mode is not the owner).
+func (s *server) callerIfAny(req *http.Request) string {
+	id, err := s.Identity.Identify(req)
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+func (s *server) leaseStatus(w http.ResponseWriter, req *http.Request) {
+	s.status(w, req, registry.LeaseQuery{Lease: chi.URLParam(req, "lease")})
+}
+
+func (s *server) grantStatus(w http.ResponseWriter, req *http.Request) {
+	d := chi.URLParam(req, "digest")
+	if !validDigest(d) {
+		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "grant digest must be sha256: and 64 lowercase hex digits"), 0)
+		return
+	}
+	s.status(w, req, registry.LeaseQuery{Digest: d})
+}
+
+func (s *server) status(w http.ResponseWriter, req *http.Request, q registry.LeaseQuery) {
+	if q.Lease != "" && (len(q.Lease) > 128 || strings.ContainsAny(q.Lease, "/\x00")) {
+		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "malformed lease ID"), 0)
+		return
+	}
+	res, err := s.Registry.Status(req.Context(), q)
+	if err != nil {
+		s.failErr(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, leaseBody(res, s.callerIfAny(req)))
+}
+
+func validDigest(d string) bool {
+	hex, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(hex) != 64 {
+		return false
+	}
+	for i := 0; i < len(hex); i++ {
+		if c := hex[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *server) resource(w http.ResponseWriter, req *http.Request) {
+	id := chi.URLParam(req, "*")
+	v, err := s.Registry.Resource(req.Context(), id)
+	if err != nil {
+		s.failErr(w, req, err)
+		return
+	}
+	out := Resource{
+		Resource:         v.Record.Resource,
+		LastFence:        v.Record.LastFence,
+		FenceFloor:       v.Record.FenceFloor,
+		GlobalFenceFloor: v.Meta.FenceFloor,
+		PolicyGeneration: v.PolicyGeneration,
+		IssuerEpoch:      v.Meta.IssuerEpoch,
+	}
+	if v.Holder != nil {
+		h := leaseBody(registry.Result{View: *v.Holder}, "")
+		h.Status, h.StatusExpiresAt = "", time.Time{}
+		out.Holder = &h
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) bumpEpoch(w http.ResponseWriter, req *http.Request) {
+	m, err := s.Registry.BumpEpoch(req.Context())
+	if err != nil {
+		s.failErr(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+func (s *server) meta(w http.ResponseWriter, req *http.Request) {
+	m, err := s.Registry.Backend().Meta(req.Context())
+	if err != nil {
+		s.failErr(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+func (s *server) fenceFloor(w http.ResponseWriter, req *http.Request) {
+	var b FenceFloorBody
+	if !s.decode(w, req, &b) {
+		return
+	}
+	if b.Floor == 0 {
+		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "floor must be at least 1"), 0)
+		return
+	}
+	m, rec, err := s.Registry.RaiseFenceFloor(req.Context(), b.Resource, b.Floor)
+	if err != nil {
+		s.failErr(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"meta": m, "resource": rec})
+}
+
+func (s *server) listPolicies(w http.ResponseWriter, req *http.Request) {
+	ps, err := s.Registry.Policies(req.Context())
+	if err != nil {
+		s.failErr(w, req, err)
+		return
+	}
+	if ps == nil {
+		ps = []registry.Policy{}
+	}
+	writeJSON(w, http.StatusOK, ps)
+}
+
+func (s *server) putPolicy(w http.ResponseWriter, req *http.Request) {
+	var p registry.Policy
+	if !s.decode(w, req, &p) {
+		return
+	}
+	if p.Generation != 0 || p.Deleted || p.UpdatedAt != 0 {
+		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "generation, deleted and updatedAt are set by the registry"), 0)
+		return
+	}
+	out, err := s.Registry.PutPolicy(req.Context(), p)
+	if err != nil {
+		s.failErr(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) deletePolicy(w http.ResponseWriter, req *http.Request) {
+	pattern := req.URL.Query().Get("pattern")
+	if pattern == "" {
+		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "query parameter pattern is required"), 0)
+		return
+	}
+	out, err := s.Registry.DeletePolicy(req.Context(), pattern)
+	if err != nil {
+		s.failErr(w, req, fmt.Errorf("delete policy: %w", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}

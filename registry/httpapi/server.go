@@ -1,0 +1,291 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/internal/problem"
+	"github.com/fencegate/fencegate/registry"
+)
+
+// MaxBodyBytes bounds every request body.
+const MaxBodyBytes = 64 << 10
+
+// Admin says who may call /v1/admin: a caller presenting the bearer Token,
+// a caller whose identity is in Identities, or (AllowLoopback) any caller
+// on a loopback address.
+type Admin struct {
+	Token         string
+	Identities    []string
+	AllowLoopback bool
+}
+
+// Options configure the handler.
+type Options struct {
+	Registry *registry.Registry
+	Identity *identity.Resolver
+	Admin    Admin
+	// JWKS is the published trust bundle (public keys only).
+	JWKS     jwk.Set
+	Logger   *zap.Logger
+	Metrics  prometheus.Registerer
+	Gatherer prometheus.Gatherer
+}
+
+type server struct {
+	Options
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// New returns the registry's HTTP handler.
+func New(o Options) (http.Handler, error) {
+	if o.Registry == nil || o.Identity == nil || o.JWKS == nil {
+		return nil, errors.New("httpapi: registry, identity and JWKS are required")
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Metrics == nil {
+		o.Metrics = prometheus.NewRegistry()
+	}
+	s := &server{Options: o}
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fencegate_registry_http_requests_total",
+		Help: "Registry API requests by route, method, HTTP status and problem code.",
+	}, []string{"route", "method", "status", "code"})
+	s.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "fencegate_registry_http_request_seconds",
+		Help:    "Registry API latency by route.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+	}, []string{"route"})
+	for _, c := range []prometheus.Collector{s.requests, s.latency} {
+		if err := o.Metrics.Register(c); err != nil {
+			return nil, fmt.Errorf("httpapi: metrics: %w", err)
+		}
+	}
+
+	r := chi.NewRouter()
+	r.Use(s.observe, s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
+		s.fail(w, req, problem.New(http.StatusNotFound, CodeNotFound, "no such route"), 0)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		s.fail(w, req, problem.New(http.StatusMethodNotAllowed, CodeMethodNotAllowed, req.Method+" is not allowed here"), 0)
+	})
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	r.Get("/readyz", s.ready)
+	if o.Gatherer != nil {
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+	}
+	r.Get("/.well-known/jwks.json", s.jwks)
+	r.Route("/v1", func(r chi.Router) {
+		r.Post("/leases", s.acquire)
+		r.Get("/requests/{requestID}", s.lookup)
+		r.Get("/leases/{lease}", s.leaseStatus)
+		r.Get("/leases/{lease}/status", s.leaseStatus)
+		r.Post("/leases/{lease}/renew", s.renew)
+		r.Post("/leases/{lease}/release", s.release)
+		r.Get("/grants/{digest}/status", s.grantStatus)
+		r.Get("/resources/*", s.resource)
+		r.Route("/admin", func(r chi.Router) {
+			r.Use(s.adminOnly)
+			r.Post("/epoch", s.bumpEpoch)
+			r.Post("/fence-floor", s.fenceFloor)
+			r.Get("/policies", s.listPolicies)
+			r.Put("/policies", s.putPolicy)
+			r.Delete("/policies", s.deletePolicy)
+			r.Get("/meta", s.meta)
+		})
+	})
+	return r, nil
+}
+
+// statusRecorder keeps the status and problem code for metrics and logs.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	code   string
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (s *server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, req)
+		route := chi.RouteContext(req.Context()).RoutePattern()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		s.requests.WithLabelValues(route, req.Method, fmt.Sprint(status), rec.code).Inc()
+		s.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		if status >= 400 {
+			s.Logger.Info("request rejected", zap.String("method", req.Method), zap.String("route", route),
+				zap.Int("status", status), zap.String("code", rec.code), zap.Duration("took", time.Since(start)))
+		}
+	})
+}
+
+func (s *server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.Logger.Error("panic in handler", zap.Any("panic", v), zap.Stack("stack"))
+				s.fail(w, req, problem.New(http.StatusInternalServerError, CodeInternal, "internal error"), 0)
+			}
+		}()
+		next.ServeHTTP(w, req)
+	})
+}
+
+func (s *server) fail(w http.ResponseWriter, _ *http.Request, d *problem.Details, retry time.Duration) {
+	if rec, ok := w.(*statusRecorder); ok {
+		rec.code = d.Code
+	}
+	problem.Write(w, d, retry)
+}
+
+func (s *server) failErr(w http.ResponseWriter, req *http.Request, err error) {
+	d, retry := toProblem(err)
+	if d.Code == CodeBackendUnavailable {
+		s.Logger.Error("backend failure", zap.Error(err))
+	}
+	s.fail(w, req, d, retry)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads a strict JSON body into v. An empty body leaves v as is.
+func (s *server) decode(w http.ResponseWriter, req *http.Request, v any) bool {
+	if req.ContentLength == 0 && req.Header.Get("Content-Type") == "" {
+		return true
+	}
+	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		s.fail(w, req, problem.New(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "body must be application/json"), 0)
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.fail(w, req, problem.New(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes)), 0)
+			return false
+		}
+		if errors.Is(err, io.EOF) {
+			return true
+		}
+		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "malformed JSON body: "+err.Error()), 0)
+		return false
+	}
+	if dec.More() {
+		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "body holds more than one JSON value"), 0)
+		return false
+	}
+	return true
+}
+
+// caller establishes the caller's identity or answers 401.
+func (s *server) caller(w http.ResponseWriter, req *http.Request) (string, bool) {
+	id, err := s.Identity.Identify(req)
+	if err == nil {
+		err = registry.ValidateOwner(id)
+		if err != nil {
+			err = fmt.Errorf("%w: %v", identity.ErrNoIdentity, err)
+		}
+	}
+	if err != nil {
+		s.failErr(w, req, err)
+		return "", false
+	}
+	return id, true
+}
+
+func (s *server) adminOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if s.isAdmin(req) {
+			next.ServeHTTP(w, req)
+			return
+		}
+		s.fail(w, req, problem.New(http.StatusForbidden, CodeAdminRequired, "admin operations need the admin token, an admin identity or a loopback caller (when allowed)"), 0)
+	})
+}
+
+func (s *server) isAdmin(req *http.Request) bool {
+	a := s.Admin
+	if tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok && a.Token != "" &&
+		subtle.ConstantTimeCompare([]byte(tok), []byte(a.Token)) == 1 {
+		return true
+	}
+	if len(a.Identities) > 0 {
+		if id, err := s.Identity.Identify(req); err == nil && slices.Contains(a.Identities, id) {
+			return true
+		}
+	}
+	if a.AllowLoopback {
+		host, _, err := net.SplitHostPort(req.RemoteAddr)
+		if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsLoopback() {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *server) ready(w http.ResponseWriter, req *http.Request) {
+	ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.Registry.Ready(ctx); err != nil {
+		s.fail(w, req, problem.New(http.StatusServiceUnavailable, CodeBackendUnavailable, "backend not ready"), time.Second)
+		return
+	}
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+func (s *server) jwks(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/jwk-set+json")
+	w.Header().Set("Cache-Control", "max-age=60")
+	_ = json.NewEncoder(w).Encode(s.JWKS)
+}

@@ -1,0 +1,145 @@
+// Package memory is an in-memory registry backend for tests and the
+// deterministic simulation. It keeps nothing across restarts: never use it
+// where fences must survive a crash.
+package memory
+
+import (
+	"context"
+	"maps"
+	"sync"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+// Store is an in-memory registry.TxStore. Transactions are serialized by a
+// mutex; an Update's writes are staged and applied only when it succeeds.
+type Store struct {
+	mu     sync.RWMutex
+	closed bool
+	data   tables
+}
+
+type tables struct {
+	meta      registry.Meta
+	resources map[string]registry.ResourceRecord
+	leases    map[string]registry.LeaseRecord
+	requests  map[string]string
+	digests   map[string]string
+	policies  map[string]registry.Policy
+}
+
+func newTables() tables {
+	return tables{
+		resources: map[string]registry.ResourceRecord{},
+		leases:    map[string]registry.LeaseRecord{},
+		requests:  map[string]string{},
+		digests:   map[string]string{},
+		policies:  map[string]registry.Policy{},
+	}
+}
+
+// New returns an empty store.
+func New() *Store { return &Store{data: newTables()} }
+
+// NewBackend returns a registry.Backend over a new empty store.
+func NewBackend() registry.Backend { return registry.NewTxBackend(New()) }
+
+// Update runs fn in a read-write transaction.
+func (s *Store) Update(_ context.Context, fn func(registry.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return registry.ErrClosed
+	}
+	tx := &tx{base: &s.data, stage: newTables(), writable: true}
+	tx.stage.meta = s.data.meta
+	if err := fn(tx); err != nil {
+		return err
+	}
+	s.data.meta = tx.stage.meta
+	maps.Copy(s.data.resources, tx.stage.resources)
+	maps.Copy(s.data.leases, tx.stage.leases)
+	maps.Copy(s.data.requests, tx.stage.requests)
+	maps.Copy(s.data.digests, tx.stage.digests)
+	maps.Copy(s.data.policies, tx.stage.policies)
+	return nil
+}
+
+// View runs fn in a read-only transaction.
+func (s *Store) View(_ context.Context, fn func(registry.Tx) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return registry.ErrClosed
+	}
+	tx := &tx{base: &s.data, stage: newTables()}
+	tx.stage.meta = s.data.meta
+	return fn(tx)
+}
+
+// Close makes every later call fail with registry.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+type tx struct {
+	base     *tables
+	stage    tables
+	writable bool
+}
+
+func get[V any](stage, base map[string]V, k string) (V, bool, error) {
+	if v, ok := stage[k]; ok {
+		return v, true, nil
+	}
+	v, ok := base[k]
+	return v, ok, nil
+}
+
+func (t *tx) put(fn func()) error {
+	if !t.writable {
+		return registry.ErrInvalidInput
+	}
+	fn()
+	return nil
+}
+
+func (t *tx) Meta() (registry.Meta, error)  { return t.stage.meta, nil }
+func (t *tx) PutMeta(m registry.Meta) error { return t.put(func() { t.stage.meta = m }) }
+func (t *tx) Resource(id string) (registry.ResourceRecord, bool, error) {
+	return get(t.stage.resources, t.base.resources, id)
+}
+func (t *tx) PutResource(r registry.ResourceRecord) error {
+	return t.put(func() { t.stage.resources[r.Resource] = r })
+}
+func (t *tx) Lease(id string) (registry.LeaseRecord, bool, error) {
+	return get(t.stage.leases, t.base.leases, id)
+}
+func (t *tx) PutLease(l registry.LeaseRecord) error {
+	return t.put(func() { t.stage.leases[l.Lease] = l })
+}
+func (t *tx) LeaseByRequest(owner, req string) (string, bool, error) {
+	return get(t.stage.requests, t.base.requests, owner+"\x00"+req)
+}
+func (t *tx) PutRequest(owner, req, id string) error {
+	return t.put(func() { t.stage.requests[owner+"\x00"+req] = id })
+}
+func (t *tx) LeaseByDigest(d string) (string, bool, error) {
+	return get(t.stage.digests, t.base.digests, d)
+}
+func (t *tx) PutDigest(d, id string) error { return t.put(func() { t.stage.digests[d] = id }) }
+func (t *tx) Policies() ([]registry.Policy, error) {
+	merged := maps.Clone(t.base.policies)
+	maps.Copy(merged, t.stage.policies)
+	out := make([]registry.Policy, 0, len(merged))
+	for _, p := range merged {
+		out = append(out, p)
+	}
+	return out, nil
+}
+func (t *tx) PutPolicy(p registry.Policy) error {
+	return t.put(func() { t.stage.policies[p.Pattern] = p })
+}

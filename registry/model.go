@@ -1,0 +1,78 @@
+package registry
+
+import "time"
+
+// Meta is the registry-wide state.
+type Meta struct {
+	// IssuerEpoch is the current issuer epoch (starts at 1). Grants of an
+	// older epoch are revoked.
+	IssuerEpoch uint64 `json:"issuerEpoch"`
+	// Revision counts every write to the backend, like an etcd revision. It
+	// is the backendRevision of grants and proofs.
+	Revision uint64 `json:"revision"`
+	// FenceFloor is the global floor: every fence issued from now on is
+	// greater than it (set after a restore from an old snapshot).
+	FenceFloor uint64 `json:"fenceFloor"`
+	// PolicySeq is the last policy generation handed out.
+	PolicySeq uint64 `json:"policySeq"`
+}
+
+// ResourceRecord is the per-resource state: the fence sequence and the
+// current holder.
+type ResourceRecord struct {
+	Resource string `json:"resource"`
+	// LastFence is the highest fence token ever issued for the resource.
+	LastFence uint64 `json:"lastFence"`
+	// FenceFloor is the resource's own floor (see Meta.FenceFloor).
+	FenceFloor uint64 `json:"fenceFloor"`
+	// Holder is the lease ID of the last granted lease (it may since have
+	// expired, been released or revoked; LeaseState tells).
+	Holder string `json:"holder,omitempty"`
+	// FreedAt is when the last lease ended (release, observed expiry or
+	// revocation), Unix ms; zero while held.
+	FreedAt int64 `json:"freedAt,omitempty"`
+}
+
+// LeaseRecord is one granted lease and its immutable grant.
+type LeaseRecord struct {
+	Lease            string `json:"lease"`
+	GrantID          string `json:"grantId"`
+	Resource         string `json:"resource"`
+	Owner            string `json:"owner"`
+	RequestID        string `json:"requestId"`
+	OpClass          string `json:"opClass"`
+	Fence            uint64 `json:"fenceToken"`
+	IssuerEpoch      uint64 `json:"issuerEpoch"`
+	PolicyGeneration uint64 `json:"policyGeneration"`
+	Revision         uint64 `json:"backendRevision"`
+	TTLMs            uint64 `json:"ttlMs"`
+	IssuedAt         int64  `json:"issuedAt"`
+	ExpiresAt        int64  `json:"expiresAt"`
+	// State is the stored state: HELD until a release, an observed expiry or
+	// a revocation is written. LeaseState computes the effective state.
+	State   string `json:"state"`
+	EndedAt int64  `json:"endedAt,omitempty"`
+	Token   string `json:"grant"`
+	Digest  string `json:"grantDigest"`
+}
+
+// Policy is a per-resource (or per-prefix) policy. Every change gets a new
+// generation from Meta.PolicySeq; a deleted policy stays as a tombstone so
+// generations never go backwards.
+type Policy struct {
+	// Pattern is an exact resource ID, or a prefix ending in "*"
+	// ("invoice-batch/*"). The longest matching pattern applies.
+	Pattern string `json:"pattern"`
+	// AllowedOwners: exact owners, or prefixes ending in "*". Empty allows all.
+	AllowedOwners []string `json:"allowedOwners,omitempty"`
+	MinTTLMs      uint64   `json:"minTtlMs,omitempty"`
+	MaxTTLMs      uint64   `json:"maxTtlMs,omitempty"`
+	// OpClasses lists the allowed operation classes. Empty allows all.
+	OpClasses  []string `json:"opClasses,omitempty"`
+	Generation uint64   `json:"generation"`
+	Deleted    bool     `json:"deleted,omitempty"`
+	UpdatedAt  int64    `json:"updatedAt"`
+}
+
+// ms converts a time to Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }

@@ -1,0 +1,447 @@
+package registry
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/registry/keys"
+	"github.com/fencegate/fencegate/verify"
+)
+
+// Options configure a Registry. Backend and Signer are required.
+type Options struct {
+	Backend Backend
+	Signer  *keys.Signer
+	// Issuer is the "iss" of every grant and proof.
+	Issuer string
+	// Clock is the registry's time. Default: the process's monotonic clock
+	// anchored at the wall time of New, so a wall-clock step while running
+	// never shortens or extends a lease.
+	Clock func() time.Time
+	// After waits like time.After (injected for simulation).
+	After func(time.Duration) <-chan time.Time
+	// Rand is the source of lease and grant IDs (default crypto/rand).
+	Rand io.Reader
+	// DefaultTTL applies when an acquire gives none; MinTTL and MaxTTL bound
+	// every TTL (policies may narrow them further).
+	DefaultTTL, MinTTL, MaxTTL time.Duration
+	// MaxWait bounds a waiting acquire.
+	MaxWait time.Duration
+	// MaxProofTTL bounds a status proof's lifetime (exp - iat); a proof
+	// never outlives its lease either.
+	MaxProofTTL time.Duration
+	Logger      *zap.Logger
+	// Metrics is where the registry's collectors are registered (required
+	// to be non-global in tests: pass prometheus.NewRegistry()).
+	Metrics prometheus.Registerer
+}
+
+// Defaults for Options.
+const (
+	DefaultTTL         = 10 * time.Second
+	DefaultMinTTL      = 100 * time.Millisecond
+	DefaultMaxTTL      = 10 * time.Minute
+	DefaultMaxWait     = 60 * time.Second
+	DefaultMaxProofTTL = 5 * time.Second
+	DefaultIssuer      = "fencegate-registry"
+)
+
+// Registry is the grant registry service. It is safe for concurrent use.
+type Registry struct {
+	opt     Options
+	log     *zap.Logger
+	m       *metrics
+	waiters *waitQueues
+	randMu  sync.Mutex
+}
+
+// New returns a Registry over opts.Backend.
+func New(opts Options) (*Registry, error) {
+	if opts.Backend == nil || opts.Signer == nil {
+		return nil, fmt.Errorf("%w: backend and signer are required", ErrInvalidInput)
+	}
+	if opts.Issuer == "" {
+		opts.Issuer = DefaultIssuer
+	}
+	if opts.Clock == nil {
+		boot := time.Now()
+		opts.Clock = func() time.Time { return boot.Add(time.Since(boot)) }
+	}
+	if opts.After == nil {
+		opts.After = time.After
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	setDefault(&opts.DefaultTTL, DefaultTTL)
+	setDefault(&opts.MinTTL, DefaultMinTTL)
+	setDefault(&opts.MaxTTL, DefaultMaxTTL)
+	setDefault(&opts.MaxWait, DefaultMaxWait)
+	setDefault(&opts.MaxProofTTL, DefaultMaxProofTTL)
+	if opts.MinTTL > opts.MaxTTL || opts.DefaultTTL < opts.MinTTL || opts.DefaultTTL > opts.MaxTTL {
+		return nil, fmt.Errorf("%w: TTL bounds: need minTTL <= defaultTTL <= maxTTL", ErrInvalidInput)
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = prometheus.NewRegistry()
+	}
+	r := &Registry{opt: opts, log: opts.Logger, waiters: newWaitQueues()}
+	m, err := newMetrics(opts.Metrics, func() float64 { return float64(r.waiters.waiting()) })
+	if err != nil {
+		return nil, fmt.Errorf("registry: metrics: %w", err)
+	}
+	r.m = m
+	return r, nil
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+// Now is the registry's clock.
+func (r *Registry) Now() time.Time { return r.opt.Clock() }
+
+// Signer is the registry's signer.
+func (r *Registry) Signer() *keys.Signer { return r.opt.Signer }
+
+// Backend is the registry's backend.
+func (r *Registry) Backend() Backend { return r.opt.Backend }
+
+// AcquireRequest asks for a lease.
+type AcquireRequest struct {
+	Resource  string
+	Owner     string
+	RequestID string
+	// OpClass defaults to "write".
+	OpClass string
+	// TTL defaults to Options.DefaultTTL.
+	TTL time.Duration
+	// Wait > 0 waits up to that long (bounded by MaxWait) for the holder to
+	// release or expire; waiters are served in arrival order.
+	Wait time.Duration
+}
+
+// Result is a lease as the API returns it: the view, the grant, and a
+// fresh signed status proof.
+type Result struct {
+	View LeaseView
+	// Grant is the lockGrant.v1 compact JWS.
+	Grant []byte
+	// Status is a fresh lockStatus.v1 compact JWS and its claims.
+	Status       []byte
+	StatusClaims verify.Status
+	// Existing: an idempotent acquire returned the grant of an earlier call.
+	Existing bool
+}
+
+// BusyError is returned (wrapping ErrLeaseHeld) when the resource stays held.
+type BusyError struct {
+	Resource string
+	// HolderExpiresAt is when the current holder's lease expires unless renewed.
+	HolderExpiresAt time.Time
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("registry: resource %s is held until %s", e.Resource, e.HolderExpiresAt.UTC().Format(time.RFC3339Nano))
+}
+
+// Unwrap makes errors.Is(err, ErrLeaseHeld) true.
+func (e *BusyError) Unwrap() error { return ErrLeaseHeld }
+
+func (r *Registry) newID(prefix string) (string, error) {
+	b := make([]byte, 15)
+	r.randMu.Lock()
+	_, err := io.ReadFull(r.opt.Rand, b)
+	r.randMu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("registry: random ID: %w", err)
+	}
+	return prefix + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b), nil
+}
+
+func (r *Registry) ttl(d time.Duration) (time.Duration, error) {
+	if d == 0 {
+		return r.opt.DefaultTTL, nil
+	}
+	if d < r.opt.MinTTL || d > r.opt.MaxTTL {
+		return 0, fmt.Errorf("%w: ttl %s outside [%s, %s]", ErrInvalidInput, d, r.opt.MinTTL, r.opt.MaxTTL)
+	}
+	return d, nil
+}
+
+// Acquire grants a lease on a resource. The same (owner, requestId)
+// returns the same grant (a lost response is recovered by repeating the
+// call or by Lookup). When the resource is held it returns a *BusyError,
+// after waiting up to req.Wait for the holder to release or expire.
+func (r *Registry) Acquire(ctx context.Context, req AcquireRequest) (Result, error) {
+	if req.OpClass == "" {
+		req.OpClass = "write"
+	}
+	ttl, err := r.ttl(req.TTL)
+	if err != nil {
+		return Result{}, err
+	}
+	if req.Wait < 0 || req.Wait > r.opt.MaxWait {
+		return Result{}, fmt.Errorf("%w: wait %s outside [0, %s]", ErrInvalidInput, req.Wait, r.opt.MaxWait)
+	}
+	in := AcquireInput{Resource: req.Resource, Owner: req.Owner, RequestID: req.RequestID, OpClass: req.OpClass, TTL: ttl, Issuer: r.opt.Issuer}
+	if req.Wait == 0 {
+		res, err := r.tryAcquire(ctx, in)
+		if err != nil {
+			return Result{}, err
+		}
+		if res.Busy {
+			return Result{}, r.busy(res)
+		}
+		return r.granted(res, false, time.Time{})
+	}
+
+	start := r.Now()
+	deadline := r.opt.After(req.Wait)
+	ch := r.waiters.enqueue(req.Resource)
+	defer r.waiters.leave(req.Resource, ch)
+	var expiry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case <-deadline:
+			res, err := r.tryAcquire(ctx, in) // one last look: it may have just freed
+			if err != nil {
+				return Result{}, err
+			}
+			if res.Busy {
+				return Result{}, r.busy(res)
+			}
+			return r.granted(res, true, start)
+		case <-ch:
+		case <-expiry:
+		}
+		res, err := r.tryAcquire(ctx, in)
+		if err != nil {
+			return Result{}, err
+		}
+		if !res.Busy {
+			return r.granted(res, true, start)
+		}
+		expiry = r.opt.After(time.Duration(res.Holder.ExpiresAt-ms(r.Now())) * time.Millisecond)
+	}
+}
+
+func (r *Registry) tryAcquire(ctx context.Context, in AcquireInput) (AcquireResult, error) {
+	var err error
+	if in.LeaseID, err = r.newID("lease-"); err != nil {
+		return AcquireResult{}, err
+	}
+	if in.GrantID, err = r.newID("g-"); err != nil {
+		return AcquireResult{}, err
+	}
+	in.Now = r.Now()
+	seal := func(c *verify.Grant) ([]byte, error) { return r.opt.Signer.Sign(verify.GrantSchema, c) }
+	res, err := r.opt.Backend.Acquire(ctx, in, seal)
+	if err != nil {
+		return res, err
+	}
+	if res.Ended != nil {
+		if res.Ended.State == verify.StateExpired {
+			r.m.expiries.Inc()
+		} else {
+			r.m.revocations.WithLabelValues("lease").Inc()
+		}
+	}
+	return res, nil
+}
+
+func (r *Registry) busy(res AcquireResult) error {
+	r.m.busy.Inc()
+	return &BusyError{Resource: res.Holder.Resource, HolderExpiresAt: time.UnixMilli(res.Holder.ExpiresAt)}
+}
+
+func (r *Registry) granted(res AcquireResult, waited bool, start time.Time) (Result, error) {
+	now := r.Now()
+	r.m.grants.WithLabelValues(fmt.Sprint(res.Existing)).Inc()
+	if res.Granted && waited {
+		r.m.acquireWait.Observe(now.Sub(start).Seconds())
+		if res.FreedAt > 0 {
+			freed := time.UnixMilli(res.FreedAt)
+			if freed.Before(start) {
+				freed = start
+			}
+			r.m.handoff.Observe(max(0, now.Sub(freed).Seconds()))
+		}
+	}
+	l := res.View.Lease
+	if res.Granted {
+		r.log.Info("grant issued", zap.String("resource", l.Resource), zap.String("owner", l.Owner),
+			zap.String("lease", l.Lease), zap.Uint64("fence", l.Fence), zap.String("grantDigest", l.Digest),
+			zap.Uint64("issuerEpoch", l.IssuerEpoch), zap.Int64("expiresAt", l.ExpiresAt))
+	}
+	out, err := r.withProof(res.View, now)
+	out.Existing = res.Existing
+	return out, err
+}
+
+// withProof signs a lockStatus.v1 proof of v at now.
+func (r *Registry) withProof(v LeaseView, now time.Time) (Result, error) {
+	iat := ms(now)
+	exp := iat + r.opt.MaxProofTTL.Milliseconds()
+	if v.State == verify.StateHeld {
+		exp = min(exp, v.Lease.ExpiresAt)
+	}
+	st := verify.Status{
+		Schema:           verify.StatusSchema,
+		Issuer:           r.opt.Issuer,
+		GrantDigest:      v.Lease.Digest,
+		Resource:         v.Lease.Resource,
+		Lease:            v.Lease.Lease,
+		FenceToken:       v.Lease.Fence,
+		State:            v.State,
+		BackendRevision:  v.Meta.Revision,
+		PolicyGeneration: v.PolicyGeneration,
+		IssuerEpoch:      v.Meta.IssuerEpoch,
+		IssuedAt:         uint64(iat),
+		ExpiresAt:        uint64(exp),
+	}
+	tok, err := r.opt.Signer.Sign(verify.StatusSchema, &st)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{View: v, Grant: []byte(v.Lease.Token), Status: tok, StatusClaims: st}, nil
+}
+
+// Renew extends a held lease by ttl (DefaultTTL when 0) from now. A lease
+// that is no longer held gets ErrNotHeld and its state; it is never
+// silently re-granted.
+func (r *Registry) Renew(ctx context.Context, owner, lease string, ttl time.Duration) (Result, error) {
+	ttl, err := r.ttl(ttl)
+	if err != nil {
+		return Result{}, err
+	}
+	now := r.Now()
+	v, err := r.opt.Backend.Renew(ctx, RenewInput{Lease: lease, Owner: owner, TTL: ttl, Now: now})
+	switch {
+	case errors.Is(err, ErrNotHeld):
+		r.m.renewals.WithLabelValues("not_held").Inc()
+		if v.State == verify.StateExpired {
+			r.m.expiries.Inc()
+		}
+		res, perr := r.withProof(v, now)
+		if perr != nil {
+			return Result{}, perr
+		}
+		return res, err
+	case err != nil:
+		return Result{}, err
+	}
+	r.m.renewals.WithLabelValues("ok").Inc()
+	return r.withProof(v, now)
+}
+
+// Release ends a lease (idempotent) and hands the resource to the next waiter.
+func (r *Registry) Release(ctx context.Context, owner, lease string) (Result, error) {
+	now := r.Now()
+	v, err := r.opt.Backend.Release(ctx, ReleaseInput{Lease: lease, Owner: owner, Now: now})
+	if err != nil {
+		return Result{}, err
+	}
+	if v.State == verify.StateReleased && v.Lease.EndedAt == ms(now) {
+		r.m.releases.Inc()
+		r.log.Info("lease released", zap.String("resource", v.Lease.Resource), zap.String("lease", v.Lease.Lease), zap.Uint64("fence", v.Lease.Fence))
+	}
+	r.waiters.notify(v.Lease.Resource)
+	return r.withProof(v, now)
+}
+
+// Status reads a lease (by lease ID, grant digest or owner and request ID)
+// in one linearizable read and returns it with a fresh status proof.
+func (r *Registry) Status(ctx context.Context, q LeaseQuery) (Result, error) {
+	q.Now = r.Now()
+	v, err := r.opt.Backend.Lease(ctx, q)
+	if err != nil {
+		return Result{}, err
+	}
+	return r.withProof(v, q.Now)
+}
+
+// Resource reads a resource's fence sequence and holder.
+func (r *Registry) Resource(ctx context.Context, resource string) (ResourceView, error) {
+	if err := ValidateResource(resource); err != nil {
+		return ResourceView{}, err
+	}
+	return r.opt.Backend.Resource(ctx, resource, r.Now())
+}
+
+// BumpEpoch increments the issuer epoch: every grant of an older epoch is
+// revoked at once (status REVOKED, sidecars answer EPOCH_REVOKED).
+func (r *Registry) BumpEpoch(ctx context.Context) (Meta, error) {
+	m, err := r.opt.Backend.BumpEpoch(ctx)
+	if err != nil {
+		return m, err
+	}
+	r.m.revocations.WithLabelValues("epoch").Inc()
+	r.log.Warn("issuer epoch bumped: every older grant is revoked", zap.Uint64("issuerEpoch", m.IssuerEpoch))
+	r.waiters.notifyAll()
+	return m, nil
+}
+
+// RaiseFenceFloor makes later fences of resource ("" = all) exceed floor.
+func (r *Registry) RaiseFenceFloor(ctx context.Context, resource string, floor uint64) (Meta, ResourceRecord, error) {
+	if resource != "" {
+		if err := ValidateResource(resource); err != nil {
+			return Meta{}, ResourceRecord{}, err
+		}
+	}
+	m, rec, err := r.opt.Backend.RaiseFenceFloor(ctx, resource, floor)
+	if err == nil {
+		r.log.Warn("fence floor raised", zap.String("resource", resource), zap.Uint64("floor", floor))
+	}
+	return m, rec, err
+}
+
+// PutPolicy stores a policy; its new generation revokes grants issued
+// under the previous one.
+func (r *Registry) PutPolicy(ctx context.Context, p Policy) (Policy, error) {
+	out, err := r.opt.Backend.PutPolicy(ctx, p, r.Now())
+	if err != nil {
+		return out, err
+	}
+	r.m.revocations.WithLabelValues("policy").Inc()
+	r.log.Info("policy changed", zap.String("pattern", out.Pattern), zap.Uint64("generation", out.Generation))
+	r.waiters.notifyAll()
+	return out, nil
+}
+
+// DeletePolicy removes a policy (a tombstone keeps its generation growing).
+func (r *Registry) DeletePolicy(ctx context.Context, pattern string) (Policy, error) {
+	out, err := r.opt.Backend.DeletePolicy(ctx, pattern, r.Now())
+	if err != nil {
+		return out, err
+	}
+	r.m.revocations.WithLabelValues("policy").Inc()
+	r.waiters.notifyAll()
+	return out, nil
+}
+
+// Policies lists the policies.
+func (r *Registry) Policies(ctx context.Context) ([]Policy, error) {
+	return r.opt.Backend.Policies(ctx)
+}
+
+// Ready checks that the backend answers.
+func (r *Registry) Ready(ctx context.Context) error {
+	_, err := r.opt.Backend.Meta(ctx)
+	return err
+}

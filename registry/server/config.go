@@ -1,0 +1,154 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/registry"
+)
+
+// Config is the registry's YAML configuration. Zero values take the
+// defaults of Default().
+type Config struct {
+	// Listen is the API address (host:port).
+	Listen string `yaml:"listen"`
+	// DataDir holds the bbolt file and generated keys.
+	DataDir string `yaml:"dataDir"`
+	// Backend is bolt (default, durable) or memory (tests only).
+	Backend string `yaml:"backend"`
+	Issuer  string `yaml:"issuer"`
+	// SigningKey is a private JWK file; empty generates an EdDSA key in
+	// DataDir/keys on first start and reuses it after.
+	SigningKey string `yaml:"signingKey"`
+	// PublishKeys are more key files (JWK or JWK set) whose public halves are
+	// published in /.well-known/jwks.json: the old key during a rotation.
+	PublishKeys []string        `yaml:"publishKeys"`
+	TLS         TLSConfig       `yaml:"tls"`
+	Identity    identity.Config `yaml:"identity"`
+	Leases      LeaseConfig     `yaml:"leases"`
+	Proofs      ProofConfig     `yaml:"proofs"`
+	Admin       AdminConfig     `yaml:"admin"`
+	Log         LogConfig       `yaml:"log"`
+}
+
+// TLSConfig enables HTTPS; ClientCAFile enables and requires mTLS.
+type TLSConfig struct {
+	CertFile     string `yaml:"certFile"`
+	KeyFile      string `yaml:"keyFile"`
+	ClientCAFile string `yaml:"clientCAFile"`
+}
+
+// LeaseConfig bounds lease TTLs and waits.
+type LeaseConfig struct {
+	DefaultTTL time.Duration `yaml:"defaultTTL"`
+	MinTTL     time.Duration `yaml:"minTTL"`
+	MaxTTL     time.Duration `yaml:"maxTTL"`
+	MaxWait    time.Duration `yaml:"maxWait"`
+}
+
+// ProofConfig bounds status proofs.
+type ProofConfig struct {
+	MaxTTL time.Duration `yaml:"maxTTL"`
+}
+
+// AdminConfig says who may call /v1/admin.
+type AdminConfig struct {
+	// TokenFile holds a bearer token.
+	TokenFile     string   `yaml:"tokenFile"`
+	Identities    []string `yaml:"identities"`
+	AllowLoopback bool     `yaml:"allowLoopback"`
+}
+
+// LogConfig sets the log level (debug, info, warn, error).
+type LogConfig struct {
+	Level string `yaml:"level"`
+}
+
+// Default is the configuration used when no file is given.
+func Default() Config {
+	return Config{
+		Listen:   "127.0.0.1:8700",
+		DataDir:  "fencegate-data",
+		Backend:  "bolt",
+		Issuer:   registry.DefaultIssuer,
+		Identity: identity.Config{Mode: identity.ModeMTLS},
+		Leases: LeaseConfig{
+			DefaultTTL: registry.DefaultTTL,
+			MinTTL:     registry.DefaultMinTTL,
+			MaxTTL:     registry.DefaultMaxTTL,
+			MaxWait:    registry.DefaultMaxWait,
+		},
+		Proofs: ProofConfig{MaxTTL: registry.DefaultMaxProofTTL},
+		Log:    LogConfig{Level: "info"},
+	}
+}
+
+// Load reads a YAML file over the defaults. Unknown keys are errors.
+func Load(path string) (Config, error) {
+	c := Default()
+	f, err := os.Open(path)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Validate reports every problem of the configuration at once.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		add("listen: %q: %v", c.Listen, err)
+	}
+	switch c.Backend {
+	case "bolt":
+		if c.DataDir == "" {
+			add("dataDir: required for the bolt backend")
+		}
+	case "memory":
+	default:
+		add("backend: %q is not bolt or memory", c.Backend)
+	}
+	if c.Issuer == "" {
+		add("issuer: must not be empty")
+	}
+	if c.SigningKey == "" && c.DataDir == "" {
+		add("signingKey: required when there is no dataDir to generate one in")
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		add("tls: certFile and keyFile go together")
+	}
+	if c.TLS.ClientCAFile != "" && c.TLS.CertFile == "" {
+		add("tls.clientCAFile: mTLS needs tls.certFile and tls.keyFile")
+	}
+	errs = append(errs, c.Identity.Validate()...)
+	if c.Identity.Mode == identity.ModeMTLS && c.TLS.ClientCAFile == "" {
+		add("identity.mode: mtls needs tls.clientCAFile (or use header mode behind a mesh, or insecure-header for development)")
+	}
+	l := c.Leases
+	if l.MinTTL <= 0 || l.MaxTTL <= 0 || l.DefaultTTL <= 0 || l.MaxWait <= 0 {
+		add("leases: defaultTTL, minTTL, maxTTL and maxWait must be positive")
+	} else if l.MinTTL > l.DefaultTTL || l.DefaultTTL > l.MaxTTL {
+		add("leases: need minTTL <= defaultTTL <= maxTTL")
+	}
+	if c.Proofs.MaxTTL <= 0 {
+		add("proofs.maxTTL: must be positive")
+	}
+	if _, err := zapcore.ParseLevel(c.Log.Level); err != nil {
+		add("log.level: %v", err)
+	}
+	return errors.Join(errs...)
+}
