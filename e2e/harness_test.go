@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the fencegate binary built by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "fencegate-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "fencegate")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/fencegate")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building fencegate:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running fencegate process.
+type proc struct {
+	t      *testing.T
+	name   string
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	done   chan struct{}
+	err    error
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// start runs the binary with args. The process is killed at test cleanup,
+// and its output is logged when the test fails.
+func start(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, name: name, done: make(chan struct{})}
+	p.cmd = exec.Command(binary, args...)
+	p.cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
+	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("--- %s stdout:\n%s\n--- %s stderr:\n%s", name, p.Stdout(), name, p.Stderr())
+		}
+	})
+	return p
+}
+
+// Stdout and Stderr return what the process printed so far.
+func (p *proc) Stdout() string { p.mu.Lock(); defer p.mu.Unlock(); return p.stdout.String() }
+func (p *proc) Stderr() string { p.mu.Lock(); defer p.mu.Unlock(); return p.stderr.String() }
+
+// kill sends SIGKILL and waits for the process to end.
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stop sends SIGTERM and waits up to 10s, then kills.
+func (p *proc) stop() error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(10 * time.Second):
+		p.kill()
+		return fmt.Errorf("%s did not stop on SIGTERM", p.name)
+	}
+}
+
+// waitFor waits until the process prints a stdout line matching re and
+// returns the first submatch.
+func (p *proc) waitFor(re *regexp.Regexp, timeout time.Duration) string {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(p.Stdout()); m != nil {
+			if len(m) > 1 {
+				return m[1]
+			}
+			return m[0]
+		}
+		select {
+		case <-p.done:
+			p.t.Fatalf("%s exited (%v) before printing %s\nstderr:\n%s", p.name, p.err, re, p.Stderr())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	p.t.Fatalf("%s did not print %s within %s", p.name, re, timeout)
+	return ""
+}
+
+var listeningRE = regexp.MustCompile(`listening on (\S+)`)
+
+// registry is a running fencegate registry.
+type registry struct {
+	*proc
+	dataDir string
+	url     string
+}
+
+// startRegistry runs "fencegate registry" in insecure-dev mode on a free
+// port over dataDir (a new temp dir when empty).
+func startRegistry(t *testing.T, dataDir string, extra ...string) *registry {
+	t.Helper()
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	args := append([]string{"registry", "--data", dataDir, "--listen", "127.0.0.1:0", "--insecure-dev", "--log-level", "warn"}, extra...)
+	p := start(t, "registry", args...)
+	addr := p.waitFor(listeningRE, 15*time.Second)
+	return &registry{proc: p, dataDir: dataDir, url: "http://" + addr}
+}
+
+// result is a finished CLI run.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs the binary to completion (30s at most).
+func run(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// fields parses "key: value" lines of the CLI's text output.
+func fields(s string) map[string]string {
+	m := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok {
+			m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
