@@ -1,13 +1,33 @@
 // Package verify checks lockGrant.v1 grants and lockStatus.v1 status proofs
-// against a fixed trust bundle. It does no I/O of its own: callers pass the
+// against a fixed trust bundle: applyFencedMutation steps 2 and 3. It does no
+// I/O of its own, keeps no global state and reads no clock: callers pass the
 // token bytes, the trust bundle and the time.
 //
-// Verification is strict and named so: ParseAndVerifyGrant and
-// ParseAndVerifyStatus enforce a size limit before parsing, an explicit
-// algorithm allow-list, a kid that names exactly one key of the bundle whose
-// own alg matches the header, the exact schema and typ, every claim present
-// and typed, no duplicate JSON members, and integers decoded exactly.
-// Every failure is a *Error whose Code maps one-to-one to the DESIGN error
-// codes (GRANT_INVALID, STATUS_STALE, ...), and wraps one of the sentinel
-// errors in errors.go.
+// A Bundle (NewBundle) is an immutable set of verification keys by kid, each
+// bound to one algorithm, with an explicit algorithm allow-list (EdDSA and
+// ES256 by default; HS256 only when allowed explicitly). Reload by building
+// a new Bundle.
+//
+// Verification is strict and named so. ParseAndVerifyGrant and
+// ParseAndVerifyStatus enforce a size limit before parsing; the compact JWS
+// form with canonical base64url; a protected header with exactly alg, kid
+// and typ (no "crit", no header-supplied keys, no duplicate members); an alg
+// in the allow-list; a kid that names exactly one key of the bundle whose
+// own alg matches the header; the exact typ; the signature (jws.Verify with
+// that one key and alg); then the payload: a JSON object with exactly the
+// schema's claims (unknown claims are rejected), the exact schema, no
+// duplicate members, non-empty strings and integers decoded exactly as
+// uint64 (never through float64, so fence tokens above 2^53 are exact).
+//
+// The remaining checks take verified claims: CheckBinding (route resource
+// and caller identity against the grant), CheckEpoch (revoked issuer
+// epochs) and CheckStatus (a proof is for this grant, fresh, HELD, of the
+// current issuer epoch and policy generation). Each documents its order.
+//
+// Every failure is a *Error whose Code is one of the DESIGN rejection codes
+// (GRANT_INVALID, OWNER_MISMATCH, RESOURCE_MISMATCH, POLICY_MISMATCH,
+// GRANT_NOT_HELD, EPOCH_REVOKED, STATUS_STALE) and which unwraps both to that
+// code's sentinel (ErrGrantInvalid, ...) and to a finer reason sentinel
+// (ErrUnknownKid, ErrProofExpired, ...); see errors.go. Package verifytest
+// has helpers to issue real tokens in other packages' tests.
 package verify

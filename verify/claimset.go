@@ -1,0 +1,96 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// claim describes one required claim of a schema and where it is decoded to.
+type claim struct {
+	name string
+	str  *string // for a string claim
+	num  *uint64 // for an integer claim
+}
+
+// decodeClaims decodes payload strictly into the claims: a flat JSON object
+// without duplicate members, with exactly the given claims (unknown members
+// are refused), the schema claim first checked to be exactly schema, every
+// string claim a non-empty JSON string and every integer claim a JSON
+// integer in [0, 2^64-1] decoded exactly, without float64.
+func decodeClaims(payload []byte, schema string, claims []claim) *Error {
+	members, order, e := decodeObject(payload, "payload")
+	if e != nil {
+		return e
+	}
+	raw, ok := members["schema"]
+	if !ok {
+		return invalid(ErrMissingClaim, `claim "schema" is missing`)
+	}
+	got, ok := rawString(raw)
+	if !ok {
+		return invalid(ErrClaimType, `claim "schema" is not a string`)
+	}
+	if got != schema {
+		return invalid(ErrWrongSchema, fmt.Sprintf("schema %q, want %q", got, schema))
+	}
+	for _, name := range order {
+		if !hasClaim(claims, name) {
+			return invalid(ErrUnknownClaim, fmt.Sprintf("unknown claim %q", name))
+		}
+	}
+	for _, c := range claims {
+		raw, ok := members[c.name]
+		if !ok {
+			return invalid(ErrMissingClaim, fmt.Sprintf("claim %q is missing", c.name))
+		}
+		switch {
+		case c.str != nil:
+			s, ok := rawString(raw)
+			if !ok {
+				return invalid(ErrClaimType, fmt.Sprintf("claim %q is not a string", c.name))
+			}
+			if s == "" {
+				return invalid(ErrEmptyClaim, fmt.Sprintf("claim %q is empty", c.name))
+			}
+			*c.str = s
+		case c.num != nil:
+			n, ok := rawUint(raw)
+			if !ok {
+				return invalid(ErrClaimType, fmt.Sprintf("claim %q is not an integer in [0, 2^64-1]: %.32s", c.name, raw))
+			}
+			*c.num = n
+		}
+	}
+	return nil
+}
+
+func hasClaim(claims []claim, name string) bool {
+	for _, c := range claims {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// rawUint decodes raw as a JSON integer in [0, 2^64-1]: digits only, so no
+// sign, fraction or exponent, and parsed exactly.
+func rawUint(raw json.RawMessage) (uint64, bool) {
+	if len(raw) == 0 {
+		return 0, false
+	}
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	if len(raw) > 1 && raw[0] == '0' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(raw), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}

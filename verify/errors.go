@@ -1,0 +1,194 @@
+package verify
+
+import (
+	"errors"
+)
+
+// Code is a stable rejection code. The values are the DESIGN request-contract
+// codes that verify can produce; the proxy maps them to HTTP statuses and puts
+// them in the problem+json "code" member.
+type Code string
+
+// Codes produced by this package.
+const (
+	// CodeGrantInvalid: the grant (or a status proof) is malformed, oversized,
+	// signed by an unknown kid, with an algorithm that is not allowed, with a
+	// bad signature, or has the wrong schema or claims.
+	CodeGrantInvalid Code = "GRANT_INVALID"
+	// CodeOwnerMismatch: the caller's workload identity is not the grant's owner.
+	CodeOwnerMismatch Code = "OWNER_MISMATCH"
+	// CodeResourceMismatch: the route's resource is not the grant's resource.
+	CodeResourceMismatch Code = "RESOURCE_MISMATCH"
+	// CodePolicyMismatch: the grant's policy generation is not the current one.
+	CodePolicyMismatch Code = "POLICY_MISMATCH"
+	// CodeGrantNotHeld: the registry says the grant is expired, released or revoked.
+	CodeGrantNotHeld Code = "GRANT_NOT_HELD"
+	// CodeEpochRevoked: the grant's issuer epoch is revoked.
+	CodeEpochRevoked Code = "EPOCH_REVOKED"
+	// CodeStatusStale: the status proof is expired, not for this grant, or not
+	// fresh enough.
+	CodeStatusStale Code = "STATUS_STALE"
+)
+
+// Code sentinels: every *Error unwraps to exactly one of them (the one for
+// its Code), so callers can test errors.Is(err, verify.ErrGrantInvalid).
+var (
+	// ErrGrantInvalid is the sentinel for CodeGrantInvalid.
+	ErrGrantInvalid = errors.New("verify: " + string(CodeGrantInvalid))
+	// ErrOwnerMismatch is the sentinel for CodeOwnerMismatch.
+	ErrOwnerMismatch = errors.New("verify: " + string(CodeOwnerMismatch))
+	// ErrResourceMismatch is the sentinel for CodeResourceMismatch.
+	ErrResourceMismatch = errors.New("verify: " + string(CodeResourceMismatch))
+	// ErrPolicyMismatch is the sentinel for CodePolicyMismatch.
+	ErrPolicyMismatch = errors.New("verify: " + string(CodePolicyMismatch))
+	// ErrGrantNotHeld is the sentinel for CodeGrantNotHeld.
+	ErrGrantNotHeld = errors.New("verify: " + string(CodeGrantNotHeld))
+	// ErrEpochRevoked is the sentinel for CodeEpochRevoked.
+	ErrEpochRevoked = errors.New("verify: " + string(CodeEpochRevoked))
+	// ErrStatusStale is the sentinel for CodeStatusStale.
+	ErrStatusStale = errors.New("verify: " + string(CodeStatusStale))
+)
+
+// Reason sentinels: the finer cause of a rejection. An *Error unwraps to one
+// of them as well as to its code sentinel. Where a check has no finer cause
+// (OWNER_MISMATCH, RESOURCE_MISMATCH, POLICY_MISMATCH, EPOCH_REVOKED,
+// GRANT_NOT_HELD) the reason is the code sentinel itself.
+var (
+	// ErrOversized: the token is longer than the size limit. Checked before
+	// anything else is parsed.
+	ErrOversized = errors.New("token too large")
+	// ErrMalformed: not a compact JWS (not exactly three dot-separated
+	// segments, an empty header or payload segment, a byte outside the
+	// base64url alphabet, whitespace, padding or non-canonical base64url;
+	// an empty signature segment is left to the alg and signature checks),
+	// a header or payload
+	// that is not valid UTF-8 JSON, not a single JSON object, truncated, has
+	// trailing data, or a header member of the wrong JSON type. Also used
+	// for a nil grant or proof handed to a check.
+	ErrMalformed = errors.New("malformed token")
+	// ErrDuplicateMember: a JSON member name occurs twice in the protected
+	// header or in the payload.
+	ErrDuplicateMember = errors.New("duplicate JSON member")
+	// ErrMissingClaim: a required claim is absent.
+	ErrMissingClaim = errors.New("missing claim")
+	// ErrUnknownClaim: the payload has a member that is not a claim of the
+	// schema. Unknown members are rejected, not ignored.
+	ErrUnknownClaim = errors.New("unknown claim")
+	// ErrClaimType: a claim has the wrong JSON type (including null), or an
+	// integer claim is negative, fractional, in exponent form or above the
+	// uint64 maximum, or a claim value is outside its domain (fenceToken or
+	// ttlMs of 0, an unknown state, exp not after iat, a grantDigest that is
+	// not "sha256:" + 64 lowercase hex digits).
+	ErrClaimType = errors.New("claim of wrong type or out of range")
+	// ErrEmptyClaim: a required string claim is the empty string.
+	ErrEmptyClaim = errors.New("empty claim")
+	// ErrUnknownKid: the header has no kid, or a kid that names no key of
+	// the trust bundle.
+	ErrUnknownKid = errors.New("unknown kid")
+	// ErrAlgNotAllowed: the header alg is absent, "none", not in the
+	// bundle's allow-list, or not the alg of the key named by kid (alg
+	// confusion, e.g. HS256 with the kid of an EdDSA or ES256 key). Also
+	// returned by NewBundle for a key whose alg is not allowed.
+	ErrAlgNotAllowed = errors.New("algorithm not allowed")
+	// ErrForbiddenHeader: the protected header has a member other than alg,
+	// kid and typ: "crit", header-supplied keys ("jwk", "jku", "x5u",
+	// "x5c", ...), "b64" or anything else. Keys come only from the bundle.
+	ErrForbiddenHeader = errors.New("header member not allowed")
+	// ErrBadSignature: the signature does not verify with the key named by kid.
+	ErrBadSignature = errors.New("bad signature")
+	// ErrWrongSchema: the typ header is absent or not exactly the expected
+	// schema name, or the schema claim is not exactly it.
+	ErrWrongSchema = errors.New("wrong schema")
+
+	// ErrProofMismatch: the status proof is for another grant: its
+	// grantDigest, resource, lease or fenceToken differs from the grant's.
+	ErrProofMismatch = errors.New("status proof not for this grant")
+	// ErrProofExpired: now is at or after the proof's exp.
+	ErrProofExpired = errors.New("status proof expired")
+	// ErrProofTooOld: the proof was issued longer than StatusPolicy.MaxAge ago.
+	ErrProofTooOld = errors.New("status proof too old")
+	// ErrProofFromFuture: the proof's iat is later than now plus
+	// StatusPolicy.ClockSkew.
+	ErrProofFromFuture = errors.New("status proof issued in the future")
+	// ErrInvalidPolicy: the StatusPolicy handed to CheckStatus is unusable
+	// (MaxAge <= 0 or ClockSkew < 0). CheckStatus fails closed with
+	// STATUS_STALE; validate policies at configuration time with
+	// StatusPolicy.Validate.
+	ErrInvalidPolicy = errors.New("invalid status policy")
+
+	// ErrBadBundle is returned by NewBundle for an unusable trust bundle.
+	ErrBadBundle = errors.New("verify: unusable trust bundle")
+)
+
+// sentinel returns the code sentinel for c, or nil for an unknown code.
+func sentinel(c Code) error {
+	switch c {
+	case CodeGrantInvalid:
+		return ErrGrantInvalid
+	case CodeOwnerMismatch:
+		return ErrOwnerMismatch
+	case CodeResourceMismatch:
+		return ErrResourceMismatch
+	case CodePolicyMismatch:
+		return ErrPolicyMismatch
+	case CodeGrantNotHeld:
+		return ErrGrantNotHeld
+	case CodeEpochRevoked:
+		return ErrEpochRevoked
+	case CodeStatusStale:
+		return ErrStatusStale
+	}
+	return nil
+}
+
+// Error is the error returned by every verification function of this
+// package. It unwraps to both the sentinel for Code and to Reason.
+type Error struct {
+	// Code is the stable rejection code.
+	Code Code
+	// Reason is the fine reason sentinel (ErrUnknownKid, ErrProofExpired, ...),
+	// or the code sentinel when there is no finer reason.
+	Reason error
+	// Detail is a human-readable explanation. It may quote header or claim
+	// values and is meant for logs and problem details, not for matching.
+	Detail string
+}
+
+// Error returns "verify: CODE: detail".
+func (e *Error) Error() string {
+	d := e.Detail
+	if d == "" && e.Reason != nil {
+		d = e.Reason.Error()
+	}
+	return "verify: " + string(e.Code) + ": " + d
+}
+
+// Unwrap returns the code sentinel and the reason sentinel.
+func (e *Error) Unwrap() []error {
+	errs := make([]error, 0, 2)
+	if s := sentinel(e.Code); s != nil {
+		errs = append(errs, s)
+	}
+	if e.Reason != nil {
+		errs = append(errs, e.Reason)
+	}
+	return errs
+}
+
+// CodeOf returns the Code of the first *Error in err's chain, or "" when err
+// is nil or carries no verify code.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func newErr(code Code, reason error, detail string) *Error {
+	return &Error{Code: code, Reason: reason, Detail: detail}
+}
+
+func invalid(reason error, detail string) *Error {
+	return newErr(CodeGrantInvalid, reason, detail)
+}
