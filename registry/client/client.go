@@ -243,3 +243,8 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, adm
 	}
 	return nil
 }
+
+// Ready asks the registry's /readyz.
+func (c *Client) Ready(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/readyz", nil, nil, false)
+}

@@ -1,0 +1,386 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fencegate/fencegate/internal/identity"
+)
+
+// Route modes.
+const (
+	ModeOff     = "off"
+	ModeShadow  = "shadow"
+	ModeEnforce = "enforce"
+)
+
+// Status modes.
+const (
+	StatusProof    = "proof"
+	StatusRegistry = "registry"
+)
+
+// Config is the sidecar's YAML configuration.
+type Config struct {
+	// Listen is the inbound address clients (workers) send to.
+	Listen string    `yaml:"listen"`
+	TLS    TLSConfig `yaml:"tls"`
+	// Backend is the legacy service, typically http://127.0.0.1:PORT.
+	Backend BackendConfig `yaml:"backend"`
+	Routes  []RouteConfig `yaml:"routes"`
+	// UnmatchedMutations decides what happens to a mutating request that
+	// matches no route: reject (default) or pass.
+	UnmatchedMutations string          `yaml:"unmatchedMutations"`
+	Identity           identity.Config `yaml:"identity"`
+	Trust              TrustConfig     `yaml:"trust"`
+	Registry           RegistryConfig  `yaml:"registry"`
+	Store              StoreConfig     `yaml:"store"`
+	Admin              AdminConfig     `yaml:"admin"`
+	Server             ServerConfig    `yaml:"server"`
+	Reconcile          ReconcileConfig `yaml:"reconcile"`
+	Log                LogConfig       `yaml:"log"`
+	// DataDir holds the enforcement ledger (and the bolt store by default).
+	DataDir string `yaml:"dataDir"`
+}
+
+// TLSConfig enables HTTPS on the inbound listener; ClientCAFile requires mTLS.
+type TLSConfig struct {
+	CertFile     string `yaml:"certFile"`
+	KeyFile      string `yaml:"keyFile"`
+	ClientCAFile string `yaml:"clientCAFile"`
+}
+
+// BackendConfig tunes forwarding to the legacy service.
+type BackendConfig struct {
+	URL string `yaml:"url"`
+	// Timeout bounds a forwarded mutation from send to the end of the
+	// response; past it the outcome is unknown.
+	Timeout             time.Duration `yaml:"timeout"`
+	DialTimeout         time.Duration `yaml:"dialTimeout"`
+	MaxIdleConnsPerHost int           `yaml:"maxIdleConnsPerHost"`
+	MaxConnsPerHost     int           `yaml:"maxConnsPerHost"`
+	IdleConnTimeout     time.Duration `yaml:"idleConnTimeout"`
+	// MaxResponseBytes is how much of a mutation's response is buffered
+	// before the receipt is committed (the rest streams after).
+	MaxResponseBytes int64 `yaml:"maxResponseBytes"`
+}
+
+// RouteConfig protects one method + path pattern.
+type RouteConfig struct {
+	Method string `yaml:"method"`
+	// Path is a chi pattern: /v1/invoice-batches/{id}.
+	Path string `yaml:"path"`
+	// Resource is the canonical resource ID template: invoice-batch/{id}.
+	Resource string `yaml:"resource"`
+	// Mode is off, shadow or enforce (default enforce).
+	Mode   string      `yaml:"mode"`
+	Status RouteStatus `yaml:"status"`
+	// IdempotencyKey: the backend honours Idempotency-Key, so a mutation
+	// whose outcome is unknown may be retried with the same payload.
+	IdempotencyKey bool `yaml:"idempotencyKey"`
+	// EffectQuery is a URL template asked during reconciliation:
+	// {operationId}, {resource}, {fence} and {seq} are filled in (escaped).
+	// 200 means applied (its body is the stored response), 404 not applied.
+	EffectQuery string `yaml:"effectQuery"`
+	// ResponseStoreLimit bounds the response body kept in a receipt.
+	ResponseStoreLimit int `yaml:"responseStoreLimit"`
+	// BodyLimit bounds the request body (413 above it).
+	BodyLimit int64 `yaml:"bodyLimit"`
+	// BusyWait bounds how long a request waits while another mutation of
+	// the resource is in flight.
+	BusyWait time.Duration `yaml:"busyWait"`
+}
+
+// RouteStatus says how a route establishes that a grant is still held.
+type RouteStatus struct {
+	// Mode is proof (a Fence-Status header) or registry (a linearizable
+	// read from the registry per request). Default registry.
+	Mode string `yaml:"mode"`
+	// MaxAge bounds a proof's age (now - iat).
+	MaxAge time.Duration `yaml:"maxAge"`
+}
+
+// TrustConfig is the fixed trust bundle.
+type TrustConfig struct {
+	// Bundle is a JWKS file, re-read when it changes.
+	Bundle string `yaml:"bundle"`
+	// AllowHS256 accepts HS256 (MAC) grants; the bundle holds the secret.
+	AllowHS256     bool          `yaml:"allowHS256"`
+	ReloadInterval time.Duration `yaml:"reloadInterval"`
+	MaxTokenBytes  int           `yaml:"maxTokenBytes"`
+	// MinIssuerEpoch rejects grants of older epochs from the start.
+	MinIssuerEpoch uint64 `yaml:"minIssuerEpoch"`
+	// ClockSkew tolerates a proof's iat this far in the future.
+	ClockSkew time.Duration `yaml:"clockSkew"`
+}
+
+// RegistryConfig is how the sidecar reaches the registry (status mode registry).
+type RegistryConfig struct {
+	URL      string        `yaml:"url"`
+	CertFile string        `yaml:"certFile"`
+	KeyFile  string        `yaml:"keyFile"`
+	CAFile   string        `yaml:"caFile"`
+	Timeout  time.Duration `yaml:"timeout"`
+}
+
+// StoreConfig selects the fenced store.
+type StoreConfig struct {
+	// Backend is bolt (default, durable) or memory (tests only).
+	Backend string `yaml:"backend"`
+	// Path is the bolt file (default DataDir/store.db).
+	Path string `yaml:"path"`
+}
+
+// AdminConfig is the admin listener.
+type AdminConfig struct {
+	Listen string `yaml:"listen"`
+	// TokenFile holds a bearer token; without it only loopback callers are served.
+	TokenFile string `yaml:"tokenFile"`
+}
+
+// ServerConfig tunes the inbound HTTP server.
+type ServerConfig struct {
+	ReadHeaderTimeout time.Duration `yaml:"readHeaderTimeout"`
+	ReadTimeout       time.Duration `yaml:"readTimeout"`
+	WriteTimeout      time.Duration `yaml:"writeTimeout"`
+	IdleTimeout       time.Duration `yaml:"idleTimeout"`
+	MaxHeaderBytes    int           `yaml:"maxHeaderBytes"`
+}
+
+// ReconcileConfig drives automatic reconciliation through effect queries.
+type ReconcileConfig struct {
+	Interval time.Duration `yaml:"interval"`
+}
+
+// LogConfig sets the log level.
+type LogConfig struct {
+	Level string `yaml:"level"`
+}
+
+// Defaults.
+const (
+	DefaultBodyLimit          = 1 << 20
+	DefaultResponseStoreLimit = 64 << 10
+	DefaultMaxResponseBytes   = 4 << 20
+	DefaultStatusMaxAge       = 5 * time.Second
+	DefaultBusyWait           = 2 * time.Second
+	DefaultMaxTokenBytes      = 8 << 10
+)
+
+// LoadConfig reads a YAML file and fills the defaults. Unknown keys are errors.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	f, err := os.Open(path)
+	if err != nil {
+		return c, fmt.Errorf("proxy: config: %w", err)
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("proxy: config %s: %w", path, err)
+	}
+	c.SetDefaults()
+	return c, nil
+}
+
+func setDur(d *time.Duration, v time.Duration) {
+	if *d == 0 {
+		*d = v
+	}
+}
+
+// SetDefaults fills every unset field with its default.
+func (c *Config) SetDefaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8780"
+	}
+	if c.UnmatchedMutations == "" {
+		c.UnmatchedMutations = "reject"
+	}
+	setDur(&c.Backend.Timeout, 30*time.Second)
+	setDur(&c.Backend.DialTimeout, 2*time.Second)
+	setDur(&c.Backend.IdleConnTimeout, 90*time.Second)
+	if c.Backend.MaxIdleConnsPerHost == 0 {
+		c.Backend.MaxIdleConnsPerHost = 64
+	}
+	if c.Backend.MaxResponseBytes == 0 {
+		c.Backend.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		r.Method = strings.ToUpper(r.Method)
+		if r.Mode == "" {
+			r.Mode = ModeEnforce
+		}
+		if r.Status.Mode == "" {
+			r.Status.Mode = StatusRegistry
+		}
+		setDur(&r.Status.MaxAge, DefaultStatusMaxAge)
+		setDur(&r.BusyWait, DefaultBusyWait)
+		if r.BodyLimit == 0 {
+			r.BodyLimit = DefaultBodyLimit
+		}
+		if r.ResponseStoreLimit == 0 {
+			r.ResponseStoreLimit = DefaultResponseStoreLimit
+		}
+	}
+	if c.Identity.Mode == "" {
+		c.Identity.Mode = identity.ModeMTLS
+	}
+	setDur(&c.Trust.ReloadInterval, 5*time.Second)
+	if c.Trust.MaxTokenBytes == 0 {
+		c.Trust.MaxTokenBytes = DefaultMaxTokenBytes
+	}
+	setDur(&c.Registry.Timeout, 2*time.Second)
+	if c.Store.Backend == "" {
+		c.Store.Backend = "bolt"
+	}
+	if c.Store.Path == "" && c.DataDir != "" {
+		c.Store.Path = c.DataDir + "/store.db"
+	}
+	if c.Admin.Listen == "" {
+		c.Admin.Listen = "127.0.0.1:8781"
+	}
+	setDur(&c.Server.ReadHeaderTimeout, 5*time.Second)
+	setDur(&c.Server.ReadTimeout, 30*time.Second)
+	setDur(&c.Server.WriteTimeout, c.Backend.Timeout+30*time.Second)
+	setDur(&c.Server.IdleTimeout, 120*time.Second)
+	if c.Server.MaxHeaderBytes == 0 {
+		c.Server.MaxHeaderBytes = 64 << 10
+	}
+	setDur(&c.Reconcile.Interval, 5*time.Second)
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+}
+
+var templateParam = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// mutating methods are the only ones routes protect.
+func mutating(m string) bool {
+	switch m {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// Validate reports every problem of the configuration at once.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		add("listen: %q: %v", c.Listen, err)
+	}
+	if _, _, err := net.SplitHostPort(c.Admin.Listen); err != nil {
+		add("admin.listen: %q: %v", c.Admin.Listen, err)
+	}
+	if u, err := url.Parse(c.Backend.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		add("backend.url: %q must be http(s)://host:port", c.Backend.URL)
+	}
+	if c.Backend.Timeout <= 0 || c.Backend.DialTimeout <= 0 {
+		add("backend: timeout and dialTimeout must be positive")
+	}
+	if c.UnmatchedMutations != "reject" && c.UnmatchedMutations != "pass" {
+		add("unmatchedMutations: %q is not reject or pass", c.UnmatchedMutations)
+	}
+	if len(c.Routes) == 0 {
+		add("routes: at least one route is required")
+	}
+	needRegistry := false
+	seen := map[string]bool{}
+	for i, r := range c.Routes {
+		p := fmt.Sprintf("routes[%d]", i)
+		if !mutating(r.Method) {
+			add("%s.method: %q is not a mutating method (POST, PUT, PATCH, DELETE)", p, r.Method)
+		}
+		if !strings.HasPrefix(r.Path, "/") {
+			add("%s.path: %q must start with /", p, r.Path)
+		}
+		key := r.Method + " " + r.Path
+		if seen[key] {
+			add("%s: %s is configured twice", p, key)
+		}
+		seen[key] = true
+		if r.Resource == "" {
+			add("%s.resource: a resource template is required", p)
+		}
+		pathParams := map[string]bool{}
+		for _, m := range templateParam.FindAllStringSubmatch(r.Path, -1) {
+			pathParams[m[1]] = true
+		}
+		for _, m := range templateParam.FindAllStringSubmatch(r.Resource, -1) {
+			if !pathParams[m[1]] {
+				add("%s.resource: {%s} is not a parameter of path %s", p, m[1], r.Path)
+			}
+		}
+		switch r.Mode {
+		case ModeOff, ModeShadow, ModeEnforce:
+		default:
+			add("%s.mode: %q is not off, shadow or enforce", p, r.Mode)
+		}
+		switch r.Status.Mode {
+		case StatusProof:
+		case StatusRegistry:
+			needRegistry = true
+		default:
+			add("%s.status.mode: %q is not proof or registry", p, r.Status.Mode)
+		}
+		if r.Status.MaxAge <= 0 {
+			add("%s.status.maxAge: must be positive", p)
+		}
+		if r.BodyLimit < 0 || r.ResponseStoreLimit < 0 || r.BusyWait < 0 {
+			add("%s: limits must not be negative", p)
+		}
+		if r.EffectQuery != "" {
+			if u, err := url.Parse(templateParam.ReplaceAllString(r.EffectQuery, "x")); err != nil || u.Host == "" {
+				add("%s.effectQuery: %q is not an absolute URL template", p, r.EffectQuery)
+			}
+		}
+	}
+	errs = append(errs, c.Identity.Validate()...)
+	if c.Identity.Mode == identity.ModeMTLS && c.TLS.ClientCAFile == "" {
+		add("identity.mode: mtls needs tls.clientCAFile")
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		add("tls: certFile and keyFile go together")
+	}
+	if c.Trust.Bundle == "" {
+		add("trust.bundle: a JWKS file is required")
+	}
+	if c.Trust.ReloadInterval <= 0 || c.Trust.MaxTokenBytes <= 0 {
+		add("trust: reloadInterval and maxTokenBytes must be positive")
+	}
+	if needRegistry {
+		if u, err := url.Parse(c.Registry.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("registry.url: required (http(s)://host:port) by routes in status mode registry")
+		}
+	}
+	switch c.Store.Backend {
+	case "bolt":
+		if c.Store.Path == "" {
+			add("store.path: required for the bolt store (or set dataDir)")
+		}
+	case "memory":
+	default:
+		add("store.backend: %q is not bolt or memory", c.Store.Backend)
+	}
+	if c.DataDir == "" {
+		add("dataDir: required (the enforcement ledger lives there)")
+	}
+	if _, err := zapcore.ParseLevel(c.Log.Level); err != nil {
+		add("log.level: %v", err)
+	}
+	return errors.Join(errs...)
+}

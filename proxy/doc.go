@@ -1,0 +1,30 @@
+// Package proxy is the fencegate sidecar: the only acceptance point for
+// protected writes to a legacy HTTP service.
+//
+// Every mutating request that matches a protected route goes through
+// applyFencedMutation (ServeHTTP): the route gives the canonical resource
+// ID; the caller's workload identity is established (mTLS SPIFFE ID or a
+// trusted mesh header); the lockGrant.v1 in Fence-Grant is verified against
+// the fixed trust bundle and bound to that identity and resource; the grant
+// is shown to be currently held, by a fresh lockStatus.v1 proof in
+// Fence-Status or by a linearizable registry read (unreachable registry:
+// 503 REGISTRY_UNAVAILABLE, never forward). None of these steps touches the
+// store. Then the fenced store decides (store.Store.Begin) on fence and
+// segment order and marks the mutation in flight; the request is forwarded
+// with Fence-Token, Fence-Resource, Fence-Operation-Root, Fence-Segment,
+// Fence-Operation-Id (and Idempotency-Key where the route says the backend
+// honours it); the answer is committed as a receipt in the same store
+// transaction that clears the in-flight marker, and returned with
+// Fence-Receipt. A replay of an accepted segment returns the stored answer
+// with Fence-Replayed: true. A backend that may have received the request
+// but did not answer makes the mutation MUTATION_UNKNOWN; the resource then
+// blocks new fences until it is reconciled (effect-query endpoint, an
+// idempotent retry, or an operator).
+//
+// Routes roll out off → shadow (verify and record, never reject, count what
+// would be rejected) → enforce. The enforcement ledger in the data dir
+// refuses to move an enforced route back unless an operator forces it.
+//
+// Rejections are RFC 9457 problem documents with the stable codes in
+// errors.go.
+package proxy

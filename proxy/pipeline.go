@@ -1,0 +1,189 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/verify"
+)
+
+// attempt is one protected mutation going through applyFencedMutation.
+type attempt struct {
+	rt       *route
+	resource string
+	req      *http.Request
+	caller   string
+	token    []byte
+	grant    *verify.Grant
+	digest   string
+	seq      uint64
+	body     []byte
+	payload  string
+	bodyRead bool
+	// sent: the request reached (or may have reached) the backend; it is
+	// never forwarded a second time.
+	sent bool
+}
+
+func (a *attempt) shadow() bool { return a.rt.Mode == ModeShadow }
+
+// ServeHTTP is applyFencedMutation, the only acceptance point:
+// route → identity → verify → status (any failure here touches nothing in
+// the store) → body → store Begin → forward → Commit (or MarkUnknown, or
+// Abort when nothing was sent).
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if strings.HasPrefix(req.URL.Path, selfPrefix) {
+		p.serveSelf(w, req)
+		return
+	}
+	if !mutating(req.Method) {
+		p.pass.ServeHTTP(w, req)
+		return
+	}
+	rt, resource, rerr := p.router.match(req)
+	if rt == nil {
+		if p.cfg.UnmatchedMutations == "pass" {
+			p.m.mutations.WithLabelValues("unmatched", "pass", "passed", "").Inc()
+			p.pass.ServeHTTP(w, req)
+			return
+		}
+		p.m.mutations.WithLabelValues("unmatched", "reject", "rejected", CodeRouteNotProtected).Inc()
+		p.writeProblem(w, reject(CodeRouteNotProtected, req.Method+" "+req.URL.Path+" matches no protected route and unmatched mutations are rejected"), 0)
+		return
+	}
+	if rt.Mode == ModeOff {
+		p.m.mutations.WithLabelValues(rt.key, rt.Mode, "passed", "").Inc()
+		p.pass.ServeHTTP(w, req)
+		return
+	}
+	a := &attempt{rt: rt, resource: resource, req: req}
+	if rerr != nil {
+		p.refuse(w, a, reject(CodeInvalidResource, rerr.Error()), 0)
+		return
+	}
+	if rej := p.admit(a); rej != nil {
+		p.refuse(w, a, rej, 0)
+		return
+	}
+	p.fence(w, a)
+}
+
+// admit runs steps 2-3 (identity, grant, status) and reads the body. It
+// changes nothing anywhere.
+func (p *Proxy) admit(a *attempt) *rejection {
+	h := a.req.Header
+	tok, present, ok := single(h, HeaderGrant)
+	if !ok {
+		return reject(CodeGrantInvalid, "Fence-Grant appears more than once")
+	}
+	if !present || tok == "" {
+		return reject(CodeGrantRequired, "this route is protected: send Fence-Grant with a lockGrant.v1 grant")
+	}
+	seq, msg := parseSegment(h)
+	if msg != "" {
+		return reject(CodeFenceHeaderInvalid, msg)
+	}
+	a.seq = seq
+	proof, _, ok := single(h, HeaderStatus)
+	if !ok {
+		return reject(CodeFenceHeaderInvalid, "Fence-Status appears more than once")
+	}
+	caller, err := p.ident.Identify(a.req)
+	if err != nil {
+		return reject(CodeIdentityRequired, err.Error())
+	}
+	a.caller = caller
+
+	start := time.Now()
+	bundle := p.trust.current()
+	a.token = []byte(tok)
+	g, digest, err := verify.ParseAndVerifyGrant(a.token, bundle, p.verOpts...)
+	p.m.verifyDur.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return fromVerify(err)
+	}
+	a.grant, a.digest = g, digest
+	if err := verify.CheckBinding(g, a.resource, caller); err != nil {
+		return fromVerify(err)
+	}
+	if rej := p.status.check(a.req.Context(), a.rt, bundle, g, digest, []byte(proof), p.now); rej != nil {
+		return rej
+	}
+	p.trust.noteUse(a.token, time.Duration(g.TTLMs)*time.Millisecond)
+	return p.readBody(a)
+}
+
+// readBody reads the whole body within the route's limit, checks
+// Content-Digest and computes the payload digest.
+func (p *Proxy) readBody(a *attempt) *rejection {
+	if a.req.ContentLength > a.rt.BodyLimit {
+		return reject(CodeBodyTooLarge, "the body exceeds this route's limit").with("limit", a.rt.BodyLimit)
+	}
+	body, err := io.ReadAll(io.LimitReader(a.req.Body, a.rt.BodyLimit+1))
+	a.bodyRead = true
+	a.body = body
+	if err != nil {
+		return reject(CodeBodyUnreadable, "the request body could not be read: "+err.Error())
+	}
+	if int64(len(body)) > a.rt.BodyLimit {
+		return reject(CodeBodyTooLarge, "the body exceeds this route's limit").with("limit", a.rt.BodyLimit)
+	}
+	if msg := checkContentDigest(a.req.Header, body); msg != "" {
+		return reject(CodeDigestMismatch, msg)
+	}
+	a.payload = payloadDigest(a.req.Method, a.req.URL.RequestURI(), body)
+	return nil
+}
+
+// refuse answers a rejection in enforce mode; in shadow mode it counts
+// what would have been rejected and forwards the request untouched.
+func (p *Proxy) refuse(w http.ResponseWriter, a *attempt, rej *rejection, retry time.Duration) {
+	p.logDecision(a, "rejected", rej.code, rej.detail)
+	if a.shadow() && !a.sent {
+		p.m.wouldReject.WithLabelValues(a.rt.key, rej.code).Inc()
+		p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "passed", rej.code).Inc()
+		if a.bodyRead {
+			if rej.code == CodeBodyTooLarge || rej.code == CodeBodyUnreadable {
+				// The body is gone or cut: enforce mode would refuse, and
+				// forwarding a truncated body would corrupt the write.
+				p.writeProblem(w, rej, retry)
+				return
+			}
+			a.req.Body = io.NopCloser(bytes.NewReader(a.body))
+			a.req.ContentLength = int64(len(a.body))
+		}
+		p.pass.ServeHTTP(w, a.req)
+		return
+	}
+	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "rejected", rej.code).Inc()
+	if a.bodyRead {
+		_, _ = io.Copy(io.Discard, io.LimitReader(a.req.Body, 64<<10))
+	}
+	p.writeProblem(w, rej.with("resource", a.resource), retry)
+}
+
+func (p *Proxy) logDecision(a *attempt, decision, code, detail string) {
+	fields := []zap.Field{
+		zap.String("route", a.rt.key), zap.String("mode", a.rt.Mode), zap.String("resource", a.resource),
+		zap.String("decision", decision), zap.String("code", code), zap.Uint64("seq", a.seq),
+		zap.String("caller", a.caller),
+	}
+	if a.grant != nil {
+		fields = append(fields, zap.Uint64("fence", a.grant.FenceToken), zap.String("grantDigest", a.digest))
+	}
+	if detail != "" {
+		fields = append(fields, zap.String("detail", detail))
+	}
+	if decision == "rejected" && a.shadow() {
+		fields = append(fields, zap.Bool("wouldReject", true))
+	}
+	p.log.Info("mutation", fields...)
+}
+
+var errNotSent = errors.New("proxy: request never sent")

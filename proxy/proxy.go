@@ -1,0 +1,189 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/verify"
+)
+
+// Options are a Proxy's dependencies. Config and Store are required.
+type Options struct {
+	Config Config
+	Store  store.Store
+	// Status reads grant status from the registry (routes in registry
+	// status mode). Required when such routes exist.
+	Status StatusSource
+	// Transport forwards to the backend (default: a tuned http.Transport).
+	Transport http.RoundTripper
+	// Clock is the sidecar's time (default time.Now).
+	Clock   func() time.Time
+	Logger  *zap.Logger
+	Metrics prometheus.Registerer
+	// Gatherer serves /metrics on the admin handler.
+	Gatherer prometheus.Gatherer
+	// ForceDowngrade names routes ("PUT /v1/x/{id}") that may leave
+	// enforce mode although the ledger says they were enforced.
+	ForceDowngrade []string
+	// AdminToken, when set, lets non-loopback callers use the admin API.
+	AdminToken string
+}
+
+// Proxy is the sidecar: the only acceptance point for protected writes.
+type Proxy struct {
+	cfg      Config
+	store    store.Store
+	router   *router
+	trust    *trust
+	status   *statusChecker
+	ident    *identity.Resolver
+	backend  *url.URL
+	tr       http.RoundTripper
+	pass     *httputil.ReverseProxy
+	now      func() time.Time
+	log      *zap.Logger
+	m        *metrics
+	gatherer prometheus.Gatherer
+	admin    string
+	verOpts  []verify.Option
+	ledger   *ledger
+
+	waitMu  sync.Mutex
+	waiters map[string]chan struct{} // per resource, closed when a mutation settles
+
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// New builds a Proxy. It loads the trust bundle and checks the enforcement
+// ledger: a route that was ever enforced cannot go back to shadow or off
+// unless it is named in ForceDowngrade.
+func New(o Options) (*Proxy, error) {
+	cfg := o.Config
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("proxy: invalid configuration:\n%w", err)
+	}
+	if o.Store == nil {
+		return nil, errors.New("proxy: a store is required")
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Metrics == nil {
+		o.Metrics = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(o.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: metrics: %w", err)
+	}
+	p := &Proxy{cfg: cfg, store: o.Store, now: o.Clock, log: o.Logger, m: m, gatherer: o.Gatherer,
+		admin: o.AdminToken, waiters: map[string]chan struct{}{}, stop: make(chan struct{})}
+	p.verOpts = []verify.Option{verify.WithMaxTokenBytes(cfg.Trust.MaxTokenBytes)}
+	if p.router, err = newRouter(cfg.Routes); err != nil {
+		return nil, err
+	}
+	if p.ident, err = identity.New(cfg.Identity); err != nil {
+		return nil, err
+	}
+	if p.ident.Insecure() {
+		p.log.Warn("INSECURE identity mode: the " + p.ident.Header() + " header is trusted from any caller; anyone can act as any owner. Use only for local development.")
+	}
+	if p.trust, err = newTrust(cfg.Trust.Bundle, cfg.Trust.AllowHS256, o.Clock, o.Logger, m); err != nil {
+		return nil, err
+	}
+	p.status = &statusChecker{src: o.Status, timeout: cfg.Registry.Timeout, skew: cfg.Trust.ClockSkew,
+		minEpoch: cfg.Trust.MinIssuerEpoch, opts: p.verOpts, m: m}
+	p.backend, _ = url.Parse(cfg.Backend.URL)
+	p.tr = o.Transport
+	if p.tr == nil {
+		p.tr = newTransport(cfg.Backend)
+	}
+	p.pass = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(p.backend)
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+			for _, h := range fenceHeaders {
+				pr.Out.Header.Del(h)
+			}
+		},
+		Transport:     p.tr,
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			p.log.Warn("pass-through to backend failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+			p.writeProblem(w, reject(CodeBackendUnavailable, "the backend did not answer"), 0)
+		},
+	}
+	if p.ledger, err = openLedger(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	if err := p.ledger.check(p.router.all(), o.ForceDowngrade, p.log); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func newTransport(c BackendConfig) *http.Transport {
+	d := &net.Dialer{Timeout: c.DialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           d.DialContext,
+		MaxIdleConns:          c.MaxIdleConnsPerHost * 2,
+		MaxIdleConnsPerHost:   c.MaxIdleConnsPerHost,
+		MaxConnsPerHost:       c.MaxConnsPerHost,
+		IdleConnTimeout:       c.IdleConnTimeout,
+		ResponseHeaderTimeout: c.Timeout,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// Trust reloads the trust bundle now (force drops keys still in use).
+func (p *Proxy) ReloadTrust(force bool) (bool, error) { return p.trust.reload(force) }
+
+// Close stops the background loops. It does not close the store.
+func (p *Proxy) Close() { p.stopOnce.Do(func() { close(p.stop) }) }
+
+// Start runs the background loops (trust bundle polling, automatic
+// reconciliation, gauges) until Close.
+func (p *Proxy) Start() {
+	go p.trust.watch(p.stop, p.cfg.Trust.ReloadInterval)
+	go p.reconcileLoop()
+}
+
+// settled wakes the requests waiting for resource.
+func (p *Proxy) settled(resource string) {
+	p.waitMu.Lock()
+	if ch, ok := p.waiters[resource]; ok {
+		close(ch)
+		delete(p.waiters, resource)
+	}
+	p.waitMu.Unlock()
+}
+
+// settleSignal returns a channel closed when a mutation of resource settles here.
+func (p *Proxy) settleSignal(resource string) <-chan struct{} {
+	p.waitMu.Lock()
+	defer p.waitMu.Unlock()
+	ch, ok := p.waiters[resource]
+	if !ok {
+		ch = make(chan struct{})
+		p.waiters[resource] = ch
+	}
+	return ch
+}

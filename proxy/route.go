@@ -1,0 +1,99 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+// route is a configured, compiled route.
+type route struct {
+	RouteConfig
+	key string // "METHOD /pattern", the metrics label and ledger key
+	// resourceRE matches the resource IDs the template produces.
+	resourceRE *regexp.Regexp
+}
+
+func resourcePattern(template string) *regexp.Regexp {
+	parts := templateParam.Split(template, -1)
+	for i := range parts {
+		parts[i] = regexp.QuoteMeta(parts[i])
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, "[^/]+") + "$")
+}
+
+// router matches requests to routes with chi's tree.
+type router struct {
+	mux    *chi.Mux
+	routes map[string]*route // by key
+}
+
+func newRouter(cfgs []RouteConfig) (*router, error) {
+	rt := &router{mux: chi.NewRouter(), routes: map[string]*route{}}
+	noop := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	for _, c := range cfgs {
+		r := &route{RouteConfig: c, key: c.Method + " " + c.Path, resourceRE: resourcePattern(c.Resource)}
+		var err error
+		func() {
+			defer func() {
+				if v := recover(); v != nil { // chi panics on a bad pattern
+					err = fmt.Errorf("proxy: route %s: %v", r.key, v)
+				}
+			}()
+			rt.mux.Method(c.Method, c.Path, noop)
+		}()
+		if err != nil {
+			return nil, err
+		}
+		rt.routes[r.key] = r
+	}
+	return rt, nil
+}
+
+// match finds the route of a request and derives its canonical resource
+// ID. A nil route means no route matched.
+func (rt *router) match(req *http.Request) (*route, string, error) {
+	rctx := chi.NewRouteContext()
+	path := req.URL.RawPath
+	if path == "" {
+		path = req.URL.Path
+	}
+	pattern := rt.mux.Find(rctx, req.Method, path)
+	if pattern == "" {
+		return nil, "", nil
+	}
+	r := rt.routes[req.Method+" "+pattern]
+	if r == nil {
+		return nil, "", nil
+	}
+	var bad error
+	res := templateParam.ReplaceAllStringFunc(r.Resource, func(m string) string {
+		v, err := url.PathUnescape(rctx.URLParam(m[1 : len(m)-1]))
+		if err != nil || v == "" || strings.Contains(v, "/") {
+			bad = fmt.Errorf("path parameter %s is empty, malformed or holds a slash", m)
+		}
+		return v
+	})
+	if bad != nil {
+		return r, "", bad
+	}
+	if err := registry.ValidateResource(res); err != nil {
+		return r, "", err
+	}
+	return r, res, nil
+}
+
+// all returns the routes.
+func (rt *router) all() []*route {
+	out := make([]*route, 0, len(rt.routes))
+	for _, r := range rt.routes {
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate/verify"
+)
+
+// StatusSource reads a grant's current status proof from the registry in
+// one linearizable read. *client.Client implements it via StatusByDigest.
+type StatusSource interface {
+	StatusByDigest(ctx context.Context, digest string) (*client.Lease, error)
+}
+
+// statusChecker establishes that a verified grant is currently held:
+// from the request's Fence-Status proof or from the registry. It also
+// remembers the highest issuer epoch any verified proof carried, so a
+// grant of an older epoch is rejected even when its own proof is fresh.
+type statusChecker struct {
+	src      StatusSource
+	timeout  time.Duration
+	skew     time.Duration
+	minEpoch uint64
+	maxSeen  atomic.Uint64
+	opts     []verify.Option
+	m        *metrics
+}
+
+func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, g *verify.Grant, digest string, proof []byte, now func() time.Time) *rejection {
+	start := time.Now()
+	defer func() { s.m.statusDur.WithLabelValues(rt.Status.Mode).Observe(time.Since(start).Seconds()) }()
+	var token []byte
+	switch rt.Status.Mode {
+	case StatusProof:
+		if len(proof) == 0 {
+			return reject(CodeStatusStale, "this route needs a Fence-Status proof")
+		}
+		token = proof
+	default:
+		if s.src == nil {
+			return reject(CodeRegistryUnavailable, "no registry configured")
+		}
+		cctx, cancel := context.WithTimeout(ctx, s.timeout)
+		l, err := s.src.StatusByDigest(cctx, digest)
+		cancel()
+		switch {
+		case errors.Is(err, client.ErrNotFound):
+			return reject(CodeGrantNotHeld, "the registry does not know this grant")
+		case err != nil:
+			return reject(CodeRegistryUnavailable, "grant status cannot be established: "+err.Error()).with("retryable", true)
+		}
+		token = []byte(l.Status)
+	}
+	st, err := verify.ParseAndVerifyStatus(token, b, s.opts...)
+	if err != nil {
+		if rt.Status.Mode == StatusRegistry {
+			// The registry answered something we cannot verify: fail closed.
+			return reject(CodeRegistryUnavailable, "the registry's status proof does not verify: "+err.Error())
+		}
+		return fromVerify(err)
+	}
+	// Learn the newest epoch from every authentic proof.
+	for {
+		cur := s.maxSeen.Load()
+		if st.IssuerEpoch <= cur || s.maxSeen.CompareAndSwap(cur, st.IssuerEpoch) {
+			break
+		}
+	}
+	pol := verify.StatusPolicy{MaxAge: rt.Status.MaxAge, ClockSkew: s.skew, MinIssuerEpoch: max(s.minEpoch, s.maxSeen.Load())}
+	if err := verify.CheckStatus(st, g, digest, now(), pol); err != nil {
+		return fromVerify(err)
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/verify"
+)
+
+// ErrKeyInUse: a trust-bundle reload would drop a key behind grants still
+// held; it is refused unless forced.
+var ErrKeyInUse = errors.New("proxy: trust bundle reload drops a key still in use")
+
+// trust holds the current trust bundle and reloads it from its file. A
+// reload that drops the key of a grant seen within that grant's TTL is
+// refused (old and new keys must overlap during a rotation) unless forced.
+type trust struct {
+	path    string
+	allowHS bool
+	now     func() time.Time
+	log     *zap.Logger
+	m       *metrics
+
+	mu     sync.RWMutex
+	bundle *verify.Bundle
+	sum    [32]byte
+	inUse  map[string]time.Time // kid -> a grant signed with it may be held until
+}
+
+func newTrust(path string, allowHS bool, now func() time.Time, log *zap.Logger, m *metrics) (*trust, error) {
+	t := &trust{path: path, allowHS: allowHS, now: now, log: log, m: m, inUse: map[string]time.Time{}}
+	b, sum, err := t.load()
+	if err != nil {
+		return nil, err
+	}
+	t.bundle, t.sum = b, sum
+	return t, nil
+}
+
+func (t *trust) load() (*verify.Bundle, [32]byte, error) {
+	raw, err := os.ReadFile(t.path)
+	if err != nil {
+		return nil, [32]byte{}, fmt.Errorf("proxy: trust bundle: %w", err)
+	}
+	set, err := jwk.Parse(raw)
+	if err != nil {
+		return nil, [32]byte{}, fmt.Errorf("proxy: trust bundle %s: %w", t.path, err)
+	}
+	algs := []jwa.SignatureAlgorithm{jwa.EdDSA, jwa.ES256}
+	if t.allowHS {
+		algs = append(algs, jwa.HS256)
+	}
+	b, err := verify.NewBundle(set, algs...)
+	if err != nil {
+		return nil, [32]byte{}, fmt.Errorf("proxy: trust bundle %s: %w", t.path, err)
+	}
+	return b, sha256.Sum256(raw), nil
+}
+
+// current is the bundle to verify with.
+func (t *trust) current() *verify.Bundle {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.bundle
+}
+
+// noteUse records that a grant signed by the key of token was accepted and
+// may be held for ttl more.
+func (t *trust) noteUse(token []byte, ttl time.Duration) {
+	kid := kidOf(token)
+	if kid == "" {
+		return
+	}
+	until := t.now().Add(ttl)
+	t.mu.Lock()
+	if until.After(t.inUse[kid]) {
+		t.inUse[kid] = until
+	}
+	t.mu.Unlock()
+}
+
+// kidOf reads the kid of a compact JWS's protected header (after the token
+// was verified).
+func kidOf(token []byte) string {
+	head, _, ok := bytes.Cut(token, []byte("."))
+	if !ok {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(string(head))
+	if err != nil {
+		return ""
+	}
+	var h struct {
+		Kid string `json:"kid"`
+	}
+	if json.Unmarshal(raw, &h) != nil {
+		return ""
+	}
+	return h.Kid
+}
+
+// reload re-reads the file. It reports whether the bundle changed.
+func (t *trust) reload(force bool) (bool, error) {
+	b, sum, err := t.load()
+	if err != nil {
+		t.m.trustReloads.WithLabelValues("error").Inc()
+		return false, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if sum == t.sum {
+		return false, nil
+	}
+	newKids := b.KeyIDs()
+	now := t.now()
+	var dropped []string
+	for kid, until := range t.inUse {
+		if !now.Before(until) {
+			delete(t.inUse, kid)
+			continue
+		}
+		if !slices.Contains(newKids, kid) {
+			dropped = append(dropped, kid)
+		}
+	}
+	sort.Strings(dropped)
+	if len(dropped) > 0 && !force {
+		t.m.trustReloads.WithLabelValues("refused").Inc()
+		t.log.Error("trust bundle reload refused: it drops keys behind grants still held; keep old and new keys during the overlap, or force the reload",
+			zap.Strings("kids", dropped))
+		return false, fmt.Errorf("%w: %s", ErrKeyInUse, strings.Join(dropped, ", "))
+	}
+	if len(dropped) > 0 {
+		t.log.Warn("trust bundle reload FORCED: keys behind grants still held are dropped", zap.Strings("kids", dropped))
+	}
+	t.bundle, t.sum = b, sum
+	t.m.trustReloads.WithLabelValues("ok").Inc()
+	t.log.Info("trust bundle reloaded", zap.Strings("kids", newKids))
+	return true, nil
+}
+
+// watch polls the file every interval until stop is closed.
+func (t *trust) watch(stop <-chan struct{}, interval time.Duration) {
+	tk := time.NewTicker(interval)
+	defer tk.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tk.C:
+			if _, err := t.reload(false); err != nil && !errors.Is(err, ErrKeyInUse) {
+				t.log.Error("trust bundle reload failed; keeping the current bundle", zap.Error(err))
+			}
+		}
+	}
+}
