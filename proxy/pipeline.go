@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -113,10 +114,26 @@ func (p *Proxy) admit(a *attempt) *rejection {
 		return fromVerify(err)
 	}
 	if rej := p.status.check(a.req.Context(), a.rt, bundle, g, digest, []byte(proof), p.now); rej != nil {
-		return rej
+		return p.supersededOr(a, rej)
 	}
 	p.trust.noteUse(a.token, time.Duration(g.TTLMs)*time.Millisecond)
 	return p.readBody(a)
+}
+
+// supersededOr refines a "no longer held" rejection of an authentic grant:
+// when the store has already accepted a higher fence for the resource, the
+// caller is a stale owner and is told so (STALE_OWNER). It only reads the
+// store; it never writes.
+func (p *Proxy) supersededOr(a *attempt, rej *rejection) *rejection {
+	if rej.code != CodeGrantNotHeld && rej.code != CodeStatusStale {
+		return rej
+	}
+	rec, err := p.store.Record(a.req.Context(), a.resource)
+	if err != nil || rec.HighestFence <= a.grant.FenceToken {
+		return rej
+	}
+	return reject(CodeStaleOwner, fmt.Sprintf("fence %d is below the highest accepted fence %d (and %s)", a.grant.FenceToken, rec.HighestFence, rej.detail)).
+		with("highestFence", rec.HighestFence)
 }
 
 // readBody reads the whole body within the route's limit, checks
