@@ -90,7 +90,7 @@ func newBackend(t *testing.T) *backend {
 }
 
 func (b *backend) setMode(m string) { b.mu.Lock(); b.mode = m; b.mu.Unlock() }
-func (b *backend) count() int      { b.mu.Lock(); defer b.mu.Unlock(); return len(b.reqs) }
+func (b *backend) count() int       { b.mu.Lock(); defer b.mu.Unlock(); return len(b.reqs) }
 func (b *backend) last() *http.Request {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -212,7 +212,7 @@ func (f *fixture) proof(token []byte, g verify.Grant) string {
 
 type call struct {
 	method, path, owner, grant, status, seg, body string
-	hdr                                          http.Header
+	hdr                                           http.Header
 }
 
 type answer struct {

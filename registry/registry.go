@@ -199,14 +199,14 @@ func (r *Registry) Acquire(ctx context.Context, req AcquireRequest) (Result, err
 	}
 	in := AcquireInput{Resource: req.Resource, Owner: req.Owner, RequestID: req.RequestID, OpClass: req.OpClass, TTL: ttl, Issuer: r.opt.Issuer}
 	if req.Wait == 0 {
-		res, err := r.tryAcquire(ctx, in)
+		res, at, err := r.tryAcquire(ctx, in)
 		if err != nil {
 			return Result{}, err
 		}
 		if res.Busy {
 			return Result{}, r.busy(res)
 		}
-		return r.granted(res, false, time.Time{})
+		return r.granted(res, at, false, time.Time{})
 	}
 
 	start := r.Now()
@@ -219,41 +219,44 @@ func (r *Registry) Acquire(ctx context.Context, req AcquireRequest) (Result, err
 		case <-ctx.Done():
 			return Result{}, ctx.Err()
 		case <-deadline:
-			res, err := r.tryAcquire(ctx, in) // one last look: it may have just freed
+			res, at, err := r.tryAcquire(ctx, in) // one last look: it may have just freed
 			if err != nil {
 				return Result{}, err
 			}
 			if res.Busy {
 				return Result{}, r.busy(res)
 			}
-			return r.granted(res, true, start)
+			return r.granted(res, at, true, start)
 		case <-ch:
 		case <-expiry:
 		}
-		res, err := r.tryAcquire(ctx, in)
+		res, at, err := r.tryAcquire(ctx, in)
 		if err != nil {
 			return Result{}, err
 		}
 		if !res.Busy {
-			return r.granted(res, true, start)
+			return r.granted(res, at, true, start)
 		}
 		expiry = r.opt.After(time.Duration(res.Holder.ExpiresAt-ms(r.Now())) * time.Millisecond)
 	}
 }
 
-func (r *Registry) tryAcquire(ctx context.Context, in AcquireInput) (AcquireResult, error) {
+// tryAcquire makes one acquire attempt and also returns the time it was
+// decided at: the proof of a grant states the lease at that time (a later
+// time may already be past a short lease's expiry).
+func (r *Registry) tryAcquire(ctx context.Context, in AcquireInput) (AcquireResult, time.Time, error) {
 	var err error
 	if in.LeaseID, err = r.newID("lease-"); err != nil {
-		return AcquireResult{}, err
+		return AcquireResult{}, time.Time{}, err
 	}
 	if in.GrantID, err = r.newID("g-"); err != nil {
-		return AcquireResult{}, err
+		return AcquireResult{}, time.Time{}, err
 	}
 	in.Now = r.Now()
 	seal := func(c *verify.Grant) ([]byte, error) { return r.opt.Signer.Sign(verify.GrantSchema, c) }
 	res, err := r.opt.Backend.Acquire(ctx, in, seal)
 	if err != nil {
-		return res, err
+		return res, in.Now, err
 	}
 	if res.Ended != nil {
 		if res.Ended.State == verify.StateExpired {
@@ -262,7 +265,7 @@ func (r *Registry) tryAcquire(ctx context.Context, in AcquireInput) (AcquireResu
 			r.m.revocations.WithLabelValues("lease").Inc()
 		}
 	}
-	return res, nil
+	return res, in.Now, nil
 }
 
 func (r *Registry) busy(res AcquireResult) error {
@@ -270,7 +273,7 @@ func (r *Registry) busy(res AcquireResult) error {
 	return &BusyError{Resource: res.Holder.Resource, HolderExpiresAt: time.UnixMilli(res.Holder.ExpiresAt)}
 }
 
-func (r *Registry) granted(res AcquireResult, waited bool, start time.Time) (Result, error) {
+func (r *Registry) granted(res AcquireResult, decidedAt time.Time, waited bool, start time.Time) (Result, error) {
 	now := r.Now()
 	r.m.grants.WithLabelValues(fmt.Sprint(res.Existing)).Inc()
 	if res.Granted && waited {
@@ -289,7 +292,7 @@ func (r *Registry) granted(res AcquireResult, waited bool, start time.Time) (Res
 			zap.String("lease", l.Lease), zap.Uint64("fence", l.Fence), zap.String("grantDigest", l.Digest),
 			zap.Uint64("issuerEpoch", l.IssuerEpoch), zap.Int64("expiresAt", l.ExpiresAt))
 	}
-	out, err := r.withProof(res.View, now)
+	out, err := r.withProof(res.View, decidedAt)
 	out.Existing = res.Existing
 	return out, err
 }
