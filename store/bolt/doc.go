@@ -1,0 +1,42 @@
+// Package bolt is the embedded, durable fenced store backend and the default:
+// one bbolt file per sidecar.
+//
+// # Durability and grouping
+//
+// Every write runs in a bbolt read-write transaction with bbolt's default
+// NoSync=false, so a call returns only after its transaction is on disk
+// (bbolt v1.5.0 fdatasyncs twice per commit: data pages, then the meta page).
+// Concurrent writes, typically on different resources, are grouped so they
+// share one transaction and its fsyncs: by default (GroupCommit) a single
+// committer goroutine takes every write waiting when the previous transaction
+// finishes, without a timer, so a lone writer pays no added latency.
+// BoltBatch uses bbolt's DB.Batch (timer-based, MaxBatchDelay) and NoGrouping
+// one transaction per call; both exist for comparison (see the benchmarks).
+// A write whose function fails is rolled back with its group, and every
+// member of that group is re-run in its own transaction, so one failure never
+// drops another's write. Write functions are therefore re-runnable: they
+// re-read and re-decide every time.
+//
+// Decisions that write nothing (REPLAY, STALE_OWNER, BUSY, SEGMENT_GAP,
+// PAUSED, MUTATION_UNKNOWN without an expired marker, and errors such as
+// ErrNotInFlight) are answered from a read-only transaction and cost no
+// fsync; a read of a committed snapshot is linearizable. Anything that
+// writes is decided again inside the write transaction.
+//
+// # File format
+//
+// Buckets, one per concern:
+//
+//	meta        "format" = "fencegate.store", "schema" = decimal SchemaVersion
+//	records     resource                                 → JSON store.Record
+//	receipts    resource 0x00 fence(8, BE) seq(8, BE)    → JSON store.Receipt
+//	ops         resource 0x00 operationID 0x00 fence(8)  → receipts key
+//	quarantine  resource 0x00 quarantine ID              → JSON store.Quarantine
+//	inflight    resource → "" (index: records with a mutation in flight or unknown)
+//	paused      resource → "" (index: paused records)
+//
+// Resources and roots never contain NUL (store validation forbids control
+// characters), so the composite keys are unambiguous. Open refuses a file
+// whose schema version differs from SchemaVersion; any change of the stored
+// JSON shape of store types must bump it (a golden test pins the encoding).
+package bolt

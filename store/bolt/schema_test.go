@@ -1,0 +1,94 @@
+package bolt
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/fencegate/fencegate/store"
+)
+
+func TestOpenRefusesOtherSchemaVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fence.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte("2")) }); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	if _, err := Open(path, Options{}); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("Open of a schema 2 file: %v, want ErrCorrupt", err)
+	}
+}
+
+func TestOpenRefusesForeignFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "other.db")
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("theirs")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	if _, err := Open(path, Options{}); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("Open of a foreign bbolt file: %v, want ErrCorrupt", err)
+	}
+}
+
+// The stored JSON is the file format: if this test fails, the shape of a
+// store type changed, and SchemaVersion must be bumped (with a migration).
+func TestEncodingIsPinned(t *testing.T) {
+	at := time.Date(2026, 7, 19, 12, 0, 0, 0, time.UTC)
+	ref := store.OpRef{Resource: "r", Fence: 7, Root: "root", Seq: 2}
+	rec := store.Record{
+		Resource: "r", HighestFence: 7, Root: "root", Lease: "l", GrantDigest: "g",
+		Evidence: store.Evidence{IssuerEpoch: 3, BackendRevision: 9}, AcceptedAt: at, LastSeq: 1,
+		InFlight: &store.Mutation{OpRef: ref, OperationID: "root/2", PayloadDigest: "p", GrantDigest: "g", Lease: "l",
+			Evidence: store.Evidence{IssuerEpoch: 3, BackendRevision: 9}, BegunAt: at, Deadline: at, Attempts: 1,
+			State: store.MutationUnknown, Cause: store.CauseNoAnswer, UnknownSince: at},
+		Pause: &store.Pause{Reason: store.PauseFenceRegression, Detail: "d", At: at, Fence: 5, Evidence: store.Evidence{IssuerEpoch: 4}},
+	}
+	rc := store.Receipt{ID: "rcpt-x", OpRef: ref, OperationID: "root/2", PayloadDigest: "p", GrantDigest: "g", BackendStatus: 201,
+		Response:   store.StoredResponse{Status: 201, Header: map[string][]string{"A": {"b"}}, Body: []byte("hi"), Truncated: true},
+		AcceptedAt: at, Source: store.SourceCommit}
+	q := store.Quarantine{ID: "qrnt-x", OpRef: ref, OperationID: "root/2", PayloadDigest: "p2", AcceptedPayloadDigest: "p",
+		ReceiptID: "rcpt-x", GrantDigest: "g", FirstSeen: at, LastSeen: at, Attempts: 2}
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{rec, `{"resource":"r","highestFence":7,"root":"root","lease":"l","grantDigest":"g","evidence":{"issuerEpoch":3,"backendRevision":9},"acceptedAt":"2026-07-19T12:00:00Z","lastSeq":1,"inFlight":{"resource":"r","fence":7,"root":"root","seq":2,"operationId":"root/2","payloadDigest":"p","grantDigest":"g","lease":"l","evidence":{"issuerEpoch":3,"backendRevision":9},"begunAt":"2026-07-19T12:00:00Z","deadline":"2026-07-19T12:00:00Z","attempts":1,"state":"UNKNOWN","cause":"NO_ANSWER","unknownSince":"2026-07-19T12:00:00Z"},"pause":{"reason":"FENCE_REGRESSION","detail":"d","at":"2026-07-19T12:00:00Z","fence":5,"evidence":{"issuerEpoch":4,"backendRevision":0}}}`},
+		{rc, `{"id":"rcpt-x","resource":"r","fence":7,"root":"root","seq":2,"operationId":"root/2","payloadDigest":"p","grantDigest":"g","backendStatus":201,"response":{"status":201,"header":{"A":["b"]},"body":"aGk=","truncated":true},"acceptedAt":"2026-07-19T12:00:00Z","source":"COMMIT"}`},
+		{q, `{"id":"qrnt-x","resource":"r","fence":7,"root":"root","seq":2,"operationId":"root/2","payloadDigest":"p2","acceptedPayloadDigest":"p","receiptId":"rcpt-x","grantDigest":"g","firstSeen":"2026-07-19T12:00:00Z","lastSeen":"2026-07-19T12:00:00Z","attempts":2}`},
+	} {
+		got, err := json.Marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != c.want {
+			t.Errorf("encoding of %T changed (bump SchemaVersion):\n got %s\nwant %s", c.v, got, c.want)
+		}
+	}
+	// And it round-trips exactly.
+	raw, _ := json.Marshal(rec)
+	var back store.Record
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(back)
+	if string(again) != string(raw) {
+		t.Fatalf("record does not round-trip:\n%s\n%s", raw, again)
+	}
+}

@@ -1,0 +1,179 @@
+package store
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Decide is Begin's decision, a pure function shared by every backend. rec is
+// the resource's stored record (the zero Record if none); receipt is the
+// receipt stored for (in.Resource, in.Fence, in.Seq), or nil. It returns the
+// result for the caller and the change to write atomically with the read.
+// The check order is documented in the package comment.
+func Decide(rec Record, receipt *Receipt, in BeginInput) (BeginResult, Change, error) {
+	if err := in.Validate(); err != nil {
+		return BeginResult{}, Change{}, err
+	}
+	if rec.Exists() && rec.Resource != in.Resource {
+		return BeginResult{}, Change{}, fmt.Errorf("store: decide: record of %q for %q: %w", rec.Resource, in.Resource, ErrCorrupt)
+	}
+	if receipt != nil && receipt.Key() != (ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}) {
+		return BeginResult{}, Change{}, fmt.Errorf("store: decide: receipt %v for %s: %w", receipt.Key(), in.Ref().OperationID(), ErrCorrupt)
+	}
+	now := normTime(in.Now)
+	next := rec.Clone()
+	next.Resource = in.Resource
+	changed := false
+
+	// 0. An expired marker becomes unknown; it is never silently stolen.
+	if m := next.InFlight; m != nil && m.Expired(now) {
+		m.State = MutationUnknown
+		m.Cause = CauseDeadline
+		if m.UnknownSince.IsZero() {
+			m.UnknownSince = now
+		}
+		changed = true
+	}
+
+	d := decider{in: in, next: &next}
+	switch {
+	// 1. Paused, or blocked by an unknown outcome.
+	case next.Pause != nil:
+		d.decide(DecisionPaused, "resource paused: "+string(next.Pause.Reason))
+	case next.Unknown():
+		m := next.InFlight
+		if in.RetryUnknown && m.Fence == in.Fence && m.Root == in.Root && m.Seq == in.Seq && m.PayloadDigest == in.PayloadDigest {
+			m.State = MutationInFlight
+			m.Attempts++
+			m.BegunAt = now
+			m.Deadline = normTime(in.Deadline)
+			changed = true
+			d.decide(DecisionProceed, "retry of unknown mutation "+m.OperationID)
+		} else {
+			d.decide(DecisionMutationUnknown, "outcome of "+m.OperationID+" unknown, awaiting reconciliation")
+		}
+		d.res.Mutation = cloneMutation(m)
+
+	// 2. The segment was accepted before.
+	case receipt != nil:
+		r := receipt.Clone()
+		d.res.Receipt = &r
+		if receipt.PayloadDigest == in.PayloadDigest && receipt.Root == in.Root {
+			d.decide(DecisionReplay, "segment accepted before as "+receipt.ID)
+		} else {
+			ref := in.Ref()
+			q := Quarantine{
+				ID:                    QuarantineID(ref, in.PayloadDigest),
+				OpRef:                 ref,
+				OperationID:           ref.OperationID(),
+				PayloadDigest:         in.PayloadDigest,
+				AcceptedPayloadDigest: receipt.PayloadDigest,
+				ReceiptID:             receipt.ID,
+				GrantDigest:           in.GrantDigest,
+				FirstSeen:             now,
+				LastSeen:              now,
+				Attempts:              1,
+			}
+			d.ch.Quarantine = &q
+			qq := q
+			d.res.Quarantine = &qq
+			d.decide(DecisionSegmentConflict, "segment accepted before with another payload as "+receipt.ID)
+		}
+
+	// 3. Lower than the highest accepted fence.
+	case in.Fence < next.HighestFence:
+		if in.Evidence.IssuedAfter(next.Evidence) {
+			next.Pause = &Pause{
+				Reason: PauseFenceRegression,
+				Detail: "fence " + u(in.Fence) + " below highest " + u(next.HighestFence) +
+					" with later evidence (epoch " + u(in.Evidence.IssuerEpoch) + ", revision " + u(in.Evidence.BackendRevision) + ")",
+				At:       now,
+				Fence:    in.Fence,
+				Evidence: in.Evidence,
+			}
+			changed = true
+			d.decide(DecisionFenceRegression, next.Pause.Detail)
+		} else {
+			d.decide(DecisionStaleOwner, "fence "+u(in.Fence)+" below highest "+u(next.HighestFence))
+		}
+
+	// 4. One mutation per resource at a time.
+	case next.InFlight != nil:
+		d.res.Mutation = cloneMutation(next.InFlight)
+		d.decide(DecisionBusy, next.InFlight.OperationID+" in flight")
+
+	// 5. A new, higher fence starts at segment 1 and becomes the highest now.
+	case in.Fence > next.HighestFence:
+		if in.Seq != 1 {
+			d.decide(DecisionSegmentGap, "new fence "+u(in.Fence)+" must start at segment 1, got "+u(in.Seq))
+			break
+		}
+		next.HighestFence = in.Fence
+		next.Root = in.Root
+		next.Lease = in.Lease
+		next.GrantDigest = in.GrantDigest
+		next.Evidence = in.Evidence
+		next.AcceptedAt = now
+		next.LastSeq = 0
+		d.proceed(now)
+		changed = true
+
+	// 6. The current fence continues its own operation, in order.
+	case in.Root != next.Root:
+		d.decide(DecisionSegmentGap, "operation root differs from fence "+u(next.HighestFence)+"'s")
+	case in.Seq != next.LastSeq+1:
+		d.decide(DecisionSegmentGap, "segment "+u(in.Seq)+" after "+u(next.LastSeq)+", want "+u(next.LastSeq+1))
+	default:
+		// 7.
+		d.proceed(now)
+		changed = true
+	}
+
+	if changed {
+		d.ch.Record = next
+		d.ch.WriteRecord = true
+	}
+	d.res.Record = next.Clone()
+	return d.res, d.ch, nil
+}
+
+type decider struct {
+	in   BeginInput
+	next *Record
+	res  BeginResult
+	ch   Change
+}
+
+func (d *decider) decide(dec Decision, detail string) {
+	d.res.Decision = dec
+	d.res.Detail = detail
+}
+
+func (d *decider) proceed(now time.Time) {
+	ref := d.in.Ref()
+	d.next.InFlight = &Mutation{
+		OpRef:         ref,
+		OperationID:   ref.OperationID(),
+		PayloadDigest: d.in.PayloadDigest,
+		GrantDigest:   d.in.GrantDigest,
+		Lease:         d.in.Lease,
+		Evidence:      d.in.Evidence,
+		BegunAt:       now,
+		Deadline:      normTime(d.in.Deadline),
+		Attempts:      1,
+		State:         MutationInFlight,
+	}
+	d.res.Mutation = cloneMutation(d.next.InFlight)
+	d.decide(DecisionProceed, "mutation "+ref.OperationID()+" in flight")
+}
+
+func cloneMutation(m *Mutation) *Mutation {
+	if m == nil {
+		return nil
+	}
+	c := *m
+	return &c
+}
+
+func u(v uint64) string { return strconv.FormatUint(v, 10) }

@@ -1,0 +1,174 @@
+package store_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/store/storetest"
+)
+
+// Rejections write nothing: a Lua mirror may then skip the write entirely.
+func TestDecideRejectionsWriteNothing(t *testing.T) {
+	rec := store.Record{Resource: "r", HighestFence: 5, Root: storetest.Root(5), LastSeq: 2,
+		Evidence: store.Evidence{IssuerEpoch: 1, BackendRevision: 50}}
+	receipt := &store.Receipt{ID: "rcpt", OpRef: storetest.Attempt("r", 5, 1, "p1").Ref(), PayloadDigest: storetest.Digest("p1")}
+	for _, c := range []struct {
+		name string
+		rc   *store.Receipt
+		in   store.BeginInput
+		want store.Decision
+	}{
+		{"replay", receipt, storetest.Attempt("r", 5, 1, "p1"), store.DecisionReplay},
+		{"stale", nil, storetest.Attempt("r", 4, 1, "x"), store.DecisionStaleOwner},
+		{"gap", nil, storetest.Attempt("r", 5, 4, "x"), store.DecisionSegmentGap},
+		{"new fence not at 1", nil, storetest.Attempt("r", 6, 2, "x"), store.DecisionSegmentGap},
+	} {
+		res, ch, err := store.Decide(rec, c.rc, c.in)
+		if err != nil || res.Decision != c.want || ch.Writes() {
+			t.Errorf("%s: %s, writes %v, %v", c.name, res.Decision, ch.Writes(), err)
+		}
+	}
+}
+
+// Decide never mutates its inputs: backends may pass cached values.
+func TestDecideDoesNotAlias(t *testing.T) {
+	m := &store.Mutation{OpRef: storetest.Attempt("r", 5, 1, "a").Ref(), OperationID: "root-5/1", State: store.MutationInFlight,
+		Deadline: storetest.T0.Add(time.Second), Attempts: 1}
+	rec := store.Record{Resource: "r", HighestFence: 5, Root: storetest.Root(5), InFlight: m}
+	orig := rec.Clone()
+	in := storetest.Attempt("r", 6, 1, "x")
+	in.Now = storetest.T0.Add(time.Hour)
+	in.Deadline = in.Now.Add(time.Minute)
+	res, ch, err := store.Decide(rec, nil, in)
+	if err != nil || res.Decision != store.DecisionMutationUnknown || !ch.WriteRecord || ch.Record.InFlight.Cause != store.CauseDeadline {
+		t.Fatalf("%s %+v %v", res.Decision, ch, err)
+	}
+	if !reflect.DeepEqual(rec, orig) || m.State != store.MutationInFlight {
+		t.Fatalf("input record mutated: %+v", rec.InFlight)
+	}
+	res.Record.InFlight.Attempts = 99
+	if ch.Record.InFlight.Attempts == 99 {
+		t.Fatal("result and change share a marker")
+	}
+}
+
+func TestDecideRefusesMismatchedState(t *testing.T) {
+	in := storetest.Attempt("r", 5, 1, "a")
+	if _, _, err := store.Decide(store.Record{Resource: "other"}, nil, in); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("record of another resource: %v", err)
+	}
+	rc := &store.Receipt{OpRef: storetest.Attempt("r", 5, 2, "a").Ref()}
+	if _, _, err := store.Decide(store.Record{}, rc, in); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("receipt of another segment: %v", err)
+	}
+}
+
+func TestEvidenceIssuedAfter(t *testing.T) {
+	e := func(epoch, rev uint64) store.Evidence {
+		return store.Evidence{IssuerEpoch: epoch, BackendRevision: rev}
+	}
+	for _, c := range []struct {
+		a, b store.Evidence
+		want bool
+	}{
+		{e(2, 0), e(1, 100), true},
+		{e(1, 101), e(1, 100), true},
+		{e(1, 100), e(1, 100), false},
+		{e(1, 99), e(1, 100), false},
+		{e(0, 1000), e(1, 0), false},
+	} {
+		if got := c.a.IssuedAfter(c.b); got != c.want {
+			t.Errorf("%+v.IssuedAfter(%+v) = %v", c.a, c.b, got)
+		}
+	}
+}
+
+func TestIDsAreDeterministicAndDistinct(t *testing.T) {
+	ref := store.OpRef{Resource: "r", Fence: 5, Root: "root", Seq: 1}
+	p := storetest.Digest("a")
+	if store.ReceiptID(ref, p) != store.ReceiptID(ref, p) {
+		t.Fatal("ReceiptID not deterministic")
+	}
+	seen := map[string]bool{}
+	for _, r := range []store.OpRef{ref, {Resource: "r", Fence: 5, Root: "root", Seq: 2}, {Resource: "r", Fence: 6, Root: "root", Seq: 1},
+		{Resource: "r2", Fence: 5, Root: "root", Seq: 1}, {Resource: "r", Fence: 5, Root: "root2", Seq: 1},
+		// Length-prefixing keeps ("ab","c") and ("a","bc") apart.
+		{Resource: "ab", Fence: 5, Root: "c", Seq: 1}, {Resource: "a", Fence: 5, Root: "bc", Seq: 1}} {
+		for _, id := range []string{store.ReceiptID(r, p), store.QuarantineID(r, p)} {
+			if seen[id] {
+				t.Fatalf("ID collision for %+v", r)
+			}
+			seen[id] = true
+		}
+	}
+	if !strings.HasPrefix(store.ReceiptID(ref, p), "rcpt-") || !strings.HasPrefix(store.QuarantineID(ref, p), "qrnt-") {
+		t.Fatal("ID prefixes")
+	}
+}
+
+func TestQuarantineMerge(t *testing.T) {
+	t1, t2 := storetest.T0, storetest.T0.Add(time.Hour)
+	prev := store.Quarantine{ID: "q", FirstSeen: t1, LastSeen: t1, Attempts: 3}
+	got := store.Quarantine{ID: "q", FirstSeen: t2, LastSeen: t2, Attempts: 1}.Merge(prev)
+	if !got.FirstSeen.Equal(t1) || !got.LastSeen.Equal(t2) || got.Attempts != 4 {
+		t.Fatalf("merge: %+v", got)
+	}
+	other := store.Quarantine{ID: "other", Attempts: 1}.Merge(prev)
+	if other.Attempts != 1 {
+		t.Fatalf("merge of another ID: %+v", other)
+	}
+}
+
+func TestValidateOperationID(t *testing.T) {
+	for id, ok := range map[string]bool{
+		"root/1": true, "a/b/c/42": true, "sha256:51c/4294967295": true,
+		"root": false, "/1": false, "root/": false, "root/0": false, "root/01": false, "root/+1": false,
+		"root/4294967296": false, "ro\x00ot/1": false, strings.Repeat("r", store.MaxRootLen+1) + "/1": false,
+	} {
+		if err := store.ValidateOperationID(id); (err == nil) != ok {
+			t.Errorf("ValidateOperationID(%q) = %v", id, err)
+		}
+	}
+}
+
+func TestBodyLimit(t *testing.T) {
+	for in, want := range map[int]int{0: store.DefaultMaxResponseBody, -1: store.DefaultMaxResponseBody, 10: 10,
+		store.MaxResponseBodyLimit + 1: store.MaxResponseBodyLimit} {
+		if got := store.BodyLimit(in); got != want {
+			t.Errorf("BodyLimit(%d) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestCommitCutsBodyAtConfiguredLimit(t *testing.T) {
+	in := storetest.Attempt("r", 5, 1, "a")
+	_, ch, err := store.Decide(store.Record{}, nil, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans := storetest.Answer(in.Ref())
+	ans.Response.Body = []byte("0123456789")
+	c, err := store.ApplyCommit(ch.Record, nil, ans, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Receipt.Response; string(r.Body) != "0123" || !r.Truncated || r.Status != 201 {
+		t.Fatalf("response %+v", r)
+	}
+	if string(ans.Response.Body) != "0123456789" {
+		t.Fatal("input body modified")
+	}
+}
+
+func TestInputErrorsAreTyped(t *testing.T) {
+	in := storetest.Attempt("r", 0, 1, "a")
+	err := in.Validate()
+	var ie *store.InputError
+	if !errors.As(err, &ie) || ie.Field != "fence" || !errors.Is(err, store.ErrInvalidInput) || !strings.HasPrefix(err.Error(), "store: ") {
+		t.Fatalf("%v", err)
+	}
+}

@@ -1,0 +1,114 @@
+package store
+
+import "time"
+
+// Decision is Begin's answer. The values are the DESIGN codes, plus PAUSED,
+// BUSY, REPLAY and PROCEED.
+type Decision string
+
+// Begin's decisions.
+const (
+	// DecisionProceed: forward the request; the mutation is now in flight and
+	// must end in Commit, Abort or MarkUnknown.
+	DecisionProceed Decision = "PROCEED"
+	// DecisionReplay: the segment was accepted before with the same payload;
+	// answer with the stored receipt's response.
+	DecisionReplay Decision = "REPLAY"
+	// DecisionPaused: the resource is paused (see Record.Pause).
+	DecisionPaused Decision = "PAUSED"
+	// DecisionMutationUnknown: an earlier mutation's outcome is unknown; the
+	// resource awaits reconciliation.
+	DecisionMutationUnknown Decision = "MUTATION_UNKNOWN"
+	// DecisionSegmentConflict: the segment was accepted with another payload;
+	// the attempt is quarantined.
+	DecisionSegmentConflict Decision = "SEGMENT_CONFLICT"
+	// DecisionStaleOwner: the fence is below the highest accepted.
+	DecisionStaleOwner Decision = "STALE_OWNER"
+	// DecisionFenceRegression: the fence is below the highest accepted but
+	// the registry issued it later; the resource is now paused.
+	DecisionFenceRegression Decision = "FENCE_REGRESSION"
+	// DecisionSegmentGap: wrong segment order (a new fence not at 1, another
+	// root under the same fence, or not lastSeq+1).
+	DecisionSegmentGap Decision = "SEGMENT_GAP"
+	// DecisionBusy: another mutation of the resource is in flight; wait until
+	// it settles or answer with Retry-After.
+	DecisionBusy Decision = "BUSY"
+)
+
+// BeginInput is an authenticated attempt to mutate a resource. The caller has
+// verified the grant and its status; the store decides on fence and order.
+type BeginInput struct {
+	// Resource is the canonical resource ID.
+	Resource string
+	// Fence is the grant's fence token (>= 1).
+	Fence uint64
+	// Root is the grant's operation root.
+	Root string
+	// Seq is the segment sequence number (Fence-Segment, >= 1).
+	Seq uint64
+	// PayloadDigest is the digest of the request body.
+	PayloadDigest string
+	// GrantDigest is the digest of the grant.
+	GrantDigest string
+	// Lease is the grant's lease ID.
+	Lease string
+	// Evidence is the grant's issue evidence (issuer epoch, backend revision).
+	Evidence Evidence
+	// Now is the caller's current time.
+	Now time.Time
+	// Deadline bounds the mutation: after it an un-settled marker counts as
+	// MUTATION_UNKNOWN. Must be after Now, within MaxInFlightWindow.
+	Deadline time.Time
+	// RetryUnknown asks to forward again the exact mutation whose outcome is
+	// unknown (same fence, root, seq and payload digest); set it only when
+	// the route's backend honours Idempotency-Key.
+	RetryUnknown bool
+}
+
+// Ref returns the input's OpRef.
+func (in BeginInput) Ref() OpRef {
+	return OpRef{Resource: in.Resource, Fence: in.Fence, Root: in.Root, Seq: in.Seq}
+}
+
+// BeginResult is Begin's answer.
+type BeginResult struct {
+	// Decision is what to do with the request.
+	Decision Decision
+	// Detail explains the decision for logs and problem details.
+	Detail string
+	// Record is the resource's record after the decision.
+	Record Record
+	// Mutation is, for PROCEED, the marker now in flight; for BUSY and
+	// MUTATION_UNKNOWN, the mutation that blocks (with its deadline).
+	Mutation *Mutation
+	// Receipt is, for REPLAY, the stored receipt to answer with; for
+	// SEGMENT_CONFLICT, the receipt the attempt conflicts with.
+	Receipt *Receipt
+	// Quarantine is, for SEGMENT_CONFLICT, the quarantine entry as stored.
+	Quarantine *Quarantine
+}
+
+// Change is what a transition asks a backend to write, all in one atomic
+// step. A zero Change writes nothing. The pure functions (Decide, Apply*)
+// never modify their inputs, and what they return shares no memory with
+// their inputs nor, for Decide, between the BeginResult and the Change, so
+// a backend may store a Change as is.
+type Change struct {
+	// Record is the resource's record after the transition.
+	Record Record
+	// WriteRecord says Record must be stored.
+	WriteRecord bool
+	// Receipt is the receipt written (WriteReceipt) or found (an idempotent
+	// repeat).
+	Receipt *Receipt
+	// WriteReceipt says Receipt must be stored (and indexed by operation ID).
+	WriteReceipt bool
+	// Quarantine, when set, must be merged (Quarantine.Merge) with any stored
+	// entry of the same ID and stored.
+	Quarantine *Quarantine
+}
+
+// Writes reports whether the change writes anything.
+func (c Change) Writes() bool {
+	return c.WriteRecord || c.WriteReceipt || c.Quarantine != nil
+}

@@ -1,0 +1,63 @@
+package store
+
+import "errors"
+
+// Sentinel errors. Backends and the pure transition functions wrap them with
+// %w and a "store: " prefix; test with errors.Is.
+var (
+	// ErrInvalidInput: an input field is out of range, empty, oversized or
+	// malformed. Returned as an *InputError; nothing was read or written.
+	ErrInvalidInput = errors.New("store: invalid input")
+
+	// ErrNotFound: no record, receipt or entry exists for the given key.
+	ErrNotFound = errors.New("store: not found")
+
+	// ErrNotInFlight: the resource has no in-flight mutation matching the
+	// given (fence, root, seq), and no receipt that would make the call an
+	// idempotent repeat.
+	ErrNotInFlight = errors.New("store: no matching mutation in flight")
+
+	// ErrStillInFlight: Resolve was called for a mutation that is in flight,
+	// not declared unknown and not past its deadline; its owner may still
+	// Commit or Abort it.
+	ErrStillInFlight = errors.New("store: mutation still in flight")
+
+	// ErrOutcomeUnknown: Abort was called for a mutation whose outcome has been
+	// declared unknown; only Resolve (or a Commit of its answer) may clear it.
+	ErrOutcomeUnknown = errors.New("store: mutation outcome unknown, resolve it")
+
+	// ErrConflict: the call contradicts what the store already knows, e.g.
+	// Resolve(not applied) for a mutation that has a receipt.
+	ErrConflict = errors.New("store: conflicts with stored state")
+
+	// ErrNotPaused: Resume was called for a resource that is not paused.
+	ErrNotPaused = errors.New("store: resource not paused")
+
+	// ErrClosed: the store has been closed.
+	ErrClosed = errors.New("store: closed")
+
+	// ErrCorrupt: stored state cannot be decoded, has an unknown schema
+	// version, or violates an invariant of the store.
+	ErrCorrupt = errors.New("store: corrupt state")
+)
+
+// InputError reports which input field was rejected and why. It wraps
+// ErrInvalidInput.
+type InputError struct {
+	// Field is the input field's name, e.g. "fence" or "response.header".
+	Field string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error implements error.
+func (e *InputError) Error() string {
+	return "store: invalid input: " + e.Field + ": " + e.Reason
+}
+
+// Unwrap returns ErrInvalidInput.
+func (e *InputError) Unwrap() error { return ErrInvalidInput }
+
+func invalid(field, reason string) error {
+	return &InputError{Field: field, Reason: reason}
+}

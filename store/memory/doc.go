@@ -1,0 +1,7 @@
+// Package memory is the in-memory fenced store backend: for tests, the
+// deterministic simulation and single-process demos. It is not durable.
+//
+// Every call runs under one mutex and decides through the pure functions of
+// package store (store.Decide, store.ApplyCommit, ...), so it behaves exactly
+// like the durable backends. Values are deep-copied on the way in and out.
+package memory

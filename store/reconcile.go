@@ -1,0 +1,130 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// MarkUnknownInput declares the outcome of the in-flight mutation unknown: no
+// answer, a timeout or a cut connection after the request was sent.
+type MarkUnknownInput struct {
+	OpRef
+	// Now is the caller's current time.
+	Now time.Time
+}
+
+// AbortInput withdraws the in-flight mutation; only for a request proven
+// never sent (e.g. connection refused before any byte went out).
+type AbortInput struct {
+	OpRef
+	// Now is the caller's current time.
+	Now time.Time
+}
+
+// ResolveInput settles a mutation whose outcome is unknown (reconciliation):
+// it was applied, with the response to replay, or it was proven not applied.
+type ResolveInput struct {
+	OpRef
+	// Applied says the mutation took effect at the backend.
+	Applied bool
+	// BackendStatus is the backend's status if one was observed, else 0.
+	// Only with Applied.
+	BackendStatus int
+	// Response is what replays of the segment return. Required with
+	// Applied (Status may be 0 to mean BackendStatus), empty otherwise.
+	Response StoredResponse
+	// Now is the caller's current time.
+	Now time.Time
+}
+
+// ResolveResult is what Resolve did.
+type ResolveResult struct {
+	// Applied echoes the input.
+	Applied bool
+	// Receipt is the receipt written (or found) when Applied.
+	Receipt *Receipt
+	// Record is the resource's record afterwards.
+	Record Record
+}
+
+// ApplyMarkUnknown is MarkUnknown as a pure function: the matching marker
+// becomes UNKNOWN (cause NO_ANSWER). Repeating it changes nothing.
+func ApplyMarkUnknown(rec Record, in MarkUnknownInput) (Change, error) {
+	if err := in.Validate(); err != nil {
+		return Change{}, err
+	}
+	if !rec.InFlight.matches(in.OpRef) {
+		return Change{}, fmt.Errorf("store: mark unknown %s of %q: %w", in.OperationID(), in.Resource, ErrNotInFlight)
+	}
+	next := rec.Clone()
+	m := next.InFlight
+	if m.State == MutationUnknown && m.Cause == CauseNoAnswer {
+		return Change{Record: next}, nil
+	}
+	m.State = MutationUnknown
+	m.Cause = CauseNoAnswer
+	if m.UnknownSince.IsZero() {
+		m.UnknownSince = normTime(in.Now)
+	}
+	return Change{Record: next, WriteRecord: true}, nil
+}
+
+// ApplyAbort is Abort as a pure function. A matching marker that is IN_FLIGHT,
+// or UNKNOWN only because its deadline passed, is cleared; the highest fence
+// is kept. If the marker carries earlier attempts (RetryUnknown), it returns
+// to UNKNOWN instead: only the latest attempt is proven unsent. A marker the
+// caller declared unknown (MarkUnknown) gives ErrOutcomeUnknown.
+func ApplyAbort(rec Record, in AbortInput) (Change, error) {
+	if err := in.Validate(); err != nil {
+		return Change{}, err
+	}
+	if !rec.InFlight.matches(in.OpRef) {
+		return Change{}, fmt.Errorf("store: abort %s of %q: %w", in.OperationID(), in.Resource, ErrNotInFlight)
+	}
+	next := rec.Clone()
+	m := next.InFlight
+	if m.State == MutationUnknown && m.Cause != CauseDeadline {
+		return Change{}, fmt.Errorf("store: abort %s of %q: %w", in.OperationID(), in.Resource, ErrOutcomeUnknown)
+	}
+	if m.Attempts > 1 {
+		m.State = MutationUnknown
+		m.Cause = CauseNoAnswer
+		if m.UnknownSince.IsZero() {
+			m.UnknownSince = normTime(in.Now)
+		}
+	} else {
+		next.InFlight = nil
+	}
+	return Change{Record: next, WriteRecord: true}, nil
+}
+
+// ApplyResolve is Resolve as a pure function. existing is the receipt stored
+// for (fence, seq), or nil. The matching marker must be UNKNOWN or past its
+// deadline (else ErrStillInFlight). Applied writes a receipt (source
+// RECONCILED) and advances the segment; not applied clears the marker without
+// advancing. Resolving an already-settled mutation as applied returns its
+// receipt; as not applied, when a receipt exists, ErrConflict.
+func ApplyResolve(rec Record, existing *Receipt, in ResolveInput, bodyLimit int) (Change, error) {
+	if err := in.Validate(); err != nil {
+		return Change{}, err
+	}
+	if m := rec.InFlight; m.matches(in.OpRef) && !m.Unsettled(normTime(in.Now)) {
+		return Change{}, fmt.Errorf("store: resolve %s of %q: %w", in.OperationID(), in.Resource, ErrStillInFlight)
+	}
+	if in.Applied {
+		resp := in.Response
+		if resp.Status == 0 {
+			resp.Status = in.BackendStatus
+		}
+		return settleApplied(rec, existing, in.OpRef, in.BackendStatus, resp, in.Now, SourceReconciled, BodyLimit(bodyLimit), "resolve")
+	}
+	if !rec.InFlight.matches(in.OpRef) {
+		if existing != nil && existing.Root == in.Root {
+			return Change{}, fmt.Errorf("store: resolve %s of %q as not applied: receipt %s exists: %w", in.OperationID(), in.Resource, existing.ID, ErrConflict)
+		}
+		return Change{}, fmt.Errorf("store: resolve %s of %q: %w", in.OperationID(), in.Resource, ErrNotInFlight)
+	}
+	next := rec.Clone()
+	next.InFlight = nil
+	return Change{Record: next, WriteRecord: true}, nil
+}

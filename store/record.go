@@ -1,0 +1,195 @@
+package store
+
+import (
+	"strconv"
+	"time"
+)
+
+// Evidence is what the registry attested about a grant when it issued it.
+// It orders grants independently of their fence tokens, which is how a token
+// that went backwards (a registry restored from an old snapshot) is told apart
+// from a merely stale owner.
+type Evidence struct {
+	// IssuerEpoch is the registry's issuer/revocation epoch at issue.
+	IssuerEpoch uint64 `json:"issuerEpoch"`
+	// BackendRevision is the coordination backend's revision at issue.
+	BackendRevision uint64 `json:"backendRevision"`
+}
+
+// IssuedAfter reports whether e shows a later issue than o: a higher issuer
+// epoch, or the same epoch and a higher backend revision.
+func (e Evidence) IssuedAfter(o Evidence) bool {
+	if e.IssuerEpoch != o.IssuerEpoch {
+		return e.IssuerEpoch > o.IssuerEpoch
+	}
+	return e.BackendRevision > o.BackendRevision
+}
+
+// MutationState is the state of the mutation marked in flight on a resource.
+type MutationState string
+
+// Mutation states.
+const (
+	// MutationInFlight: Begin proceeded; the owner will Commit or Abort it,
+	// or MarkUnknown if the backend's answer is lost.
+	MutationInFlight MutationState = "IN_FLIGHT"
+	// MutationUnknown: the outcome is unknown; the resource is blocked until
+	// Resolve (or a late Commit) settles it.
+	MutationUnknown MutationState = "UNKNOWN"
+)
+
+// UnknownCause says how a mutation came to be unknown.
+type UnknownCause string
+
+// Unknown causes.
+const (
+	// CauseNoAnswer: the owner called MarkUnknown (no answer, timeout or a
+	// connection cut after the request was sent).
+	CauseNoAnswer UnknownCause = "NO_ANSWER"
+	// CauseDeadline: a Begin found the marker past its deadline.
+	CauseDeadline UnknownCause = "DEADLINE"
+)
+
+// OpRef names one mutation: a segment of an operation under a fence.
+type OpRef struct {
+	// Resource is the canonical resource ID.
+	Resource string `json:"resource"`
+	// Fence is the grant's fence token.
+	Fence uint64 `json:"fence"`
+	// Root is the grant's operation root.
+	Root string `json:"root"`
+	// Seq is the segment sequence number, from 1.
+	Seq uint64 `json:"seq"`
+}
+
+// OperationID returns the operation ID of the mutation: root + "/" + seq.
+func (r OpRef) OperationID() string { return OperationID(r.Root, r.Seq) }
+
+// OperationID returns root + "/" + decimal seq, the ID under which a segment's
+// receipt is found and which is forwarded as Fence-Operation-Id.
+func OperationID(root string, seq uint64) string {
+	return root + "/" + strconv.FormatUint(seq, 10)
+}
+
+// Mutation is the marker of the one mutation in flight on a resource.
+type Mutation struct {
+	OpRef
+	// OperationID is Root + "/" + Seq.
+	OperationID string `json:"operationId"`
+	// PayloadDigest is the digest of the request body being applied.
+	PayloadDigest string `json:"payloadDigest"`
+	// GrantDigest is the digest of the grant the request carried.
+	GrantDigest string `json:"grantDigest"`
+	// Lease is the grant's lease ID.
+	Lease string `json:"lease"`
+	// Evidence is the grant's issue evidence.
+	Evidence Evidence `json:"evidence"`
+	// BegunAt is the Now of the Begin that (last) proceeded.
+	BegunAt time.Time `json:"begunAt"`
+	// Deadline is when the owner must have committed, aborted or declared
+	// the outcome unknown; past it, the marker counts as unknown.
+	Deadline time.Time `json:"deadline"`
+	// Attempts counts the Begins that proceeded for this mutation: 1, plus
+	// one per RetryUnknown.
+	Attempts uint32 `json:"attempts"`
+	// State is IN_FLIGHT or UNKNOWN.
+	State MutationState `json:"state"`
+	// Cause says why the state is (or was last) UNKNOWN.
+	Cause UnknownCause `json:"cause,omitempty"`
+	// UnknownSince is when the mutation first became unknown; zero if never.
+	UnknownSince time.Time `json:"unknownSince,omitzero"`
+}
+
+// Ref returns the mutation's OpRef.
+func (m *Mutation) Ref() OpRef { return m.OpRef }
+
+// Expired reports whether the mutation is still marked IN_FLIGHT at or past
+// its deadline.
+func (m *Mutation) Expired(now time.Time) bool {
+	return m.State == MutationInFlight && !now.Before(m.Deadline)
+}
+
+// Unsettled reports whether the mutation needs reconciliation at now: it is
+// UNKNOWN, or IN_FLIGHT past its deadline.
+func (m *Mutation) Unsettled(now time.Time) bool {
+	return m.State == MutationUnknown || m.Expired(now)
+}
+
+func (m *Mutation) matches(r OpRef) bool {
+	return m != nil && m.Resource == r.Resource && m.Fence == r.Fence && m.Root == r.Root && m.Seq == r.Seq
+}
+
+// PauseReason says why a resource is paused.
+type PauseReason string
+
+// Pause reasons.
+const (
+	// PauseFenceRegression: the registry issued a token below the highest
+	// accepted fence with later evidence; writes pause until an operator
+	// resumes (the highest fence is kept).
+	PauseFenceRegression PauseReason = "FENCE_REGRESSION"
+	// PauseOperator: an operator paused the resource.
+	PauseOperator PauseReason = "OPERATOR"
+)
+
+// Pause records why and when a resource was paused.
+type Pause struct {
+	// Reason is FENCE_REGRESSION or OPERATOR.
+	Reason PauseReason `json:"reason"`
+	// Detail is free text for operators.
+	Detail string `json:"detail,omitempty"`
+	// At is when the pause was recorded.
+	At time.Time `json:"at"`
+	// Fence is, for FENCE_REGRESSION, the regressed fence that was attempted.
+	Fence uint64 `json:"fence,omitempty"`
+	// Evidence is, for FENCE_REGRESSION, the regressed grant's evidence.
+	Evidence Evidence `json:"evidence,omitzero"`
+}
+
+// Record is the per-resource state of the fenced store.
+type Record struct {
+	// Resource is the canonical resource ID.
+	Resource string `json:"resource"`
+	// HighestFence is the highest fence ever accepted; it never decreases.
+	HighestFence uint64 `json:"highestFence"`
+	// Root is the operation root of HighestFence.
+	Root string `json:"root,omitempty"`
+	// Lease is the lease of HighestFence's grant.
+	Lease string `json:"lease,omitempty"`
+	// GrantDigest is the digest of HighestFence's grant.
+	GrantDigest string `json:"grantDigest,omitempty"`
+	// Evidence is the issue evidence of HighestFence's grant.
+	Evidence Evidence `json:"evidence"`
+	// AcceptedAt is when HighestFence was accepted (its first Begin).
+	AcceptedAt time.Time `json:"acceptedAt,omitzero"`
+	// LastSeq is the last committed segment under HighestFence; 0 if none.
+	LastSeq uint64 `json:"lastSeq"`
+	// InFlight is the mutation in flight or unknown, if any.
+	InFlight *Mutation `json:"inFlight,omitempty"`
+	// Pause is set while the resource is paused.
+	Pause *Pause `json:"pause,omitempty"`
+}
+
+// Clone returns a deep copy of r.
+func (r Record) Clone() Record {
+	if r.InFlight != nil {
+		m := *r.InFlight
+		r.InFlight = &m
+	}
+	if r.Pause != nil {
+		p := *r.Pause
+		r.Pause = &p
+	}
+	return r
+}
+
+// Exists reports whether r is a stored record (the zero Record means none).
+func (r Record) Exists() bool { return r.Resource != "" }
+
+// Unknown reports whether the resource has a mutation whose outcome is
+// declared unknown.
+func (r Record) Unknown() bool {
+	return r.InFlight != nil && r.InFlight.State == MutationUnknown
+}
+
+func normTime(t time.Time) time.Time { return t.Round(0).UTC() }

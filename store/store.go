@@ -1,0 +1,53 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Store is a fenced store backend. Every method is atomic per resource and
+// linearizable; writes are durable when the method returns (for backends that
+// are durable at all). Methods validate their input first and return an
+// *InputError, writing nothing, on bad input. A context already done when a
+// call starts returns its error; a write that has started is not abandoned.
+type Store interface {
+	// Begin decides an authenticated attempt (see Decide) and, on PROCEED,
+	// marks the mutation in flight in the same atomic step.
+	Begin(ctx context.Context, in BeginInput) (BeginResult, error)
+	// Commit stores the receipt, advances the segment and clears the
+	// in-flight marker in one transaction (see ApplyCommit).
+	Commit(ctx context.Context, in CommitInput) (Receipt, error)
+	// MarkUnknown declares the in-flight mutation's outcome unknown; the
+	// resource blocks until it is resolved (see ApplyMarkUnknown).
+	MarkUnknown(ctx context.Context, in MarkUnknownInput) (Mutation, error)
+	// Resolve settles an unknown mutation: applied with its receipt, or
+	// proven not applied (see ApplyResolve).
+	Resolve(ctx context.Context, in ResolveInput) (ResolveResult, error)
+	// Abort withdraws an in-flight mutation proven never sent (see
+	// ApplyAbort). The highest fence is kept.
+	Abort(ctx context.Context, in AbortInput) (Record, error)
+	// Pause pauses a resource (see ApplyPause).
+	Pause(ctx context.Context, in PauseInput) (Record, error)
+	// Resume clears a pause and keeps the highest fence (see ApplyResume).
+	Resume(ctx context.Context, resource string) (Record, error)
+
+	// Record returns a resource's record, or ErrNotFound.
+	Record(ctx context.Context, resource string) (Record, error)
+	// Receipt returns the receipt of an accepted segment, or ErrNotFound.
+	Receipt(ctx context.Context, key ReceiptKey) (Receipt, error)
+	// ReceiptsByOperation returns the receipts stored under an operation ID
+	// (root + "/" + seq) of a resource, by ascending fence; more than one
+	// only if a root was reused under several fences. ErrNotFound if none.
+	ReceiptsByOperation(ctx context.Context, resource, operationID string) ([]Receipt, error)
+	// ListUnknown returns the mutations that need reconciliation at now:
+	// UNKNOWN ones and IN_FLIGHT ones past their deadline, by resource.
+	ListUnknown(ctx context.Context, now time.Time) ([]Mutation, error)
+	// ListPaused returns the records of paused resources, by resource.
+	ListPaused(ctx context.Context) ([]Record, error)
+	// ListQuarantined returns the quarantine entries of a resource, or of
+	// all resources when resource is "", by resource then ID.
+	ListQuarantined(ctx context.Context, resource string) ([]Quarantine, error)
+
+	// Close releases the store; later calls return ErrClosed.
+	Close() error
+}

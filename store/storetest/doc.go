@@ -1,0 +1,11 @@
+// Package storetest is the conformance suite every fenced store backend must
+// pass: Run(t, newStore) checks the decision table row by row, the
+// commit/unknown/resolve/abort/pause lifecycle, bad input, in-flight
+// exclusivity under racing goroutines, a rapid (pgregory.net/rapid) stateful
+// test against a small independent reference model, and a porcupine
+// linearizability check of concurrent per-resource histories.
+//
+// Backend-specific properties (durability across a crash, fsync grouping)
+// are tested in the backend's own package; BeginCommitLoop is the shared
+// driver for their benchmarks.
+package storetest

@@ -1,0 +1,271 @@
+package storetest
+
+import (
+	"errors"
+	"maps"
+	"time"
+
+	"github.com/fencegate/fencegate/store"
+)
+
+// The reference model: a deliberately plain restatement of the DESIGN rules
+// for one resource, written without the store's own functions (except the
+// deterministic ID derivations). Values are immutable: every step returns a
+// new mState, which is what porcupine requires.
+
+// Outcome classes compared between model and store.
+const (
+	outOK            = "ok"
+	outNotInFlight   = "not-in-flight"
+	outStillInFlight = "still-in-flight"
+	outUnknown       = "outcome-unknown"
+	outConflict      = "conflict"
+	outNotPaused     = "not-paused"
+	outNotFound      = "not-found"
+)
+
+type mReceipt struct {
+	root, payload string
+}
+
+type mMut struct {
+	fence, seq    uint64
+	root, payload string
+	unknown       bool
+	byDeadline    bool
+	attempts      int
+	deadline      time.Time
+}
+
+type mState struct {
+	exists     bool
+	highest    uint64
+	root       string
+	lastSeq    uint64
+	evidence   store.Evidence
+	inflight   *mMut
+	paused     bool
+	receipts   map[[2]uint64]mReceipt
+	quarantine map[string]uint64
+}
+
+// mOut is what an operation returned, reduced to what the model predicts.
+type mOut struct {
+	Decision store.Decision // Begin
+	Class    string         // other operations: outOK or an error class
+	ID       string         // receipt ID for REPLAY, Commit, Resolve(applied)
+	Op       string         // operation ID of the mutation in a Begin result
+}
+
+func (s mState) clone() mState {
+	if s.inflight != nil {
+		m := *s.inflight
+		s.inflight = &m
+	}
+	s.receipts = maps.Clone(s.receipts)
+	s.quarantine = maps.Clone(s.quarantine)
+	return s
+}
+
+func opID(root string, seq uint64) string { return store.OperationID(root, seq) }
+
+func (s mState) begin(in store.BeginInput) (mState, mOut) {
+	s = s.clone()
+	if m := s.inflight; m != nil && !m.unknown && !in.Now.Before(m.deadline) {
+		m.unknown, m.byDeadline = true, true
+	}
+	later := in.Evidence.IssuerEpoch > s.evidence.IssuerEpoch ||
+		in.Evidence.IssuerEpoch == s.evidence.IssuerEpoch && in.Evidence.BackendRevision > s.evidence.BackendRevision
+	rc, accepted := s.receipts[[2]uint64{in.Fence, in.Seq}]
+	m := s.inflight
+	switch {
+	case s.paused:
+		return s, mOut{Decision: store.DecisionPaused}
+	case m != nil && m.unknown:
+		if in.RetryUnknown && m.fence == in.Fence && m.seq == in.Seq && m.root == in.Root && m.payload == in.PayloadDigest {
+			m.unknown = false
+			m.attempts++
+			m.deadline = in.Deadline
+			return s, mOut{Decision: store.DecisionProceed, Op: opID(m.root, m.seq)}
+		}
+		return s, mOut{Decision: store.DecisionMutationUnknown, Op: opID(m.root, m.seq)}
+	case accepted && rc.payload == in.PayloadDigest && rc.root == in.Root:
+		return s, mOut{Decision: store.DecisionReplay, ID: store.ReceiptID(in.Ref(), rc.payload)}
+	case accepted:
+		if s.quarantine == nil {
+			s.quarantine = map[string]uint64{}
+		}
+		s.quarantine[store.QuarantineID(in.Ref(), in.PayloadDigest)]++
+		orig := in.Ref()
+		orig.Root = rc.root
+		return s, mOut{Decision: store.DecisionSegmentConflict, ID: store.ReceiptID(orig, rc.payload)}
+	case in.Fence < s.highest && later:
+		s.paused = true
+		return s, mOut{Decision: store.DecisionFenceRegression}
+	case in.Fence < s.highest:
+		return s, mOut{Decision: store.DecisionStaleOwner}
+	case m != nil:
+		return s, mOut{Decision: store.DecisionBusy, Op: opID(m.root, m.seq)}
+	case in.Fence > s.highest && in.Seq != 1:
+		return s, mOut{Decision: store.DecisionSegmentGap}
+	case in.Fence > s.highest:
+		s.highest, s.root, s.lastSeq, s.evidence = in.Fence, in.Root, 0, in.Evidence
+	case in.Root != s.root || in.Seq != s.lastSeq+1:
+		return s, mOut{Decision: store.DecisionSegmentGap}
+	}
+	s.exists = true
+	s.inflight = &mMut{fence: in.Fence, seq: in.Seq, root: in.Root, payload: in.PayloadDigest, attempts: 1, deadline: in.Deadline}
+	return s, mOut{Decision: store.DecisionProceed, Op: opID(in.Root, in.Seq)}
+}
+
+func (s mState) matches(r store.OpRef) bool {
+	m := s.inflight
+	return m != nil && m.fence == r.Fence && m.seq == r.Seq && m.root == r.Root
+}
+
+// settle is Commit and Resolve(applied).
+func (s mState) settle(r store.OpRef) (mState, mOut) {
+	if !s.matches(r) {
+		if rc, ok := s.receipts[[2]uint64{r.Fence, r.Seq}]; ok && rc.root == r.Root {
+			return s, mOut{Class: outOK, ID: store.ReceiptID(r, rc.payload)}
+		}
+		return s, mOut{Class: outNotInFlight}
+	}
+	s = s.clone()
+	if s.receipts == nil {
+		s.receipts = map[[2]uint64]mReceipt{}
+	}
+	p := s.inflight.payload
+	s.receipts[[2]uint64{r.Fence, r.Seq}] = mReceipt{root: r.Root, payload: p}
+	s.lastSeq = r.Seq
+	s.inflight = nil
+	return s, mOut{Class: outOK, ID: store.ReceiptID(r, p)}
+}
+
+func (s mState) commit(r store.OpRef) (mState, mOut) { return s.settle(r) }
+
+func (s mState) markUnknown(r store.OpRef) (mState, mOut) {
+	if !s.matches(r) {
+		return s, mOut{Class: outNotInFlight}
+	}
+	s = s.clone()
+	s.inflight.unknown, s.inflight.byDeadline = true, false
+	return s, mOut{Class: outOK}
+}
+
+func (s mState) abort(r store.OpRef) (mState, mOut) {
+	if !s.matches(r) {
+		return s, mOut{Class: outNotInFlight}
+	}
+	if s.inflight.unknown && !s.inflight.byDeadline {
+		return s, mOut{Class: outUnknown}
+	}
+	s = s.clone()
+	if s.inflight.attempts > 1 {
+		s.inflight.unknown, s.inflight.byDeadline = true, false
+	} else {
+		s.inflight = nil
+	}
+	return s, mOut{Class: outOK}
+}
+
+func (s mState) resolve(r store.OpRef, applied bool, now time.Time) (mState, mOut) {
+	if s.matches(r) && !s.inflight.unknown && now.Before(s.inflight.deadline) {
+		return s, mOut{Class: outStillInFlight}
+	}
+	if applied {
+		return s.settle(r)
+	}
+	if !s.matches(r) {
+		if rc, ok := s.receipts[[2]uint64{r.Fence, r.Seq}]; ok && rc.root == r.Root {
+			return s, mOut{Class: outConflict}
+		}
+		return s, mOut{Class: outNotInFlight}
+	}
+	s = s.clone()
+	s.inflight = nil
+	return s, mOut{Class: outOK}
+}
+
+func (s mState) pause() (mState, mOut) {
+	s = s.clone()
+	s.exists = true
+	s.paused = true
+	return s, mOut{Class: outOK}
+}
+
+func (s mState) resume() (mState, mOut) {
+	switch {
+	case !s.exists:
+		return s, mOut{Class: outNotFound}
+	case !s.paused:
+		return s, mOut{Class: outNotPaused}
+	}
+	s = s.clone()
+	s.paused = false
+	return s, mOut{Class: outOK}
+}
+
+// classOf maps a store error to a model outcome class.
+func classOf(err error) string {
+	switch {
+	case err == nil:
+		return outOK
+	case errors.Is(err, store.ErrNotInFlight):
+		return outNotInFlight
+	case errors.Is(err, store.ErrStillInFlight):
+		return outStillInFlight
+	case errors.Is(err, store.ErrOutcomeUnknown):
+		return outUnknown
+	case errors.Is(err, store.ErrConflict):
+		return outConflict
+	case errors.Is(err, store.ErrNotPaused):
+		return outNotPaused
+	case errors.Is(err, store.ErrNotFound):
+		return outNotFound
+	}
+	return "error: " + err.Error()
+}
+
+// beginOut reduces a Begin result to what the model predicts.
+func beginOut(r store.BeginResult) mOut {
+	o := mOut{Decision: r.Decision}
+	switch r.Decision {
+	case store.DecisionReplay, store.DecisionSegmentConflict:
+		if r.Receipt != nil {
+			o.ID = r.Receipt.ID
+		}
+	case store.DecisionProceed, store.DecisionBusy, store.DecisionMutationUnknown:
+		if r.Mutation != nil {
+			o.Op = r.Mutation.OperationID
+		}
+	}
+	return o
+}
+
+// sameRecord compares a stored record with the model's state.
+func (s mState) sameRecord(rec store.Record, found bool) bool {
+	if found != s.exists {
+		return false
+	}
+	if !found {
+		return true
+	}
+	if rec.HighestFence != s.highest || rec.Root != s.root || rec.LastSeq != s.lastSeq ||
+		rec.Evidence != s.evidence || (rec.Pause != nil) != s.paused || (rec.InFlight != nil) != (s.inflight != nil) {
+		return false
+	}
+	if m := s.inflight; m != nil {
+		g := rec.InFlight
+		cause := store.CauseNoAnswer
+		if m.byDeadline {
+			cause = store.CauseDeadline
+		}
+		if g.Fence != m.fence || g.Seq != m.seq || g.Root != m.root || g.PayloadDigest != m.payload ||
+			int(g.Attempts) != m.attempts || !g.Deadline.Equal(m.deadline) ||
+			(g.State == store.MutationUnknown) != m.unknown || (m.unknown && g.Cause != cause) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,232 @@
+package store
+
+import (
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// ValidateResource checks a canonical resource ID: non-empty, at most
+// MaxResourceLen bytes, valid UTF-8 without control characters.
+func ValidateResource(resource string) error {
+	return checkText("resource", resource, MaxResourceLen, true)
+}
+
+// ValidateDigest checks a digest: DigestPrefix followed by 64 lowercase hex
+// digits.
+func ValidateDigest(field, d string) error {
+	if len(d) != DigestLen || d[:len(DigestPrefix)] != DigestPrefix {
+		return invalid(field, "want "+DigestPrefix+" followed by 64 lowercase hex digits")
+	}
+	for i := len(DigestPrefix); i < len(d); i++ {
+		c := d[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return invalid(field, "want "+DigestPrefix+" followed by 64 lowercase hex digits")
+		}
+	}
+	return nil
+}
+
+// ValidateOperationID checks an operation ID: a valid root, "/", and a
+// decimal seq in 1..MaxSeq.
+func ValidateOperationID(id string) error {
+	if len(id) > MaxOperationIDLen {
+		return invalid("operationId", "longer than "+strconv.Itoa(MaxOperationIDLen)+" bytes")
+	}
+	i := len(id) - 1
+	for i >= 0 && id[i] != '/' {
+		i--
+	}
+	if i <= 0 {
+		return invalid("operationId", "want root/seq")
+	}
+	if err := checkText("operationId", id[:i], MaxRootLen, true); err != nil {
+		return err
+	}
+	seq, err := strconv.ParseUint(id[i+1:], 10, 64)
+	if err != nil || seq == 0 || seq > MaxSeq || strconv.FormatUint(seq, 10) != id[i+1:] {
+		return invalid("operationId", "seq must be a canonical decimal in 1.."+strconv.Itoa(MaxSeq))
+	}
+	return nil
+}
+
+// Validate checks the reference: a valid resource and root, fence >= 1 and
+// seq in 1..MaxSeq.
+func (r OpRef) Validate() error {
+	if err := ValidateResource(r.Resource); err != nil {
+		return err
+	}
+	if r.Fence == 0 {
+		return invalid("fence", "must be >= 1")
+	}
+	if err := checkText("root", r.Root, MaxRootLen, true); err != nil {
+		return err
+	}
+	if r.Seq == 0 || r.Seq > MaxSeq {
+		return invalid("seq", "must be in 1.."+strconv.Itoa(MaxSeq))
+	}
+	return nil
+}
+
+// Validate checks every field of a Begin input.
+func (in BeginInput) Validate() error {
+	if err := in.Ref().Validate(); err != nil {
+		return err
+	}
+	if err := ValidateDigest("payloadDigest", in.PayloadDigest); err != nil {
+		return err
+	}
+	if err := ValidateDigest("grantDigest", in.GrantDigest); err != nil {
+		return err
+	}
+	if err := checkText("lease", in.Lease, MaxLeaseLen, true); err != nil {
+		return err
+	}
+	if in.Now.IsZero() {
+		return invalid("now", "required")
+	}
+	if !in.Deadline.After(in.Now) {
+		return invalid("deadline", "must be after now")
+	}
+	if in.Deadline.Sub(in.Now) > MaxInFlightWindow {
+		return invalid("deadline", "further than "+MaxInFlightWindow.String()+" after now")
+	}
+	return nil
+}
+
+// Validate checks every field of a Commit input.
+func (in CommitInput) Validate() error {
+	if err := in.OpRef.Validate(); err != nil {
+		return err
+	}
+	if err := checkStatus("backendStatus", in.BackendStatus); err != nil {
+		return err
+	}
+	if err := in.Response.validate(in.BackendStatus); err != nil {
+		return err
+	}
+	return checkNow(in.Now)
+}
+
+// Validate checks a MarkUnknown input.
+func (in MarkUnknownInput) Validate() error {
+	if err := in.OpRef.Validate(); err != nil {
+		return err
+	}
+	return checkNow(in.Now)
+}
+
+// Validate checks an Abort input.
+func (in AbortInput) Validate() error {
+	if err := in.OpRef.Validate(); err != nil {
+		return err
+	}
+	return checkNow(in.Now)
+}
+
+// Validate checks a Resolve input. Applied requires a Response (its status
+// is what replays return; BackendStatus may be 0 when no backend answer was
+// observed); not applied forbids both.
+func (in ResolveInput) Validate() error {
+	if err := in.OpRef.Validate(); err != nil {
+		return err
+	}
+	if in.Applied {
+		if in.BackendStatus != 0 {
+			if err := checkStatus("backendStatus", in.BackendStatus); err != nil {
+				return err
+			}
+		}
+		if err := in.Response.validate(in.BackendStatus); err != nil {
+			return err
+		}
+	} else if in.BackendStatus != 0 || in.Response.Status != 0 || len(in.Response.Header) != 0 || len(in.Response.Body) != 0 {
+		return invalid("response", "must be empty when not applied")
+	}
+	return checkNow(in.Now)
+}
+
+// Validate checks a Pause input.
+func (in PauseInput) Validate() error {
+	if err := ValidateResource(in.Resource); err != nil {
+		return err
+	}
+	if in.Reason != PauseFenceRegression && in.Reason != PauseOperator {
+		return invalid("reason", "want FENCE_REGRESSION or OPERATOR")
+	}
+	if err := checkText("detail", in.Detail, MaxDetailLen, false); err != nil {
+		return err
+	}
+	return checkNow(in.Now)
+}
+
+// validate checks a response to be stored; a zero Status takes fallback.
+func (r StoredResponse) validate(fallback int) error {
+	status := r.Status
+	if status == 0 {
+		status = fallback
+	}
+	if err := checkStatus("response.status", status); err != nil {
+		return err
+	}
+	n := 0
+	for name, values := range r.Header {
+		if err := checkText("response.header", name, MaxHeaderNameLen, true); err != nil {
+			return err
+		}
+		for _, v := range values {
+			if err := checkText("response.header", v, MaxHeaderValueLen, false); err != nil {
+				return err
+			}
+		}
+		n += len(values)
+	}
+	if n > MaxResponseHeaders {
+		return invalid("response.header", "more than "+strconv.Itoa(MaxResponseHeaders)+" values")
+	}
+	return nil
+}
+
+func checkStatus(field string, s int) error {
+	if s < 100 || s > 599 {
+		return invalid(field, "want an HTTP status in 100..599")
+	}
+	return nil
+}
+
+func checkNow(now time.Time) error {
+	if now.IsZero() {
+		return invalid("now", "required")
+	}
+	return nil
+}
+
+// checkText accepts valid UTF-8 without control characters (C0, DEL), at
+// most max bytes, non-empty when required. Excluding NUL keeps composite
+// backend keys unambiguous.
+func checkText(field, s string, max int, required bool) error {
+	if s == "" {
+		if required {
+			return invalid(field, "required")
+		}
+		return nil
+	}
+	if len(s) > max {
+		return invalid(field, "longer than "+strconv.Itoa(max)+" bytes")
+	}
+	if !utf8.ValidString(s) {
+		return invalid(field, "not valid UTF-8")
+	}
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return invalid(field, "contains a control character")
+		}
+	}
+	return nil
+}
+
+// Validate checks a receipt key: a valid resource, fence >= 1 and seq in
+// 1..MaxSeq.
+func (k ReceiptKey) Validate() error {
+	return OpRef{Resource: k.Resource, Fence: k.Fence, Root: "-", Seq: k.Seq}.Validate()
+}
