@@ -96,7 +96,7 @@ func ApplyAcquire(tx Tx, in AcquireInput, seal SealFunc) (AcquireResult, error) 
 		}
 		if found {
 			st := LeaseState(h, m, pol.Generation, in.Now)
-			if st == "x" {
+			if st == verify.StateHeld {
 				h.Token, h.Digest = "", ""
 				return AcquireResult{Busy: true, Holder: h}, nil
 			}
