@@ -1,0 +1,205 @@
+package bolt_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/bolt"
+	"github.com/fencegate/fencegate/registry/registrytest"
+)
+
+func TestConformance(t *testing.T) {
+	registrytest.Run(t, func(t *testing.T) registrytest.Opener {
+		path := filepath.Join(t.TempDir(), "registry.db")
+		return registrytest.Opener{Open: func() (registry.Backend, error) {
+			return bolt.OpenBackend(path, time.Second)
+		}}
+	})
+}
+
+// newRegistry returns a Registry over be with a fresh key and metrics.
+func newRegistry(t testing.TB, be registry.Backend, k registrytest.Keys, clock func() time.Time) *registry.Registry {
+	t.Helper()
+	reg, err := registry.New(registry.Options{Backend: be, Signer: k.Signer, Clock: clock, Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatalf("registry.New: %v", err)
+	}
+	return reg
+}
+
+// TestReopenKeepsEveryFence issues fences on many resources, reopens the
+// file and checks that every resource's LastFence is the last fence issued
+// and that new fences continue above it.
+func TestReopenKeepsEveryFence(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "registry.db")
+	k := registrytest.NewKeys(t)
+	clock := registrytest.NewClock(time.Time{})
+	const resources, rounds = 20, 5
+
+	last := map[string]uint64{}
+	for round := range 2 {
+		be, err := bolt.OpenBackend(path, time.Second)
+		if err != nil {
+			t.Fatalf("open (round %d): %v", round, err)
+		}
+		for r := range resources {
+			name := fmt.Sprintf("reopen/r%02d", r)
+			v, err := be.Resource(ctx, name, clock.Now())
+			if err != nil {
+				t.Fatalf("read %s: %v", name, err)
+			}
+			if v.Record.LastFence != last[name] {
+				t.Errorf("round %d: %s LastFence %d, last issued %d", round, name, v.Record.LastFence, last[name])
+			}
+		}
+		reg := newRegistry(t, be, k, clock.Now)
+		for i := range rounds {
+			for r := range resources {
+				name := fmt.Sprintf("reopen/r%02d", r)
+				res, err := reg.Acquire(ctx, registry.AcquireRequest{Resource: name, Owner: "owner", RequestID: fmt.Sprintf("ro-%d-%d-%d", round, i, r), TTL: time.Minute})
+				if err != nil {
+					t.Fatalf("acquire %s: %v", name, err)
+				}
+				if f := res.View.Lease.Fence; f <= last[name] {
+					t.Errorf("%s: fence %d after %d", name, f, last[name])
+				}
+				last[name] = res.View.Lease.Fence
+				if i%2 == 0 || i == rounds-1 && r%2 == 0 {
+					if _, err := reg.Release(ctx, "owner", res.View.Lease.Lease); err != nil {
+						t.Fatalf("release: %v", err)
+					}
+				} else {
+					clock.Advance(time.Minute)
+				}
+			}
+		}
+		if err := be.Close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	}
+}
+
+// TestSchemaMismatch checks that a file written with another schema
+// version is refused with ErrSchema and left as it was.
+func TestSchemaMismatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "registry.db")
+	s, err := bolt.Open(path, time.Second)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	for _, v := range []string{"2", "0", "", "1 "} {
+		setSchema(t, path, v)
+		if _, err := bolt.Open(path, time.Second); !errors.Is(err, bolt.ErrSchema) {
+			t.Errorf("schema %q: Open error %v, want ErrSchema", v, err)
+		}
+		if _, err := bolt.OpenBackend(path, time.Second); !errors.Is(err, bolt.ErrSchema) {
+			t.Errorf("schema %q: OpenBackend error %v, want ErrSchema", v, err)
+		}
+		if got := getSchema(t, path); got != v {
+			t.Errorf("a refused open rewrote the schema %q as %q", v, got)
+		}
+	}
+	setSchema(t, path, fmt.Sprint(bolt.SchemaVersion))
+	s, err = bolt.Open(path, time.Second)
+	if err != nil {
+		t.Fatalf("open with the right schema: %v", err)
+	}
+	s.Close()
+}
+
+func setSchema(t *testing.T, path, v string) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("bbolt open: %v", err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("schema"), []byte(v)) }); err != nil {
+		t.Fatalf("write schema: %v", err)
+	}
+}
+
+func getSchema(t *testing.T, path string) string {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("bbolt open: %v", err)
+	}
+	defer db.Close()
+	var v string
+	db.View(func(tx *bbolt.Tx) error {
+		v = string(tx.Bucket([]byte("meta")).Get([]byte("schema")))
+		return nil
+	})
+	return v
+}
+
+// TestCorruptRecord checks that an undecodable record is reported as
+// ErrBackend, never read as an empty (fence 0) record.
+func TestCorruptRecord(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "registry.db")
+	be, err := bolt.OpenBackend(path, time.Second)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	k := registrytest.NewKeys(t)
+	clock := registrytest.NewClock(time.Time{})
+	reg := newRegistry(t, be, k, clock.Now)
+	if _, err := reg.Acquire(ctx, registry.AcquireRequest{Resource: "corrupt/r1", Owner: "o", RequestID: "c-1"}); err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	be.Close()
+
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("bbolt open: %v", err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket([]byte("resources")).Put([]byte("corrupt/r1"), []byte("{not json"))
+	}); err != nil {
+		t.Fatalf("corrupt: %v", err)
+	}
+	db.Close()
+
+	be, err = bolt.OpenBackend(path, time.Second)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer be.Close()
+	reg = newRegistry(t, be, k, clock.Now)
+	clock.Advance(time.Hour)
+	if _, err := reg.Acquire(ctx, registry.AcquireRequest{Resource: "corrupt/r1", Owner: "o2", RequestID: "c-2"}); !errors.Is(err, registry.ErrBackend) {
+		t.Errorf("acquire over a corrupt record: %v, want ErrBackend", err)
+	}
+	if _, err := be.Resource(ctx, "corrupt/r1", clock.Now()); !errors.Is(err, registry.ErrBackend) {
+		t.Errorf("read of a corrupt record: %v, want ErrBackend", err)
+	}
+}
+
+// TestFileLocked checks that a second open of a file in use waits for the
+// timeout and fails instead of sharing it.
+func TestFileLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "registry.db")
+	s, err := bolt.Open(path, time.Second)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer s.Close()
+	if s2, err := bolt.Open(path, 50*time.Millisecond); err == nil {
+		s2.Close()
+		t.Fatal("a second open of a locked file succeeded")
+	}
+}
