@@ -284,8 +284,13 @@ func grantInspect(ctx context.Context, args []string, out io.Writer) error {
 	row("iss", g.Issuer)
 	row("grantProof", digest+" (signature verified)")
 	if lease != nil {
-		row("statusProof", fmt.Sprintf("%s@revision-%d", lease.State, lease.BackendRevision))
-		row("state", lease.State)
+		st, err := verify.ParseAndVerifyStatus([]byte(lease.Status), bundle)
+		if err != nil {
+			return &exitError{3, fmt.Errorf("the registry's status proof does not verify: %w", err)}
+		}
+		row("statusProof", fmt.Sprintf("%s@revision-%d (signed, valid until %s)", st.State, st.BackendRevision,
+			time.UnixMilli(int64(st.ExpiresAt)).UTC().Format(time.RFC3339Nano)))
+		row("state", st.State)
 	}
 	return tw.Flush()
 }
