@@ -28,7 +28,7 @@ func TestAcceptsAndForwardsWithFenceHeaders(t *testing.T) {
 	root := registry.OperationRoot("item/1", l.View.Lease.Fence, l.View.Lease.GrantID)
 	for h, want := range map[string]string{
 		proxy.HeaderToken: "1", proxy.HeaderResource: "item/1", proxy.HeaderRoot: root,
-		proxy.HeaderSegment: "1", proxy.HeaderOperationID: root + "/1", proxy.HeaderGrant: "", idHeader: "",
+		proxy.HeaderSegment: "1", proxy.HeaderOperationID: root + "/1", proxy.HeaderGrant: "", proxy.HeaderStatus: "",
 	} {
 		if v := got.Header.Get(h); v != want {
 			t.Errorf("backend saw %s=%q, want %q", h, v, want)

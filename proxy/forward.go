@@ -80,9 +80,6 @@ func (p *Proxy) send(ctx context.Context, a *attempt, ref store.OpRef) (*backend
 	for _, h := range fenceHeaders {
 		out.Header.Del(h)
 	}
-	if p.ident.Mode() != "mtls" {
-		out.Header.Del(p.ident.Header())
-	}
 	out.Host = a.req.Host
 	out.ContentLength = int64(len(a.body))
 	if host, _, err := net.SplitHostPort(a.req.RemoteAddr); err == nil {
