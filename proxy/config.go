@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/internal/tlsfiles"
 )
 
 // Route modes.
@@ -33,8 +34,8 @@ const (
 // Config is the sidecar's YAML configuration.
 type Config struct {
 	// Listen is the inbound address clients (workers) send to.
-	Listen string    `yaml:"listen"`
-	TLS    TLSConfig `yaml:"tls"`
+	Listen string          `yaml:"listen"`
+	TLS    tlsfiles.Server `yaml:"tls"`
 	// Backend is the legacy service, typically http://127.0.0.1:PORT.
 	Backend BackendConfig `yaml:"backend"`
 	Routes  []RouteConfig `yaml:"routes"`
@@ -51,13 +52,6 @@ type Config struct {
 	Log                LogConfig       `yaml:"log"`
 	// DataDir holds the enforcement ledger (and the bolt store by default).
 	DataDir string `yaml:"dataDir"`
-}
-
-// TLSConfig enables HTTPS on the inbound listener; ClientCAFile requires mTLS.
-type TLSConfig struct {
-	CertFile     string `yaml:"certFile"`
-	KeyFile      string `yaml:"keyFile"`
-	ClientCAFile string `yaml:"clientCAFile"`
 }
 
 // BackendConfig tunes forwarding to the legacy service.
@@ -353,9 +347,7 @@ func (c Config) Validate() error {
 	if c.Identity.Mode == identity.ModeMTLS && c.TLS.ClientCAFile == "" {
 		add("identity.mode: mtls needs tls.clientCAFile")
 	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		add("tls: certFile and keyFile go together")
-	}
+	errs = append(errs, c.TLS.Validate("tls")...)
 	if c.Trust.Bundle == "" {
 		add("trust.bundle: a JWKS file is required")
 	}

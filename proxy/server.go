@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -105,8 +103,8 @@ func NewServer(cfg Config, log *zap.Logger, forceDowngrade []string) (*Server, e
 		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
-	if cfg.TLS.CertFile != "" {
-		if s.in.TLSConfig, err = serverTLS(cfg.TLS); err != nil {
+	if cfg.TLS.Enabled() {
+		if s.in.TLSConfig, err = cfg.TLS.Config(); err != nil {
 			s.Store.Close()
 			return nil, err
 		}
@@ -122,26 +120,6 @@ func NewServer(cfg Config, log *zap.Logger, forceDowngrade []string) (*Server, e
 		return nil, fmt.Errorf("proxy: admin listen: %w", err)
 	}
 	return s, nil
-}
-
-func serverTLS(c TLSConfig) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: tls: %w", err)
-	}
-	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if c.ClientCAFile != "" {
-		pem, err := os.ReadFile(c.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("proxy: tls client CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("proxy: tls client CA %s holds no certificate", c.ClientCAFile)
-		}
-		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
-	}
-	return tc, nil
 }
 
 // Addr and AdminAddr are the bound listen addresses.

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/internal/tlsfiles"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -30,19 +31,12 @@ type Config struct {
 	// PublishKeys are more key files (JWK or JWK set) whose public halves are
 	// published in /.well-known/jwks.json: the old key during a rotation.
 	PublishKeys []string        `yaml:"publishKeys"`
-	TLS         TLSConfig       `yaml:"tls"`
+	TLS         tlsfiles.Server `yaml:"tls"`
 	Identity    identity.Config `yaml:"identity"`
 	Leases      LeaseConfig     `yaml:"leases"`
 	Proofs      ProofConfig     `yaml:"proofs"`
 	Admin       AdminConfig     `yaml:"admin"`
 	Log         LogConfig       `yaml:"log"`
-}
-
-// TLSConfig enables HTTPS; ClientCAFile enables and requires mTLS.
-type TLSConfig struct {
-	CertFile     string `yaml:"certFile"`
-	KeyFile      string `yaml:"keyFile"`
-	ClientCAFile string `yaml:"clientCAFile"`
 }
 
 // LeaseConfig bounds lease TTLs and waits.
@@ -128,12 +122,7 @@ func (c Config) Validate() error {
 	if c.SigningKey == "" && c.DataDir == "" {
 		add("signingKey: required when there is no dataDir to generate one in")
 	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		add("tls: certFile and keyFile go together")
-	}
-	if c.TLS.ClientCAFile != "" && c.TLS.CertFile == "" {
-		add("tls.clientCAFile: mTLS needs tls.certFile and tls.keyFile")
-	}
+	errs = append(errs, c.TLS.Validate("tls")...)
 	errs = append(errs, c.Identity.Validate()...)
 	if c.Identity.Mode == identity.ModeMTLS && c.TLS.ClientCAFile == "" {
 		add("identity.mode: mtls needs tls.clientCAFile (or use header mode behind a mesh, or insecure-header for development)")

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -118,8 +116,8 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
-	if cfg.TLS.CertFile != "" {
-		tc, err := s.tlsConfig()
+	if cfg.TLS.Enabled() {
+		tc, err := cfg.TLS.Config()
 		if err != nil {
 			s.ln.Close()
 			s.backend.Close()
@@ -161,27 +159,6 @@ func (s *Server) Serve(ctx context.Context) error {
 		err = cerr
 	}
 	return err
-}
-
-func (s *Server) tlsConfig() (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(s.cfg.TLS.CertFile, s.cfg.TLS.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("server: tls: %w", err)
-	}
-	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if s.cfg.TLS.ClientCAFile != "" {
-		pem, err := os.ReadFile(s.cfg.TLS.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("server: tls client CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("server: tls client CA %s: no certificates", s.cfg.TLS.ClientCAFile)
-		}
-		tc.ClientCAs = pool
-		tc.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return tc, nil
 }
 
 // keys loads (or on first start generates) the signing key and builds the
