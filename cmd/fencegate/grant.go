@@ -18,10 +18,10 @@ import (
 )
 
 func init() {
-	register(command{name: "grant", summary: "acquire, renew, release, look up and inspect grants", run: runGrant})
+	register(command{name: "grant", summary: "acquire, renew, release, look up, inspect grants; run a command under a lease", run: runGrant})
 }
 
-const grantUsage = "usage: fencegate grant acquire|lookup|renew|release|status|inspect [flags]"
+const grantUsage = "usage: fencegate grant acquire|lookup|renew|release|status|inspect|run [flags]"
 
 func runGrant(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
@@ -37,6 +37,8 @@ func runGrant(ctx context.Context, args []string, out io.Writer) error {
 		return grantLeaseOp(ctx, sub, rest, out)
 	case "inspect":
 		return grantInspect(ctx, rest, out)
+	case "run":
+		return grantRun(ctx, rest, out)
 	}
 	return &exitError{2, fmt.Errorf("unknown grant command %q\n%s", sub, grantUsage)}
 }

@@ -1,11 +1,61 @@
 // Package client is the Go SDK for workers and tools that talk to the
-// fencegate registry: acquire (optionally waiting for the holder), look up
-// a lost acquire by its request ID, renew, release, read status proofs,
-// and the admin operations.
+// fencegate registry and write through a fencegate sidecar.
 //
-// Every answer that is an RFC 9457 problem comes back as a *Error that
-// matches the sentinel of its code: errors.Is(err, client.ErrLeaseHeld).
-// Transport failures are returned as they are: the caller cannot know
-// whether a write happened, and must treat the outcome as unknown (for an
-// acquire: look the request ID up; never start a second identity).
+// # Workers
+//
+// A worker holds a lease with Client.Hold and sends its writes through the
+// Holder's Transport. The SDK is built so that a worker using it cannot
+// produce a new effect once it no longer knows that it holds the lease:
+//
+//	reg, _ := client.New("https://registry:8700", client.WithTLSFiles(cert, key, ca))
+//	h, err := reg.Hold(ctx, "invoice-batch/2026-07-19", client.WithTTL(10*time.Second), client.WithWait(time.Minute))
+//	if err != nil {
+//		return err // ErrLeaseHeld, ErrAcquireUnknown (reconcile by request ID) ...
+//	}
+//	defer h.Release(ctx)
+//
+//	hc := h.Transport(client.WithBase(mtlsTransport)).Client()
+//	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, sidecar+"/v1/invoice-batches/2026-07-19", body)
+//	resp, err := hc.Do(req)
+//	switch {
+//	case errors.Is(err, client.ErrNotHolding): // refused locally: nothing was sent
+//	case errors.Is(err, client.ErrStaleOwner): // a newer owner's fence was accepted
+//	case errors.Is(err, client.ErrOutcomeUnknown): // maybe applied: Transport.Recover
+//	}
+//
+// The Holder is the seed's state machine (see State): REQUESTED -> HELD ->
+// RENEWING -> HELD, OWNERSHIP_UNKNOWN when a renewal's or status read's
+// outcome is uncertain or the local safety deadline passes, EXPIRED and
+// RELEASED when the registry confirms them. Only registry answers make it
+// HELD; the local clock only ever takes the lease out of use. Follow it
+// with Watch, Done or WithOnTransition.
+//
+// Hold is safe to retry and to lose: every attempt reuses one request ID,
+// a lost answer is recovered only by looking that request ID up, and when
+// that is impossible Hold waits until any grant of the lost attempt has
+// expired and reports ErrAcquireUnknown; it never runs a second identity.
+//
+// Long tasks use Transport.RunSegments: segments are computed concurrently
+// and submitted strictly in order under the grant's one operation root,
+// with the lease checked before each; the run stops at the first
+// STALE_OWNER or loss of ownership and reports which segments were
+// accepted, by receipt. Handoff carries fence, root and segment to
+// asynchronous downstream workers in message headers. Sidecar.Recover (and
+// Transport.Recover) is the recovery path of a mutation whose outcome is
+// unknown: ask the sidecar's receipt API, reuse an accepted operation.
+//
+// # Errors
+//
+// Every registry answer that is an RFC 9457 problem comes back as a *Error
+// that matches the sentinel of its code: errors.Is(err, client.ErrLeaseHeld).
+// Every sidecar rejection comes back from a Transport as a *RejectionError
+// that matches its code's sentinel: errors.Is(err, client.ErrStaleOwner).
+// Transport failures of the low-level registry calls are returned as they
+// are: the caller cannot know whether a write happened, and must treat the
+// outcome as unknown (for an acquire: look the request ID up; never start
+// a second identity). The Holder does this for you.
+//
+// The header names and codes of the request contract are defined here
+// (HeaderGrant, CodeStaleOwner, ...), spelled exactly as the sidecar's:
+// the sidecar imports this package, not the other way round.
 package client

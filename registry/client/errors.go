@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fencegate/fencegate/internal/problem"
 )
@@ -10,19 +11,35 @@ import (
 // codeError is a sentinel matched by problem code.
 type codeError struct{ code string }
 
+// Error implements error.
 func (e *codeError) Error() string { return "client: " + e.code }
 
-// Sentinels, one per problem code of the registry API.
+// Sentinels, one per problem code of the registry API. An *Error matches
+// the sentinel of its code: errors.Is(err, client.ErrLeaseHeld).
 var (
-	ErrInvalidRequest     error = &codeError{"INVALID_REQUEST"}
-	ErrIdentityRequired   error = &codeError{"IDENTITY_REQUIRED"}
-	ErrNotOwner           error = &codeError{"NOT_OWNER"}
-	ErrPolicyDenied       error = &codeError{"POLICY_DENIED"}
-	ErrLeaseHeld          error = &codeError{"LEASE_HELD"}
-	ErrLeaseNotHeld       error = &codeError{"LEASE_NOT_HELD"}
-	ErrRequestConflict    error = &codeError{"REQUEST_CONFLICT"}
-	ErrNotFound           error = &codeError{"NOT_FOUND"}
-	ErrAdminRequired      error = &codeError{"ADMIN_REQUIRED"}
+	// ErrInvalidRequest: a malformed field (resource, request ID, TTL, wait ...).
+	ErrInvalidRequest error = &codeError{"INVALID_REQUEST"}
+	// ErrIdentityRequired: no caller workload identity could be established
+	// (registry or sidecar).
+	ErrIdentityRequired error = &codeError{"IDENTITY_REQUIRED"}
+	// ErrNotOwner: the caller is not the lease's owner.
+	ErrNotOwner error = &codeError{"NOT_OWNER"}
+	// ErrPolicyDenied: the resource's policy refuses this owner, TTL or operation class.
+	ErrPolicyDenied error = &codeError{"POLICY_DENIED"}
+	// ErrLeaseHeld: the resource is held by another lease (a waiting
+	// acquire's wait ran out).
+	ErrLeaseHeld error = &codeError{"LEASE_HELD"}
+	// ErrLeaseNotHeld: a renewal of a lease that is expired, released or
+	// revoked; the problem's "state" member says which.
+	ErrLeaseNotHeld error = &codeError{"LEASE_NOT_HELD"}
+	// ErrRequestConflict: the request ID was used for another acquire.
+	ErrRequestConflict error = &codeError{"REQUEST_CONFLICT"}
+	// ErrNotFound: no such lease, grant or request ID.
+	ErrNotFound error = &codeError{"NOT_FOUND"}
+	// ErrAdminRequired: an admin call without admin rights.
+	ErrAdminRequired error = &codeError{"ADMIN_REQUIRED"}
+	// ErrBackendUnavailable: the registry's backend (or the sidecar's
+	// backend, before anything was sent) is unavailable.
 	ErrBackendUnavailable error = &codeError{"BACKEND_UNAVAILABLE"}
 )
 
@@ -36,6 +53,7 @@ type Error struct {
 	Problem    *problem.Details
 }
 
+// Error implements error.
 func (e *Error) Error() string {
 	return fmt.Sprintf("client: %d %s", e.StatusCode, e.Problem.Error())
 }
@@ -48,3 +66,211 @@ func (e *Error) Is(target error) bool {
 	var c *codeError
 	return errors.As(target, &c) && c.code == e.Problem.Code
 }
+
+// Sentinels of the sidecar's problem codes: a *RejectionError (and an
+// *Error with the same code) matches its code's sentinel, so
+// errors.Is(err, client.ErrStaleOwner) works through any %w wrapping.
+// IDENTITY_REQUIRED and BACKEND_UNAVAILABLE, which the registry also
+// answers, match ErrIdentityRequired and ErrBackendUnavailable above.
+var (
+	// ErrGrantRequired: the route is protected and the request had no grant.
+	ErrGrantRequired error = &codeError{CodeGrantRequired}
+	// ErrGrantInvalid: the grant is malformed, oversized, of an unknown key,
+	// of a refused algorithm, badly signed or of the wrong schema.
+	ErrGrantInvalid error = &codeError{CodeGrantInvalid}
+	// ErrOwnerMismatch: the caller's workload identity is not the grant's owner.
+	ErrOwnerMismatch error = &codeError{CodeOwnerMismatch}
+	// ErrResourceMismatch: the route's resource is not the grant's.
+	ErrResourceMismatch error = &codeError{CodeResourceMismatch}
+	// ErrPolicyMismatch: the grant's policy generation is not the current one.
+	ErrPolicyMismatch error = &codeError{CodePolicyMismatch}
+	// ErrGrantNotHeld: the registry says the grant expired, was released or revoked.
+	ErrGrantNotHeld error = &codeError{CodeGrantNotHeld}
+	// ErrEpochRevoked: the grant's issuer epoch was revoked.
+	ErrEpochRevoked error = &codeError{CodeEpochRevoked}
+	// ErrStatusStale: the Fence-Status proof is expired, not for this grant,
+	// or not fresh enough.
+	ErrStatusStale error = &codeError{CodeStatusStale}
+	// ErrStaleOwner: a higher fence was already accepted for the resource;
+	// this worker is no longer the owner.
+	ErrStaleOwner error = &codeError{CodeStaleOwner}
+	// ErrSegmentGap: the segment is out of order (a new fence must start at
+	// 1, a known one continue at lastSeq+1).
+	ErrSegmentGap error = &codeError{CodeSegmentGap}
+	// ErrSegmentConflict: an accepted (fence, segment) was sent again with
+	// another payload; the attempt was quarantined.
+	ErrSegmentConflict error = &codeError{CodeSegmentConflict}
+	// ErrFenceRegression: the registry issued a fence that went backwards;
+	// the resource is paused.
+	ErrFenceRegression error = &codeError{CodeFenceRegression}
+	// ErrMutationUnknown: an earlier mutation's outcome is unknown and the
+	// resource awaits reconciliation (see Sidecar.Recover).
+	ErrMutationUnknown error = &codeError{CodeMutationUnknown}
+	// ErrRegistryUnavailable: the sidecar could not establish the grant's
+	// status and failed closed.
+	ErrRegistryUnavailable error = &codeError{CodeRegistryUnavailable}
+	// ErrFenceHeaderInvalid: a Fence-* header is duplicated or malformed.
+	ErrFenceHeaderInvalid error = &codeError{CodeFenceHeaderInvalid}
+	// ErrInvalidResource: the route's path does not make a valid resource ID.
+	ErrInvalidResource error = &codeError{CodeInvalidResource}
+	// ErrBodyTooLarge: the body exceeds the route's limit.
+	ErrBodyTooLarge error = &codeError{CodeBodyTooLarge}
+	// ErrBodyUnreadable: the sidecar could not read the whole body.
+	ErrBodyUnreadable error = &codeError{CodeBodyUnreadable}
+	// ErrDigestMismatch: Content-Digest does not match the body.
+	ErrDigestMismatch error = &codeError{CodeDigestMismatch}
+	// ErrRouteNotProtected: the mutation matched no protected route.
+	ErrRouteNotProtected error = &codeError{CodeRouteNotProtected}
+	// ErrResourceBusy: another mutation of the resource stayed in flight.
+	ErrResourceBusy error = &codeError{CodeResourceBusy}
+	// ErrResourcePaused: an operator paused the resource.
+	ErrResourcePaused error = &codeError{CodeResourcePaused}
+	// ErrStoreUnavailable: the sidecar's fenced store failed; nothing was forwarded.
+	ErrStoreUnavailable error = &codeError{CodeStoreUnavailable}
+)
+
+// Errors of the lease state machine and the worker helpers.
+var (
+	// ErrNotHolding: the Holder does not know that it holds its lease (its
+	// state is not HELD or RENEWING, or its local safety deadline passed), so
+	// the SDK refused to produce an effect and sent nothing. A *StateError
+	// carries the state.
+	ErrNotHolding = errors.New("client: not holding the lease")
+	// ErrLocalDeadline: the local safety deadline passed without a confirmed
+	// renewal. It is the cause of the OWNERSHIP_UNKNOWN transition it forces.
+	ErrLocalDeadline = errors.New("client: local lease deadline passed without a confirmed renewal")
+	// ErrAcquireUnknown: an acquire's outcome could not be established (its
+	// answer was lost and its request ID could not be looked up). An
+	// *AcquireUnknownError says from when a grant of it, if any, has expired.
+	ErrAcquireUnknown = errors.New("client: acquire outcome unknown")
+	// ErrOutcomeUnknown: a protected mutation was (or may have been) sent
+	// and no answer came back; it may have been applied. An
+	// *OutcomeUnknownError carries its operation ID for Sidecar.Recover.
+	ErrOutcomeUnknown = errors.New("client: mutation outcome unknown")
+	// ErrNotSent: a mutation never left the process (no connection to the
+	// sidecar could be made); it had no effect and may be sent again.
+	ErrNotSent = errors.New("client: request not sent")
+	// ErrNoReceipt: the sidecar holds no receipt for the operation. That does
+	// not prove it was not applied: the resource may be awaiting
+	// reconciliation (MUTATION_UNKNOWN).
+	ErrNoReceipt = errors.New("client: no receipt for the operation")
+	// ErrInvalidSegment: a segment number is not a decimal integer >= 1.
+	ErrInvalidSegment = errors.New("client: invalid segment")
+	// ErrInvalidHandoff: message headers do not hold a consistent hand-off
+	// (fence, operation root, segment).
+	ErrInvalidHandoff = errors.New("client: invalid hand-off headers")
+	// ErrBackendStatus: a segment was accepted by the sidecar (it has a
+	// receipt) but the backend answered with an error status, so an ordered
+	// run stopped after it.
+	ErrBackendStatus = errors.New("client: backend answered with an error status")
+)
+
+// RejectionError is a sidecar's refusal of a protected mutation: an RFC
+// 9457 problem with one of the Code* codes. It matches the sentinel of its
+// code (errors.Is(err, client.ErrStaleOwner)). Nothing was forwarded to
+// the backend, except for MUTATION_UNKNOWN, which reports an earlier
+// mutation's unknown outcome.
+type RejectionError struct {
+	// StatusCode is the HTTP status (409 for STALE_OWNER, ...).
+	StatusCode int
+	// Problem is the problem document (Problem.Code, Problem.Detail and
+	// extension members such as "highestFence" in Problem.Extra).
+	Problem *problem.Details
+	// RetryAfter is the Retry-After header, if any.
+	RetryAfter time.Duration
+	// Method and URL are the request's.
+	Method, URL string
+	// Resource, Seq and OperationID identify the refused segment.
+	Resource    string
+	Seq         uint64
+	OperationID string
+}
+
+// Error implements error.
+func (e *RejectionError) Error() string {
+	return fmt.Sprintf("client: %s %s (segment %d): sidecar refused: %d %s", e.Method, e.URL, e.Seq, e.StatusCode, e.Problem.Error())
+}
+
+// Code is the problem's stable code.
+func (e *RejectionError) Code() string { return e.Problem.Code }
+
+// Is matches the sentinel of the problem's code.
+func (e *RejectionError) Is(target error) bool {
+	var c *codeError
+	return errors.As(target, &c) && c.code == e.Problem.Code
+}
+
+// StateError is returned, without any network I/O, when an effect is
+// asked of a Holder that does not know that it holds its lease. It matches
+// ErrNotHolding and unwraps to the cause of the state (ErrLocalDeadline,
+// a transport error, a registry answer ...).
+type StateError struct {
+	State State
+	Cause error
+}
+
+// Error implements error.
+func (e *StateError) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("client: not holding the lease (state %s): %v", e.State, e.Cause)
+	}
+	return fmt.Sprintf("client: not holding the lease (state %s)", e.State)
+}
+
+// Is matches ErrNotHolding.
+func (e *StateError) Is(target error) bool { return target == ErrNotHolding }
+
+// Unwrap returns the cause.
+func (e *StateError) Unwrap() error { return e.Cause }
+
+// AcquireUnknownError reports an acquire whose answer was lost and whose
+// request ID could not be looked up. The SDK did not start another request
+// ID meanwhile (never a second identity in parallel): it waited until any
+// grant of the lost attempt must have expired, or until its context ended.
+type AcquireUnknownError struct {
+	// RequestID is the lost attempt's request ID: look it up later with
+	// Client.Lookup to reconcile.
+	RequestID string
+	// SentAt is when the lost attempt was sent (local clock).
+	SentAt time.Time
+	// SafeAfter is when a grant of the lost attempt, if any, has expired
+	// (local clock, sent time + wait + TTL + safety margin). Before then,
+	// do not start another identity for the resource.
+	SafeAfter time.Time
+	// Err is the last error seen.
+	Err error
+}
+
+// Error implements error.
+func (e *AcquireUnknownError) Error() string {
+	return fmt.Sprintf("client: acquire outcome unknown for request %s (any grant of it has expired by %s): %v",
+		e.RequestID, e.SafeAfter.Format(time.RFC3339Nano), e.Err)
+}
+
+// Is matches ErrAcquireUnknown.
+func (e *AcquireUnknownError) Is(target error) bool { return target == ErrAcquireUnknown }
+
+// Unwrap returns the last error seen.
+func (e *AcquireUnknownError) Unwrap() error { return e.Err }
+
+// OutcomeUnknownError is a protected mutation that was (or may have been)
+// sent without an answer coming back. Recover it by its operation ID
+// (Sidecar.Recover, Transport.Recover); never assume it was not applied.
+type OutcomeUnknownError struct {
+	Method, URL string
+	Resource    string
+	Seq         uint64
+	OperationID string
+	Err         error
+}
+
+// Error implements error.
+func (e *OutcomeUnknownError) Error() string {
+	return fmt.Sprintf("client: %s %s: outcome of operation %s unknown: %v", e.Method, e.URL, e.OperationID, e.Err)
+}
+
+// Is matches ErrOutcomeUnknown.
+func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+// Unwrap returns the transport error.
+func (e *OutcomeUnknownError) Unwrap() error { return e.Err }

@@ -1,0 +1,267 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/fencegate/fencegate/internal/problem"
+)
+
+// DefaultProofMaxAge is the freshness a Transport in proof mode assumes
+// the sidecar demands of a Fence-Status proof (the sidecar's default
+// status.maxAge).
+const DefaultProofMaxAge = 5 * time.Second
+
+// TransportOption configures a Transport.
+type TransportOption func(*Transport)
+
+// WithBase sets the RoundTripper the Transport sends through (default
+// http.DefaultTransport; give one with the worker's mTLS certificate).
+func WithBase(rt http.RoundTripper) TransportOption {
+	return func(t *Transport) { t.base = rt }
+}
+
+// WithStatusProof adds a fresh Fence-Status proof to every mutation, for
+// sidecar routes in proof mode. maxAge is the route's status.maxAge (0:
+// DefaultProofMaxAge). The proof of the last renewal is reused while it is
+// comfortably fresher than that; otherwise the Transport reads a new one
+// from the registry (Client.Status) before sending.
+func WithStatusProof(maxAge time.Duration) TransportOption {
+	return func(t *Transport) {
+		if maxAge <= 0 {
+			maxAge = DefaultProofMaxAge
+		}
+		t.proof, t.proofMaxAge = true, maxAge
+	}
+}
+
+// WithHeader sets a header on every request the Transport sends, such as
+// the identity header of a sidecar in (insecure-)header mode.
+func WithHeader(name, value string) TransportOption {
+	return func(t *Transport) { t.header.Set(name, value) }
+}
+
+// Transport is an http.RoundTripper that sends a worker's mutations to a
+// sidecar under its Holder's grant. For every POST, PUT, PATCH and DELETE
+// it:
+//
+//   - refuses locally, with no network I/O at all, when the Holder does not
+//     know that it holds the lease (a *StateError, ErrNotHolding);
+//   - adds Fence-Grant, Fence-Segment (the request's own Fence-Segment
+//     header, else the one attached with ContextWithSegment, else 1) and,
+//     in proof mode, a fresh Fence-Status;
+//   - turns a sidecar rejection into a *RejectionError that matches its
+//     code's sentinel (errors.Is(err, ErrStaleOwner)) with the problem
+//     details attached; a rejection that says the grant is superseded or
+//     no longer held (STALE_OWNER, GRANT_NOT_HELD, EPOCH_REVOKED,
+//     POLICY_MISMATCH) also stops the Holder's effects at once;
+//   - turns a lost answer into an *OutcomeUnknownError (ErrOutcomeUnknown)
+//     carrying the operation ID to recover with (Recover).
+//
+// Other methods pass through untouched (reads are not effects). Backend
+// answers, which carry Fence-Receipt, are returned as they are, whatever
+// their status.
+type Transport struct {
+	h           *Holder
+	base        http.RoundTripper
+	proof       bool
+	proofMaxAge time.Duration
+	header      http.Header
+}
+
+// Transport returns an http.RoundTripper that sends under this Holder's grant.
+func (h *Holder) Transport(opts ...TransportOption) *Transport {
+	t := &Transport{h: h, base: http.DefaultTransport, header: http.Header{}}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
+
+// Client returns an *http.Client over the Transport that does not follow
+// redirects (a redirect would carry the grant elsewhere).
+func (t *Transport) Client() *http.Client {
+	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// Holder is the Holder the Transport sends for.
+func (t *Transport) Holder() *Holder { return t.h }
+
+type segmentKey struct{}
+
+// ContextWithSegment attaches a segment number to a request's context; a
+// Transport sends it as Fence-Segment unless the request sets the header
+// itself. Segments of one grant must be sent 1, 2, 3, ... in order.
+func ContextWithSegment(ctx context.Context, seq uint64) context.Context {
+	return context.WithValue(ctx, segmentKey{}, seq)
+}
+
+func mutating(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !mutating(req.Method) {
+		if len(t.header) == 0 {
+			return t.base.RoundTrip(req)
+		}
+		out := req.Clone(req.Context())
+		for k, v := range t.header {
+			out.Header[k] = v
+		}
+		return t.base.RoundTrip(out)
+	}
+	seq, err := segmentOf(req)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	if err := t.h.Usable(); err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	var proof string
+	if t.proof {
+		if proof, err = t.h.proofFor(req.Context(), t.proofMaxAge); err != nil {
+			closeBody(req)
+			return nil, err
+		}
+	}
+	// The last look before anything leaves the process.
+	if err := t.h.Usable(); err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	opID := OperationID(t.h.OperationRoot(), seq)
+	var connected atomic.Bool
+	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }})
+	out := req.Clone(ctx)
+	for k, v := range t.header {
+		out.Header[k] = v
+	}
+	out.Header.Set(HeaderGrant, t.h.Grant())
+	out.Header.Set(HeaderSegment, FormatSegment(seq))
+	out.Header.Del(HeaderStatus)
+	if proof != "" {
+		out.Header.Set(HeaderStatus, proof)
+	}
+	resp, err := t.base.RoundTrip(out)
+	if err != nil {
+		if !connected.Load() {
+			return nil, fmt.Errorf("%w: %s %s: %w", ErrNotSent, req.Method, req.URL.Redacted(), err)
+		}
+		return nil, &OutcomeUnknownError{Method: req.Method, URL: req.URL.Redacted(), Resource: t.h.Resource(), Seq: seq, OperationID: opID, Err: err}
+	}
+	if resp.Header.Get(HeaderReceipt) != "" {
+		t.h.noteSegment(seq)
+		return resp, nil
+	}
+	if rej := readRejection(resp); rej != nil {
+		rej.Method, rej.URL, rej.Resource, rej.Seq, rej.OperationID = req.Method, req.URL.Redacted(), t.h.Resource(), seq, opID
+		t.h.onRejection(rej)
+		return nil, rej
+	}
+	return resp, nil
+}
+
+// readRejection returns the sidecar's rejection in resp, consuming and
+// closing its body, or nil (resp untouched) when resp is not one.
+func readRejection(resp *http.Response) *RejectionError {
+	if resp.StatusCode < 400 || !strings.HasPrefix(resp.Header.Get("Content-Type"), problem.ContentType) {
+		return nil
+	}
+	const limit = 64 << 10
+	buf, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	var d problem.Details
+	if err != nil || len(buf) > limit || json.Unmarshal(buf, &d) != nil ||
+		!strings.HasPrefix(d.Type, problem.TypeBase) || d.Code == "" {
+		// Not a sidecar problem (the backend's own, on an unprotected
+		// route): hand the body back as it was.
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(buf), resp.Body), resp.Body}
+		return nil
+	}
+	resp.Body.Close()
+	if d.Status == 0 {
+		d.Status = resp.StatusCode
+	}
+	rej := &RejectionError{StatusCode: resp.StatusCode, Problem: &d}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		rej.RetryAfter = time.Duration(s) * time.Second
+	}
+	return rej
+}
+
+// onRejection stops effects at once when the sidecar's rejection says the
+// grant is superseded or no longer held, and asks the registry.
+func (h *Holder) onRejection(rej *RejectionError) {
+	switch {
+	case errors.Is(rej, ErrStaleOwner), errors.Is(rej, ErrGrantNotHeld),
+		errors.Is(rej, ErrEpochRevoked), errors.Is(rej, ErrPolicyMismatch):
+		h.mu.Lock()
+		h.doubtLocked(h.clock.Now(), rej, nil)
+		h.mu.Unlock()
+		h.kickKeeper()
+	}
+}
+
+// proofFor returns a status proof fresh enough for a sidecar demanding
+// maxAge: the last one while it is, else a new one from the registry.
+func (h *Holder) proofFor(ctx context.Context, maxAge time.Duration) (string, error) {
+	if p := h.freshProof(maxAge); p != "" {
+		return p, nil
+	}
+	sent := h.clock.Now()
+	sctx, cancel := context.WithTimeout(ctx, h.cfg.attemptTimeout)
+	l, err := h.c.Status(sctx, h.LeaseID())
+	cancel()
+	h.observe(opStatus, sent, l, err)
+	if uerr := h.Usable(); uerr != nil {
+		return "", uerr
+	}
+	if err != nil || l.Status == "" {
+		return "", &StateError{State: h.State(), Cause: fmt.Errorf("client: no status proof: %v", err)}
+	}
+	// As fresh as a proof can be: use it even if the round trip took
+	// longer than the reserve freshProof keeps.
+	return l.Status, nil
+}
+
+func (h *Holder) freshProof(maxAge time.Duration) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.proof == "" {
+		return ""
+	}
+	// The proof's iat is no earlier than proofSent, so its age is at most
+	// now - proofSent and it is valid at least until proofSent + proofLife.
+	// Keep a fifth in reserve for the way to the sidecar.
+	limit := min(maxAge, h.proofLife)
+	if h.clock.Now().Sub(h.proofSent) < limit-limit/5 {
+		return h.proof
+	}
+	return ""
+}
