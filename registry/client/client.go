@@ -61,7 +61,7 @@ func WithTLSFiles(certFile, keyFile, caFile string) Option {
 			}
 			tc.RootCAs = pool
 		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr := defaultTransport()
 		tr.TLSClientConfig = tc
 		c.hc = &http.Client{Transport: tr}
 		return nil
@@ -85,7 +85,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: registry URL %q must be http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: u, hc: &http.Client{Timeout: 0}, header: http.Header{}}
+	c := &Client{base: u, hc: &http.Client{Transport: defaultTransport()}, header: http.Header{}}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
@@ -247,4 +247,13 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, adm
 // Ready asks the registry's /readyz.
 func (c *Client) Ready(ctx context.Context) error {
 	return c.do(ctx, http.MethodGet, "/readyz", nil, nil, false)
+}
+
+// defaultTransport keeps enough idle connections for a sidecar that asks
+// the registry on every request (net/http's default keeps 2 per host).
+func defaultTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	tr.MaxIdleConns = 128
+	return tr
 }
