@@ -5,50 +5,40 @@ import (
 	"net/http"
 
 	"github.com/fencegate/fencegate/internal/problem"
+	"github.com/fencegate/fencegate/registry/client"
 	"github.com/fencegate/fencegate/verify"
 )
 
-// Codes: the DESIGN request-contract codes and the sidecar's own. Every
-// rejection is an RFC 9457 problem whose "code" is one of these.
+// Codes: the DESIGN request-contract codes and the sidecar's own (see the
+// README's table). Every rejection is an RFC 9457 problem whose "code" is
+// one of these. The worker SDK (registry/client) owns their spelling, with
+// one sentinel error per code; the sidecar re-exports them.
 const (
-	CodeGrantRequired       = "GRANT_REQUIRED"
-	CodeGrantInvalid        = "GRANT_INVALID"
-	CodeOwnerMismatch       = "OWNER_MISMATCH"
-	CodeResourceMismatch    = "RESOURCE_MISMATCH"
-	CodePolicyMismatch      = "POLICY_MISMATCH"
-	CodeGrantNotHeld        = "GRANT_NOT_HELD"
-	CodeEpochRevoked        = "EPOCH_REVOKED"
-	CodeStatusStale         = "STATUS_STALE"
-	CodeStaleOwner          = "STALE_OWNER"
-	CodeSegmentGap          = "SEGMENT_GAP"
-	CodeSegmentConflict     = "SEGMENT_CONFLICT"
-	CodeFenceRegression     = "FENCE_REGRESSION"
-	CodeMutationUnknown     = "MUTATION_UNKNOWN"
-	CodeRegistryUnavailable = "REGISTRY_UNAVAILABLE"
-
-	// CodeIdentityRequired: no caller workload identity could be established.
-	CodeIdentityRequired = "IDENTITY_REQUIRED"
-	// CodeFenceHeaderInvalid: a Fence-* header is duplicated or malformed.
-	CodeFenceHeaderInvalid = "FENCE_HEADER_INVALID"
-	// CodeInvalidResource: the route's path parameters do not make a valid resource ID.
-	CodeInvalidResource = "INVALID_RESOURCE"
-	// CodeBodyTooLarge: the request body exceeds the route's limit.
-	CodeBodyTooLarge = "BODY_TOO_LARGE"
-	// CodeBodyUnreadable: the request body could not be read (slow or cut client).
-	CodeBodyUnreadable = "BODY_UNREADABLE"
-	// CodeDigestMismatch: Content-Digest does not match the body.
-	CodeDigestMismatch = "DIGEST_MISMATCH"
-	// CodeRouteNotProtected: a mutation matched no route and unmatched mutations are rejected.
-	CodeRouteNotProtected = "ROUTE_NOT_PROTECTED"
-	// CodeResourceBusy: another mutation of the resource stayed in flight past the wait.
-	CodeResourceBusy = "RESOURCE_BUSY"
-	// CodeResourcePaused: an operator paused the resource.
-	CodeResourcePaused = "RESOURCE_PAUSED"
-	// CodeStoreUnavailable: the fenced store failed; nothing was forwarded.
-	CodeStoreUnavailable = "STORE_UNAVAILABLE"
-	// CodeBackendUnavailable: the backend refused the connection before
-	// anything was sent; nothing was applied or recorded.
-	CodeBackendUnavailable = "BACKEND_UNAVAILABLE"
+	CodeGrantRequired       = client.CodeGrantRequired
+	CodeGrantInvalid        = client.CodeGrantInvalid
+	CodeOwnerMismatch       = client.CodeOwnerMismatch
+	CodeResourceMismatch    = client.CodeResourceMismatch
+	CodePolicyMismatch      = client.CodePolicyMismatch
+	CodeGrantNotHeld        = client.CodeGrantNotHeld
+	CodeEpochRevoked        = client.CodeEpochRevoked
+	CodeStatusStale         = client.CodeStatusStale
+	CodeStaleOwner          = client.CodeStaleOwner
+	CodeSegmentGap          = client.CodeSegmentGap
+	CodeSegmentConflict     = client.CodeSegmentConflict
+	CodeFenceRegression     = client.CodeFenceRegression
+	CodeMutationUnknown     = client.CodeMutationUnknown
+	CodeRegistryUnavailable = client.CodeRegistryUnavailable
+	CodeIdentityRequired    = client.CodeIdentityRequired
+	CodeFenceHeaderInvalid  = client.CodeFenceHeaderInvalid
+	CodeInvalidResource     = client.CodeInvalidResource
+	CodeBodyTooLarge        = client.CodeBodyTooLarge
+	CodeBodyUnreadable      = client.CodeBodyUnreadable
+	CodeDigestMismatch      = client.CodeDigestMismatch
+	CodeRouteNotProtected   = client.CodeRouteNotProtected
+	CodeResourceBusy        = client.CodeResourceBusy
+	CodeResourcePaused      = client.CodeResourcePaused
+	CodeStoreUnavailable    = client.CodeStoreUnavailable
+	CodeBackendUnavailable  = client.CodeBackendUnavailable
 )
 
 // statusOf is the HTTP status of each code.

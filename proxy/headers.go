@@ -9,19 +9,22 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/fencegate/fencegate/registry/client"
 )
 
-// Request and response headers of the contract.
+// Request and response headers of the contract. The worker SDK
+// (registry/client) owns their spelling; the sidecar re-exports them.
 const (
-	HeaderGrant       = "Fence-Grant"
-	HeaderStatus      = "Fence-Status"
-	HeaderSegment     = "Fence-Segment"
-	HeaderToken       = "Fence-Token"
-	HeaderResource    = "Fence-Resource"
-	HeaderRoot        = "Fence-Operation-Root"
-	HeaderOperationID = "Fence-Operation-Id"
-	HeaderReceipt     = "Fence-Receipt"
-	HeaderReplayed    = "Fence-Replayed"
+	HeaderGrant       = client.HeaderGrant
+	HeaderStatus      = client.HeaderStatus
+	HeaderSegment     = client.HeaderSegment
+	HeaderToken       = client.HeaderToken
+	HeaderResource    = client.HeaderResource
+	HeaderRoot        = client.HeaderRoot
+	HeaderOperationID = client.HeaderOperationID
+	HeaderReceipt     = client.HeaderReceipt
+	HeaderReplayed    = client.HeaderReplayed
 	HeaderIdempotency = "Idempotency-Key"
 	HeaderDigest      = "Content-Digest"
 )

@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"net/http"
-	"time"
 
+	"github.com/fencegate/fencegate/registry/client"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -11,19 +11,8 @@ import (
 const selfPrefix = "/.fencegate/"
 
 // ReceiptInfo is what a worker may learn of a receipt on the inbound
-// listener: everything but the stored response.
-type ReceiptInfo struct {
-	ID            string    `json:"id"`
-	Resource      string    `json:"resource"`
-	Fence         uint64    `json:"fence"`
-	Seq           uint64    `json:"seq"`
-	OperationID   string    `json:"operationId"`
-	PayloadDigest string    `json:"payloadDigest"`
-	GrantDigest   string    `json:"grantDigest"`
-	BackendStatus int       `json:"backendStatus"`
-	AcceptedAt    time.Time `json:"acceptedAt"`
-	Source        string    `json:"source"`
-}
+// listener: everything but the stored response (the SDK's wire type).
+type ReceiptInfo = client.Receipt
 
 func receiptInfo(r store.Receipt) ReceiptInfo {
 	return ReceiptInfo{ID: r.ID, Resource: r.Resource, Fence: r.Fence, Seq: r.Seq, OperationID: r.OperationID,

@@ -14,33 +14,11 @@ import (
 	"github.com/fencegate/fencegate/registry/client"
 )
 
-// TestContractConstantsMatchSidecar: the SDK cannot import the sidecar, so
-// it spells the headers and codes itself; they must stay the same.
-func TestContractConstantsMatchSidecar(t *testing.T) {
-	pairs := [][2]string{
-		{client.HeaderGrant, proxy.HeaderGrant}, {client.HeaderStatus, proxy.HeaderStatus},
-		{client.HeaderSegment, proxy.HeaderSegment}, {client.HeaderToken, proxy.HeaderToken},
-		{client.HeaderResource, proxy.HeaderResource}, {client.HeaderRoot, proxy.HeaderRoot},
-		{client.HeaderOperationID, proxy.HeaderOperationID}, {client.HeaderReceipt, proxy.HeaderReceipt},
-		{client.HeaderReplayed, proxy.HeaderReplayed},
-		{client.CodeGrantRequired, proxy.CodeGrantRequired}, {client.CodeGrantInvalid, proxy.CodeGrantInvalid},
-		{client.CodeOwnerMismatch, proxy.CodeOwnerMismatch}, {client.CodeResourceMismatch, proxy.CodeResourceMismatch},
-		{client.CodePolicyMismatch, proxy.CodePolicyMismatch}, {client.CodeGrantNotHeld, proxy.CodeGrantNotHeld},
-		{client.CodeEpochRevoked, proxy.CodeEpochRevoked}, {client.CodeStatusStale, proxy.CodeStatusStale},
-		{client.CodeStaleOwner, proxy.CodeStaleOwner}, {client.CodeSegmentGap, proxy.CodeSegmentGap},
-		{client.CodeSegmentConflict, proxy.CodeSegmentConflict}, {client.CodeFenceRegression, proxy.CodeFenceRegression},
-		{client.CodeMutationUnknown, proxy.CodeMutationUnknown}, {client.CodeRegistryUnavailable, proxy.CodeRegistryUnavailable},
-		{client.CodeIdentityRequired, proxy.CodeIdentityRequired}, {client.CodeFenceHeaderInvalid, proxy.CodeFenceHeaderInvalid},
-		{client.CodeInvalidResource, proxy.CodeInvalidResource}, {client.CodeBodyTooLarge, proxy.CodeBodyTooLarge},
-		{client.CodeBodyUnreadable, proxy.CodeBodyUnreadable}, {client.CodeDigestMismatch, proxy.CodeDigestMismatch},
-		{client.CodeRouteNotProtected, proxy.CodeRouteNotProtected}, {client.CodeResourceBusy, proxy.CodeResourceBusy},
-		{client.CodeResourcePaused, proxy.CodeResourcePaused}, {client.CodeStoreUnavailable, proxy.CodeStoreUnavailable},
-		{client.CodeBackendUnavailable, proxy.CodeBackendUnavailable},
-	}
-	for _, p := range pairs {
-		if p[0] != p[1] {
-			t.Errorf("SDK says %q, sidecar says %q", p[0], p[1])
-		}
+// TestSentinelsMatchTheirCodes: the sidecar re-exports the SDK's codes, and
+// every sentinel matches its own code only.
+func TestSentinelsMatchTheirCodes(t *testing.T) {
+	if proxy.CodeStaleOwner != client.CodeStaleOwner || proxy.HeaderGrant != client.HeaderGrant {
+		t.Fatal("the sidecar no longer re-exports the SDK's contract constants")
 	}
 	// Every sentinel matches its own code only.
 	sentinels := map[string]error{

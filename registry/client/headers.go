@@ -12,9 +12,8 @@ import (
 	"github.com/fencegate/fencegate/verify"
 )
 
-// Headers of the request contract (DESIGN "Request contract"). They are
-// spelled exactly as the sidecar's (proxy/headers.go); this package cannot
-// import the sidecar, which imports it.
+// Headers of the request contract (DESIGN "Request contract"). This
+// package owns their spelling; the sidecar (proxy) re-exports them.
 const (
 	// HeaderGrant carries the lockGrant.v1 JWS on a protected mutation.
 	HeaderGrant = "Fence-Grant"
@@ -39,8 +38,9 @@ const (
 	HeaderLease = "Fence-Lease"
 )
 
-// Problem codes of the sidecar (proxy/errors.go). The first fourteen are
-// the DESIGN request-contract codes; the rest are the sidecar's own.
+// Problem codes of the sidecar. The first fourteen are the DESIGN
+// request-contract codes; the rest are the sidecar's own. This package
+// owns their spelling; the sidecar (proxy/errors.go) re-exports them.
 const (
 	CodeGrantRequired       = "GRANT_REQUIRED"
 	CodeGrantInvalid        = "GRANT_INVALID"
