@@ -138,18 +138,26 @@ func storeProblem(w http.ResponseWriter, err error) {
 }
 
 func (p *Proxy) adminReceipts(w http.ResponseWriter, req *http.Request) {
+	if list, ok := p.receiptsQuery(w, req); ok {
+		writeJSON(w, 200, list)
+	}
+}
+
+// receiptsQuery answers ?resource=R&op=ID with the receipts of that
+// operation, or writes the problem and reports false.
+func (p *Proxy) receiptsQuery(w http.ResponseWriter, req *http.Request) ([]store.Receipt, bool) {
 	q := req.URL.Query()
 	res, op := q.Get("resource"), q.Get("op")
 	if res == "" || op == "" {
 		adminProblem(w, 400, CodeInvalidRequest, "query parameters resource and op are required")
-		return
+		return nil, false
 	}
 	list, err := p.store.ReceiptsByOperation(req.Context(), res, op)
 	if err != nil {
 		storeProblem(w, err)
-		return
+		return nil, false
 	}
-	writeJSON(w, 200, list)
+	return list, true
 }
 
 func (p *Proxy) adminRecord(w http.ResponseWriter, req *http.Request) {

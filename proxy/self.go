@@ -32,15 +32,8 @@ func (p *Proxy) serveSelf(w http.ResponseWriter, req *http.Request) {
 		p.writeProblem(w, reject(CodeIdentityRequired, err.Error()), 0)
 		return
 	}
-	q := req.URL.Query()
-	res, op := q.Get("resource"), q.Get("op")
-	if res == "" || op == "" {
-		adminProblem(w, 400, CodeInvalidRequest, "query parameters resource and op are required")
-		return
-	}
-	list, err := p.store.ReceiptsByOperation(req.Context(), res, op)
-	if err != nil {
-		storeProblem(w, err)
+	list, ok := p.receiptsQuery(w, req)
+	if !ok {
 		return
 	}
 	out := make([]ReceiptInfo, len(list))
