@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,3 +191,44 @@ func fields(s string) map[string]string {
 	}
 	return m
 }
+
+// freePort returns a loopback address nobody listens on right now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// sidecar is a running "fencegate proxy".
+type sidecar struct {
+	*proc
+	url, admin string
+}
+
+// startSidecar writes cfg (YAML, with LISTEN and ADMIN placeholders filled
+// with free ports) and runs "fencegate proxy --config" on it.
+func startSidecar(t *testing.T, cfg string, extra ...string) *sidecar {
+	t.Helper()
+	listen, admin := freePort(t), freePort(t)
+	cfg = strings.NewReplacer("LISTEN", listen, "ADMIN", admin).Replace(cfg)
+	path := filepath.Join(t.TempDir(), "proxy.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, "proxy", append([]string{"proxy", "--config", path}, extra...)...)
+	p.waitFor(listeningRE, 15*time.Second)
+	return &sidecar{proc: p, url: "http://" + listen, admin: "http://" + admin}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var reStarted = regexp.MustCompile(`started`)

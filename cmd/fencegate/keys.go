@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -92,6 +93,9 @@ func keysJWKS(args []string, out io.Writer) error {
 	bundle, err := keys.Bundle(*secrets, all...)
 	if err != nil {
 		return err
+	}
+	if bundle.Len() == 0 {
+		return &exitError{2, errors.New("no key left to publish: HS256 secrets are only included with --include-secrets (and the bundle must then be kept secret)")}
 	}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
