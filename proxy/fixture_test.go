@@ -17,6 +17,8 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/fencegate/fencegate/internal/identity"
 	"github.com/fencegate/fencegate/internal/problem"
@@ -111,6 +113,7 @@ type fixture struct {
 	admin   *httptest.Server
 	metrics *prometheus.Registry
 	cfg     proxy.Config
+	logs    *observer.ObservedLogs
 }
 
 type fixtureOpt func(*proxy.Config)
@@ -173,7 +176,9 @@ func (f *fixture) start(force []string) error {
 	}
 	rc, _ := client.New(f.regSrv.URL)
 	f.metrics = prometheus.NewRegistry()
-	p, err := proxy.New(proxy.Options{Config: f.cfg, Store: f.store, Status: rc, Metrics: f.metrics, Gatherer: f.metrics, ForceDowngrade: force})
+	core, logs := observer.New(zap.InfoLevel)
+	f.logs = logs
+	p, err := proxy.New(proxy.Options{Config: f.cfg, Store: f.store, Status: rc, Metrics: f.metrics, Gatherer: f.metrics, ForceDowngrade: force, Logger: zap.New(core)})
 	if err != nil {
 		return err
 	}
