@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,9 +32,17 @@ func TestGrantRun(t *testing.T) {
 // and grant run exits 75.
 func TestGrantRunStopsTheCommandWhenOwnershipIsLost(t *testing.T) {
 	reg := startRegistry(t, "")
+	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+	// The command starts a grandchild that ignores SIGTERM: losing the lease
+	// must stop it too (the command runs in its own process group).
 	p := start(t, "grant-run", "grant", "run", "--registry", reg.url, "--owner", "worker-a", "--resource", "batch/2", "--ttl", "1s", "--grace", "500ms",
-		"--", "sh", "-c", `echo started; trap 'echo got-term; exit 0' TERM; while true; do sleep 0.05; done`)
+		"--", "sh", "-c", `sh -c 'trap "" TERM; while true; do sleep 0.05; done' & echo $! > `+pidFile+`; echo started; trap 'echo got-term; exit 0' TERM; while true; do sleep 0.05; done`)
 	p.waitFor(reStarted, 10*time.Second)
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchild := strings.TrimSpace(string(raw))
 	reg.kill()
 	select {
 	case <-p.done:
@@ -45,4 +55,28 @@ func TestGrantRunStopsTheCommandWhenOwnershipIsLost(t *testing.T) {
 	if !strings.Contains(p.Stdout(), "got-term") {
 		t.Fatalf("the command was not sent SIGTERM: %q", p.Stdout())
 	}
+	if !eventually(5*time.Second, func() bool { return !alive(grandchild) }) {
+		t.Fatalf("grandchild %s outlived the lease", grandchild)
+	}
+}
+
+// alive reports whether a process exists and is not a zombie.
+func alive(pid string) bool {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+func eventually(limit time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cond()
 }

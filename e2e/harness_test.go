@@ -68,6 +68,8 @@ func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, name: name, done: make(chan struct{})}
 	p.cmd = exec.Command(binary, args...)
+	// An orphaned grandchild may hold the output pipes: never wait on it.
+	p.cmd.WaitDelay = 2 * time.Second
 	p.cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
 	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
 	if err := p.cmd.Start(); err != nil {
@@ -166,6 +168,7 @@ func run(t *testing.T, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.WaitDelay = 2 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -93,6 +93,7 @@ func grantRun(ctx context.Context, args []string, out io.Writer) error {
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, os.Stderr
+	setGroup(cmd)
 	cmd.Env = append(os.Environ(),
 		envGrant+"="+h.Grant(),
 		envGrantDigest+"="+h.GrantDigest(),
@@ -148,20 +149,24 @@ func grantRun(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-// stopCommand sends SIGTERM, waits up to grace, then SIGKILL.
+// stopCommand sends SIGTERM to the command's process group, waits up to
+// grace, then SIGKILLs the group. After the command itself exits, what is
+// left of its group is killed too: nothing it started may outlive the lease.
 func stopCommand(cmd *exec.Cmd, exited <-chan error, grace time.Duration) error {
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		_ = cmd.Process.Kill()
+	if err := signalGroup(cmd, syscall.SIGTERM); err != nil {
+		_ = signalGroup(cmd, syscall.SIGKILL)
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
+	var err error
 	select {
-	case err := <-exited:
-		return err
+	case err = <-exited:
 	case <-t.C:
-		_ = cmd.Process.Kill()
-		return <-exited
+		_ = signalGroup(cmd, syscall.SIGKILL)
+		err = <-exited
 	}
+	_ = signalGroup(cmd, syscall.SIGKILL)
+	return err
 }
 
 // exitCode is a command's exit code; 128+N when killed by signal N.
