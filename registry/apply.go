@@ -450,3 +450,35 @@ func ApplyDeletePolicy(tx Tx, pattern string, now time.Time) (Policy, error) {
 	}
 	return Policy{}, fmt.Errorf("%w: policy %q", ErrNotFound, pattern)
 }
+
+// errCompactLimit stops the lease walk once limit leases are collected.
+var errCompactLimit = errors.New("registry: compact limit reached")
+
+// ApplyCompact deletes up to limit leases whose stored state is not HELD
+// and that ended before endedBefore. Resource records keep their fence
+// sequence; a holder pointer to a deleted lease reads as "no holder".
+func ApplyCompact(tx Tx, endedBefore time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("%w: compact limit must be positive", ErrInvalidInput)
+	}
+	cut := ms(endedBefore)
+	var old []LeaseRecord
+	err := tx.EachLease(func(l LeaseRecord) error {
+		if l.State != verify.StateHeld && l.EndedAt < cut {
+			old = append(old, l)
+			if len(old) >= limit {
+				return errCompactLimit
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errCompactLimit) {
+		return 0, err
+	}
+	for _, l := range old {
+		if err := tx.DeleteLease(l); err != nil {
+			return 0, err
+		}
+	}
+	return len(old), nil
+}

@@ -37,6 +37,11 @@ type Backend interface {
 	Policies(ctx context.Context) ([]Policy, error)
 	// Meta reads the registry-wide state.
 	Meta(ctx context.Context) (Meta, error)
+	// Compact deletes up to limit leases that ended (released, expired or
+	// revoked, as stored) before endedBefore, with their request-ID and
+	// digest index entries. Fence sequences are never touched: a compacted
+	// lease only stops being found by Lookup and Status (NOT_FOUND).
+	Compact(ctx context.Context, endedBefore time.Time, limit int) (int, error)
 	// Close releases the backend.
 	Close() error
 }

@@ -12,6 +12,7 @@ type metrics struct {
 	handoff     prometheus.Histogram
 	acquireWait prometheus.Histogram
 	waiting     prometheus.GaugeFunc
+	compacted   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, waiting func() float64) (*metrics, error) {
@@ -51,11 +52,15 @@ func newMetrics(reg prometheus.Registerer, waiting func() float64) (*metrics, er
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 		}),
 	}
+	m.compacted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fencegate_registry_compacted_leases_total",
+		Help: "Ended leases deleted after the retention period.",
+	})
 	m.waiting = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fencegate_registry_waiting_acquires",
 		Help: "Acquires waiting for a lease right now.",
 	}, waiting)
-	for _, c := range []prometheus.Collector{m.grants, m.renewals, m.expiries, m.releases, m.revocations, m.busy, m.handoff, m.acquireWait, m.waiting} {
+	for _, c := range []prometheus.Collector{m.grants, m.renewals, m.expiries, m.releases, m.revocations, m.busy, m.handoff, m.acquireWait, m.waiting, m.compacted} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

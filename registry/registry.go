@@ -448,3 +448,28 @@ func (r *Registry) Ready(ctx context.Context) error {
 	_, err := r.opt.Backend.Meta(ctx)
 	return err
 }
+
+// CompactBatch bounds the leases deleted per backend transaction.
+const CompactBatch = 1000
+
+// Compact deletes the leases that ended more than retention ago, in
+// batches, and returns how many it deleted. Their request IDs and digests
+// are then unknown (a lookup answers NOT_FOUND); fence sequences stay.
+func (r *Registry) Compact(ctx context.Context, retention time.Duration) (int, error) {
+	if retention <= 0 {
+		return 0, fmt.Errorf("%w: retention must be positive", ErrInvalidInput)
+	}
+	before := r.Now().Add(-retention)
+	total := 0
+	for {
+		n, err := r.opt.Backend.Compact(ctx, before, CompactBatch)
+		total += n
+		r.m.compacted.Add(float64(n))
+		if err != nil || n < CompactBatch {
+			if total > 0 {
+				r.log.Info("ended leases compacted", zap.Int("leases", total), zap.Duration("retention", retention))
+			}
+			return total, err
+		}
+	}
+}

@@ -23,6 +23,10 @@ type Tx interface {
 	PutDigest(digest, leaseID string) error
 	Policies() ([]Policy, error)
 	PutPolicy(Policy) error
+	// EachLease calls fn for every stored lease, in no particular order.
+	EachLease(fn func(LeaseRecord) error) error
+	// DeleteLease removes a lease and its request and digest index entries.
+	DeleteLease(l LeaseRecord) error
 }
 
 // TxStore runs functions in transactions. Update is atomic and durable
@@ -162,4 +166,14 @@ func (b txBackend) Meta(ctx context.Context) (Meta, error) {
 		return err
 	})
 	return m, err
+}
+
+func (b txBackend) Compact(ctx context.Context, endedBefore time.Time, limit int) (int, error) {
+	var n int
+	err := b.s.Update(ctx, func(tx Tx) error {
+		var err error
+		n, err = ApplyCompact(tx, endedBefore, limit)
+		return err
+	})
+	return n, err
 }

@@ -172,6 +172,26 @@ func (t tx) Policies() ([]registry.Policy, error) {
 }
 func (t tx) PutPolicy(p registry.Policy) error { return putJSON(t.t, bPolicies, p.Pattern, p) }
 
+func (t tx) EachLease(fn func(registry.LeaseRecord) error) error {
+	return t.t.Bucket(bLeases).ForEach(func(k, v []byte) error {
+		var l registry.LeaseRecord
+		if err := json.Unmarshal(v, &l); err != nil {
+			return fmt.Errorf("%w: registry/bolt: corrupt lease %q: %v", registry.ErrBackend, k, err)
+		}
+		return fn(l)
+	})
+}
+
+func (t tx) DeleteLease(l registry.LeaseRecord) error {
+	if err := t.t.Bucket(bLeases).Delete([]byte(l.Lease)); err != nil {
+		return err
+	}
+	if err := t.t.Bucket(bRequests).Delete([]byte(l.Owner + "\x00" + l.RequestID)); err != nil {
+		return err
+	}
+	return t.t.Bucket(bDigests).Delete([]byte(l.Digest))
+}
+
 func getString(t *bbolt.Tx, bucket []byte, key string) (string, bool, error) {
 	v := t.Bucket(bucket).Get([]byte(key))
 	if v == nil {

@@ -26,6 +26,8 @@ type tables struct {
 	requests  map[string]string
 	digests   map[string]string
 	policies  map[string]registry.Policy
+	// deleted is staged lease deletions (with their index entries).
+	deleted []registry.LeaseRecord
 }
 
 func newTables() tables {
@@ -62,6 +64,11 @@ func (s *Store) Update(_ context.Context, fn func(registry.Tx) error) error {
 	maps.Copy(s.data.requests, tx.stage.requests)
 	maps.Copy(s.data.digests, tx.stage.digests)
 	maps.Copy(s.data.policies, tx.stage.policies)
+	for _, l := range tx.stage.deleted {
+		delete(s.data.leases, l.Lease)
+		delete(s.data.requests, l.Owner+"\x00"+l.RequestID)
+		delete(s.data.digests, l.Digest)
+	}
 	return nil
 }
 
@@ -140,6 +147,21 @@ func (t *tx) Policies() ([]registry.Policy, error) {
 	}
 	return out, nil
 }
+func (t *tx) EachLease(fn func(registry.LeaseRecord) error) error {
+	merged := maps.Clone(t.base.leases)
+	maps.Copy(merged, t.stage.leases)
+	for _, l := range merged {
+		if err := fn(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tx) DeleteLease(l registry.LeaseRecord) error {
+	return t.put(func() { t.stage.deleted = append(t.stage.deleted, l) })
+}
+
 func (t *tx) PutPolicy(p registry.Policy) error {
 	return t.put(func() { t.stage.policies[p.Pattern] = p })
 }

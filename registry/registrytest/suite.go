@@ -126,6 +126,7 @@ func cases() []testCase {
 		{"BadInput", testBadInput},
 		{"BadInputBackend", testBadInputBackend},
 		{"Restart", testRestart},
+		{"Compact", testCompact},
 		{"Closed", testClosed},
 	}
 }

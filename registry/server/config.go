@@ -45,6 +45,10 @@ type LeaseConfig struct {
 	MinTTL     time.Duration `yaml:"minTTL"`
 	MaxTTL     time.Duration `yaml:"maxTTL"`
 	MaxWait    time.Duration `yaml:"maxWait"`
+	// Retention keeps ended leases (for lookups by request ID or digest)
+	// this long; they are then deleted, hourly. Fence sequences are kept
+	// for ever.
+	Retention time.Duration `yaml:"retention"`
 }
 
 // ProofConfig bounds status proofs.
@@ -78,6 +82,7 @@ func Default() Config {
 			MinTTL:     registry.DefaultMinTTL,
 			MaxTTL:     registry.DefaultMaxTTL,
 			MaxWait:    registry.DefaultMaxWait,
+			Retention:  24 * time.Hour,
 		},
 		Proofs: ProofConfig{MaxTTL: registry.DefaultMaxProofTTL},
 		Log:    LogConfig{Level: "info"},
@@ -128,6 +133,9 @@ func (c Config) Validate() error {
 		add("identity.mode: mtls needs tls.clientCAFile (or use header mode behind a mesh, or insecure-header for development)")
 	}
 	l := c.Leases
+	if l.Retention < l.MaxTTL {
+		add("leases.retention: must be at least maxTTL (%s), or a grant's request ID could be forgotten while it is held", l.MaxTTL)
+	}
 	if l.MinTTL <= 0 || l.MaxTTL <= 0 || l.DefaultTTL <= 0 || l.MaxWait <= 0 {
 		add("leases: defaultTTL, minTTL, maxTTL and maxWait must be positive")
 	} else if l.MinTTL > l.DefaultTTL || l.DefaultTTL > l.MaxTTL {

@@ -47,3 +47,22 @@ func TestUnknownKeysAreErrors(t *testing.T) {
 		t.Fatalf("a misspelt key was accepted: %v", err)
 	}
 }
+
+func TestExampleConfigLoadsAndValidates(t *testing.T) {
+	c, err := server.Load("../../docs/registry.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("the documented example does not validate:\n%v", err)
+	}
+}
+
+func TestRetentionCoversTheLongestLease(t *testing.T) {
+	c := server.Default()
+	c.Identity.Mode = "insecure-header"
+	c.Leases.Retention = c.Leases.MaxTTL / 2
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "leases.retention") {
+		t.Fatalf("retention below maxTTL accepted: %v", err)
+	}
+}

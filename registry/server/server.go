@@ -144,6 +144,7 @@ func (s *Server) Serve(ctx context.Context) error {
 			errc <- s.srv.Serve(s.ln)
 		}
 	}()
+	go s.compactLoop(ctx)
 	var err error
 	select {
 	case err = <-errc:
@@ -210,4 +211,21 @@ func (s *Server) keys() (*keys.Signer, jwk.Set, error) {
 		}
 	}
 	return signer, pub, nil
+}
+
+// compactLoop deletes ended leases past the retention period, at start and
+// hourly.
+func (s *Server) compactLoop(ctx context.Context) {
+	tk := time.NewTicker(time.Hour)
+	defer tk.Stop()
+	for {
+		if _, err := s.Registry.Compact(ctx, s.cfg.Leases.Retention); err != nil && ctx.Err() == nil {
+			s.log.Error("compacting ended leases failed", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+	}
 }
