@@ -153,7 +153,10 @@ func uriFromXFCC(v string) (string, error) {
 	for _, f := range strings.Split(elems[len(elems)-1], ";") {
 		k, val, ok := strings.Cut(strings.TrimSpace(f), "=")
 		if ok && strings.EqualFold(k, "URI") {
-			return strings.Trim(val, `"`), nil
+			if id := strings.Trim(val, `"`); id != "" {
+				return id, nil
+			}
+			return "", fmt.Errorf("%w: %s has an empty URI field", ErrNoIdentity, XFCC)
 		}
 	}
 	return "", fmt.Errorf("%w: %s has no URI field", ErrNoIdentity, XFCC)

@@ -30,7 +30,7 @@ type fixture struct {
 	now     time.Time
 }
 
-func newFixture(t *testing.T, idc identity.Config) *fixture {
+func newFixture(t testing.TB, idc identity.Config) *fixture {
 	t.Helper()
 	k, err := keys.Generate(jwa.EdDSA, nil)
 	if err != nil {
