@@ -114,7 +114,7 @@ type TrustConfig struct {
 	MaxTokenBytes  int           `yaml:"maxTokenBytes"`
 	// MinIssuerEpoch rejects grants of older epochs from the start.
 	MinIssuerEpoch uint64 `yaml:"minIssuerEpoch"`
-	// ClockSkew tolerates a proof's iat this far in the future.
+	// ClockSkew tolerates a proof's iat this far in the future (default 1s).
 	ClockSkew time.Duration `yaml:"clockSkew"`
 }
 
@@ -169,6 +169,10 @@ const (
 	DefaultStatusMaxAge       = 5 * time.Second
 	DefaultBusyWait           = 2 * time.Second
 	DefaultMaxTokenBytes      = 8 << 10
+	// DefaultClockSkew tolerates a registry clock slightly ahead of the
+	// sidecar's: without it, a proof issued "in the future" by a few
+	// milliseconds would be STATUS_STALE.
+	DefaultClockSkew = time.Second
 )
 
 // LoadConfig reads a YAML file and fills the defaults. Unknown keys are errors.
@@ -233,6 +237,7 @@ func (c *Config) SetDefaults() {
 		c.Identity.Mode = identity.ModeMTLS
 	}
 	setDur(&c.Trust.ReloadInterval, 5*time.Second)
+	setDur(&c.Trust.ClockSkew, DefaultClockSkew)
 	if c.Trust.MaxTokenBytes == 0 {
 		c.Trust.MaxTokenBytes = DefaultMaxTokenBytes
 	}
