@@ -22,7 +22,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("act 1 lacks %q:\n%s", want, act1)
 		}
 	}
-	for _, want := range []string{"409 STALE_OWNER", `backend holds "total=1350"`, "Fence-Receipt rcpt-", "Receipts:"} {
+	for _, want := range []string{"409 STALE_OWNER", `backend holds "total=1350"`, "Fence-Receipt rcpt-", "Receipts:", "rejected   STALE_OWNER  1"} {
 		if !strings.Contains(act2, want) {
 			t.Errorf("act 2 lacks %q:\n%s", want, act2)
 		}

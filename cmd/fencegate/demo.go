@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate/internal/identity"
@@ -108,6 +110,10 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintln(out)
 	if err := d.receipts(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	if err := d.decisions(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintln(out)
@@ -330,4 +336,37 @@ func short(s string) string {
 		return s[:23] + "..."
 	}
 	return s
+}
+
+// decisions prints the sidecar's decision counters, as on-call engineers
+// see them on /metrics.
+func (d *demo) decisions(ctx context.Context) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.admin+"/metrics", nil)
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return fmt.Errorf("sidecar metrics: %w", err)
+	}
+	fmt.Fprintf(d.out, "Sidecar decisions (fencegate_proxy_mutations_total on %s/metrics):\n", d.admin)
+	tw := tabwriter.NewWriter(d.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  route\tmode\tdecision\tcode\tcount\n")
+	if mf := families["fencegate_proxy_mutations_total"]; mf != nil {
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			code := l["code"]
+			if code == "" {
+				code = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.0f\n", l["route"], l["mode"], l["decision"], code, m.GetCounter().GetValue())
+		}
+	}
+	return tw.Flush()
 }
