@@ -4,13 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/fencegate/fencegate/registry/client"
@@ -183,12 +181,10 @@ func printLease(out io.Writer, l *client.Lease, o *outputFlags) error {
 		}
 	}
 	if o.format == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(l)
+		return printJSON(out, l)
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
-	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
+	fw := newFieldWriter(out)
+	row := fw.row
 	row("resource", l.Resource)
 	row("owner", l.Owner)
 	row("lease", l.Lease)
@@ -206,7 +202,7 @@ func printLease(out io.Writer, l *client.Lease, o *outputFlags) error {
 	if l.Grant != "" {
 		row("grant", l.Grant)
 	}
-	return tw.Flush()
+	return fw.flush()
 }
 
 func grantInspect(ctx context.Context, args []string, out io.Writer) error {
@@ -263,12 +259,10 @@ func grantInspect(ctx context.Context, args []string, out io.Writer) error {
 		if lease != nil {
 			v["state"], v["status"] = lease.State, lease.Status
 		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		return printJSON(out, v)
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
-	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
+	fw := newFieldWriter(out)
+	row := fw.row
 	row("schema", g.Schema)
 	row("resource", g.Resource)
 	row("owner", g.Owner)
@@ -294,5 +288,5 @@ func grantInspect(ctx context.Context, args []string, out io.Writer) error {
 			time.UnixMilli(int64(st.ExpiresAt)).UTC().Format(time.RFC3339Nano)))
 		row("state", st.State)
 	}
-	return tw.Flush()
+	return fw.flush()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -97,7 +96,5 @@ func keysJWKS(args []string, out io.Writer) error {
 	if bundle.Len() == 0 {
 		return &exitError{2, errors.New("no key left to publish: HS256 secrets are only included with --include-secrets (and the bundle must then be kept secret)")}
 	}
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(bundle)
+	return printJSON(out, bundle)
 }
