@@ -272,14 +272,8 @@ func grantInspect(ctx context.Context, args []string, out io.Writer) error {
 	row("policyGeneration", g.PolicyGeneration)
 	row("operationRoot", g.OperationRoot)
 	row("issuerEpoch", g.IssuerEpoch)
-	row("requestId", g.RequestID)
-	row("grantId", g.GrantID)
-	row("opClass", g.OpClass)
-	row("ttlMs", g.TTLMs)
-	row("issuedAt", time.UnixMilli(int64(g.IssuedAt)).UTC().Format(time.RFC3339Nano))
-	row("iss", g.Issuer)
 	row("grantProof", digest+" (signature verified)")
-	if lease != nil {
+	if lease != nil { // the seed's order first: statusProof and state follow grantProof
 		st, err := verify.ParseAndVerifyStatus([]byte(lease.Status), bundle)
 		if err != nil {
 			return &exitError{3, fmt.Errorf("the registry's status proof does not verify: %w", err)}
@@ -288,5 +282,11 @@ func grantInspect(ctx context.Context, args []string, out io.Writer) error {
 			time.UnixMilli(int64(st.ExpiresAt)).UTC().Format(time.RFC3339Nano)))
 		row("state", st.State)
 	}
+	row("requestId", g.RequestID)
+	row("grantId", g.GrantID)
+	row("opClass", g.OpClass)
+	row("ttlMs", g.TTLMs)
+	row("issuedAt", time.UnixMilli(int64(g.IssuedAt)).UTC().Format(time.RFC3339Nano))
+	row("iss", g.Issuer)
 	return fw.flush()
 }
