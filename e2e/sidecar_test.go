@@ -143,6 +143,10 @@ log: {level: warn}
 	if r := run(t, "resume", "--admin", sc.admin, "--resource", "invoice-batch/7"); r.code == 0 || !strings.Contains(r.stderr, "CONFLICT") {
 		t.Fatalf("resume of an unpaused resource: %d %s", r.code, r.stderr)
 	}
+	// The trust bundle reloads on demand; unchanged, it reports no change.
+	if r := run(t, "trust", "reload", "--admin", sc.admin); r.code != 0 || !strings.Contains(r.stdout, `"changed": false`) {
+		t.Fatalf("trust reload: %d %s %s", r.code, r.stdout, r.stderr)
+	}
 	// Metrics are served on the admin listener.
 	mresp, err := http.Get(sc.admin + "/metrics")
 	if err != nil {
