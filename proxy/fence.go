@@ -62,13 +62,16 @@ func (p *Proxy) begin(a *attempt, in store.BeginInput) (store.BeginResult, error
 	for {
 		in.Now = p.now()
 		in.Deadline = in.Now.Add(p.cfg.Backend.Timeout + 5*time.Second)
-		signal := p.settleSignal(a.resource)
 		start := time.Now()
 		res, err := p.store.Begin(a.req.Context(), in)
 		p.m.storeDur.WithLabelValues("begin").Observe(time.Since(start).Seconds())
 		if err != nil || res.Decision != store.DecisionBusy || !time.Now().Before(deadline) {
 			return res, err
 		}
+		// Only a waiter registers for the wake-up (a settle between Begin and
+		// here is caught by the backoff timer), so decisions that do not wait
+		// leave nothing behind per resource.
+		signal := p.settleSignal(a.resource)
 		t := time.NewTimer(min(backoff, time.Until(deadline)))
 		select {
 		case <-signal:
