@@ -28,7 +28,9 @@ const (
 const DefaultHeader = "X-Fencegate-Identity"
 
 // XFCC is Envoy's forwarded client certificate header; when it is the
-// configured header, the URI field of its last element is the identity.
+// configured header, the single URI field of its last element is the
+// identity, and a header that is malformed or ambiguous by Envoy's grammar
+// (see xfcc.go) establishes none.
 const XFCC = "X-Forwarded-Client-Cert"
 
 var (
@@ -45,7 +47,11 @@ type Config struct {
 	Header string `yaml:"header" json:"header"`
 	// TrustedProxies are the CIDRs whose identity header is believed (header mode).
 	TrustedProxies []string `yaml:"trustedProxies" json:"trustedProxies"`
-	// TrustDomain, when set, requires SPIFFE IDs of this trust domain (mtls mode).
+	// TrustDomain, when set, requires SPIFFE IDs of this trust domain, in
+	// every mode: in mtls mode the certificate's SPIFFE ID, in the header
+	// modes the header's identity (the URI of the last XFCC element, or the
+	// plain header value), which must then be a canonical spiffe://<domain>/…
+	// ID; any other identity, a plain name included, is rejected.
 	TrustDomain string `yaml:"trustDomain" json:"trustDomain"`
 }
 
@@ -140,27 +146,44 @@ func (r *Resolver) fromHeader(req *http.Request) (string, error) {
 	if len(vals) != 1 || strings.TrimSpace(vals[0]) == "" {
 		return "", fmt.Errorf("%w: want exactly one %s header", ErrNoIdentity, r.header)
 	}
-	v := strings.TrimSpace(vals[0])
+	id := strings.TrimSpace(vals[0])
 	if http.CanonicalHeaderKey(r.header) == XFCC {
-		return uriFromXFCC(v)
-	}
-	return v, nil
-}
-
-// uriFromXFCC takes the URI field of the last element of an XFCC header.
-func uriFromXFCC(v string) (string, error) {
-	elems := strings.Split(v, ",")
-	for _, f := range strings.Split(elems[len(elems)-1], ";") {
-		k, val, ok := strings.Cut(strings.TrimSpace(f), "=")
-		if ok && strings.EqualFold(k, "URI") {
-			if id := strings.Trim(val, `"`); id != "" {
-				return id, nil
-			}
-			return "", fmt.Errorf("%w: %s has an empty URI field", ErrNoIdentity, XFCC)
+		var err error
+		if id, err = uriFromXFCC(vals[0]); err != nil {
+			return "", err
 		}
 	}
-	return "", fmt.Errorf("%w: %s has no URI field", ErrNoIdentity, XFCC)
+	if r.cfg.TrustDomain != "" {
+		if err := r.headerSPIFFE(id); err != nil {
+			return "", err
+		}
+	}
+	return id, nil
 }
+
+// headerSPIFFE checks that an identity from a header is a SPIFFE ID of the
+// configured trust domain written as the SPIFFE standard requires
+// (spiffe://<trust domain> then "/"-separated segments of letters, digits,
+// ".", "-" and "_", none empty, "." or ".."; no port, user, query, fragment
+// or percent-encoding), so the string compared to grant owners has exactly
+// one spelling.
+func (r *Resolver) headerSPIFFE(raw string) error {
+	path, ok := strings.CutPrefix(raw, "spiffe://"+r.cfg.TrustDomain)
+	if !ok || (path != "" && path[0] != '/') {
+		return fmt.Errorf("%w: %s identity is not a SPIFFE ID of trust domain %s", ErrNoIdentity, r.header, r.cfg.TrustDomain)
+	}
+	if path == "" {
+		return nil
+	}
+	for _, seg := range strings.Split(path[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." || strings.TrimLeft(seg, spiffeSegmentChars) != "" {
+			return fmt.Errorf("%w: %s identity is not a well-formed SPIFFE ID", ErrNoIdentity, r.header)
+		}
+	}
+	return nil
+}
+
+const spiffeSegmentChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_"
 
 func (r *Resolver) fromCert(req *http.Request) (string, error) {
 	if req.TLS == nil || len(req.TLS.VerifiedChains) == 0 || len(req.TLS.PeerCertificates) == 0 {
