@@ -242,10 +242,15 @@ func closeLease(tx Tx, l *LeaseRecord, st string, endedAt int64) error {
 	return tx.PutResource(rec)
 }
 
-// ApplyRenew extends a held lease. The returned decision error is
-// ErrNotHeld when the lease is no longer held; the transaction still
-// commits, recording an observed expiry.
+// ApplyRenew extends a held lease by in.TTL from in.Now, or by the lease's
+// own TTL (the ttlMs of its grant) when in.TTL is zero; the policy's TTL
+// bounds apply either way. The returned decision error is ErrNotHeld when
+// the lease is no longer held; the transaction still commits, recording an
+// observed expiry.
 func ApplyRenew(tx Tx, in RenewInput) (LeaseView, error, error) {
+	if in.TTL < 0 || (in.TTL > 0 && in.TTL < time.Millisecond) {
+		return LeaseView{}, nil, fmt.Errorf("%w: renew ttl %s: want 0 (the lease's own) or at least 1ms", ErrInvalidInput, in.TTL)
+	}
 	l, m, pol, err := ownedLease(tx, in.Lease, in.Owner)
 	if err != nil {
 		return LeaseView{}, nil, err
@@ -262,11 +267,18 @@ func ApplyRenew(tx Tx, in RenewInput) (LeaseView, error, error) {
 		}
 		return view(l, m, gen, in.Now), fmt.Errorf("%w: lease %s is %s", ErrNotHeld, l.Lease, st), nil
 	}
-	if err := pol.Check(l.Owner, l.OpClass, in.TTL); err != nil {
+	ttl := in.TTL
+	if ttl == 0 {
+		if l.TTLMs == 0 || l.TTLMs > math.MaxInt64/uint64(time.Millisecond) {
+			return LeaseView{}, nil, fmt.Errorf("%w: lease %s has no usable TTL (%dms) to renew by", ErrBackend, l.Lease, l.TTLMs)
+		}
+		ttl = time.Duration(l.TTLMs) * time.Millisecond
+	}
+	if err := pol.Check(l.Owner, l.OpClass, ttl); err != nil {
 		return LeaseView{}, nil, err
 	}
 	m.Revision++
-	l.ExpiresAt = ms(in.Now) + in.TTL.Milliseconds()
+	l.ExpiresAt = ms(in.Now) + ttl.Milliseconds()
 	if err := tx.PutLease(l); err != nil {
 		return LeaseView{}, nil, err
 	}

@@ -91,8 +91,10 @@ type AcquireResult struct {
 type RenewInput struct {
 	Lease string
 	Owner string
-	TTL   time.Duration
-	Now   time.Time
+	// TTL is the new TTL from Now; zero renews by the lease's own TTL (the
+	// ttlMs of its grant), as etcd and Consul do.
+	TTL time.Duration
+	Now time.Time
 }
 
 // ReleaseInput ends a lease.

@@ -325,13 +325,18 @@ func (r *Registry) withProof(v LeaseView, now time.Time) (Result, error) {
 	return Result{View: v, Grant: []byte(v.Lease.Token), Status: tok, StatusClaims: st}, nil
 }
 
-// Renew extends a held lease by ttl (DefaultTTL when 0) from now. A lease
-// that is no longer held gets ErrNotHeld and its state; it is never
-// silently re-granted.
+// Renew extends a held lease by ttl from now. A ttl of 0 keeps the lease's
+// own TTL (the ttlMs of its grant, as etcd and Consul keep a lease's TTL on
+// a keep-alive), never DefaultTTL: a renewal without a TTL must not shorten
+// the lease. An explicit ttl must lie within [MinTTL, MaxTTL]; the
+// resource's policy bounds apply to both. A lease that is no longer held
+// gets ErrNotHeld and its state; it is never silently re-granted.
 func (r *Registry) Renew(ctx context.Context, owner, lease string, ttl time.Duration) (Result, error) {
-	ttl, err := r.ttl(ttl)
-	if err != nil {
-		return Result{}, err
+	if ttl != 0 {
+		var err error
+		if ttl, err = r.ttl(ttl); err != nil {
+			return Result{}, err
+		}
 	}
 	now := r.Now()
 	v, err := r.opt.Backend.Renew(ctx, RenewInput{Lease: lease, Owner: owner, TTL: ttl, Now: now})

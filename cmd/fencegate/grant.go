@@ -139,12 +139,17 @@ func grantLeaseOp(ctx context.Context, op string, args []string, out io.Writer) 
 	o.add(fs)
 	lease := fs.String("lease", "", "lease ID")
 	digest := fs.String("digest", "", "grant digest (status only)")
-	ttl := fs.Duration("ttl", 0, "new TTL from now (renew only; default: the registry's)")
+	ttl := fs.Duration("ttl", 0, "new TTL from now (renew only; default: the lease's own TTL, as granted)")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
 	if err := o.check(); err != nil {
 		return err
+	}
+	if op == "renew" && *ttl != 0 && *ttl < time.Millisecond {
+		// Sent as whole milliseconds: a shorter TTL would turn into 0, which
+		// renews by the lease's own TTL.
+		return &exitError{2, errors.New("--ttl must be at least 1ms (omit it to keep the lease's own TTL)")}
 	}
 	if *lease == "" && (op != "status" || *digest == "") {
 		return &exitError{2, errors.New("--lease is required (status also takes --digest)")}

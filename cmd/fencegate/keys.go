@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
@@ -30,9 +31,10 @@ func runKeys(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func keysGenerate(args []string, out io.Writer) error {
-	fs := newFlags("keys generate", "--alg EdDSA|ES256|HS256 --out DIR")
+	fs := newFlags("keys generate", "--alg EdDSA|ES256|HS256 --out DIR [--force]")
 	algName := fs.String("alg", "EdDSA", "signing algorithm: EdDSA (Ed25519), ES256 (P-256) or HS256 (shared-secret MAC)")
-	dir := fs.String("out", "", "directory for signing.jwk (private, 0600) and jwks.json (trust bundle)")
+	dir := fs.String("out", "", "directory for signing.jwk (private, 0600) and jwks.json (trust bundle, 0600)")
+	force := fs.Bool("force", false, "replace an existing signing.jwk and jwks.json (the old key is lost: grants it signed no longer verify)")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -43,23 +45,32 @@ func keysGenerate(args []string, out io.Writer) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
+	keyPath := filepath.Join(*dir, "signing.jwk")
+	bundlePath := filepath.Join(*dir, "jwks.json")
+	if !*force {
+		for _, p := range []string{keyPath, bundlePath} {
+			if _, err := os.Lstat(p); err == nil {
+				return errExists(p)
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("keys generate: %w", err)
+			}
+		}
+	}
 	k, err := keys.Generate(alg, nil)
 	if err != nil {
-		return err
-	}
-	keyPath := filepath.Join(*dir, "signing.jwk")
-	if err := keys.Save(keyPath, k); err != nil {
 		return err
 	}
 	bundle, err := keys.Bundle(true, k)
 	if err != nil {
 		return err
 	}
-	bundlePath := filepath.Join(*dir, "jwks.json")
-	if err := keys.Save(bundlePath, bundle); err != nil {
+	if err := writeKeyFiles(*force, keyFile{keyPath, k}, keyFile{bundlePath, bundle}); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "kid:          %s\nalg:          %s\nsigning key:  %s (private, mode 0600)\ntrust bundle: %s\n", k.KeyID(), alg, keyPath, bundlePath)
+	if *force {
+		fmt.Fprintln(out, "note: --force replaced any earlier key in "+*dir+"; grants signed by it no longer verify against this bundle")
+	}
 	if keys.IsSymmetric(k) {
 		fmt.Fprintln(out, "note: HS256 is a MAC: the trust bundle holds the shared secret itself; distribute it to sidecars as a secret")
 	}

@@ -125,7 +125,7 @@ func (c *Client) Lookup(ctx context.Context, requestID string) (*Lease, error) {
 	return &out, err
 }
 
-// Renew extends a lease by ttl (0: the registry's default).
+// Renew extends a lease by ttl (0: the lease's own TTL).
 func (c *Client) Renew(ctx context.Context, lease string, ttl time.Duration) (*Lease, error) {
 	var out Lease
 	err := c.do(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(lease)+"/renew", httpapi.RenewBody{TTLMs: ttl.Milliseconds()}, &out, false)

@@ -2,6 +2,8 @@ package client_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"github.com/fencegate/fencegate/internal/faultproxy"
 	"github.com/fencegate/fencegate/internal/identity"
 	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate/verify"
 )
 
 // TestLostAcquireResponse: the registry grants, the answer is lost on the
@@ -118,7 +121,10 @@ func TestLostRenewalResponse(t *testing.T) {
 	}
 	defer h.Release(ctx)
 	tr := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a"))
-	before, _ := s.direct(t, "worker-a").Status(ctx, h.LeaseID())
+	before, err := s.direct(t, "worker-a").Status(ctx, h.LeaseID())
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	s.regFault.SetModeN(faultproxy.DropResponse, 1)
 	clock.advanceIdle(t, 4*time.Second) // the renewal goes out; its answer is lost
@@ -126,9 +132,18 @@ func TestLostRenewalResponse(t *testing.T) {
 	if s.regFault.Stats().DroppedResponses != 1 {
 		t.Fatal("the renewal's answer was not the one dropped")
 	}
-	after, _ := s.direct(t, "worker-a").Status(ctx, h.LeaseID())
-	if !after.ExpiresAt.After(before.ExpiresAt) {
-		t.Fatal("the registry did not apply the renewal whose answer was lost")
+	after, err := s.direct(t, "worker-a").Status(ctx, h.LeaseID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The renewal is the only write since before: the registry's revision
+	// (stated by each status proof) moved. The expiry alone does not show
+	// it: the registry keeps times in milliseconds, and a renewal decided
+	// in the same millisecond as the acquire yields the same expiry.
+	if revBefore, revAfter := proofRevision(t, before.Status), proofRevision(t, after.Status); revAfter <= revBefore ||
+		after.ExpiresAt.Before(before.ExpiresAt) || after.State != verify.StateHeld {
+		t.Fatalf("the registry did not apply the renewal whose answer was lost: revision %d -> %d, expiry %s -> %s, state %s",
+			revBefore, revAfter, before.ExpiresAt, after.ExpiresAt, after.State)
 	}
 	accepted := s.sidecarFP.Stats().Accepted
 	if _, err := tr.RoundTrip(s.put(ctx, batchPath+"lost-renewal", "x")); !errors.Is(err, client.ErrNotHolding) {
@@ -153,6 +168,26 @@ func TestLostRenewalResponse(t *testing.T) {
 	if got := rec.states(); !equalStates(got, want) {
 		t.Fatalf("transitions %v, want %v", got, want)
 	}
+}
+
+// proofRevision is the backendRevision a lockStatus.v1 proof states: the
+// registry's revision at the read, which every registry write increments.
+// (The proof comes straight from the registry; only its claims are read.)
+func proofRevision(t *testing.T, proof string) uint64 {
+	t.Helper()
+	parts := strings.Split(proof, ".")
+	if len(parts) != 3 {
+		t.Fatalf("status proof %q is not a compact JWS", proof)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatalf("status proof payload: %v", err)
+	}
+	var st verify.Status
+	if err := json.Unmarshal(raw, &st); err != nil || st.Schema != verify.StatusSchema {
+		t.Fatalf("status proof claims %s: %v", raw, err)
+	}
+	return st.BackendRevision
 }
 
 func indexOf(s []client.State, st client.State) int {

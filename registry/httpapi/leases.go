@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -21,8 +22,8 @@ func (s *server) acquire(w http.ResponseWriter, req *http.Request) {
 	if !s.decode(w, req, &b) {
 		return
 	}
-	if b.TTLMs < 0 || b.WaitMs < 0 {
-		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "ttlMs and waitMs must not be negative"), 0)
+	if !validMs(b.TTLMs) || !validMs(b.WaitMs) {
+		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "ttlMs and waitMs must be non-negative durations in milliseconds"), 0)
 		return
 	}
 	res, err := s.Registry.Acquire(req.Context(), registry.AcquireRequest{
@@ -72,10 +73,12 @@ func (s *server) renew(w http.ResponseWriter, req *http.Request) {
 	if !s.decode(w, req, &b) {
 		return
 	}
-	if b.TTLMs < 0 {
-		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "ttlMs must not be negative"), 0)
+	if !validMs(b.TTLMs) {
+		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "ttlMs must be a non-negative duration in milliseconds"), 0)
 		return
 	}
+	// ttlMs 0 (or no body) renews by the lease's own TTL, never by the
+	// registry's default: see Registry.Renew.
 	res, err := s.Registry.Renew(req.Context(), owner, chi.URLParam(req, "lease"), time.Duration(b.TTLMs)*time.Millisecond)
 	if err != nil {
 		d, retry := toProblem(err)
@@ -89,6 +92,11 @@ func (s *server) renew(w http.ResponseWriter, req *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, leaseBody(res, owner))
 }
+
+// validMs reports whether v milliseconds is a non-negative duration that
+// time.Duration holds: a larger value would wrap around (possibly into the
+// accepted TTL range) when converted.
+func validMs(v int64) bool { return v >= 0 && v <= math.MaxInt64/int64(time.Millisecond) }
 
 func (s *server) release(w http.ResponseWriter, req *http.Request) {
 	owner, ok := s.caller(w, req)

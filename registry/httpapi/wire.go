@@ -18,8 +18,10 @@ type AcquireBody struct {
 	WaitMs int64 `json:"waitMs,omitempty"`
 }
 
-// RenewBody is the body of POST /v1/leases/{lease}/renew.
+// RenewBody is the body of POST /v1/leases/{lease}/renew (optional).
 type RenewBody struct {
+	// TTLMs is the new TTL from now in milliseconds. 0 (or no body) renews
+	// by the lease's own TTL (its ttlMs), never by the registry's default.
 	TTLMs int64 `json:"ttlMs,omitempty"`
 }
 

@@ -108,6 +108,7 @@ func cases() []testCase {
 		{"ConcurrentAcquirers", testConcurrentAcquirers},
 		{"ConcurrentExpiry", testConcurrentExpiry},
 		{"Renew", testRenew},
+		{"RenewKeepsTTL", testRenewKeepsTTL},
 		{"Release", testRelease},
 		{"WaitHandoffOnRelease", testWaitHandoffOnRelease},
 		{"WaitHandoffOnExpiry", testWaitHandoffOnExpiry},
