@@ -127,6 +127,12 @@ var (
 	ErrResourcePaused error = &codeError{CodeResourcePaused}
 	// ErrStoreUnavailable: the sidecar's fenced store failed; nothing was forwarded.
 	ErrStoreUnavailable error = &codeError{CodeStoreUnavailable}
+	// ErrMethodOverrideRefused: the request carried a method-override header;
+	// send the real method instead.
+	ErrMethodOverrideRefused error = &codeError{CodeMethodOverrideRefused}
+	// ErrUpgradeRefused: the request asked for a protocol upgrade that the
+	// sidecar's configuration does not allow (h2c never is).
+	ErrUpgradeRefused error = &codeError{CodeUpgradeRefused}
 )
 
 // Errors of the lease state machine and the worker helpers.

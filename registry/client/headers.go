@@ -68,6 +68,12 @@ const (
 	CodeResourcePaused     = "RESOURCE_PAUSED"
 	CodeStoreUnavailable   = "STORE_UNAVAILABLE"
 	CodeBackendUnavailable = "BACKEND_UNAVAILABLE"
+	// CodeMethodOverrideRefused: the request carried a method-override
+	// header (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override).
+	CodeMethodOverrideRefused = "METHOD_OVERRIDE_REFUSED"
+	// CodeUpgradeRefused: the request asked for a protocol upgrade (Upgrade,
+	// h2c, HTTP2-Settings, the HTTP/2 preface) that no upgrades entry allows.
+	CodeUpgradeRefused = "UPGRADE_REFUSED"
 )
 
 // OperationID is the ID of one segment of an operation: root + "/" + seq,

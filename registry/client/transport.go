@@ -106,12 +106,15 @@ func ContextWithSegment(ctx context.Context, seq uint64) context.Context {
 	return context.WithValue(ctx, segmentKey{}, seq)
 }
 
+// mutating is the sidecar's rule: only GET, HEAD, OPTIONS and TRACE,
+// spelled exactly so, are reads; every other method is a mutation and
+// carries the grant headers.
 func mutating(method string) bool {
 	switch method {
-	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		return true
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return false
 	}
-	return false
+	return true
 }
 
 func closeBody(req *http.Request) {
