@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Decide is Begin's decision, a pure function shared by every backend. rec is
@@ -55,11 +56,18 @@ func Decide(rec Record, receipt *Receipt, in BeginInput) (BeginResult, Change, e
 		}
 		d.res.Mutation = cloneMutation(m)
 
-	// 2. The segment was accepted before.
+	// 2. The segment was accepted before: under another operation root, the
+	// fence was issued twice; under the same root, replay or conflict.
+	case receipt != nil && receipt.Root != in.Root:
+		r := receipt.Clone()
+		d.res.Receipt = &r
+		d.regress(now, "fence "+u(in.Fence)+" issued twice: segment "+u(in.Seq)+" accepted as "+receipt.ID+
+			" under operation root "+receipt.Root+", attempted under root "+in.Root+" (lease "+in.Lease+")")
+		changed = true
 	case receipt != nil:
 		r := receipt.Clone()
 		d.res.Receipt = &r
-		if receipt.PayloadDigest == in.PayloadDigest && receipt.Root == in.Root {
+		if receipt.PayloadDigest == in.PayloadDigest {
 			d.decide(DecisionReplay, "segment accepted before as "+receipt.ID)
 		} else {
 			ref := in.Ref()
@@ -84,26 +92,26 @@ func Decide(rec Record, receipt *Receipt, in BeginInput) (BeginResult, Change, e
 	// 3. Lower than the highest accepted fence.
 	case in.Fence < next.HighestFence:
 		if in.Evidence.IssuedAfter(next.Evidence) {
-			next.Pause = &Pause{
-				Reason: PauseFenceRegression,
-				Detail: "fence " + u(in.Fence) + " below highest " + u(next.HighestFence) +
-					" with later evidence (epoch " + u(in.Evidence.IssuerEpoch) + ", revision " + u(in.Evidence.BackendRevision) + ")",
-				At:       now,
-				Fence:    in.Fence,
-				Evidence: in.Evidence,
-			}
+			d.regress(now, "fence "+u(in.Fence)+" below highest "+u(next.HighestFence)+
+				" with later evidence (epoch "+u(in.Evidence.IssuerEpoch)+", revision "+u(in.Evidence.BackendRevision)+")")
 			changed = true
-			d.decide(DecisionFenceRegression, next.Pause.Detail)
 		} else {
 			d.decide(DecisionStaleOwner, "fence "+u(in.Fence)+" below highest "+u(next.HighestFence))
 		}
 
-	// 4. One mutation per resource at a time.
+	// 4. The highest fence under another operation root: issued twice. This
+	// does not wait for a mutation in flight (which may still settle).
+	case in.Fence == next.HighestFence && next.Root != "" && in.Root != next.Root:
+		d.regress(now, "fence "+u(in.Fence)+" issued twice: accepted under operation root "+next.Root+
+			" (lease "+next.Lease+"), attempted under root "+in.Root+" (lease "+in.Lease+")")
+		changed = true
+
+	// 5. One mutation per resource at a time.
 	case next.InFlight != nil:
 		d.res.Mutation = cloneMutation(next.InFlight)
 		d.decide(DecisionBusy, next.InFlight.OperationID+" in flight")
 
-	// 5. A new, higher fence starts at segment 1 and becomes the highest now.
+	// 6. A new, higher fence starts at segment 1 and becomes the highest now.
 	case in.Fence > next.HighestFence:
 		if in.Seq != 1 {
 			d.decide(DecisionSegmentGap, "new fence "+u(in.Fence)+" must start at segment 1, got "+u(in.Seq))
@@ -119,13 +127,14 @@ func Decide(rec Record, receipt *Receipt, in BeginInput) (BeginResult, Change, e
 		d.proceed(now)
 		changed = true
 
-	// 6. The current fence continues its own operation, in order.
+	// 7. The current fence continues its own operation, in order. (A record
+	// without a root, which Decide never writes, cannot prove a double issue.)
 	case in.Root != next.Root:
 		d.decide(DecisionSegmentGap, "operation root differs from fence "+u(next.HighestFence)+"'s")
 	case in.Seq != next.LastSeq+1:
 		d.decide(DecisionSegmentGap, "segment "+u(in.Seq)+" after "+u(next.LastSeq)+", want "+u(next.LastSeq+1))
 	default:
-		// 7.
+		// 8.
 		d.proceed(now)
 		changed = true
 	}
@@ -150,6 +159,32 @@ func (d *decider) decide(dec Decision, detail string) {
 	d.res.Detail = detail
 }
 
+// regress decides FENCE_REGRESSION and pauses the resource, recording the
+// attempted fence, its evidence and what was seen. The highest fence, the
+// segment and any mutation in flight are kept: that mutation may still
+// Commit, MarkUnknown, Abort or be resolved.
+func (d *decider) regress(now time.Time, detail string) {
+	d.next.Pause = &Pause{
+		Reason:   PauseFenceRegression,
+		Detail:   clip(detail, MaxDetailLen),
+		At:       now,
+		Fence:    d.in.Fence,
+		Evidence: d.in.Evidence,
+	}
+	d.decide(DecisionFenceRegression, d.next.Pause.Detail)
+}
+
+// clip cuts s to at most n bytes without splitting a UTF-8 sequence.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 func (d *decider) proceed(now time.Time) {
 	ref := d.in.Ref()
 	d.next.InFlight = &Mutation{
@@ -158,6 +193,7 @@ func (d *decider) proceed(now time.Time) {
 		PayloadDigest: d.in.PayloadDigest,
 		GrantDigest:   d.in.GrantDigest,
 		Lease:         d.in.Lease,
+		Owner:         d.in.Owner,
 		Evidence:      d.in.Evidence,
 		BegunAt:       now,
 		Deadline:      normTime(d.in.Deadline),

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/storetest"
@@ -30,6 +31,107 @@ func TestDecideRejectionsWriteNothing(t *testing.T) {
 		res, ch, err := store.Decide(rec, c.rc, c.in)
 		if err != nil || res.Decision != c.want || ch.Writes() {
 			t.Errorf("%s: %s, writes %v, %v", c.name, res.Decision, ch.Writes(), err)
+		}
+	}
+}
+
+// A fence already accepted, attempted under another operation root, proves
+// the registry issued it twice: FENCE_REGRESSION, and the pause is written in
+// the same change, keeping the highest fence, the segment and the marker.
+func TestDecideFenceReissued(t *testing.T) {
+	ev := store.Evidence{IssuerEpoch: 1, BackendRevision: 50}
+	rec := store.Record{Resource: "r", HighestFence: 5, Root: storetest.Root(5), Lease: "lease-5", LastSeq: 2, Evidence: ev}
+	inFlight := rec.Clone()
+	inFlight.InFlight = &store.Mutation{OpRef: storetest.Attempt("r", 5, 3, "p3").Ref(), OperationID: "root-5/3",
+		State: store.MutationInFlight, BegunAt: storetest.T0, Deadline: storetest.T0.Add(time.Minute), Attempts: 1}
+	accepted := &store.Receipt{ID: "rcpt-1", OpRef: storetest.Attempt("r", 5, 1, "p1").Ref(), PayloadDigest: storetest.Digest("p1")}
+	older := &store.Receipt{ID: "rcpt-4", OpRef: storetest.Attempt("r", 4, 1, "p1").Ref(), PayloadDigest: storetest.Digest("p1")}
+	other := func(in store.BeginInput) store.BeginInput { in.Root = "other-root"; return in }
+	for _, c := range []struct {
+		name string
+		rec  store.Record
+		rc   *store.Receipt
+		in   store.BeginInput
+		want store.Decision
+	}{
+		{"receipt, other root, same payload", rec, accepted, other(storetest.Attempt("r", 5, 1, "p1")), store.DecisionFenceRegression},
+		{"receipt, other root, other payload", rec, accepted, other(storetest.Attempt("r", 5, 1, "x")), store.DecisionFenceRegression},
+		{"receipt of a lower fence, other root", rec, older, other(storetest.Attempt("r", 4, 1, "p1")), store.DecisionFenceRegression},
+		{"receipt, same root, other payload", rec, accepted, storetest.Attempt("r", 5, 1, "x"), store.DecisionSegmentConflict},
+		{"receipt, same root and payload", rec, accepted, storetest.Attempt("r", 5, 1, "p1"), store.DecisionReplay},
+		{"highest, other root, next seq", rec, nil, other(storetest.Attempt("r", 5, 3, "x")), store.DecisionFenceRegression},
+		{"highest, other root, any seq", rec, nil, other(storetest.Attempt("r", 5, 9, "x")), store.DecisionFenceRegression},
+		{"highest, other root, in flight", inFlight, nil, other(storetest.Attempt("r", 5, 3, "x")), store.DecisionFenceRegression},
+		{"highest, same root, in flight", inFlight, nil, storetest.Attempt("r", 5, 4, "x"), store.DecisionBusy},
+		{"highest, same root, gap", rec, nil, storetest.Attempt("r", 5, 4, "x"), store.DecisionSegmentGap},
+		{"higher fence, other root", rec, nil, other(storetest.Attempt("r", 6, 1, "x")), store.DecisionProceed},
+		{"lower fence, other root, no receipt", rec, nil, other(storetest.Attempt("r", 4, 2, "x")), store.DecisionStaleOwner},
+		// A record without a root (never written by Decide) proves nothing.
+		{"highest without a root", store.Record{Resource: "r", HighestFence: 5, LastSeq: 2}, nil, other(storetest.Attempt("r", 5, 3, "x")), store.DecisionSegmentGap},
+	} {
+		res, ch, err := store.Decide(c.rec, c.rc, c.in)
+		if err != nil || res.Decision != c.want {
+			t.Errorf("%s: %s (%s), %v; want %s", c.name, res.Decision, res.Detail, err, c.want)
+			continue
+		}
+		if c.want != store.DecisionFenceRegression {
+			if ch.Record.Pause != nil || res.Record.Pause != nil {
+				t.Errorf("%s: paused: %+v", c.name, res.Record.Pause)
+			}
+			continue
+		}
+		p := ch.Record.Pause
+		if !ch.WriteRecord || ch.WriteReceipt || ch.Quarantine != nil || res.Quarantine != nil || p == nil ||
+			p.Reason != store.PauseFenceRegression || p.Fence != c.in.Fence || p.Evidence != c.in.Evidence || !p.At.Equal(c.in.Now) ||
+			!strings.Contains(p.Detail, "other-root") || res.Detail != p.Detail {
+			t.Errorf("%s: change %+v, pause %+v", c.name, ch, p)
+			continue
+		}
+		want := c.rec.Clone()
+		want.Pause = p
+		if !reflect.DeepEqual(ch.Record, want) || !reflect.DeepEqual(res.Record, want) {
+			t.Errorf("%s: record\n got %+v\nwant %+v", c.name, ch.Record, want)
+		}
+		if (c.rc != nil) != (res.Receipt != nil) || c.rc != nil && res.Receipt.ID != c.rc.ID {
+			t.Errorf("%s: result receipt %+v", c.name, res.Receipt)
+		}
+	}
+}
+
+// The pause detail names both roots and leases, bounded by MaxDetailLen (a
+// Pause's limit) without splitting a UTF-8 sequence.
+func TestDecideFenceReissuedDetailBounded(t *testing.T) {
+	long := strings.Repeat("é", store.MaxRootLen/2)
+	rec := store.Record{Resource: "r", HighestFence: 5, Root: long, Lease: strings.Repeat("l", store.MaxLeaseLen), LastSeq: 1}
+	in := storetest.Attempt("r", 5, 2, "x")
+	in.Root = strings.Repeat("ü", store.MaxRootLen/2)
+	in.Lease = strings.Repeat("m", store.MaxLeaseLen)
+	res, ch, err := store.Decide(rec, nil, in)
+	if err != nil || res.Decision != store.DecisionFenceRegression {
+		t.Fatalf("%s, %v", res.Decision, err)
+	}
+	d := ch.Record.Pause.Detail
+	if len(d) > store.MaxDetailLen || len(d) < store.MaxDetailLen-3 || !utf8.ValidString(d) || !strings.Contains(d, long) {
+		t.Fatalf("detail of %d bytes, valid UTF-8 %v: %q", len(d), utf8.ValidString(d), d)
+	}
+	// The stored pause is one an operator could have written.
+	if err := (store.PauseInput{Resource: "r", Reason: store.PauseFenceRegression, Detail: d, Now: storetest.T0}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The owner is a required, bounded text field of Begin.
+func TestBeginInputOwner(t *testing.T) {
+	for owner, ok := range map[string]bool{
+		"spiffe://example.org/ns/a/sa/b": true, strings.Repeat("o", store.MaxOwnerLen): true,
+		"": false, strings.Repeat("o", store.MaxOwnerLen+1): false, "a\tb": false, "a\x7fb": false, "a\xffb": false,
+	} {
+		in := storetest.Attempt("r", 5, 1, "a")
+		in.Owner = owner
+		err := in.Validate()
+		var ie *store.InputError
+		if ok != (err == nil) || !ok && (!errors.As(err, &ie) || ie.Field != "owner") {
+			t.Errorf("owner %q (%d bytes): %v", owner[:min(len(owner), 20)], len(owner), err)
 		}
 	}
 }

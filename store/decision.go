@@ -6,6 +6,10 @@ import "time"
 // BUSY, REPLAY and PROCEED.
 type Decision string
 
+// MaxOwnerLen is the maximum length in bytes of BeginInput.Owner, a workload
+// identity (e.g. a SPIFFE ID).
+const MaxOwnerLen = 2048
+
 // Begin's decisions.
 const (
 	// DecisionProceed: forward the request; the mutation is now in flight and
@@ -19,16 +23,18 @@ const (
 	// DecisionMutationUnknown: an earlier mutation's outcome is unknown; the
 	// resource awaits reconciliation.
 	DecisionMutationUnknown Decision = "MUTATION_UNKNOWN"
-	// DecisionSegmentConflict: the segment was accepted with another payload;
-	// the attempt is quarantined.
+	// DecisionSegmentConflict: the segment was accepted under the same
+	// operation root with another payload; the attempt is quarantined.
 	DecisionSegmentConflict Decision = "SEGMENT_CONFLICT"
 	// DecisionStaleOwner: the fence is below the highest accepted.
 	DecisionStaleOwner Decision = "STALE_OWNER"
-	// DecisionFenceRegression: the fence is below the highest accepted but
-	// the registry issued it later; the resource is now paused.
+	// DecisionFenceRegression: the registry went backwards: the fence is
+	// below the highest accepted but was issued later, or it was accepted
+	// before under another operation root (issued twice). The resource is
+	// now paused.
 	DecisionFenceRegression Decision = "FENCE_REGRESSION"
-	// DecisionSegmentGap: wrong segment order (a new fence not at 1, another
-	// root under the same fence, or not lastSeq+1).
+	// DecisionSegmentGap: wrong segment order (a new fence not at 1, or not
+	// lastSeq+1).
 	DecisionSegmentGap Decision = "SEGMENT_GAP"
 	// DecisionBusy: another mutation of the resource is in flight; wait until
 	// it settles or answer with Retry-After.
@@ -52,6 +58,10 @@ type BeginInput struct {
 	GrantDigest string
 	// Lease is the grant's lease ID.
 	Lease string
+	// Owner is the caller's workload identity, which the caller has checked
+	// equals the grant's owner. It is kept with the mutation and its receipt,
+	// so that receipts are shown only to the owner whose grant produced them.
+	Owner string
 	// Evidence is the grant's issue evidence (issuer epoch, backend revision).
 	Evidence Evidence
 	// Now is the caller's current time.
@@ -82,7 +92,9 @@ type BeginResult struct {
 	// MUTATION_UNKNOWN, the mutation that blocks (with its deadline).
 	Mutation *Mutation
 	// Receipt is, for REPLAY, the stored receipt to answer with; for
-	// SEGMENT_CONFLICT, the receipt the attempt conflicts with.
+	// SEGMENT_CONFLICT, the receipt the attempt conflicts with; for
+	// FENCE_REGRESSION, the receipt accepted under another root, if that is
+	// what proved the double issue.
 	Receipt *Receipt
 	// Quarantine is, for SEGMENT_CONFLICT, the quarantine entry as stored.
 	Quarantine *Quarantine

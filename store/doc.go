@@ -1,7 +1,8 @@
 // Package store defines the fenced store: the one place where "stale" is
 // decided. For every resource it keeps the highest accepted fence token, the
 // operation root that fence belongs to, the last accepted segment, a receipt
-// per accepted segment, the mutation currently in flight, and a pause state.
+// per accepted segment (with the workload identity that owned it), the
+// mutation currently in flight, and a pause state.
 //
 // The package holds domain types, validation, sentinel errors and the pure
 // decision logic; it imports no backend. Backends live in their own packages
@@ -31,18 +32,56 @@
 //     retry of it (same fence, root, seq and payload digest) with
 //     BeginInput.RetryUnknown set, which proceeds again under the same
 //     operation ID (the route honours Idempotency-Key);
-//  2. a receipt exists for (fence, seq): same payload digest and root →
-//     REPLAY with the stored receipt and response, even if a newer fence took
-//     over since; anything else → SEGMENT_CONFLICT and a quarantine entry;
+//  2. a receipt exists for (fence, seq): under another operation root →
+//     FENCE_REGRESSION and the resource pauses (see below); same root and
+//     payload digest → REPLAY with the stored receipt and response, even if a
+//     newer fence took over since; same root, other payload →
+//     SEGMENT_CONFLICT and a quarantine entry;
 //  3. fence < highest → STALE_OWNER, or FENCE_REGRESSION when the attempt's
 //     evidence shows the registry issued it after the highest fence (a higher
 //     issuer epoch, or the same epoch and a higher backend revision): the
 //     resource is then paused in the same step;
-//  4. another mutation in flight → BUSY (with that mutation and its deadline);
-//  5. fence > highest → only segment 1, else SEGMENT_GAP;
-//  6. fence = highest → only the same root (else SEGMENT_GAP, detail
-//     "operation root differs") and seq = lastSeq+1 (else SEGMENT_GAP);
-//  7. PROCEED: the mutation is marked in flight.
+//  4. fence = highest under another operation root than the record's →
+//     FENCE_REGRESSION and the resource pauses, even while a mutation is in
+//     flight;
+//  5. another mutation in flight → BUSY (with that mutation and its deadline);
+//  6. fence > highest → only segment 1, else SEGMENT_GAP;
+//  7. fence = highest → seq = lastSeq+1, else SEGMENT_GAP (another root gets
+//     SEGMENT_GAP only under a record without a root, which Decide never
+//     writes);
+//  8. PROCEED: the mutation is marked in flight.
+//
+// # A fence issued twice: FENCE_REGRESSION
+//
+// The registry issues each fence once, to one grant, whose operation root
+// binds the resource, the fence and the grant ID; renewing a grant keeps its
+// token, so its root never changes. Begin's input is authenticated (the
+// grant's signature was checked before Begin), so an accepted fence arriving
+// under another root proves the registry issued it twice: typically a
+// registry restored from an old snapshot handing out tokens it had already
+// issued. Steps 2 and 4 catch that wherever the store can see it (the receipt
+// of that very segment, or the highest fence's own root); a lower fence with
+// neither is caught by its evidence (step 3) or is STALE_OWNER, refused all
+// the same.
+//
+// The attempt is refused and the resource pauses in the same atomic step
+// (PauseFenceRegression, with the attempted fence, its evidence and a detail
+// naming both roots and the leases or the receipt, cut at MaxDetailLen), so
+// the restore alarm fires (ListPaused). Until an operator resumes, every Begin
+// is PAUSED, the legitimate owner's included: the store cannot tell which of
+// the two grants the registry now believes in. The pause is the record; no
+// quarantine entry is written (quarantine is for a payload conflicting with
+// an accepted segment; here the registry is at fault, not the segment), and
+// the same attempt after a resume pauses again.
+//
+// Nothing else changes: the highest fence, its root and segment stay, and a
+// mutation already in flight is left alone. It was begun before the evidence
+// arrived and may have reached the backend, so its Commit, MarkUnknown, Abort
+// or Resolve is still recorded under the pause (a receipt written, the segment
+// advanced); only new Begins wait for the operator. That is why step 4 comes
+// before BUSY: the evidence is made durable at once instead of waiting for a
+// mutation that may be slow to settle. A pause or an unknown outcome (step 1)
+// still comes first: either already refuses every attempt.
 //
 // # When a new fence becomes the highest: at Begin
 //
@@ -62,8 +101,19 @@
 // If F's mutation is then Aborted (proven never sent) or resolved as not
 // applied, the highest fence stays F with lastSeq 0: it is never lowered.
 // F's owner may retry segment 1; lower fences stay rejected, which is correct
-// because the registry issued F after them. There is no API that lowers
-// HighestFence or resets a resource; Resume clears a pause and keeps it.
+// because the registry issued F after them. Another grant carrying F (another
+// root) is FENCE_REGRESSION, not a new owner: F was issued once already.
+// There is no API that lowers HighestFence or resets a resource; Resume
+// clears a pause and keeps it, and FENCE_REGRESSION never changes it.
+//
+// # Owners
+//
+// BeginInput.Owner is the caller's workload identity, which the caller has
+// checked equals the grant's owner. It travels with the in-flight Mutation
+// into the Receipt that Commit or Resolve writes, so that receipts can be
+// shown only to the owner whose grant produced them. A receipt (or marker)
+// stored before owners were kept reads back with Owner "": it belongs to no
+// worker.
 //
 // # Unknown outcomes and reconciliation
 //
@@ -83,6 +133,47 @@
 // Deadline). Times are stored in UTC without a monotonic reading. Receipt and
 // quarantine IDs are derived from their inputs (ReceiptID, QuarantineID), so a
 // deterministic simulation replays identically.
+//
+// # Retention and compaction
+//
+// Receipts and quarantine entries would grow without bound; Compact deletes
+// those past a retention (an age, a count per resource), at most MaxDeletes
+// per call. PlanCompaction decides for one resource, reading its record, its
+// receipts from the oldest (fence, seq) and its quarantine entries, and
+// returns what to delete in one atomic step with that read. Compact never
+// writes a record: the highest fence, its root, the last segment, the
+// mutation in flight or unknown and the pause all stay. It only ever deletes
+// the receipt of a segment (f, s) with f < HighestFence, or f = HighestFence
+// and s < LastSeq; so the receipt of the last accepted segment (HighestFence,
+// LastSeq), and that of the mutation in flight (HighestFence, LastSeq+1),
+// are always kept, and a retry of the last segment still gets REPLAY.
+//
+// Safety argument: a compacted segment can never be accepted again. Take a
+// deleted receipt (f, s) of a resource whose record, at deletion, has highest
+// fence H and last segment L; then f < H, or f = H and s < L. Neither can go
+// back afterwards: H never decreases, and L only grows while H stays (a new,
+// higher fence replaces both, and then f < H). Decide answers PROCEED in
+// exactly three places: a fence above the highest at segment 1 (excluded,
+// f <= H); the highest fence under its own root at segment lastSeq+1
+// (excluded, s <= L < L+1); and the RetryUnknown of the unknown mutation,
+// whose segment is (H, L+1) (excluded likewise). So a later Begin of (f, s),
+// now without a receipt, is refused: STALE_OWNER when f < H (or
+// FENCE_REGRESSION, which pauses, when its evidence says the registry issued
+// it later), SEGMENT_GAP when f = H (a replay carries the root fence H was
+// accepted under; a block such as PAUSED, BUSY or MUTATION_UNKNOWN may
+// answer first). What compaction takes away is
+// only a replay's stored response: the client gets STALE_OWNER or
+// SEGMENT_GAP instead of REPLAY. Quarantine entries are evidence for
+// operators and never read by a decision, so deleting them changes no
+// answer.
+//
+// # The enforcement ledger
+//
+// The store also keeps the sidecar's enforcement ledger: per route shape,
+// whether it is enforced and since when, with a bounded history (see
+// ApplyEnforcement). It lives with the fenced store so that every replica
+// sharing the store, and a fresh pod on an empty disk, see the same ledger.
+// Each shape's entry is its own unit of atomicity.
 //
 // # Bad input
 //

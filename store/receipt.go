@@ -82,6 +82,10 @@ type Receipt struct {
 	PayloadDigest string `json:"payloadDigest"`
 	// GrantDigest is the digest of the grant the request carried.
 	GrantDigest string `json:"grantDigest"`
+	// Owner is the workload identity that began the mutation
+	// (BeginInput.Owner), carried through the in-flight marker. A receipt
+	// stored before owners were kept reads back "": it belongs to no worker.
+	Owner string `json:"owner,omitempty"`
 	// BackendStatus is the backend's HTTP status; 0 when reconciliation
 	// wrote the receipt without a backend answer.
 	BackendStatus int `json:"backendStatus"`
@@ -132,6 +136,7 @@ func newReceipt(m *Mutation, status int, resp StoredResponse, now time.Time, src
 		OperationID:   m.OperationID,
 		PayloadDigest: m.PayloadDigest,
 		GrantDigest:   m.GrantDigest,
+		Owner:         m.Owner,
 		BackendStatus: status,
 		Response:      resp.bounded(limit),
 		AcceptedAt:    normTime(now),

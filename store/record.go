@@ -82,6 +82,9 @@ type Mutation struct {
 	GrantDigest string `json:"grantDigest"`
 	// Lease is the grant's lease ID.
 	Lease string `json:"lease"`
+	// Owner is the workload identity of the Begin that marked the mutation
+	// (BeginInput.Owner); "" for a marker stored before owners were kept.
+	Owner string `json:"owner,omitempty"`
 	// Evidence is the grant's issue evidence.
 	Evidence Evidence `json:"evidence"`
 	// BegunAt is the Now of the Begin that (last) proceeded.
@@ -124,9 +127,10 @@ type PauseReason string
 
 // Pause reasons.
 const (
-	// PauseFenceRegression: the registry issued a token below the highest
-	// accepted fence with later evidence; writes pause until an operator
-	// resumes (the highest fence is kept).
+	// PauseFenceRegression: the registry went backwards: it issued a token
+	// below the highest accepted fence with later evidence, or issued an
+	// accepted fence again under another operation root. Writes pause until
+	// an operator resumes (the highest fence is kept).
 	PauseFenceRegression PauseReason = "FENCE_REGRESSION"
 	// PauseOperator: an operator paused the resource.
 	PauseOperator PauseReason = "OPERATOR"
@@ -140,7 +144,8 @@ type Pause struct {
 	Detail string `json:"detail,omitempty"`
 	// At is when the pause was recorded.
 	At time.Time `json:"at"`
-	// Fence is, for FENCE_REGRESSION, the regressed fence that was attempted.
+	// Fence is, for FENCE_REGRESSION, the regressed (or re-issued) fence that
+	// was attempted.
 	Fence uint64 `json:"fence,omitempty"`
 	// Evidence is, for FENCE_REGRESSION, the regressed grant's evidence.
 	Evidence Evidence `json:"evidence,omitzero"`

@@ -48,6 +48,22 @@ type Store interface {
 	// all resources when resource is "", by resource then ID.
 	ListQuarantined(ctx context.Context, resource string) ([]Quarantine, error)
 
+	// Enforcements returns the enforcement ledger: the entry of every route
+	// shape ever enforced, by shape.
+	Enforcements(ctx context.Context) ([]Enforcement, error)
+	// RecordEnforcement applies an ENFORCE or FORCED_DOWNGRADE to the
+	// ledger entry of a shape (see ApplyEnforcement) and returns the entry
+	// as stored. The entry is its own unit of atomicity.
+	RecordEnforcement(ctx context.Context, in EnforcementInput) (Enforcement, error)
+
+	// Compact deletes receipts and quarantine entries past their retention,
+	// at most in.MaxDeletes per call (see PlanCompaction). It never changes
+	// a record. Each resource is compacted atomically with the read of its
+	// record; a call may span several resources.
+	Compact(ctx context.Context, in CompactInput) (CompactResult, error)
+	// Stats returns the store's size.
+	Stats(ctx context.Context) (Stats, error)
+
 	// Close releases the store; later calls return ErrClosed.
 	Close() error
 }

@@ -82,6 +82,9 @@ func (in BeginInput) Validate() error {
 	if err := checkText("lease", in.Lease, MaxLeaseLen, true); err != nil {
 		return err
 	}
+	if err := checkText("owner", in.Owner, MaxOwnerLen, true); err != nil {
+		return err
+	}
 	if in.Now.IsZero() {
 		return invalid("now", "required")
 	}

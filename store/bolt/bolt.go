@@ -54,8 +54,8 @@ const (
 	DefaultLockTimeout = 5 * time.Second
 )
 
-// Stats are counters since Open.
-type Stats struct {
+// Counters are counters since Open.
+type Counters struct {
 	// Writes counts store calls that ran in a committed write transaction.
 	Writes uint64
 	// TxCommits counts committed bbolt write transactions. bbolt v1.5.0
@@ -125,9 +125,9 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// Stats returns the counters since Open.
-func (s *Store) Stats() Stats {
-	return Stats{Writes: s.writes.Load(), TxCommits: s.txCommits.Load()}
+// Counters returns the counters since Open (the store's size is Stats).
+func (s *Store) Counters() Counters {
+	return Counters{Writes: s.writes.Load(), TxCommits: s.txCommits.Load()}
 }
 
 // Path returns the file's path.

@@ -34,9 +34,26 @@
 //	quarantine  resource 0x00 quarantine ID              → JSON store.Quarantine
 //	inflight    resource → "" (index: records with a mutation in flight or unknown)
 //	paused      resource → "" (index: paused records)
+//	enforcement route shape                              → JSON store.Enforcement
 //
 // Resources and roots never contain NUL (store validation forbids control
 // characters), so the composite keys are unambiguous. Open refuses a file
 // whose schema version differs from SchemaVersion; any change of the stored
 // JSON shape of store types must bump it (a golden test pins the encoding).
+// The enforcement bucket was added within schema 1: Open creates it in a file
+// that lacks it, and older binaries ignore it.
+// The optional "owner" member of receipts and in-flight markers was added
+// within schema 1 too: older files read back ownerless (and the sidecar shows
+// an ownerless receipt to no worker), older binaries ignore the member, and a
+// downgraded binary that rewrites a marker drops its owner, so that receipt
+// ends up ownerless: the safe direction.
+//
+// # Compaction
+//
+// Compact plans in a read-only transaction, walking each resource's receipts
+// from its oldest key and stopping at the first one kept, and, when there is
+// something to delete, plans those resources again and deletes in one durable
+// write transaction of at most MaxDeletes deletions (receipts with their ops
+// index entries, quarantine entries). bbolt does not shrink the file: freed
+// pages are reused by later writes, so with retention the file stays flat.
 package bolt

@@ -49,7 +49,7 @@ func TestGroupCommitSharesTransactions(t *testing.T) {
 		})
 	}()
 	<-entered
-	before := s.Stats()
+	before := s.Counters()
 	const n = 16
 	var wg sync.WaitGroup
 	results := make([]store.BeginResult, n)
@@ -72,7 +72,7 @@ func TestGroupCommitSharesTransactions(t *testing.T) {
 			t.Fatalf("Begin %d: %s %v", i, results[i].Decision, errs[i])
 		}
 	}
-	d := s.Stats()
+	d := s.Counters()
 	if w, tx := d.Writes-before.Writes, d.TxCommits-before.TxCommits; w != n+1 || tx != 2 {
 		t.Fatalf("%d writes in %d transactions; want %d writes in 2 (the blocker's and one group)", w, tx, n+1)
 	}

@@ -24,8 +24,12 @@ var (
 	bucketQuarantine = []byte("quarantine")
 	bucketInFlight   = []byte("inflight")
 	bucketPaused     = []byte("paused")
+	// bucketEnforcement holds the enforcement ledger. It came after schema
+	// 1 was released without a format change: Open creates it in an older
+	// file, which older binaries open and ignore.
+	bucketEnforcement = []byte("enforcement")
 
-	dataBuckets = [][]byte{bucketRecords, bucketReceipts, bucketOps, bucketQuarantine, bucketInFlight, bucketPaused}
+	dataBuckets = [][]byte{bucketRecords, bucketReceipts, bucketOps, bucketQuarantine, bucketInFlight, bucketPaused, bucketEnforcement}
 
 	keyFormat = []byte("format")
 	keySchema = []byte("schema")

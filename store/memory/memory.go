@@ -25,6 +25,12 @@ type Store struct {
 	quarantine map[string]map[string]store.Quarantine
 	inFlight   map[string]struct{} // resources with a mutation in flight or unknown
 	paused     map[string]struct{} // paused resources
+
+	// byResource lists each resource's receipts in ascending (fence, seq)
+	// order, for compaction (compact.go).
+	byResource map[string][]fenceSeq
+	// ledger is the enforcement ledger by shape (enforcement.go).
+	ledger map[string]store.Enforcement
 }
 
 type opKey struct{ resource, operationID string }
@@ -97,6 +103,7 @@ func (s *Store) apply(ch store.Change) *store.Quarantine {
 		if i, found := slices.BinarySearch(fences, r.Fence); !found {
 			s.ops[k] = slices.Insert(fences, i, r.Fence)
 		}
+		s.indexReceipt(r.Key())
 	}
 	if ch.Quarantine == nil {
 		return nil

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func runDecisions(t *testing.T, newStore Factory) {
 			m := r.Mutation
 			f.check(m != nil && m.OperationID == Root(8842)+"/1" && m.Fence == 8842 && m.Seq == 1 &&
 				m.State == store.MutationInFlight && m.Attempts == 1 && m.PayloadDigest == in.PayloadDigest &&
-				m.GrantDigest == in.GrantDigest && m.Lease == in.Lease && m.Evidence == in.Evidence &&
+				m.GrantDigest == in.GrantDigest && m.Lease == in.Lease && m.Owner == in.Owner && m.Evidence == in.Evidence &&
 				m.Deadline.Equal(in.Deadline) && m.BegunAt.Equal(in.Now), "mutation %+v", m)
 			rec := f.record(res)
 			f.check(rec.HighestFence == 8842 && rec.Root == in.Root && rec.LastSeq == 0 && rec.Lease == in.Lease &&
@@ -83,11 +84,57 @@ func runDecisions(t *testing.T, newStore Factory) {
 			got, err := f.s.Receipt(f.ctx, rc.Key())
 			f.check(err == nil && reflect.DeepEqual(got, rc), "receipt now %+v, %v", got, err)
 		}},
-		{"SegmentConflictOtherRoot", func(f *fixture) {
-			f.acceptN(res, 5, 1)
-			in := Attempt(res, 5, 1, "p1")
+		{"FenceReissuedOverReceiptPauses", func(f *fixture) {
+			// A registry restored from an old snapshot issues fence 5 again,
+			// under another grant: the accepted segment proves it, whatever
+			// the payload, and the resource pauses instead of quarantining.
+			rc := f.acceptN(res, 5, 1)[0]
+			for _, payload := range []string{"p1", "evil"} {
+				in := Attempt(res, 5, 1, payload)
+				in.Root = "other-root"
+				in.Lease = "lease-reissued"
+				r := f.expect(in, store.DecisionFenceRegression)
+				f.check(r.Receipt != nil && reflect.DeepEqual(*r.Receipt, rc) && r.Quarantine == nil, "receipt %+v, quarantine %+v", r.Receipt, r.Quarantine)
+				rec := f.record(res)
+				p := rec.Pause
+				f.check(rec.HighestFence == 5 && rec.Root == Root(5) && rec.LastSeq == 1 && rec.InFlight == nil && p != nil &&
+					p.Reason == store.PauseFenceRegression && p.Fence == 5 && p.Evidence == in.Evidence && p.At.Equal(T0) &&
+					strings.Contains(p.Detail, "other-root") && strings.Contains(p.Detail, Root(5)) && strings.Contains(p.Detail, rc.ID) &&
+					r.Detail == p.Detail, "record %s", dump(rec))
+				f.check(reflect.DeepEqual(r.Record, rec), "result record %s", dump(r.Record))
+				qs, err := f.s.ListQuarantined(f.ctx, res)
+				f.check(err == nil && len(qs) == 0, "quarantined %+v, %v", qs, err)
+				paused, err := f.s.ListPaused(f.ctx)
+				f.check(err == nil && len(paused) == 1 && reflect.DeepEqual(paused[0], rec), "paused %+v, %v", paused, err)
+				// Paused: the legitimate owner waits for an operator too.
+				f.expect(Attempt(res, 5, 2, "p2"), store.DecisionPaused)
+				got, err := f.s.Receipt(f.ctx, rc.Key())
+				f.check(err == nil && reflect.DeepEqual(got, rc), "receipt now %+v, %v", got, err)
+				// Resume keeps everything: the original replays, the re-issued
+				// fence pauses again.
+				rec, err = f.s.Resume(f.ctx, res)
+				f.check(err == nil && rec.Pause == nil && rec.HighestFence == 5 && rec.LastSeq == 1 && rec.Root == Root(5), "resume: %s, %v", dump(rec), err)
+				f.expect(Attempt(res, 5, 1, "p1"), store.DecisionReplay)
+			}
+		}},
+		{"FenceReissuedBelowHighestOverReceiptPauses", func(f *fixture) {
+			// The receipt is proof even once a newer fence took over, and
+			// even with earlier evidence (which alone would be STALE_OWNER).
+			f.acceptN(res, 5, 2)
+			f.acceptN(res, 6, 1)
+			in := Attempt(res, 5, 2, "p2")
 			in.Root = "other-root"
-			f.expect(in, store.DecisionSegmentConflict)
+			in.Evidence = store.Evidence{IssuerEpoch: 1, BackendRevision: 1}
+			f.expect(in, store.DecisionFenceRegression)
+			rec := f.record(res)
+			f.check(rec.HighestFence == 6 && rec.Root == Root(6) && rec.LastSeq == 1 && rec.Pause != nil &&
+				rec.Pause.Reason == store.PauseFenceRegression && rec.Pause.Fence == 5, "record %s", dump(rec))
+			// Without a receipt to compare, a lower fence stays STALE_OWNER.
+			if _, err := f.s.Resume(f.ctx, res); err != nil {
+				f.Fatal(err)
+			}
+			in.Seq = 3
+			f.expect(in, store.DecisionStaleOwner)
 		}},
 		{"StaleOwner", func(f *fixture) {
 			f.acceptN(res, 6, 1)
@@ -154,20 +201,81 @@ func runDecisions(t *testing.T, newStore Factory) {
 			f.unchanged(res, before)
 			f.expect(Attempt(res, 5, 2, "p2"), store.DecisionProceed)
 		}},
-		{"SegmentGapEqualFenceOtherRoot", func(f *fixture) {
+		{"FenceReissuedAtHighestPauses", func(f *fixture) {
 			f.acceptN(res, 5, 1)
-			in := Attempt(res, 5, 2, "p2")
-			in.Root = "other-root"
-			r := f.expect(in, store.DecisionSegmentGap)
-			f.check(r.Detail != "", "no detail")
-			// Also when the fence was raised and its only segment aborted.
+			for _, seq := range []uint64{2, 7} { // the next segment, or any
+				in := Attempt(res, 5, seq, "p2")
+				in.Root = "other-root"
+				in.Lease = "lease-reissued"
+				r := f.expect(in, store.DecisionFenceRegression)
+				rec := f.record(res)
+				p := rec.Pause
+				f.check(rec.HighestFence == 5 && rec.Root == Root(5) && rec.Lease == "lease-5" && rec.LastSeq == 1 && p != nil &&
+					p.Reason == store.PauseFenceRegression && p.Fence == 5 && p.Evidence == in.Evidence &&
+					strings.Contains(p.Detail, "other-root") && strings.Contains(p.Detail, Root(5)) &&
+					strings.Contains(p.Detail, "lease-reissued") && strings.Contains(p.Detail, "lease-5"), "record %s", dump(rec))
+				f.check(reflect.DeepEqual(r.Record, rec) && r.Detail == p.Detail, "result %+v", r)
+				rec, err := f.s.Resume(f.ctx, res)
+				f.check(err == nil && rec.HighestFence == 5 && rec.LastSeq == 1, "resume: %s, %v", dump(rec), err)
+			}
+			f.expect(Attempt(res, 5, 2, "p2"), store.DecisionProceed)
+		}},
+		{"FenceReissuedAfterAbortPauses", func(f *fixture) {
+			// The fence was raised and its only segment aborted: nothing was
+			// committed under it, but its root is the record's.
+			f.acceptN(res, 5, 1)
 			f.expect(Attempt(res, 6, 1, "a"), store.DecisionProceed)
 			if _, err := f.s.Abort(f.ctx, store.AbortInput{OpRef: Attempt(res, 6, 1, "a").Ref(), Now: T0}); err != nil {
 				f.Fatal(err)
 			}
+			in := Attempt(res, 6, 1, "b")
+			in.Root = "other-root"
+			f.expect(in, store.DecisionFenceRegression)
+			rec := f.record(res)
+			f.check(rec.HighestFence == 6 && rec.Root == Root(6) && rec.LastSeq == 0 && rec.Pause != nil && rec.Pause.Fence == 6, "record %s", dump(rec))
+		}},
+		{"FenceReissuedWhileInFlightPausesAndCommitLands", func(f *fixture) {
+			// The evidence does not wait behind BUSY. The mutation already
+			// sent still settles: its Commit is recorded under the pause.
+			f.acceptN(res, 5, 1)
+			first := Attempt(res, 5, 2, "p2")
+			f.expect(first, store.DecisionProceed)
+			in := Attempt(res, 5, 2, "p2")
+			in.Root = "other-root"
+			f.expect(in, store.DecisionFenceRegression)
+			rec := f.record(res)
+			f.check(rec.Pause != nil && rec.Pause.Reason == store.PauseFenceRegression && rec.InFlight != nil &&
+				rec.InFlight.OperationID == first.Ref().OperationID() && rec.InFlight.State == store.MutationInFlight, "record %s", dump(rec))
+			rc := f.commit(first.Ref())
+			f.check(rc.PayloadDigest == first.PayloadDigest && rc.Root == Root(5), "receipt %+v", rc)
+			rec = f.record(res)
+			f.check(rec.LastSeq == 2 && rec.InFlight == nil && rec.HighestFence == 5 && rec.Pause != nil &&
+				rec.Pause.Reason == store.PauseFenceRegression, "record after commit %s", dump(rec))
+			// The same at a new fence's first segment, settled by
+			// reconciliation this time.
+			if _, err := f.s.Resume(f.ctx, res); err != nil {
+				f.Fatal(err)
+			}
+			next := Attempt(res, 6, 1, "a")
+			f.expect(next, store.DecisionProceed)
 			in = Attempt(res, 6, 1, "b")
 			in.Root = "other-root"
-			f.expect(in, store.DecisionSegmentGap)
+			f.expect(in, store.DecisionFenceRegression)
+			if _, err := f.s.MarkUnknown(f.ctx, store.MarkUnknownInput{OpRef: next.Ref(), Now: T0}); err != nil {
+				f.Fatal(err)
+			}
+			rr, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: next.Ref(), Applied: true, Response: store.StoredResponse{Status: 200}, Now: T0})
+			f.check(err == nil && rr.Receipt != nil && rr.Record.LastSeq == 1 && rr.Record.HighestFence == 6 && rr.Record.InFlight == nil &&
+				rr.Record.Pause != nil && rr.Record.Pause.Fence == 6, "resolve: %+v, %v", rr, err)
+		}},
+		{"SameRootOtherPayloadAtHighestIsGap", func(f *fixture) {
+			// Only another root proves a double issue; the owner's own
+			// out-of-order segment is still a gap and pauses nothing.
+			f.acceptN(res, 5, 1)
+			before := f.record(res)
+			r := f.expect(Attempt(res, 5, 3, "x"), store.DecisionSegmentGap)
+			f.check(r.Detail != "", "no detail")
+			f.unchanged(res, before)
 		}},
 		{"Busy", func(f *fixture) {
 			f.acceptN(res, 5, 1)

@@ -2,10 +2,13 @@
 // pass: Run(t, newStore) checks the decision table row by row, the
 // commit/unknown/resolve/abort/pause lifecycle, bad input, in-flight
 // exclusivity under racing goroutines, a rapid (pgregory.net/rapid) stateful
-// test against a small independent reference model, and a porcupine
-// linearizability check of concurrent per-resource histories.
+// test against a small independent reference model, a porcupine
+// linearizability check of concurrent per-resource histories, the
+// enforcement ledger, and compaction (retention never lets a compacted
+// segment be accepted again) with Stats.
 //
 // Backend-specific properties (durability across a crash, fsync grouping)
 // are tested in the backend's own package; BeginCommitLoop is the shared
-// driver for their benchmarks.
+// driver for their benchmarks, and RunReopen checks what a durable backend
+// must keep across a reopen.
 package storetest

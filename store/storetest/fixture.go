@@ -27,9 +27,14 @@ func Digest(s string) string {
 // Root returns the operation root the fixtures use for a fence.
 func Root(fence uint64) string { return "root-" + strconv.FormatUint(fence, 10) }
 
+// Owner returns the workload identity the fixtures use for a fence's grant.
+func Owner(fence uint64) string {
+	return "spiffe://fencegate.test/worker-" + strconv.FormatUint(fence, 10)
+}
+
 // Attempt returns a valid Begin input: fence, its root, seq and a payload,
-// issued at epoch 1 with backend revision 10*fence, at T0 with a one-minute
-// deadline.
+// owned by Owner(fence), issued at epoch 1 with backend revision 10*fence, at
+// T0 with a one-minute deadline.
 func Attempt(resource string, fence, seq uint64, payload string) store.BeginInput {
 	return store.BeginInput{
 		Resource:      resource,
@@ -39,6 +44,7 @@ func Attempt(resource string, fence, seq uint64, payload string) store.BeginInpu
 		PayloadDigest: Digest(payload),
 		GrantDigest:   Digest("grant-" + strconv.FormatUint(fence, 10)),
 		Lease:         "lease-" + strconv.FormatUint(fence, 10),
+		Owner:         Owner(fence),
 		Evidence:      store.Evidence{IssuerEpoch: 1, BackendRevision: 10 * fence},
 		Now:           T0,
 		Deadline:      T0.Add(time.Minute),

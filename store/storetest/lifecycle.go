@@ -30,6 +30,7 @@ func runLifecycle(t *testing.T, newStore Factory) {
 				OperationID:   "root-5/1",
 				PayloadDigest: in.PayloadDigest,
 				GrantDigest:   in.GrantDigest,
+				Owner:         in.Owner,
 				BackendStatus: 201,
 				Response:      store.StoredResponse{Status: 201, Header: ans.Response.Header, Body: ans.Response.Body},
 				AcceptedAt:    ans.Now,

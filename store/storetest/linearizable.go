@@ -247,6 +247,9 @@ func (c *linClient) attempt() store.BeginInput {
 	if c.rng.IntN(40) == 0 {
 		in.Evidence.IssuerEpoch = 2
 	}
+	if c.rng.IntN(40) == 0 {
+		in.Root = "reissued" // the same fence under another grant
+	}
 	return in
 }
 

@@ -53,7 +53,7 @@ type mState struct {
 type mOut struct {
 	Decision store.Decision // Begin
 	Class    string         // other operations: outOK or an error class
-	ID       string         // receipt ID for REPLAY, Commit, Resolve(applied)
+	ID       string         // receipt ID for REPLAY, SEGMENT_CONFLICT, FENCE_REGRESSION over a receipt, Commit, Resolve(applied)
 	Op       string         // operation ID of the mutation in a Begin result
 }
 
@@ -89,21 +89,30 @@ func (s mState) begin(in store.BeginInput) (mState, mOut) {
 			return s, mOut{Decision: store.DecisionProceed, Op: opID(m.root, m.seq)}
 		}
 		return s, mOut{Decision: store.DecisionMutationUnknown, Op: opID(m.root, m.seq)}
-	case accepted && rc.payload == in.PayloadDigest && rc.root == in.Root:
+	case accepted && rc.root != in.Root:
+		// The fence was accepted under another grant: issued twice.
+		s.paused = true
+		orig := in.Ref()
+		orig.Root = rc.root
+		return s, mOut{Decision: store.DecisionFenceRegression, ID: store.ReceiptID(orig, rc.payload)}
+	case accepted && rc.payload == in.PayloadDigest:
 		return s, mOut{Decision: store.DecisionReplay, ID: store.ReceiptID(in.Ref(), rc.payload)}
 	case accepted:
 		if s.quarantine == nil {
 			s.quarantine = map[string]uint64{}
 		}
 		s.quarantine[store.QuarantineID(in.Ref(), in.PayloadDigest)]++
-		orig := in.Ref()
-		orig.Root = rc.root
-		return s, mOut{Decision: store.DecisionSegmentConflict, ID: store.ReceiptID(orig, rc.payload)}
+		return s, mOut{Decision: store.DecisionSegmentConflict, ID: store.ReceiptID(in.Ref(), rc.payload)}
 	case in.Fence < s.highest && later:
 		s.paused = true
 		return s, mOut{Decision: store.DecisionFenceRegression}
 	case in.Fence < s.highest:
 		return s, mOut{Decision: store.DecisionStaleOwner}
+	case in.Fence == s.highest && s.root != "" && in.Root != s.root:
+		// The highest fence under another grant: issued twice, even while
+		// a mutation is in flight.
+		s.paused = true
+		return s, mOut{Decision: store.DecisionFenceRegression}
 	case m != nil:
 		return s, mOut{Decision: store.DecisionBusy, Op: opID(m.root, m.seq)}
 	case in.Fence > s.highest && in.Seq != 1:
@@ -231,7 +240,7 @@ func classOf(err error) string {
 func beginOut(r store.BeginResult) mOut {
 	o := mOut{Decision: r.Decision}
 	switch r.Decision {
-	case store.DecisionReplay, store.DecisionSegmentConflict:
+	case store.DecisionReplay, store.DecisionSegmentConflict, store.DecisionFenceRegression:
 		if r.Receipt != nil {
 			o.ID = r.Receipt.ID
 		}

@@ -35,10 +35,13 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 	}
 	t.Run("Decisions", func(t *testing.T) { runDecisions(t, newStore) })
 	t.Run("Lifecycle", func(t *testing.T) { runLifecycle(t, newStore) })
+	t.Run("Owner", func(t *testing.T) { runOwner(t, newStore) })
 	t.Run("BadInput", func(t *testing.T) { runBadInput(t, newStore) })
 	t.Run("InFlightExclusive", func(t *testing.T) { runExclusive(t, newStore) })
 	t.Run("Stateful", func(t *testing.T) { runStateful(t, newStore, cfg.rapidRounds) })
 	t.Run("Linearizable", func(t *testing.T) { runLinearizable(t, newStore) })
+	t.Run("Enforcement", func(t *testing.T) { runEnforcement(t, newStore) })
+	t.Run("Compact", func(t *testing.T) { runCompact(t, newStore) })
 }
 
 // cases runs each named case as a subtest on a fresh store.

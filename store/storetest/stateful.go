@@ -218,10 +218,15 @@ func (m *machine) checkAll(t *rapid.T) {
 			}
 		}
 		if rec.Exists() && rec.LastSeq > 0 {
-			// The receipts of the current fence are all there.
+			// The receipts of the current fence are all there, each owned by
+			// the owner of the Begin that proceeded.
 			for seq := uint64(1); seq <= rec.LastSeq; seq++ {
-				if _, err := m.s.Receipt(m.ctx, store.ReceiptKey{Resource: rec.Resource, Fence: rec.HighestFence, Seq: seq}); err != nil {
+				rc, err := m.s.Receipt(m.ctx, store.ReceiptKey{Resource: rec.Resource, Fence: rec.HighestFence, Seq: seq})
+				if err != nil {
 					t.Fatalf("receipt %d/%d of %s: %v", rec.HighestFence, seq, rec.Resource, err)
+				}
+				if rc.Owner != Owner(rc.Fence) {
+					t.Fatalf("receipt %s owned by %q, want %q", rc.ID, rc.Owner, Owner(rc.Fence))
 				}
 			}
 		}
