@@ -51,6 +51,7 @@ func (p *Proxy) AdminHandler(ready ...ReadyCheck) http.Handler {
 		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
 		defer cancel()
 		if _, err := p.store.ListPaused(ctx); err != nil {
+			p.log.Error("readiness: listing paused resources failed; answering not ready", zap.Error(err))
 			adminProblem(w, 503, CodeStoreUnavailable, "store: "+err.Error())
 			return
 		}
@@ -74,6 +75,9 @@ func (p *Proxy) AdminHandler(ready ...ReadyCheck) http.Handler {
 		})
 		r.Get("/paused", func(w http.ResponseWriter, req *http.Request) {
 			list, err := p.store.ListPaused(req.Context())
+			if err != nil {
+				p.log.Error("admin: listing paused resources failed", zap.Error(err))
+			}
 			writeList(w, list, err)
 		})
 		r.Get("/quarantine", func(w http.ResponseWriter, req *http.Request) {

@@ -180,9 +180,14 @@ func TestFenceAndSegmentCodes(t *testing.T) {
 	if f.adminJSON("GET", "/v1/quarantine?resource=doc/1", "", &q); len(q) != 1 || f.back.count() != n {
 		t.Fatalf("quarantine %+v, backend calls %d", q, f.back.count())
 	}
-	// Same fence, another root (another grant with the same fence): gap.
+	// Same fence, another root (another grant with the same fence): the
+	// registry issued fence 5 twice, so the resource pauses.
 	tOther, gOther := f.crafted("doc/1", "worker-a", 5)
-	send(tOther, gOther, "3", "x").expect(t, 409, proxy.CodeSegmentGap)
+	send(tOther, gOther, "3", "x").expect(t, 409, proxy.CodeFenceRegression)
+	send(t5, g5, "3", "three").expect(t, 409, proxy.CodeFenceRegression)
+	if code := f.adminJSON("POST", "/v1/resume", `{"resource":"doc/1"}`, nil); code != 200 {
+		t.Fatalf("resume after the double issue: %d", code)
+	}
 
 	// A newer owner takes over; the old owner's unused segment 3 is stale.
 	t6, g6 := f.crafted("doc/1", "worker-a", 6, func(g *verify.Grant) { g.IssuerEpoch, g.BackendRevision = 1, 60 })

@@ -3,8 +3,8 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"regexp"
@@ -40,7 +40,11 @@ type Config struct {
 	Backend BackendConfig `yaml:"backend"`
 	Routes  []RouteConfig `yaml:"routes"`
 	// UnmatchedMutations decides what happens to a mutating request that
-	// matches no route: reject (default) or pass.
+	// matches no route: reject (default) or pass. Only GET, HEAD, OPTIONS
+	// and TRACE, spelled exactly so, are reads; every other method is a
+	// mutation. Even with pass, a mutation whose method differs only in
+	// case from a route's, on a path that route matches ("put" for PUT),
+	// is treated as that route's and refused (ROUTE_NOT_PROTECTED).
 	UnmatchedMutations string          `yaml:"unmatchedMutations"`
 	Identity           identity.Config `yaml:"identity"`
 	Trust              TrustConfig     `yaml:"trust"`
@@ -49,9 +53,17 @@ type Config struct {
 	Admin              AdminConfig     `yaml:"admin"`
 	Server             ServerConfig    `yaml:"server"`
 	Reconcile          ReconcileConfig `yaml:"reconcile"`
-	Log                LogConfig       `yaml:"log"`
+	// Retention bounds the receipts and quarantine entries the store keeps.
+	Retention RetentionConfig `yaml:"retention"`
+	Log       LogConfig       `yaml:"log"`
 	// DataDir holds the enforcement ledger (and the bolt store by default).
 	DataDir string `yaml:"dataDir"`
+
+	// Upgrades lists the only protocol upgrades let through (a GET on the
+	// path asking for listed protocols). Any other request asking for an
+	// upgrade is refused (UPGRADE_REFUSED); h2c always is. What flows in
+	// an allowed tunnel is NOT fenced.
+	Upgrades []UpgradeConfig `yaml:"upgrades"`
 }
 
 // BackendConfig tunes forwarding to the legacy service.
@@ -69,8 +81,19 @@ type BackendConfig struct {
 	MaxResponseBytes int64 `yaml:"maxResponseBytes"`
 }
 
+// UpgradeConfig allows one protocol upgrade on the read path.
+type UpgradeConfig struct {
+	// Path is a chi pattern: /ws/{room}. Only a GET on it may upgrade.
+	Path string `yaml:"path"`
+	// Protocols are the Upgrade protocol names allowed (websocket); never h2c.
+	Protocols []string `yaml:"protocols"`
+}
+
 // RouteConfig protects one method + path pattern.
 type RouteConfig struct {
+	// Method is any method token but GET, HEAD, OPTIONS and TRACE (the
+	// reads); it is upper-cased. Requests match it exactly (methods are
+	// case-sensitive).
 	Method string `yaml:"method"`
 	// Path is a chi pattern: /v1/invoice-batches/{id}.
 	Path string `yaml:"path"`
@@ -175,6 +198,10 @@ const (
 	DefaultClockSkew = time.Second
 )
 
+// MaxBackendTimeout bounds backend.timeout: a mutation's in-flight marker
+// lasts the timeout plus 5s, and the store accepts at most a day.
+const MaxBackendTimeout = time.Hour
+
 // LoadConfig reads a YAML file and fills the defaults. Unknown keys are errors.
 func LoadConfig(path string) (Config, error) {
 	var c Config
@@ -217,7 +244,7 @@ func (c *Config) SetDefaults() {
 	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
-		r.Method = strings.ToUpper(r.Method)
+		r.Method = asciiUpper(r.Method)
 		if r.Mode == "" {
 			r.Mode = ModeEnforce
 		}
@@ -259,26 +286,61 @@ func (c *Config) SetDefaults() {
 		c.Server.MaxHeaderBytes = 64 << 10
 	}
 	setDur(&c.Reconcile.Interval, 5*time.Second)
+	c.Retention.setDefaults()
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
 }
 
-var templateParam = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
-// mutating methods are the only ones routes protect.
-func mutating(m string) bool {
-	switch m {
-	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		return true
+// validateUpgrades checks the upgrades entries: a chi pattern, and protocol
+// names that are tokens, never h2c.
+func (c Config) validateUpgrades(add func(string, ...any)) {
+	for i, u := range c.Upgrades {
+		p := fmt.Sprintf("upgrades[%d]", i)
+		if !strings.HasPrefix(u.Path, "/") {
+			add("%s.path: %q must start with /", p, u.Path)
+		} else if _, err := compileUpgrades([]UpgradeConfig{u}); err != nil {
+			add("%s.path: %v", p, err)
+		}
+		if len(u.Protocols) == 0 {
+			add("%s.protocols: at least one protocol (websocket) is required", p)
+		}
+		for j, proto := range u.Protocols {
+			switch {
+			case asciiEqualFold(proto, "h2c"):
+				add("%s.protocols[%d]: h2c is never allowed (its tunnel would carry unfenced HTTP/2 requests)", p, j)
+			case !validToken(proto):
+				add("%s.protocols[%d]: %q is not a protocol name", p, j, proto)
+			}
+		}
 	}
-	return false
 }
 
-// Validate reports every problem of the configuration at once.
+var templateParam = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// Validate reports every problem of the configuration at once. A duration
+// or a limit is never negative (zero means the default, which SetDefaults
+// fills in). Validate also makes the extension methods routes name (MOVE,
+// PROPPATCH ...) known to the router, so it must run before the Proxy is
+// built and before any request is served (New does both).
 func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	positive := func(name string, d time.Duration) {
+		if d <= 0 {
+			add("%s: %v must be positive", name, d)
+		}
+	}
+	dur := func(name string, d time.Duration) {
+		if d < 0 {
+			add("%s: %v must not be negative (0 is the default)", name, d)
+		}
+	}
+	count := func(name string, n int64) {
+		if n < 0 {
+			add("%s: %d must not be negative (0 is the default)", name, n)
+		}
+	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		add("listen: %q: %v", c.Listen, err)
 	}
@@ -288,9 +350,18 @@ func (c Config) Validate() error {
 	if u, err := url.Parse(c.Backend.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		add("backend.url: %q must be http(s)://host:port", c.Backend.URL)
 	}
-	if c.Backend.Timeout <= 0 || c.Backend.DialTimeout <= 0 {
-		add("backend: timeout and dialTimeout must be positive")
+	positive("backend.timeout", c.Backend.Timeout)
+	if c.Backend.Timeout > MaxBackendTimeout {
+		add("backend.timeout: %v is above %v (an in-flight mutation must settle within the store's window)", c.Backend.Timeout, MaxBackendTimeout)
 	}
+	positive("backend.dialTimeout", c.Backend.DialTimeout)
+	dur("backend.idleConnTimeout", c.Backend.IdleConnTimeout)
+	count("backend.maxIdleConnsPerHost", int64(c.Backend.MaxIdleConnsPerHost))
+	if c.Backend.MaxIdleConnsPerHost > math.MaxInt32 {
+		add("backend.maxIdleConnsPerHost: %d is too large", c.Backend.MaxIdleConnsPerHost)
+	}
+	count("backend.maxConnsPerHost", int64(c.Backend.MaxConnsPerHost))
+	count("backend.maxResponseBytes", c.Backend.MaxResponseBytes)
 	if c.UnmatchedMutations != "reject" && c.UnmatchedMutations != "pass" {
 		add("unmatchedMutations: %q is not reject or pass", c.UnmatchedMutations)
 	}
@@ -301,13 +372,21 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
-		if !mutating(r.Method) {
-			add("%s.method: %q is not a mutating method (POST, PUT, PATCH, DELETE)", p, r.Method)
+		method := asciiUpper(r.Method)
+		switch {
+		case !validToken(method):
+			add("%s.method: %q is not a method token (RFC 9110)", p, r.Method)
+		case readMethod(method):
+			add("%s.method: %s is a read (GET, HEAD, OPTIONS and TRACE pass through); a route protects any other method", p, method)
+		default:
+			if err := registerRouteMethod(method); err != nil {
+				add("%s.method: %v", p, err)
+			}
 		}
 		if !strings.HasPrefix(r.Path, "/") {
 			add("%s.path: %q must start with /", p, r.Path)
 		}
-		key := r.Method + " " + r.Path
+		key := method + " " + r.Path
 		if seen[key] {
 			add("%s: %s is configured twice", p, key)
 		}
@@ -336,18 +415,20 @@ func (c Config) Validate() error {
 		default:
 			add("%s.status.mode: %q is not proof or registry", p, r.Status.Mode)
 		}
-		if r.Status.MaxAge <= 0 {
-			add("%s.status.maxAge: must be positive", p)
+		positive(p+".status.maxAge", r.Status.MaxAge)
+		dur(p+".busyWait", r.BusyWait)
+		count(p+".bodyLimit", r.BodyLimit)
+		if r.BodyLimit == math.MaxInt64 {
+			add("%s.bodyLimit: %d is too large", p, r.BodyLimit)
 		}
-		if r.BodyLimit < 0 || r.ResponseStoreLimit < 0 || r.BusyWait < 0 {
-			add("%s: limits must not be negative", p)
-		}
+		count(p+".responseStoreLimit", int64(r.ResponseStoreLimit))
 		if r.EffectQuery != "" {
 			if u, err := url.Parse(templateParam.ReplaceAllString(r.EffectQuery, "x")); err != nil || u.Host == "" {
 				add("%s.effectQuery: %q is not an absolute URL template", p, r.EffectQuery)
 			}
 		}
 	}
+	errs = append(errs, c.Retention.validate()...)
 	errs = append(errs, c.Identity.Validate()...)
 	if c.Identity.Mode == identity.ModeMTLS && c.TLS.ClientCAFile == "" {
 		add("identity.mode: mtls needs tls.clientCAFile")
@@ -356,9 +437,19 @@ func (c Config) Validate() error {
 	if c.Trust.Bundle == "" {
 		add("trust.bundle: a JWKS file is required")
 	}
-	if c.Trust.ReloadInterval <= 0 || c.Trust.MaxTokenBytes <= 0 {
-		add("trust: reloadInterval and maxTokenBytes must be positive")
+	positive("trust.reloadInterval", c.Trust.ReloadInterval)
+	if c.Trust.MaxTokenBytes <= 0 {
+		add("trust.maxTokenBytes: %d must be positive", c.Trust.MaxTokenBytes)
 	}
+	dur("trust.clockSkew", c.Trust.ClockSkew)
+	dur("registry.timeout", c.Registry.Timeout)
+	dur("server.readHeaderTimeout", c.Server.ReadHeaderTimeout)
+	dur("server.readTimeout", c.Server.ReadTimeout)
+	dur("server.writeTimeout", c.Server.WriteTimeout)
+	dur("server.idleTimeout", c.Server.IdleTimeout)
+	count("server.maxHeaderBytes", int64(c.Server.MaxHeaderBytes))
+	dur("reconcile.interval", c.Reconcile.Interval)
+	c.validateUpgrades(add)
 	if needRegistry {
 		if u, err := url.Parse(c.Registry.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add("registry.url: required (http(s)://host:port) by routes in status mode registry")

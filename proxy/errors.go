@@ -39,6 +39,10 @@ const (
 	CodeResourcePaused      = client.CodeResourcePaused
 	CodeStoreUnavailable    = client.CodeStoreUnavailable
 	CodeBackendUnavailable  = client.CodeBackendUnavailable
+
+	// Refusals before any route is looked at (readpath.go).
+	CodeMethodOverrideRefused = client.CodeMethodOverrideRefused
+	CodeUpgradeRefused        = client.CodeUpgradeRefused
 )
 
 // statusOf is the HTTP status of each code.
@@ -68,6 +72,9 @@ var statusOf = map[string]int{
 	CodeResourcePaused:      http.StatusConflict,
 	CodeStoreUnavailable:    http.StatusServiceUnavailable,
 	CodeBackendUnavailable:  http.StatusBadGateway,
+
+	CodeMethodOverrideRefused: http.StatusBadRequest,
+	CodeUpgradeRefused:        http.StatusBadRequest,
 }
 
 // rejection is a decision not to forward: a code, a detail, and where it applies a Retry-After.

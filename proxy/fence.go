@@ -23,10 +23,23 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 		PayloadDigest: a.payload,
 		GrantDigest:   a.digest,
 		Lease:         g.Lease,
+		Owner:         a.caller,
 		Evidence:      store.Evidence{IssuerEpoch: g.IssuerEpoch, BackendRevision: g.BackendRevision},
 		RetryUnknown:  a.rt.IdempotencyKey,
 	}
+	if rej := p.checkBegin(a, in); rej != nil {
+		p.refuse(w, a, rej, 0)
+		return
+	}
 	res, err := p.begin(a, in)
+	if ie := (*store.InputError)(nil); errors.As(err, &ie) {
+		// checkBegin let through an input the store refuses: a sidecar bug,
+		// and still bad input, not an outage. Nothing was read or written.
+		p.log.Error("BUG: the store refused a Begin input the sidecar had validated; rejecting as bad input",
+			zap.String("resource", a.resource), zap.Error(err))
+		p.refuse(w, a, inputRejection(ie), 0)
+		return
+	}
 	if err != nil {
 		p.log.Error("store Begin failed; rejecting (fail closed)", zap.String("resource", a.resource), zap.Error(err))
 		p.refuse(w, a, reject(CodeStoreUnavailable, "the fenced store failed; nothing was forwarded"), time.Second)
@@ -37,7 +50,9 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 		p.forward(w, a, res)
 	case store.DecisionReplay:
 		if a.shadow() { // shadow never answers from the store: the backend sees every request
-			p.refuse(w, a, reject("REPLAY", "enforce mode would replay the stored response"), 0)
+			// Enforce mode would answer from the store: not a rejection.
+			p.logDecision(a, "would_replay", "", res.Receipt.ID)
+			p.passShadow(w, a, "REPLAY", nil, 0)
 			return
 		}
 		p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "replayed", "").Inc()
@@ -52,6 +67,56 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 	default:
 		p.refuse(w, a, decisionRejection(res), 0)
 	}
+}
+
+// checkBegin validates what fence hands the store with the store's own rules
+// (store.BeginInput.Validate: segment in 1..store.MaxSeq, resource, root and
+// lease within store.MaxResourceLen, MaxRootLen and MaxLeaseLen, no control
+// characters, ...) before Begin, so input the store would refuse is answered
+// as bad input and never taken for a store outage. Now and Deadline are set
+// as begin sets them.
+func (p *Proxy) checkBegin(a *attempt, in store.BeginInput) *rejection {
+	in.Now = p.now()
+	in.Deadline = in.Now.Add(p.cfg.Backend.Timeout + 5*time.Second)
+	var ie *store.InputError
+	if err := in.Validate(); errors.As(err, &ie) {
+		if _, fromRequest := requestFields[ie.Field]; !fromRequest {
+			p.log.Error("BUG: the sidecar formed a store input the store refuses; rejecting as bad input",
+				zap.String("resource", a.resource), zap.Error(err))
+		}
+		return inputRejection(ie)
+	} else if err != nil {
+		p.log.Error("BUG: BeginInput.Validate returned an error that is not a *store.InputError", zap.Error(err))
+		return reject(CodeFenceHeaderInvalid, "the sidecar could not form a store input from this request: "+err.Error())
+	}
+	return nil
+}
+
+// requestFields are the BeginInput fields taken from the request or its
+// grant, with the code that refuses them: the Fence-Segment header, the
+// path's resource, the grant's claims (an oversized or malformed claim of
+// an authentic grant is GRANT_INVALID, as an oversized grant is) and the
+// caller's identity.
+var requestFields = map[string]string{
+	"seq":         CodeFenceHeaderInvalid,
+	"resource":    CodeInvalidResource,
+	"fence":       CodeGrantInvalid,
+	"root":        CodeGrantInvalid,
+	"lease":       CodeGrantInvalid,
+	"grantDigest": CodeGrantInvalid,
+	"owner":       CodeIdentityRequired,
+}
+
+// inputRejection maps a store *InputError to the rejection of the request
+// field it came from. A field the sidecar computes (now, deadline, payload
+// digest) cannot be the client's fault; it is still answered as a 400
+// FENCE_HEADER_INVALID (the request cannot be fenced), never as an outage.
+func inputRejection(ie *store.InputError) *rejection {
+	code, ok := requestFields[ie.Field]
+	if !ok {
+		code = CodeFenceHeaderInvalid
+	}
+	return reject(code, "the request cannot be fenced: "+ie.Field+": "+ie.Reason).with("field", ie.Field)
 }
 
 // begin calls Begin, waiting while another mutation of the resource is in
@@ -146,17 +211,17 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 		p.refuse(w, a, reject(CodeBackendUnavailable, "the backend refused the connection; nothing was sent or recorded"), time.Second)
 		return
 	}
-	if err == nil && resp.status >= 500 {
+	// A 5xx leaves the outcome unknown in enforce mode. Shadow mode never
+	// changes an answer: the 5xx is what happened, so it is recorded as the
+	// receipt and reaches the client unchanged, and the would-reject counter
+	// says what enforce mode would have done.
+	shadow5xx := err == nil && resp.status >= 500 && a.shadow()
+	if err == nil && resp.status >= 500 && !a.shadow() {
 		err = fmt.Errorf("backend answered %d: the outcome is unknown", resp.status)
+		resp.close()
 	}
 	if err != nil {
-		mu, merr := p.store.MarkUnknown(sctx, store.MarkUnknownInput{OpRef: ref, Now: p.now()})
-		if merr != nil {
-			p.log.Error("store MarkUnknown failed; the mutation will count as unknown at its deadline", zap.Error(merr))
-		}
-		p.log.Warn("mutation outcome unknown: the resource blocks new fences until reconciled",
-			zap.String("resource", a.resource), zap.String("operationId", ref.OperationID()), zap.Uint64("fence", ref.Fence), zap.Error(err))
-		_ = mu
+		p.markUnknown(sctx, a, ref, "the backend's answer was lost after the request was sent", err)
 		rej := reject(CodeMutationUnknown, "the backend's answer was lost after the request was sent: "+err.Error()).
 			with("operationId", ref.OperationID())
 		rej.status = http.StatusGatewayTimeout
@@ -164,23 +229,56 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 		return
 	}
 	p.m.backendDur.WithLabelValues(a.rt.key).Observe(time.Since(start).Seconds())
+	cin := store.CommitInput{OpRef: ref, BackendStatus: resp.status, Response: resp.stored(a.rt.ResponseStoreLimit), Now: p.now()}
+	if ie := (*store.InputError)(nil); errors.As(cin.Validate(), &ie) && ie.Field == "response.header" {
+		// stored keeps only what the store accepts; if the store's rules
+		// moved, keep the answer's status and body rather than lose it.
+		p.log.Error("BUG: the stored response does not fit the store's limits; storing it without headers",
+			zap.String("resource", a.resource), zap.Error(ie))
+		cin.Response.Header, cin.Response.Truncated = nil, true
+	}
 	cstart := time.Now()
-	rc, err := p.store.Commit(sctx, store.CommitInput{OpRef: ref, BackendStatus: resp.status, Response: resp.stored(a.rt.ResponseStoreLimit), Now: p.now()})
+	rc, err := p.store.Commit(sctx, cin)
 	p.m.storeDur.WithLabelValues("commit").Observe(time.Since(cstart).Seconds())
 	if err != nil {
 		// The backend applied it but the receipt is not stored: unknown.
 		p.log.Error("store Commit failed after the backend answered: the mutation is unknown until reconciled", zap.String("resource", a.resource), zap.Error(err))
-		_, _ = p.store.MarkUnknown(sctx, store.MarkUnknownInput{OpRef: ref, Now: p.now()})
+		p.markUnknown(sctx, a, ref, "the backend answered but its receipt could not be stored", err)
+		if a.shadow() {
+			// Shadow never changes an answer: the client gets the backend's.
+			p.m.wouldReject.WithLabelValues(a.rt.key, CodeMutationUnknown).Inc()
+			p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "passed", CodeMutationUnknown).Inc()
+			p.logDecision(a, "rejected", CodeMutationUnknown, "the backend answered but its receipt could not be stored")
+			p.writeForwarded(w, resp, "")
+			return
+		}
+		resp.close()
 		rej := reject(CodeMutationUnknown, "the backend answered but its receipt could not be stored").with("operationId", ref.OperationID())
 		rej.status = http.StatusGatewayTimeout
 		p.refuse(w, a, rej, 0)
-		resp.close()
 		return
 	}
 	if retried {
 		p.m.reconciled.WithLabelValues("idempotent_retry", "applied").Inc()
 	}
 	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "forwarded", "").Inc()
-	p.logDecision(a, "forwarded", "", rc.ID)
+	if shadow5xx {
+		p.m.wouldReject.WithLabelValues(a.rt.key, CodeMutationUnknown).Inc()
+		p.logDecision(a, "forwarded", CodeMutationUnknown, fmt.Sprintf("shadow: the backend's %d is recorded as receipt %s; enforce mode would answer MUTATION_UNKNOWN", resp.status, rc.ID))
+	} else {
+		p.logDecision(a, "forwarded", "", rc.ID)
+	}
 	p.writeForwarded(w, resp, rc.ID)
+}
+
+// markUnknown declares the mutation's outcome unknown after cause. A
+// failure to do so is logged: the marker then counts as unknown at its
+// deadline, so the resource stays blocked either way.
+func (p *Proxy) markUnknown(ctx context.Context, a *attempt, ref store.OpRef, why string, cause error) {
+	if _, err := p.store.MarkUnknown(ctx, store.MarkUnknownInput{OpRef: ref, Now: p.now()}); err != nil {
+		p.log.Error("store MarkUnknown failed; the mutation will count as unknown at its deadline",
+			zap.String("resource", a.resource), zap.String("operationId", ref.OperationID()), zap.Error(err))
+	}
+	p.log.Warn("mutation outcome unknown: the resource blocks new fences until reconciled ("+why+")",
+		zap.String("resource", a.resource), zap.String("operationId", ref.OperationID()), zap.Uint64("fence", ref.Fence), zap.Error(cause))
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fencegate/fencegate/store"
 )
@@ -35,12 +36,29 @@ func (r *backendResponse) close() {
 	}
 }
 
-// stored is what the receipt keeps of the response.
+// stored is what the receipt keeps of the response. A delivered answer is
+// always recorded, so it is fitted to what the store accepts by one rule:
+//   - headers: the names of storedHeaders in that fixed order, each name's
+//     values in the backend's order; a value the store cannot hold (longer
+//     than store.MaxHeaderValueLen, not UTF-8, or with a control character)
+//     is dropped whole, never cut mid-value; once store.MaxResponseHeaders
+//     values are kept, every later value is dropped;
+//   - body: cut at limit (the route's responseStoreLimit).
+//
+// Anything dropped or cut marks the stored response Truncated; replays then
+// carry Fence-Response-Truncated: true. The client that sent the write gets
+// the backend's full answer regardless.
 func (r *backendResponse) stored(limit int) store.StoredResponse {
 	sr := store.StoredResponse{Status: r.status, Header: map[string][]string{}}
+	kept := 0
 	for _, h := range storedHeaders {
-		if v := r.header.Values(h); len(v) > 0 {
-			sr.Header[h] = v
+		for _, v := range r.header.Values(h) {
+			if kept == store.MaxResponseHeaders || !storableValue(v) {
+				sr.Truncated = true
+				continue
+			}
+			sr.Header[h] = append(sr.Header[h], v)
+			kept++
 		}
 	}
 	sr.Body = r.body
@@ -49,6 +67,21 @@ func (r *backendResponse) stored(limit int) store.StoredResponse {
 		sr.Truncated = true
 	}
 	return sr
+}
+
+// storableValue reports whether the store accepts v as a stored header
+// value: at most store.MaxHeaderValueLen bytes of valid UTF-8 without
+// control characters (C0 including HTAB, DEL), as store validation says.
+func storableValue(v string) bool {
+	if len(v) > store.MaxHeaderValueLen || !utf8.ValidString(v) {
+		return false
+	}
+	for _, c := range v {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // send forwards the attempt with the fence headers. It returns errNotSent

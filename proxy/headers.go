@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate/store"
 )
 
 // Request and response headers of the contract. The worker SDK
@@ -46,7 +47,9 @@ func single(h http.Header, name string) (string, bool, bool) {
 	return strings.TrimSpace(vs[0]), true, true
 }
 
-// parseSegment parses Fence-Segment: decimal, >= 1, fits uint64. Absent is 1.
+// parseSegment parses Fence-Segment: decimal, 1..store.MaxSeq (the highest
+// segment the fenced store accepts). Absent is 1. A value outside the range
+// is bad input (FENCE_HEADER_INVALID), never something for the store to refuse.
 func parseSegment(h http.Header) (uint64, string) {
 	v, present, ok := single(h, HeaderSegment)
 	if !ok {
@@ -59,8 +62,8 @@ func parseSegment(h http.Header) (uint64, string) {
 		return 0, "Fence-Segment must be a decimal integer >= 1"
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil || n == 0 {
-		return 0, "Fence-Segment must be a decimal integer between 1 and 2^64-1"
+	if err != nil || n == 0 || n > store.MaxSeq {
+		return 0, "Fence-Segment must be a decimal integer between 1 and " + strconv.FormatUint(store.MaxSeq, 10)
 	}
 	return n, ""
 }

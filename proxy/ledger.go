@@ -1,114 +1,291 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/store"
 )
 
-// ErrDowngrade: a configuration puts an enforced route back to shadow or
-// off. The seed says resource-side verification is never switched off
-// again; an operator may still force it, explicitly and logged.
+// ErrDowngrade: a configuration would let a mutation on an enforced route
+// shape through unchecked. Resource-side verification, once on, is never
+// switched off again by a configuration change; an operator may still
+// force it, explicitly and logged.
 var ErrDowngrade = errors.New("proxy: refusing to leave enforce mode")
 
-// ledger remembers, in DataDir/enforcement.json, every route that has been
-// enforced, and every forced downgrade.
-type ledger struct {
-	path  string
-	State ledgerState
-}
+// The enforcement ledger records every route shape that has been enforced.
+// It lives in the fenced store (store.Store.Enforcements), so every replica
+// sharing the store and a new pod on an empty disk see it, and it is keyed
+// by the route's shape: the method and the path with parameter names
+// erased ("PUT /v1/items/{}"), so renaming {id} to {itemId} is the same
+// route. At start, a configuration that would let a mutation on an
+// enforced shape through unchecked refuses to start:
+//
+//   - the shape's route is configured in shadow or off;
+//   - the shape's route was removed and its paths now fall to a route in
+//     shadow or off, or to no route while unmatchedMutations is pass.
+//
+// A removed route whose paths are now rejected (unmatched mutations
+// rejected, or another enforced route) is fine: nothing passes unchecked.
+// --force-downgrade 'METHOD /path' names a shape an operator lets go; it is
+// recorded in the ledger's history and logged.
 
-type ledgerState struct {
-	Routes map[string]*ledgerRoute `json:"routes"`
-}
-
-type ledgerRoute struct {
-	EnforcedSince time.Time `json:"enforcedSince"`
-	History       []string  `json:"history,omitempty"`
-}
-
-func openLedger(dir string) (*ledger, error) {
-	l := &ledger{path: filepath.Join(dir, "enforcement.json"), State: ledgerState{Routes: map[string]*ledgerRoute{}}}
-	raw, err := os.ReadFile(l.path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return l, nil
-	case err != nil:
-		return nil, fmt.Errorf("proxy: enforcement ledger: %w", err)
+// routeShape is the ledger key of a route: method, a space, and the chi
+// pattern with parameter names erased ({id} → {}, {id:[0-9]+} → {:[0-9]+}).
+func routeShape(method, pattern string) string {
+	var b strings.Builder
+	b.WriteString(strings.ToUpper(method))
+	b.WriteByte(' ')
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		if c != '{' {
+			b.WriteByte(c)
+			continue
+		}
+		end := matchingBrace(pattern, i)
+		if end < 0 { // not a chi parameter: keep the rest as is
+			b.WriteString(pattern[i:])
+			break
+		}
+		param := pattern[i+1 : end]
+		b.WriteByte('{')
+		if _, re, ok := strings.Cut(param, ":"); ok {
+			b.WriteByte(':')
+			b.WriteString(re)
+		}
+		b.WriteByte('}')
+		i = end
 	}
-	if err := json.Unmarshal(raw, &l.State); err != nil {
-		return nil, fmt.Errorf("proxy: enforcement ledger %s is corrupt (refusing to guess which routes were enforced): %w", l.path, err)
-	}
-	if l.State.Routes == nil {
-		l.State.Routes = map[string]*ledgerRoute{}
-	}
-	return l, nil
+	return b.String()
 }
 
-// check records newly enforced routes and refuses downgrades not forced.
-func (l *ledger) check(routes []*route, force []string, log *zap.Logger) error {
-	changed := false
+// matchingBrace returns the index of the '}' closing the '{' at i, counting
+// nested braces of a regexp, or -1.
+func matchingBrace(s string, i int) int {
+	depth := 0
+	for j := i; j < len(s); j++ {
+		switch s[j] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+// shapeOf parses "METHOD /pattern" (a route key or a shape).
+func shapeOf(key string) string {
+	method, path, ok := strings.Cut(strings.TrimSpace(key), " ")
+	if !ok {
+		return strings.TrimSpace(key)
+	}
+	return routeShape(method, strings.TrimSpace(path))
+}
+
+// probePaths returns request paths that the shape's pattern matches, for
+// asking the router where a mutation on a removed shape would go now. It
+// returns nil when none of the candidates satisfies the shape's regexps.
+func probePaths(shape string) []string {
+	_, pattern, _ := strings.Cut(shape, " ")
+	var out []string
+	for _, v := range []string{"fencegate-ledger-probe", "0", "1", "00000000-0000-0000-0000-000000000000"} {
+		var path, re strings.Builder
+		re.WriteString("^")
+		for i := 0; i < len(pattern); i++ {
+			c := pattern[i]
+			switch {
+			case c == '{':
+				end := matchingBrace(pattern, i)
+				if end < 0 {
+					return nil
+				}
+				expr := "[^/]+"
+				if _, x, ok := strings.Cut(pattern[i+1:end], ":"); ok {
+					expr = "(?:" + x + ")"
+				}
+				re.WriteString(expr)
+				path.WriteString(v)
+				i = end
+			case c == '*' && i == len(pattern)-1:
+				re.WriteString(".*")
+				path.WriteString(v)
+			default:
+				re.WriteString(regexp.QuoteMeta(string(c)))
+				path.WriteByte(c)
+			}
+		}
+		re.WriteString("$")
+		rx, err := regexp.Compile(re.String())
+		if err == nil && rx.MatchString(path.String()) {
+			out = append(out, path.String())
+		}
+	}
+	return out
+}
+
+// checkLedger records newly enforced shapes and refuses a configuration
+// that would let a mutation on an enforced shape through unchecked.
+func (p *Proxy) checkLedger(ctx context.Context, force []string) error {
+	if err := importLegacyLedger(ctx, p.store, p.cfg.DataDir, p.now(), p.log); err != nil {
+		return err
+	}
+	entries, err := p.store.Enforcements(ctx)
+	if err != nil {
+		return fmt.Errorf("proxy: enforcement ledger: %w", err)
+	}
+	ledger := map[string]store.Enforcement{}
+	for _, e := range entries {
+		ledger[e.Shape] = e
+	}
+	forced := map[string]bool{}
+	for _, f := range force {
+		forced[shapeOf(f)] = true
+	}
+	routes := p.router.all()
+	slices.SortFunc(routes, func(a, b *route) int { return strings.Compare(a.key, b.key) })
+	configured := map[string]bool{}
 	var refused []string
-	now := time.Now().UTC()
 	for _, r := range routes {
-		e := l.State.Routes[r.key]
+		shape := routeShape(r.Method, r.Path)
+		configured[shape] = true
+		e, known := ledger[shape]
 		switch {
-		case r.Mode == ModeEnforce && e == nil:
-			l.State.Routes[r.key] = &ledgerRoute{EnforcedSince: now, History: []string{now.Format(time.RFC3339) + " enforce"}}
-			changed = true
-		case r.Mode == ModeEnforce && e != nil && e.EnforcedSince.IsZero():
-			e.EnforcedSince = now
-			e.History = append(e.History, now.Format(time.RFC3339)+" enforce again")
-			changed = true
-		case r.Mode != ModeEnforce && e != nil && !e.EnforcedSince.IsZero():
-			if !slices.Contains(force, r.key) {
-				refused = append(refused, fmt.Sprintf("%s (enforced since %s, now %s)", r.key, e.EnforcedSince.Format(time.RFC3339), r.Mode))
+		case r.Mode == ModeEnforce && !(known && e.Enforced()):
+			if err := p.recordEnforcement(ctx, shape, store.EnforcementEnforce, "route "+r.key); err != nil {
+				return err
+			}
+		case r.Mode != ModeEnforce && known && e.Enforced():
+			if !forced[shape] {
+				refused = append(refused, fmt.Sprintf("%s (shape %s, enforced since %s, now %s)", r.key, shape, e.EnforcedSince.Format(time.RFC3339), r.Mode))
 				continue
 			}
-			log.Warn("FORCED downgrade of an enforced route: resource-side verification is weakened by operator order",
-				zap.String("route", r.key), zap.String("mode", r.Mode), zap.Time("enforcedSince", e.EnforcedSince))
-			e.History = append(e.History, now.Format(time.RFC3339)+" forced downgrade to "+r.Mode)
-			e.EnforcedSince = time.Time{}
-			changed = true
+			if err := p.forceDowngrade(ctx, shape, r.key+" to "+r.Mode); err != nil {
+				return err
+			}
+		}
+	}
+	for _, e := range entries {
+		if !e.Enforced() || configured[e.Shape] {
+			continue
+		}
+		why := p.uncheckedAfterRemoval(e.Shape)
+		if why == "" {
+			continue
+		}
+		if !forced[e.Shape] {
+			refused = append(refused, fmt.Sprintf("%s (enforced since %s, no longer configured: %s)", e.Shape, e.EnforcedSince.Format(time.RFC3339), why))
+			continue
+		}
+		if err := p.forceDowngrade(ctx, e.Shape, "removed; "+why); err != nil {
+			return err
 		}
 	}
 	if len(refused) > 0 {
-		return fmt.Errorf("%w: %s; to force it, start with --force-downgrade 'METHOD /path' for each route (logged)", ErrDowngrade, strings.Join(refused, "; "))
-	}
-	if changed {
-		return l.save()
+		return fmt.Errorf("%w: %s; to force it, start with --force-downgrade 'METHOD /path' for each (logged and recorded)", ErrDowngrade, strings.Join(refused, "; "))
 	}
 	return nil
 }
 
-func (l *ledger) save() error {
-	raw, err := json.MarshalIndent(l.State, "", "  ")
-	if err != nil {
-		return err
+// uncheckedAfterRemoval says how a mutation on a shape with no configured
+// route of its own would now pass unchecked, or "" if it would not.
+func (p *Proxy) uncheckedAfterRemoval(shape string) string {
+	method, _, _ := strings.Cut(shape, " ")
+	probes := probePaths(shape)
+	if len(probes) == 0 {
+		// Cannot tell where its paths go: assume the worst.
+		if p.cfg.UnmatchedMutations == "pass" {
+			return "unmatched mutations are passed"
+		}
+		for _, r := range p.router.all() {
+			if r.Method == method && r.Mode != ModeEnforce {
+				return "a " + r.Mode + " route of the same method may match its paths (" + r.key + ")"
+			}
+		}
+		return ""
 	}
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
+	for _, path := range probes {
+		r, _, _ := p.router.matchPath(method, path)
+		switch {
+		case r == nil && p.cfg.UnmatchedMutations == "pass":
+			return "its paths match no route and unmatched mutations are passed"
+		case r != nil && r.Mode != ModeEnforce:
+			return "its paths now match " + r.key + " in " + r.Mode + " mode"
+		}
+	}
+	return ""
+}
+
+func (p *Proxy) recordEnforcement(ctx context.Context, shape, kind, detail string) error {
+	if _, err := p.store.RecordEnforcement(ctx, store.EnforcementInput{Shape: shape, Kind: kind, Detail: detail, Now: p.now()}); err != nil {
+		return fmt.Errorf("proxy: enforcement ledger: recording %s of %s: %w", kind, shape, err)
+	}
+	return nil
+}
+
+func (p *Proxy) forceDowngrade(ctx context.Context, shape, detail string) error {
+	p.log.Warn("FORCED downgrade of an enforced route shape: resource-side verification is weakened by operator order",
+		zap.String("shape", shape), zap.String("detail", detail))
+	return p.recordEnforcement(ctx, shape, store.EnforcementForcedDowngrade, detail)
+}
+
+// legacyLedger is the enforcement.json file kept in dataDir by earlier
+// versions, keyed by the route's literal text.
+type legacyLedger struct {
+	Routes map[string]struct {
+		EnforcedSince time.Time `json:"enforcedSince"`
+	} `json:"routes"`
+}
+
+// importLegacyLedger moves an enforcement.json of an earlier version into
+// the store (each enforced route as its shape) and renames the file, so a
+// later forced downgrade is not undone by importing it again.
+func importLegacyLedger(ctx context.Context, st store.Store, dataDir string, now time.Time, log *zap.Logger) error {
+	if dataDir == "" {
+		return nil
+	}
+	path := filepath.Join(dataDir, "enforcement.json")
+	raw, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
 		return fmt.Errorf("proxy: enforcement ledger: %w", err)
 	}
-	tmp := l.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
+	var old legacyLedger
+	if err := json.Unmarshal(raw, &old); err != nil {
+		return fmt.Errorf("proxy: enforcement ledger %s is corrupt (refusing to guess which routes were enforced): %w", path, err)
+	}
+	keys := make([]string, 0, len(old.Routes))
+	for k := range old.Routes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if old.Routes[k].EnforcedSince.IsZero() {
+			continue
+		}
+		in := store.EnforcementInput{Shape: shapeOf(k), Kind: store.EnforcementEnforce, Detail: "imported from " + path + " (route " + k + ")", Now: now}
+		if _, err := st.RecordEnforcement(ctx, in); err != nil {
+			return fmt.Errorf("proxy: enforcement ledger: importing %s: %w", k, err)
+		}
+	}
+	if err := os.Rename(path, path+".imported"); err != nil {
 		return fmt.Errorf("proxy: enforcement ledger: %w", err)
 	}
-	if _, err := f.Write(raw); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("proxy: enforcement ledger: %w", err)
-	}
-	return os.Rename(tmp, l.path)
+	log.Info("enforcement ledger imported into the fenced store", zap.String("from", path), zap.Int("routes", len(keys)))
+	return nil
 }

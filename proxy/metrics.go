@@ -16,6 +16,12 @@ type metrics struct {
 	oldest       prometheus.Gauge
 	paused       prometheus.Gauge
 	unknownTime  prometheus.Histogram
+
+	compacted        *prometheus.CounterVec
+	storeResources   prometheus.Gauge
+	storeReceipts    prometheus.Gauge
+	storeQuarantined prometheus.Gauge
+	storeBytes       prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -64,9 +70,26 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "fencegate_proxy_unknown_resolve_seconds", Help: "Time mutations spent UNKNOWN before they were resolved.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600},
 		}),
+		compacted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fencegate_proxy_store_compacted_total",
+			Help: "Entries deleted from the fenced store by retention, by kind (receipt, quarantine).",
+		}, []string{"kind"}),
+		storeResources: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fencegate_proxy_store_resources", Help: "Resource records in the fenced store (kept for ever).",
+		}),
+		storeReceipts: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fencegate_proxy_store_receipts", Help: "Receipts in the fenced store.",
+		}),
+		storeQuarantined: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fencegate_proxy_store_quarantined", Help: "Quarantine entries in the fenced store.",
+		}),
+		storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fencegate_proxy_store_bytes", Help: "Size of the fenced store (bolt: file size; memory: estimated heap).",
+		}),
 	}
 	for _, c := range []prometheus.Collector{m.mutations, m.wouldReject, m.verifyDur, m.statusDur, m.storeDur, m.backendDur,
-		m.inFlight, m.trustReloads, m.reconciled, m.unknown, m.oldest, m.paused, m.unknownTime} {
+		m.inFlight, m.trustReloads, m.reconciled, m.unknown, m.oldest, m.paused, m.unknownTime,
+		m.compacted, m.storeResources, m.storeReceipts, m.storeQuarantined, m.storeBytes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -35,21 +36,41 @@ type attempt struct {
 func (a *attempt) shadow() bool { return a.rt.Mode == ModeShadow }
 
 // ServeHTTP is applyFencedMutation, the only acceptance point:
-// route → identity → verify → status (any failure here touches nothing in
-// the store) → body → store Begin → forward → Commit (or MarkUnknown, or
-// Abort when nothing was sent).
+// read path (readpath.go: method-override headers and protocol upgrades
+// are refused; only GET, HEAD, OPTIONS and TRACE, spelled exactly so, pass
+// as reads) → route → identity → verify → status (any failure here
+// touches nothing in the store) → body → store Begin → forward → Commit
+// (or MarkUnknown, or Abort when nothing was sent).
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if strings.HasPrefix(req.URL.Path, selfPrefix) {
 		p.serveSelf(w, req)
 		return
 	}
-	if !mutating(req.Method) {
+	switch p.classifyRequest(req) {
+	case verdictOverride:
+		p.refuseReadPath(w, req, reject(CodeMethodOverrideRefused,
+			"method-override headers (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override) are refused: send the real method"))
+		return
+	case verdictUpgrade:
+		p.refuseReadPath(w, req, reject(CodeUpgradeRefused,
+			"protocol upgrades (Upgrade, h2c, HTTP2-Settings, the HTTP/2 preface) are refused unless an upgrades entry allows this GET"))
+		return
+	case verdictRead:
 		p.pass.ServeHTTP(w, req)
 		return
 	}
 	rt, resource, rerr := p.router.match(req)
 	if rt == nil {
-		if p.cfg.UnmatchedMutations == "pass" {
+		variant, vres := p.caseVariant(req)
+		if variant != nil && variant.Mode != ModeOff {
+			// Many backends read methods case-insensitively: never let
+			// "put" through where PUT is protected.
+			p.refuse(w, &attempt{rt: variant, resource: vres, req: req}, reject(CodeRouteNotProtected,
+				req.Method+" differs from the protected route "+variant.key+" only in case; methods are case-sensitive: send "+variant.Method), 0)
+			return
+		}
+		// CONNECT opens a tunnel: it is never passed unchecked.
+		if p.cfg.UnmatchedMutations == "pass" && req.Method != http.MethodConnect {
 			p.m.mutations.WithLabelValues("unmatched", "pass", "passed", "").Inc()
 			p.pass.ServeHTTP(w, req)
 			return
@@ -129,7 +150,15 @@ func (p *Proxy) supersededOr(a *attempt, rej *rejection) *rejection {
 		return rej
 	}
 	rec, err := p.store.Record(a.req.Context(), a.resource)
-	if err != nil || rec.HighestFence <= a.grant.FenceToken {
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			// The refinement is lost, the rejection stands (fail closed).
+			p.log.Error("store Record failed while checking for a stale owner; keeping the original rejection",
+				zap.String("resource", a.resource), zap.String("code", rej.code), zap.Error(err))
+		}
+		return rej
+	}
+	if rec.HighestFence <= a.grant.FenceToken {
 		return rej
 	}
 	return reject(CodeStaleOwner, fmt.Sprintf("fence %d is below the highest accepted fence %d (and %s)", a.grant.FenceToken, rec.HighestFence, rej.detail)).
@@ -159,23 +188,16 @@ func (p *Proxy) readBody(a *attempt) *rejection {
 }
 
 // refuse answers a rejection in enforce mode; in shadow mode it counts
-// what would have been rejected and forwards the request untouched.
+// what would have been rejected and answers as if the sidecar were not
+// there: the request is forwarded untouched (with the whole body, also one
+// over the route's limit), or, when it was already sent and its answer lost,
+// the answer is the pass-through's own for a backend that did not answer.
+// The one exception is an unreadable body: it cannot be forwarded whole.
 func (p *Proxy) refuse(w http.ResponseWriter, a *attempt, rej *rejection, retry time.Duration) {
 	p.logDecision(a, "rejected", rej.code, rej.detail)
-	if a.shadow() && !a.sent {
+	if a.shadow() {
 		p.m.wouldReject.WithLabelValues(a.rt.key, rej.code).Inc()
-		p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "passed", rej.code).Inc()
-		if a.bodyRead {
-			if rej.code == CodeBodyTooLarge || rej.code == CodeBodyUnreadable {
-				// The body is gone or cut: enforce mode would refuse, and
-				// forwarding a truncated body would corrupt the write.
-				p.writeProblem(w, rej, retry)
-				return
-			}
-			a.req.Body = io.NopCloser(bytes.NewReader(a.body))
-			a.req.ContentLength = int64(len(a.body))
-		}
-		p.pass.ServeHTTP(w, a.req)
+		p.passShadow(w, a, rej.code, rej, retry)
 		return
 	}
 	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "rejected", rej.code).Inc()
@@ -183,6 +205,35 @@ func (p *Proxy) refuse(w http.ResponseWriter, a *attempt, rej *rejection, retry 
 		_, _ = io.Copy(io.Discard, io.LimitReader(a.req.Body, 64<<10))
 	}
 	p.writeProblem(w, rej.with("resource", a.resource), retry)
+}
+
+// passShadow forwards a shadow-mode attempt as it came, counted as passed
+// with the code enforce mode would have answered (or REPLAY).
+func (p *Proxy) passShadow(w http.ResponseWriter, a *attempt, code string, rej *rejection, retry time.Duration) {
+	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "passed", code).Inc()
+	if a.sent {
+		// forward writes every answer it has; this one is lost.
+		p.writeProblem(w, reject(CodeBackendUnavailable, "the backend did not answer"), 0)
+		return
+	}
+	if a.bodyRead {
+		switch code {
+		case CodeBodyUnreadable:
+			// The body is gone: enforce mode refuses, and forwarding a
+			// cut body would corrupt the write.
+			if rej != nil {
+				p.writeProblem(w, rej, retry)
+			}
+			return
+		case CodeBodyTooLarge:
+			// What was read, then the rest of the stream: the whole body.
+			a.req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(a.body), a.req.Body))
+		default:
+			a.req.Body = io.NopCloser(bytes.NewReader(a.body))
+			a.req.ContentLength = int64(len(a.body))
+		}
+	}
+	p.pass.ServeHTTP(w, a.req)
 }
 
 func (p *Proxy) logDecision(a *attempt, decision, code, detail string) {

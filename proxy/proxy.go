@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -57,7 +58,6 @@ type Proxy struct {
 	gatherer prometheus.Gatherer
 	admin    string
 	verOpts  []verify.Option
-	ledger   *ledger
 
 	waitMu  sync.Mutex
 	waiters map[string]chan struct{} // per resource, closed when a mutation settles
@@ -106,8 +106,13 @@ func New(o Options) (*Proxy, error) {
 	if p.trust, err = newTrust(cfg.Trust.Bundle, cfg.Trust.AllowHS256, o.Clock, o.Logger, m); err != nil {
 		return nil, err
 	}
+	var maxAge time.Duration
+	for _, r := range cfg.Routes {
+		maxAge = max(maxAge, r.Status.MaxAge)
+	}
 	p.status = &statusChecker{src: o.Status, timeout: cfg.Registry.Timeout, skew: cfg.Trust.ClockSkew,
-		minEpoch: cfg.Trust.MinIssuerEpoch, opts: p.verOpts, m: m}
+		minEpoch: cfg.Trust.MinIssuerEpoch, opts: p.verOpts, m: m,
+		ended: newEndedGrants(maxAge+cfg.Trust.ClockSkew, defaultEndedLimit)}
 	p.backend, _ = url.Parse(cfg.Backend.URL)
 	p.tr = o.Transport
 	if p.tr == nil {
@@ -129,10 +134,9 @@ func New(o Options) (*Proxy, error) {
 			p.writeProblem(w, reject(CodeBackendUnavailable, "the backend did not answer"), 0)
 		},
 	}
-	if p.ledger, err = openLedger(cfg.DataDir); err != nil {
-		return nil, err
-	}
-	if err := p.ledger.check(p.router.all(), o.ForceDowngrade, p.log); err != nil {
+	lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.checkLedger(lctx, o.ForceDowngrade); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -164,6 +168,7 @@ func (p *Proxy) Close() { p.stopOnce.Do(func() { close(p.stop) }) }
 func (p *Proxy) Start() {
 	go p.trust.watch(p.stop, p.cfg.Trust.ReloadInterval)
 	go p.reconcileLoop()
+	go p.compactLoop()
 }
 
 // settled wakes the requests waiting for resource.

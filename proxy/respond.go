@@ -14,7 +14,8 @@ func (p *Proxy) writeProblem(w http.ResponseWriter, r *rejection, retry time.Dur
 	problem.Write(w, r.problem(), retry)
 }
 
-// writeForwarded writes the backend's answer with the receipt ID.
+// writeForwarded writes the backend's whole answer with the receipt ID
+// (none when receiptID is "": no receipt was stored). It closes r.
 func (p *Proxy) writeForwarded(w http.ResponseWriter, r *backendResponse, receiptID string) {
 	defer r.close()
 	h := w.Header()
@@ -24,7 +25,11 @@ func (p *Proxy) writeForwarded(w http.ResponseWriter, r *backendResponse, receip
 	for _, k := range hopHeaders {
 		h.Del(k)
 	}
-	h.Set(HeaderReceipt, receiptID)
+	if receiptID != "" {
+		h.Set(HeaderReceipt, receiptID)
+	} else {
+		h.Del(HeaderReceipt)
+	}
 	if r.rest == nil {
 		h.Set("Content-Length", strconv.Itoa(len(r.body)))
 	} else {

@@ -59,16 +59,21 @@ func newRouter(cfgs []RouteConfig) (*router, error) {
 // match finds the route of a request and derives its canonical resource
 // ID. A nil route means no route matched.
 func (rt *router) match(req *http.Request) (*route, string, error) {
-	rctx := chi.NewRouteContext()
 	path := req.URL.RawPath
 	if path == "" {
 		path = req.URL.Path
 	}
-	pattern := rt.mux.Find(rctx, req.Method, path)
+	return rt.matchPath(req.Method, path)
+}
+
+// matchPath is match for a method and an escaped path.
+func (rt *router) matchPath(method, path string) (*route, string, error) {
+	rctx := chi.NewRouteContext()
+	pattern := rt.mux.Find(rctx, method, path)
 	if pattern == "" {
 		return nil, "", nil
 	}
-	r := rt.routes[req.Method+" "+pattern]
+	r := rt.routes[method+" "+pattern]
 	if r == nil {
 		return nil, "", nil
 	}

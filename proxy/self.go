@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/fencegate/fencegate/registry/client"
@@ -21,24 +22,42 @@ func receiptInfo(r store.Receipt) ReceiptInfo {
 }
 
 // serveSelf serves GET /.fencegate/v1/receipts?resource=R&op=ID to
-// identified callers: the recovery path of a worker whose mutation's
-// outcome it did not learn.
+// identified callers, for the receipts of their own grants: the recovery
+// path of a worker whose mutation's outcome it did not learn.
 func (p *Proxy) serveSelf(w http.ResponseWriter, req *http.Request) {
 	if req.URL.Path != selfPrefix+"v1/receipts" || req.Method != http.MethodGet {
 		adminProblem(w, 404, CodeNotFound, "no such sidecar route")
 		return
 	}
-	if _, err := p.ident.Identify(req); err != nil {
+	caller, err := p.ident.Identify(req)
+	if err != nil {
 		p.writeProblem(w, reject(CodeIdentityRequired, err.Error()), 0)
 		return
 	}
-	list, ok := p.receiptsQuery(w, req)
-	if !ok {
+	q := req.URL.Query()
+	res, op := q.Get("resource"), q.Get("op")
+	if res == "" || op == "" {
+		adminProblem(w, 400, CodeInvalidRequest, "query parameters resource and op are required")
 		return
 	}
-	out := make([]ReceiptInfo, len(list))
-	for i, r := range list {
-		out[i] = receiptInfo(r)
+	list, err := p.store.ReceiptsByOperation(req.Context(), res, op)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		storeProblem(w, err)
+		return
+	}
+	// A worker sees only the receipts its own grants produced. Receipts
+	// stored before owners were recorded have none and are shown to nobody
+	// here (the admin API still lists them). Receipts of others answer
+	// exactly like no receipt at all, so their existence is not revealed.
+	out := make([]ReceiptInfo, 0, len(list))
+	for _, r := range list {
+		if r.Owner != "" && r.Owner == caller {
+			out = append(out, receiptInfo(r))
+		}
+	}
+	if len(out) == 0 {
+		adminProblem(w, 404, CodeNotFound, "no receipt of yours for this operation")
+		return
 	}
 	writeJSON(w, 200, out)
 }

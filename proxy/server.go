@@ -31,7 +31,12 @@ type Server struct {
 	inLn    net.Listener
 	adminLn net.Listener
 	log     *zap.Logger
+	// shutdownTimeout bounds the drain of in-flight requests in Serve.
+	shutdownTimeout time.Duration
 }
+
+// DefaultShutdownTimeout bounds how long Serve drains in-flight requests.
+const DefaultShutdownTimeout = 30 * time.Second
 
 // NewServer opens what cfg names and binds both listeners. Call Serve.
 func NewServer(cfg Config, log *zap.Logger, forceDowngrade []string) (*Server, error) {
@@ -39,7 +44,7 @@ func NewServer(cfg Config, log *zap.Logger, forceDowngrade []string) (*Server, e
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
-	s := &Server{log: log}
+	s := &Server{log: log, shutdownTimeout: DefaultShutdownTimeout}
 	maxBody := 0
 	for _, r := range cfg.Routes {
 		maxBody = max(maxBody, r.ResponseStoreLimit)
@@ -128,6 +133,10 @@ func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
 
 // Serve runs both listeners and the background loops until ctx ends, then
 // drains in-flight requests (so their mutations settle) and closes the store.
+// It returns the first failure: a listener's, else a drain that did not
+// finish within the shutdown timeout (the store then closes under the
+// requests still in flight; their mutations may be left unknown), else
+// closing the store's. Every failure is logged.
 func (s *Server) Serve(ctx context.Context) error {
 	s.Proxy.Start()
 	errc := make(chan error, 2)
@@ -144,16 +153,33 @@ func (s *Server) Serve(ctx context.Context) error {
 	case err = <-errc:
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_ = s.in.Shutdown(sctx)
-	_ = s.admin.Shutdown(sctx)
-	s.Proxy.Close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	if cerr := s.Store.Close(); err == nil {
-		err = cerr
+	if err != nil {
+		s.log.Error("a listener failed; shutting down", zap.Error(err))
+		err = fmt.Errorf("proxy: serve: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout)
+	defer cancel()
+	for _, srv := range []struct {
+		name string
+		srv  *http.Server
+	}{{"inbound", s.in}, {"admin", s.admin}} {
+		if serr := srv.srv.Shutdown(sctx); serr != nil {
+			s.log.Error("shutdown of the "+srv.name+" listener did not finish: requests still in flight (the store closes under them; their mutations may be left unknown until reconciled)",
+				zap.Duration("timeout", s.shutdownTimeout), zap.Error(serr))
+			if err == nil {
+				err = fmt.Errorf("proxy: shutdown of the %s listener: %w", srv.name, serr)
+			}
+		}
+	}
+	s.Proxy.Close()
+	if cerr := s.Store.Close(); cerr != nil {
+		s.log.Error("closing the store failed", zap.Error(cerr))
+		if err == nil {
+			err = fmt.Errorf("proxy: close store: %w", cerr)
+		}
 	}
 	return err
 }

@@ -28,6 +28,8 @@ type statusChecker struct {
 	maxSeen  atomic.Uint64
 	opts     []verify.Option
 	m        *metrics
+	// ended holds the grants the registry said have ended (see endedGrants).
+	ended *endedGrants
 }
 
 func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, g *verify.Grant, digest string, proof []byte, now func() time.Time) *rejection {
@@ -38,6 +40,9 @@ func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, 
 	case StatusProof:
 		if len(proof) == 0 {
 			return reject(CodeStatusStale, "this route needs a Fence-Status proof")
+		}
+		if s.ended.ended(digest, now()) {
+			return reject(CodeGrantNotHeld, "the registry has said this grant is no longer held; its older HELD proof is refused")
 		}
 		token = proof
 	default:
@@ -69,6 +74,9 @@ func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, 
 		if st.IssuerEpoch <= cur || s.maxSeen.CompareAndSwap(cur, st.IssuerEpoch) {
 			break
 		}
+	}
+	if rt.Status.Mode == StatusRegistry && st.State != verify.StateHeld && st.GrantDigest == digest {
+		s.ended.note(digest, now())
 	}
 	pol := verify.StatusPolicy{MaxAge: rt.Status.MaxAge, ClockSkew: s.skew, MinIssuerEpoch: max(s.minEpoch, s.maxSeen.Load())}
 	if err := verify.CheckStatus(st, g, digest, now(), pol); err != nil {

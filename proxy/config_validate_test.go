@@ -1,0 +1,173 @@
+package proxy_test
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/proxy"
+	storemem "github.com/fencegate/fencegate/store/memory"
+)
+
+// validConfig is a configuration Validate accepts (defaults filled).
+func validConfig(t *testing.T) proxy.Config {
+	c := proxy.Config{
+		Listen:   "127.0.0.1:0",
+		Backend:  proxy.BackendConfig{URL: "http://127.0.0.1:8080"},
+		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof}}},
+		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:    proxy.TrustConfig{Bundle: filepath.Join(t.TempDir(), "jwks.json")},
+		Store:    proxy.StoreConfig{Backend: "memory"},
+		DataDir:  t.TempDir(),
+	}
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("the base configuration does not validate: %v", err)
+	}
+	return c
+}
+
+// TestValidateRejectsNegativesAndBadReadPathConfig (issue 8.13, 8.1, 8.3):
+// a negative duration or limit is an error (it used to panic a goroutine
+// or silently turn a timeout off), zero is the default, and route methods
+// and upgrades entries are checked.
+func TestValidateRejectsNegativesAndBadReadPathConfig(t *testing.T) {
+	neg := -time.Second
+	cases := []struct {
+		name string
+		mut  func(*proxy.Config)
+		want []string // substrings of the error; none: valid
+	}{
+		{"base", func(*proxy.Config) {}, nil},
+		{"reconcile.interval", func(c *proxy.Config) { c.Reconcile.Interval = neg }, []string{"reconcile.interval"}},
+		{"server.readHeaderTimeout", func(c *proxy.Config) { c.Server.ReadHeaderTimeout = neg }, []string{"server.readHeaderTimeout"}},
+		{"server.readTimeout", func(c *proxy.Config) { c.Server.ReadTimeout = neg }, []string{"server.readTimeout"}},
+		{"server.writeTimeout", func(c *proxy.Config) { c.Server.WriteTimeout = neg }, []string{"server.writeTimeout"}},
+		{"server.idleTimeout", func(c *proxy.Config) { c.Server.IdleTimeout = neg }, []string{"server.idleTimeout"}},
+		{"server.maxHeaderBytes", func(c *proxy.Config) { c.Server.MaxHeaderBytes = -1 }, []string{"server.maxHeaderBytes"}},
+		{"backend.timeout", func(c *proxy.Config) { c.Backend.Timeout = neg }, []string{"backend.timeout"}},
+		{"backend.timeout huge", func(c *proxy.Config) { c.Backend.Timeout = 30 * time.Hour }, []string{"backend.timeout"}},
+		{"retention.maxAge", func(c *proxy.Config) { c.Retention.MaxAge = neg }, []string{"retention.maxAge"}},
+		{"retention.maxPerResource", func(c *proxy.Config) { c.Retention.MaxPerResource = -1 }, []string{"retention.maxPerResource"}},
+		{"retention.batchSize", func(c *proxy.Config) { c.Retention.BatchSize = 1 << 30 }, []string{"retention.batchSize"}},
+		{"backend.dialTimeout", func(c *proxy.Config) { c.Backend.DialTimeout = neg }, []string{"backend.dialTimeout"}},
+		{"backend.idleConnTimeout", func(c *proxy.Config) { c.Backend.IdleConnTimeout = neg }, []string{"backend.idleConnTimeout"}},
+		{"backend.maxIdleConnsPerHost", func(c *proxy.Config) { c.Backend.MaxIdleConnsPerHost = -1 }, []string{"backend.maxIdleConnsPerHost"}},
+		{"backend.maxIdleConnsPerHost huge", func(c *proxy.Config) { c.Backend.MaxIdleConnsPerHost = math.MaxInt }, []string{"backend.maxIdleConnsPerHost"}},
+		{"backend.maxConnsPerHost", func(c *proxy.Config) { c.Backend.MaxConnsPerHost = -1 }, []string{"backend.maxConnsPerHost"}},
+		{"backend.maxResponseBytes", func(c *proxy.Config) { c.Backend.MaxResponseBytes = -1 }, []string{"backend.maxResponseBytes"}},
+		{"registry.timeout", func(c *proxy.Config) { c.Registry.Timeout = neg }, []string{"registry.timeout"}},
+		{"trust.clockSkew", func(c *proxy.Config) { c.Trust.ClockSkew = neg }, []string{"trust.clockSkew"}},
+		{"trust.reloadInterval", func(c *proxy.Config) { c.Trust.ReloadInterval = neg }, []string{"trust.reloadInterval"}},
+		{"trust.maxTokenBytes", func(c *proxy.Config) { c.Trust.MaxTokenBytes = -1 }, []string{"trust.maxTokenBytes"}},
+		{"route busyWait", func(c *proxy.Config) { c.Routes[0].BusyWait = neg }, []string{"routes[0].busyWait"}},
+		{"route status.maxAge", func(c *proxy.Config) { c.Routes[0].Status.MaxAge = neg }, []string{"routes[0].status.maxAge"}},
+		{"route bodyLimit", func(c *proxy.Config) { c.Routes[0].BodyLimit = -1 }, []string{"routes[0].bodyLimit"}},
+		{"route bodyLimit max", func(c *proxy.Config) { c.Routes[0].BodyLimit = math.MaxInt64 }, []string{"routes[0].bodyLimit"}},
+		{"route responseStoreLimit", func(c *proxy.Config) { c.Routes[0].ResponseStoreLimit = -1 }, []string{"routes[0].responseStoreLimit"}},
+		{"every negative at once", func(c *proxy.Config) {
+			c.Reconcile.Interval, c.Server.ReadHeaderTimeout, c.Server.ReadTimeout, c.Server.WriteTimeout, c.Server.IdleTimeout = neg, neg, neg, neg, neg
+			c.Backend.IdleConnTimeout, c.Backend.MaxIdleConnsPerHost, c.Backend.MaxResponseBytes = neg, -1, -1
+			c.Registry.Timeout, c.Trust.ClockSkew, c.Routes[0].BusyWait, c.Routes[0].Status.MaxAge = neg, neg, neg, neg
+		}, []string{"reconcile.interval", "server.readHeaderTimeout", "server.readTimeout", "server.writeTimeout", "server.idleTimeout",
+			"backend.idleConnTimeout", "backend.maxIdleConnsPerHost", "backend.maxResponseBytes", "registry.timeout", "trust.clockSkew",
+			"routes[0].busyWait", "routes[0].status.maxAge"}},
+		{"zero means the default", func(c *proxy.Config) {
+			c.Reconcile.Interval, c.Server.ReadTimeout, c.Backend.IdleConnTimeout, c.Trust.ClockSkew, c.Routes[0].BusyWait = 0, 0, 0, 0, 0
+			c.SetDefaults()
+		}, nil},
+
+		{"route method GET", func(c *proxy.Config) { c.Routes[0].Method = "GET" }, []string{"routes[0].method"}},
+		{"route method head", func(c *proxy.Config) { c.Routes[0].Method = "head" }, []string{"routes[0].method"}},
+		{"route method Options", func(c *proxy.Config) { c.Routes[0].Method = "Options" }, []string{"routes[0].method"}},
+		{"route method TRACE", func(c *proxy.Config) { c.Routes[0].Method = "TRACE" }, []string{"routes[0].method"}},
+		{"route method empty", func(c *proxy.Config) { c.Routes[0].Method = "" }, []string{"routes[0].method"}},
+		{"route method with a space", func(c *proxy.Config) { c.Routes[0].Method = "PUT X" }, []string{"routes[0].method"}},
+		{"route method non-ASCII", func(c *proxy.Config) { c.Routes[0].Method = "poſt" }, []string{"routes[0].method"}},
+		{"route method PROPPATCH", func(c *proxy.Config) { c.Routes[0].Method = "PROPPATCH" }, nil},
+		{"route method lower-case merge", func(c *proxy.Config) { c.Routes[0].Method = "merge" }, nil},
+		{"route method CONNECT", func(c *proxy.Config) { c.Routes[0].Method = "CONNECT" }, nil},
+		{"route twice, case apart", func(c *proxy.Config) {
+			c.Routes = append(c.Routes, c.Routes[0])
+			c.Routes[1].Method = "put"
+		}, []string{"configured twice"}},
+
+		{"upgrade websocket", func(c *proxy.Config) {
+			c.Upgrades = []proxy.UpgradeConfig{{Path: "/ws/{room}", Protocols: []string{"websocket"}}}
+		}, nil},
+		{"upgrade h2c", func(c *proxy.Config) {
+			c.Upgrades = []proxy.UpgradeConfig{{Path: "/ws", Protocols: []string{"websocket", "H2C"}}}
+		}, []string{"upgrades[0].protocols[1]", "h2c"}},
+		{"upgrade without protocols", func(c *proxy.Config) { c.Upgrades = []proxy.UpgradeConfig{{Path: "/ws"}} }, []string{"upgrades[0].protocols"}},
+		{"upgrade protocol with a version", func(c *proxy.Config) {
+			c.Upgrades = []proxy.UpgradeConfig{{Path: "/ws", Protocols: []string{"websocket/13"}}}
+		}, []string{"upgrades[0].protocols[0]"}},
+		{"upgrade relative path", func(c *proxy.Config) {
+			c.Upgrades = []proxy.UpgradeConfig{{Path: "ws", Protocols: []string{"websocket"}}}
+		}, []string{"upgrades[0].path"}},
+		{"upgrade bad pattern", func(c *proxy.Config) {
+			c.Upgrades = []proxy.UpgradeConfig{{Path: "/ws/{room", Protocols: []string{"websocket"}}}
+		}, []string{"upgrades[0].path"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validConfig(t)
+			tc.mut(&c)
+			err := c.Validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the error does not mention %q:\n%v", w, err)
+				}
+			}
+			// Each wanted field is its own error: every one is reported at once.
+			if n := strings.Count(err.Error(), "\n") + 1; len(tc.want) > 2 && n < len(tc.want) {
+				t.Errorf("%d errors reported, want at least %d:\n%v", n, len(tc.want), err)
+			}
+		})
+	}
+}
+
+// TestNegativeReconcileIntervalRefusedAtStart (issue 8.13): the sidecar
+// refuses the configuration instead of panicking in its reconcile loop.
+func TestNegativeReconcileIntervalRefusedAtStart(t *testing.T) {
+	c := validConfig(t)
+	c.Reconcile.Interval = -time.Second
+	p, err := proxy.New(proxy.Options{Config: c, Store: storemem.New(storemem.Options{})})
+	if err == nil {
+		defer p.Close()
+		p.Start()
+		t.Fatal("a negative reconcile interval was accepted")
+	}
+	if !strings.Contains(err.Error(), "reconcile.interval") {
+		t.Fatalf("error does not name reconcile.interval: %v", err)
+	}
+}
+
+// TestUpgradesLoadFromYAML: the upgrades keys docs/proxy.example.yaml
+// documents are the ones LoadConfig reads.
+func TestUpgradesLoadFromYAML(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "upgrades.yaml")
+	if err := os.WriteFile(path, []byte("upgrades:\n  - path: /ws/{room}\n    protocols: [websocket]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := proxy.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Upgrades) != 1 || c.Upgrades[0].Path != "/ws/{room}" || len(c.Upgrades[0].Protocols) != 1 || c.Upgrades[0].Protocols[0] != "websocket" {
+		t.Fatalf("upgrades: %+v", c.Upgrades)
+	}
+}

@@ -1,0 +1,90 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/registry/keys"
+)
+
+// TestServeReturnsShutdownError: when the drain of in-flight requests
+// does not finish within the shutdown timeout, Serve logs it and returns
+// the error (nothing else failed) instead of dropping it.
+func TestServeReturnsShutdownError(t *testing.T) {
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release // held until Serve has returned
+	}))
+	defer back.Close()
+	defer close(release) // runs before back.Close
+
+	dir := t.TempDir()
+	k, err := keys.Generate(jwa.EdDSA, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := keys.Bundle(false, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(dir, "jwks.json")
+	if err := keys.Save(bundle, set); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		Listen:   "127.0.0.1:0",
+		Backend:  BackendConfig{URL: back.URL, Timeout: time.Minute},
+		Routes:   []RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: RouteStatus{Mode: StatusProof}}},
+		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:    TrustConfig{Bundle: bundle},
+		Store:    StoreConfig{Backend: "memory"},
+		Admin:    AdminConfig{Listen: "127.0.0.1:0"},
+		DataDir:  dir,
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	s, err := NewServer(cfg, zap.New(core), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.shutdownTimeout = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+
+	// A read passes through to the backend, which holds it: the request is
+	// in flight when the shutdown starts.
+	go func() {
+		if resp, err := http.Get("http://" + s.Addr() + "/v1/slow"); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read never reached the backend")
+	}
+	cancel()
+	select {
+	case err = <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Serve returned %v, want the inbound shutdown's context.DeadlineExceeded", err)
+	}
+	if logs.FilterMessageSnippet("shutdown of the inbound listener did not finish").FilterLevelExact(zap.ErrorLevel).Len() != 1 {
+		t.Fatalf("the shutdown failure was not logged: %v", logs.All())
+	}
+}
