@@ -46,6 +46,7 @@ type Proxy struct {
 	cfg      Config
 	store    store.Store
 	router   *router
+	upgrades []upgradeRule
 	trust    *trust
 	status   *statusChecker
 	ident    *identity.Resolver
@@ -95,6 +96,9 @@ func New(o Options) (*Proxy, error) {
 		admin: o.AdminToken, waiters: map[string]chan struct{}{}, stop: make(chan struct{})}
 	p.verOpts = []verify.Option{verify.WithMaxTokenBytes(cfg.Trust.MaxTokenBytes)}
 	if p.router, err = newRouter(cfg.Routes); err != nil {
+		return nil, err
+	}
+	if p.upgrades, err = compileUpgrades(cfg.Upgrades); err != nil {
 		return nil, err
 	}
 	if p.ident, err = identity.New(cfg.Identity); err != nil {

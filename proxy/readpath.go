@@ -175,19 +175,9 @@ type upgradeRule struct {
 // compileUpgrades builds the upgrades entries' matchers.
 func compileUpgrades(cfgs []UpgradeConfig) ([]upgradeRule, error) {
 	out := make([]upgradeRule, 0, len(cfgs))
-	noop := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	for _, c := range cfgs {
 		r := upgradeRule{mux: chi.NewRouter(), protocols: c.Protocols}
-		var err error
-		func() {
-			defer func() {
-				if v := recover(); v != nil { // chi panics on a bad pattern
-					err = fmt.Errorf("proxy: upgrades %s: %v", c.Path, v)
-				}
-			}()
-			r.mux.Method(http.MethodGet, c.Path, noop)
-		}()
-		if err != nil {
+		if err := addPattern(r.mux, http.MethodGet, c.Path, "upgrades "+c.Path); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
@@ -259,17 +249,10 @@ func routePath(req *http.Request) string {
 	return req.URL.Path
 }
 
-// classifyRequest classifies req against the configured upgrades entries.
-// Entries are compiled only for a request that asks for an upgrade; an
-// entry that does not compile (Validate refuses those) allows nothing.
+// classifyRequest classifies req against the configured upgrades entries
+// (compiled once, in New).
 func (p *Proxy) classifyRequest(req *http.Request) verdict {
-	var rules []upgradeRule
-	if len(p.cfg.Upgrades) > 0 {
-		if up, _, _ := upgradeSignals(req.Method, req.Header); up {
-			rules, _ = compileUpgrades(p.cfg.Upgrades)
-		}
-	}
-	return classify(req.Method, routePath(req), req.Header, rules)
+	return classify(req.Method, routePath(req), req.Header, p.upgrades)
 }
 
 // refuseReadPath answers an override or upgrade refusal; nothing is forwarded.

@@ -36,24 +36,26 @@ type router struct {
 
 func newRouter(cfgs []RouteConfig) (*router, error) {
 	rt := &router{mux: chi.NewRouter(), routes: map[string]*route{}}
-	noop := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	for _, c := range cfgs {
 		r := &route{RouteConfig: c, key: c.Method + " " + c.Path, resourceRE: resourcePattern(c.Resource)}
-		var err error
-		func() {
-			defer func() {
-				if v := recover(); v != nil { // chi panics on a bad pattern
-					err = fmt.Errorf("proxy: route %s: %v", r.key, v)
-				}
-			}()
-			rt.mux.Method(c.Method, c.Path, noop)
-		}()
-		if err != nil {
+		if err := addPattern(rt.mux, c.Method, c.Path, "route "+r.key); err != nil {
 			return nil, err
 		}
 		rt.routes[r.key] = r
 	}
 	return rt, nil
+}
+
+// addPattern adds a method and chi pattern to mux; chi panics on a bad
+// pattern, which becomes an error naming what.
+func addPattern(mux *chi.Mux, method, pattern, what string) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("proxy: %s: %v", what, v)
+		}
+	}()
+	mux.Method(method, pattern, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	return nil
 }
 
 // match finds the route of a request and derives its canonical resource
