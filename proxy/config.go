@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,6 +65,10 @@ type Config struct {
 	// upgrade is refused (UPGRADE_REFUSED); h2c always is. What flows in
 	// an allowed tunnel is NOT fenced.
 	Upgrades []UpgradeConfig `yaml:"upgrades"`
+
+	// Forwarded says whose X-Forwarded-* and Forwarded headers are kept
+	// (forwarded.go).
+	Forwarded ForwardedConfig `yaml:"forwarded"`
 }
 
 // BackendConfig tunes forwarding to the legacy service.
@@ -116,6 +121,19 @@ type RouteConfig struct {
 	// BusyWait bounds how long a request waits while another mutation of
 	// the resource is in flight.
 	BusyWait time.Duration `yaml:"busyWait"`
+	// AnsweredBeforeEffect lists 5xx statuses (500..599) that the route's
+	// backend guarantees to answer before any effect (a validation layer
+	// answering 500 to malformed input, say). Such an answer is committed
+	// as a receipt like a 4xx instead of making the mutation
+	// MUTATION_UNKNOWN. Empty (the default): every 5xx leaves the outcome
+	// unknown, since a 5xx proves nothing about the write.
+	AnsweredBeforeEffect []int `yaml:"answeredBeforeEffect"`
+}
+
+// answeredBeforeEffect reports whether the route's backend answers status
+// before any effect (AnsweredBeforeEffect lists it).
+func (r RouteConfig) answeredBeforeEffect(status int) bool {
+	return slices.Contains(r.AnsweredBeforeEffect, status)
 }
 
 // RouteStatus says how a route establishes that a grant is still held.
@@ -172,6 +190,13 @@ type ServerConfig struct {
 	WriteTimeout      time.Duration `yaml:"writeTimeout"`
 	IdleTimeout       time.Duration `yaml:"idleTimeout"`
 	MaxHeaderBytes    int           `yaml:"maxHeaderBytes"`
+
+	// PassWriteTimeout bounds writing a pass-through's answer (reads,
+	// unmatched mutations passed, routes in mode off, shadow passes) from
+	// the start of the pass-through, instead of WriteTimeout, which bounds
+	// the answers of protected writes and refusals. 0 (default): none, a
+	// read streams as long as the backend does.
+	PassWriteTimeout time.Duration `yaml:"passWriteTimeout"`
 }
 
 // ReconcileConfig drives automatic reconciliation through effect queries.
@@ -422,6 +447,11 @@ func (c Config) Validate() error {
 			add("%s.bodyLimit: %d is too large", p, r.BodyLimit)
 		}
 		count(p+".responseStoreLimit", int64(r.ResponseStoreLimit))
+		for j, st := range r.AnsweredBeforeEffect {
+			if st < 500 || st > 599 {
+				add("%s.answeredBeforeEffect[%d]: %d is not a 5xx status (500..599): only a 5xx leaves the outcome unknown", p, j, st)
+			}
+		}
 		if r.EffectQuery != "" {
 			if u, err := url.Parse(templateParam.ReplaceAllString(r.EffectQuery, "x")); err != nil || u.Host == "" {
 				add("%s.effectQuery: %q is not an absolute URL template", p, r.EffectQuery)
@@ -430,6 +460,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.Retention.validate()...)
 	errs = append(errs, c.Identity.Validate()...)
+	errs = append(errs, c.Forwarded.validate()...)
 	if c.Identity.Mode == identity.ModeMTLS && c.TLS.ClientCAFile == "" {
 		add("identity.mode: mtls needs tls.clientCAFile")
 	}
@@ -446,6 +477,7 @@ func (c Config) Validate() error {
 	dur("server.readHeaderTimeout", c.Server.ReadHeaderTimeout)
 	dur("server.readTimeout", c.Server.ReadTimeout)
 	dur("server.writeTimeout", c.Server.WriteTimeout)
+	dur("server.passWriteTimeout", c.Server.PassWriteTimeout)
 	dur("server.idleTimeout", c.Server.IdleTimeout)
 	count("server.maxHeaderBytes", int64(c.Server.MaxHeaderBytes))
 	dur("reconcile.interval", c.Reconcile.Interval)

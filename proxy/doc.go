@@ -16,7 +16,8 @@
 // honours it); the answer is committed as a receipt in the same store
 // transaction that clears the in-flight marker, and returned with
 // Fence-Receipt. A replay of an accepted segment returns the stored answer
-// with Fence-Replayed: true. A backend that may have received the request
+// with Fence-Replayed: true, or REPLAY_INCOMPLETE when the answer was not
+// kept whole (the write was accepted). A backend that may have received the request
 // but did not answer makes the mutation MUTATION_UNKNOWN; the resource then
 // blocks new fences until it is reconciled (effect-query endpoint, an
 // idempotent retry, or an operator).

@@ -43,6 +43,9 @@ const (
 	// Refusals before any route is looked at (readpath.go).
 	CodeMethodOverrideRefused = client.CodeMethodOverrideRefused
 	CodeUpgradeRefused        = client.CodeUpgradeRefused
+
+	// A replay of an accepted segment whose stored answer is incomplete (respond.go).
+	CodeReplayIncomplete = client.CodeReplayIncomplete
 )
 
 // statusOf is the HTTP status of each code.
@@ -75,6 +78,14 @@ var statusOf = map[string]int{
 
 	CodeMethodOverrideRefused: http.StatusBadRequest,
 	CodeUpgradeRefused:        http.StatusBadRequest,
+
+	// 409, not 2xx: the body is not the backend's answer. Not 502 either:
+	// nothing failed now and the outcome is known (accepted), and a 5xx
+	// reads as "maybe not applied, retry" to generic clients and retry
+	// layers; a retry only replays this answer. 409 says what it is: the
+	// resource's state (this segment is accepted, its answer not kept
+	// whole) decides the answer, as for the other segment-state codes.
+	CodeReplayIncomplete: http.StatusConflict,
 }
 
 // rejection is a decision not to forward: a code, a detail, and where it applies a Retry-After.

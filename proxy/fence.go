@@ -56,7 +56,11 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 			return
 		}
 		p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "replayed", "").Inc()
-		p.logDecision(a, "replayed", "", res.Receipt.ID)
+		code := ""
+		if res.Receipt.Response.Truncated {
+			code = CodeReplayIncomplete // accepted, but its answer was not kept whole
+		}
+		p.logDecision(a, "replayed", code, res.Receipt.ID)
 		p.writeReceipt(w, res.Receipt, true)
 	case store.DecisionBusy:
 		retry := time.Second
@@ -211,12 +215,15 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 		p.refuse(w, a, reject(CodeBackendUnavailable, "the backend refused the connection; nothing was sent or recorded"), time.Second)
 		return
 	}
-	// A 5xx leaves the outcome unknown in enforce mode. Shadow mode never
-	// changes an answer: the 5xx is what happened, so it is recorded as the
-	// receipt and reaches the client unchanged, and the would-reject counter
-	// says what enforce mode would have done.
-	shadow5xx := err == nil && resp.status >= 500 && a.shadow()
-	if err == nil && resp.status >= 500 && !a.shadow() {
+	// A 5xx leaves the outcome unknown in enforce mode, unless the route's
+	// backend guarantees to answer that status before any effect
+	// (answeredBeforeEffect): then it is committed like a 4xx. Shadow mode
+	// never changes an answer: the 5xx is what happened, so it is recorded
+	// as the receipt and reaches the client unchanged, and the would-reject
+	// counter says what enforce mode would have done.
+	unknown5xx := err == nil && resp.status >= 500 && !a.rt.answeredBeforeEffect(resp.status)
+	shadow5xx := unknown5xx && a.shadow()
+	if unknown5xx && !a.shadow() {
 		err = fmt.Errorf("backend answered %d: the outcome is unknown", resp.status)
 		resp.close()
 	}

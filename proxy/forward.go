@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,8 +19,35 @@ import (
 // hopHeaders are connection-specific (RFC 9110 7.6.1) and never forwarded.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
-// storedHeaders are the response headers kept in a receipt for replays.
-var storedHeaders = []string{"Content-Type", "Content-Language", "Content-Location", "Location", "ETag", "Last-Modified", "Cache-Control"}
+// representationHeaders are kept first in a receipt, in this order, so
+// that when store.MaxResponseHeaders bites, what describes the stored body
+// (its media type, its coding, what it varies on, its validators, where it
+// is) is what survives.
+var representationHeaders = []string{
+	"Content-Type", "Content-Encoding", "Content-Language", "Content-Location", "Content-Disposition", "Content-Range",
+	"Vary", "Location", "ETag", "Last-Modified", "Cache-Control", "Expires",
+}
+
+// unstoredHeaders are the response headers a receipt never keeps (by
+// canonical name; Fence-* and the names the response's Connection header
+// lists are never kept either). A replay is the answer as the backend gave
+// it, minus what describes one connection or one client:
+//   - hop-by-hop headers (hopHeaders, Trailer among them): they belong to
+//     the connection the answer came on;
+//   - Set-Cookie, Set-Cookie2: session state for the client that sent the
+//     write; a replay goes to whoever presents the same segment, and
+//     receipts are readable by admins;
+//   - WWW-Authenticate, Proxy-Authenticate, Authentication-Info,
+//     Proxy-Authentication-Info: one request's authentication exchange;
+//   - Date and Content-Length: recomputed for the replay.
+var unstoredHeaders = func() map[string]bool {
+	m := map[string]bool{}
+	for _, h := range append([]string{"Set-Cookie", "Set-Cookie2", "Www-Authenticate", "Proxy-Authenticate",
+		"Authentication-Info", "Proxy-Authentication-Info", "Date", "Content-Length", "Trailer"}, hopHeaders...) {
+		m[http.CanonicalHeaderKey(h)] = true
+	}
+	return m
+}()
 
 // backendResponse is a backend answer whose body is buffered up to
 // MaxResponseBytes; rest streams the remainder, if any.
@@ -36,30 +64,55 @@ func (r *backendResponse) close() {
 	}
 }
 
-// stored is what the receipt keeps of the response. A delivered answer is
-// always recorded, so it is fitted to what the store accepts by one rule:
-//   - headers: the names of storedHeaders in that fixed order, each name's
-//     values in the backend's order; a value the store cannot hold (longer
-//     than store.MaxHeaderValueLen, not UTF-8, or with a control character)
-//     is dropped whole, never cut mid-value; once store.MaxResponseHeaders
+// stored is what the receipt keeps of the response: enough to replay it
+// faithfully. A delivered answer is always recorded, so it is fitted to what
+// the store accepts by one rule:
+//   - headers: every header but those storedHeader refuses (unstoredHeaders,
+//     Fence-*, the names Connection lists), the representationHeaders
+//     first in their order, then the others by name; each name's values in
+//     the backend's order; a name or a value the store cannot hold (a name
+//     over store.MaxHeaderNameLen bytes, a value over
+//     store.MaxHeaderValueLen, not UTF-8, or with a control character) is
+//     dropped whole, never cut mid-value; once store.MaxResponseHeaders
 //     values are kept, every later value is dropped;
 //   - body: cut at limit (the route's responseStoreLimit).
 //
-// Anything dropped or cut marks the stored response Truncated; replays then
-// carry Fence-Response-Truncated: true. The client that sent the write gets
-// the backend's full answer regardless.
+// Anything dropped or cut marks the stored response Truncated: a replay
+// then answers REPLAY_INCOMPLETE (the write was accepted, its answer cannot
+// be given again), never a corrupt answer. The client that sent the write
+// gets the backend's full answer regardless.
 func (r *backendResponse) stored(limit int) store.StoredResponse {
 	sr := store.StoredResponse{Status: r.status, Header: map[string][]string{}}
+	skip := connectionNamed(r.header)
 	kept := 0
-	for _, h := range storedHeaders {
-		for _, v := range r.header.Values(h) {
-			if kept == store.MaxResponseHeaders || !storableValue(v) {
+	keep := func(name string, values []string) {
+		for _, v := range values {
+			if kept == store.MaxResponseHeaders || !storableName(name) || !storableValue(v) {
 				sr.Truncated = true
 				continue
 			}
-			sr.Header[h] = append(sr.Header[h], v)
+			sr.Header[name] = append(sr.Header[name], v)
 			kept++
 		}
+	}
+	for _, h := range representationHeaders {
+		if !skip[http.CanonicalHeaderKey(h)] {
+			keep(h, r.header.Values(h))
+		}
+	}
+	repr := map[string]bool{}
+	for _, h := range representationHeaders {
+		repr[http.CanonicalHeaderKey(h)] = true
+	}
+	names := make([]string, 0, len(r.header))
+	for name := range r.header {
+		if c := http.CanonicalHeaderKey(name); !repr[c] && storedHeader(c) && !skip[c] {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		keep(name, r.header[name])
 	}
 	sr.Body = r.body
 	if len(sr.Body) > limit || r.rest != nil {
@@ -67,6 +120,33 @@ func (r *backendResponse) stored(limit int) store.StoredResponse {
 		sr.Truncated = true
 	}
 	return sr
+}
+
+// storedHeader reports whether a receipt may keep the header of canonical
+// name c: it is not in unstoredHeaders and not the sidecar's own (Fence-*).
+func storedHeader(c string) bool {
+	return !unstoredHeaders[c] && !strings.HasPrefix(c, "Fence-")
+}
+
+// connectionNamed returns the canonical names the Connection header of h
+// lists: hop-by-hop by declaration (RFC 9110 7.6.1).
+func connectionNamed(h http.Header) map[string]bool {
+	m := map[string]bool{}
+	for _, v := range h.Values("Connection") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				m[http.CanonicalHeaderKey(f)] = true
+			}
+		}
+	}
+	return m
+}
+
+// storableName reports whether the store accepts name as a stored header
+// name: 1 to store.MaxHeaderNameLen bytes of valid UTF-8 without control
+// characters.
+func storableName(name string) bool {
+	return name != "" && len(name) <= store.MaxHeaderNameLen && storableValue(name)
 }
 
 // storableValue reports whether the store accepts v as a stored header
@@ -86,47 +166,26 @@ func storableValue(v string) bool {
 
 // send forwards the attempt with the fence headers. It returns errNotSent
 // (wrapped) only when the backend provably received nothing: the dial
-// failed. Any other failure leaves the outcome unknown.
+// failed. Any other failure leaves the outcome unknown. The request is
+// built as the pass-through builds it (outbound.go says what the backend
+// receives); the answer's hop-by-hop fields are removed here, so neither
+// the client nor the receipt gets them.
 func (p *Proxy) send(ctx context.Context, a *attempt, ref store.OpRef) (*backendResponse, error) {
-	u := *p.backend
-	u.Path = strings.TrimSuffix(u.Path, "/") + a.req.URL.Path
-	u.RawPath = ""
-	if a.req.URL.RawPath != "" {
-		u.RawPath = strings.TrimSuffix(p.backend.EscapedPath(), "/") + a.req.URL.RawPath
-	}
-	u.RawQuery = a.req.URL.RawQuery
 	var connected bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected = true }})
-	out, err := http.NewRequestWithContext(ctx, a.req.Method, u.String(), bytes.NewReader(a.body))
+	out, err := http.NewRequestWithContext(ctx, a.req.Method, p.backend.String(), bytes.NewReader(a.body))
 	if err != nil {
 		return nil, errors.Join(errNotSent, err)
 	}
+	out.URL = p.outboundURL(a.req)
 	out.Header = a.req.Header.Clone()
-	for _, h := range hopHeaders {
-		out.Header.Del(h)
-	}
-	if c := a.req.Header.Get("Connection"); c != "" {
-		for _, f := range strings.Split(c, ",") {
-			out.Header.Del(strings.TrimSpace(f))
-		}
-	}
-	for _, h := range fenceHeaders {
-		out.Header.Del(h)
-	}
+	removeHopHeaders(out.Header)
+	// The whole body is in hand (and the client was told to send it): a
+	// backend that never answers 100 Continue must not delay the write.
+	out.Header.Del("Expect")
+	p.outboundHeader(out.Header, a.req)
 	out.Host = a.req.Host
 	out.ContentLength = int64(len(a.body))
-	if host, _, err := net.SplitHostPort(a.req.RemoteAddr); err == nil {
-		if prior := a.req.Header.Values("X-Forwarded-For"); len(prior) > 0 {
-			host = strings.Join(prior, ", ") + ", " + host
-		}
-		out.Header.Set("X-Forwarded-For", host)
-	}
-	out.Header.Set("X-Forwarded-Host", a.req.Host)
-	proto := "http"
-	if a.req.TLS != nil {
-		proto = "https"
-	}
-	out.Header.Set("X-Forwarded-Proto", proto)
 	out.Header.Set(HeaderToken, strconv.FormatUint(ref.Fence, 10))
 	out.Header.Set(HeaderResource, ref.Resource)
 	out.Header.Set(HeaderRoot, ref.Root)
@@ -149,6 +208,7 @@ func (p *Proxy) send(ctx context.Context, a *attempt, ref store.OpRef) (*backend
 		resp.Body.Close()
 		return nil, err // the answer was cut: unknown
 	}
+	removeHopHeaders(resp.Header)
 	br := &backendResponse{status: resp.StatusCode, header: resp.Header, body: buf}
 	if int64(len(buf)) == p.cfg.Backend.MaxResponseBytes {
 		br.rest = resp.Body

@@ -2,10 +2,7 @@ package proxy
 
 import (
 	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/base64"
 	"encoding/hex"
-	"hash"
 	"net/http"
 	"strconv"
 	"strings"
@@ -30,9 +27,9 @@ const (
 	HeaderDigest      = "Content-Digest"
 )
 
-// fenceHeaders are removed from every request before it reaches the
-// backend: a client cannot speak for the sidecar.
-var fenceHeaders = []string{HeaderGrant, HeaderStatus, HeaderSegment, HeaderToken, HeaderResource, HeaderRoot, HeaderOperationID, HeaderReceipt, HeaderReplayed}
+// fencePrefix starts every header of the contract; every request header
+// with it is removed before a request reaches the backend.
+const fencePrefix = "Fence-"
 
 // single returns the one value of a header; ok is false when it appears
 // more than once (including comma-joined lists).
@@ -69,7 +66,9 @@ func parseSegment(h http.Header) (uint64, string) {
 }
 
 // payloadDigest binds a mutation's method, target and body: a replay of
-// (fence, segment) matches only the very same request.
+// (fence, segment) matches only the very same request. It is always the
+// sidecar's own SHA-256, whatever algorithm a client's Content-Digest uses
+// (digest.go).
 func payloadDigest(method, target string, body []byte) string {
 	h := sha256.New()
 	h.Write([]byte(method))
@@ -78,48 +77,4 @@ func payloadDigest(method, target string, body []byte) string {
 	h.Write([]byte{'\n'})
 	h.Write(body)
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
-
-// checkContentDigest checks an RFC 9530 Content-Digest header against the
-// body. sha-256 and sha-512 are checked; other algorithms are ignored; a
-// header with no usable member, or any mismatch, is an error message.
-func checkContentDigest(h http.Header, body []byte) string {
-	vs := h.Values(HeaderDigest)
-	if len(vs) == 0 {
-		return ""
-	}
-	checked := 0
-	for _, member := range strings.Split(strings.Join(vs, ","), ",") {
-		alg, val, ok := strings.Cut(strings.TrimSpace(member), "=")
-		if !ok {
-			return "Content-Digest is malformed"
-		}
-		var hf func() hash.Hash
-		switch strings.ToLower(strings.TrimSpace(alg)) {
-		case "sha-256":
-			hf = sha256.New
-		case "sha-512":
-			hf = sha512.New
-		default:
-			continue
-		}
-		val = strings.TrimSpace(val)
-		if len(val) < 2 || val[0] != ':' || val[len(val)-1] != ':' {
-			return "Content-Digest value must be a byte sequence (:base64:)"
-		}
-		want, err := base64.StdEncoding.DecodeString(val[1 : len(val)-1])
-		if err != nil {
-			return "Content-Digest value is not base64"
-		}
-		d := hf()
-		d.Write(body)
-		if string(d.Sum(nil)) != string(want) {
-			return "Content-Digest does not match the body"
-		}
-		checked++
-	}
-	if checked == 0 {
-		return "Content-Digest has no sha-256 or sha-512 member"
-	}
-	return ""
 }

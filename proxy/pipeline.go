@@ -217,6 +217,8 @@ func (p *Proxy) passShadow(w http.ResponseWriter, a *attempt, code string, rej *
 		return
 	}
 	if a.bodyRead {
+		// The body is in hand: the client has been told to continue.
+		a.req.Header.Del("Expect")
 		switch code {
 		case CodeBodyUnreadable:
 			// The body is gone: enforce mode refuses, and forwarding a

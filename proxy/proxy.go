@@ -52,7 +52,8 @@ type Proxy struct {
 	ident    *identity.Resolver
 	backend  *url.URL
 	tr       http.RoundTripper
-	pass     *httputil.ReverseProxy
+	pass     *passThrough
+	fwd      forwardedRule
 	now      func() time.Time
 	log      *zap.Logger
 	m        *metrics
@@ -122,14 +123,19 @@ func New(o Options) (*Proxy, error) {
 	if p.tr == nil {
 		p.tr = newTransport(cfg.Backend)
 	}
-	p.pass = &httputil.ReverseProxy{
+	if p.fwd, err = newForwardedRule(cfg.Forwarded); err != nil {
+		return nil, err
+	}
+	// The reverse proxy strips hop-by-hop fields, keeps an allowed
+	// upgrade's, suppresses Go's User-Agent and relays 1xx answers
+	// (100 Continue included) and trailers; Rewrite replaces the target it
+	// would re-encode (it drops unparsable query parameters) and the
+	// forwarding headers (outbound.go, forwarded.go).
+	p.pass = &passThrough{writeTimeout: cfg.Server.PassWriteTimeout, rp: &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(p.backend)
+			pr.Out.URL = p.outboundURL(pr.In)
 			pr.Out.Host = pr.In.Host
-			pr.SetXForwarded()
-			for _, h := range fenceHeaders {
-				pr.Out.Header.Del(h)
-			}
+			p.outboundHeader(pr.Out.Header, pr.In)
 		},
 		Transport:     p.tr,
 		FlushInterval: -1,
@@ -137,7 +143,7 @@ func New(o Options) (*Proxy, error) {
 			p.log.Warn("pass-through to backend failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
 			p.writeProblem(w, reject(CodeBackendUnavailable, "the backend did not answer"), 0)
 		},
-	}
+	}}
 	lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := p.checkLedger(lctx, o.ForceDowngrade); err != nil {

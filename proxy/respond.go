@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -22,8 +23,9 @@ func (p *Proxy) writeForwarded(w http.ResponseWriter, r *backendResponse, receip
 	for k, v := range r.header {
 		h[k] = v
 	}
-	for _, k := range hopHeaders {
-		h.Del(k)
+	removeHopHeaders(h) // also those the backend's Connection names (send removed them already)
+	if _, ok := r.header["Content-Type"]; !ok {
+		h["Content-Type"] = nil // the backend sent none: send none, never net/http's sniffed guess
 	}
 	if receiptID != "" {
 		h.Set(HeaderReceipt, receiptID)
@@ -42,24 +44,47 @@ func (p *Proxy) writeForwarded(w http.ResponseWriter, r *backendResponse, receip
 	}
 }
 
-// writeReceipt answers from a stored receipt (a replay).
+// writeReceipt answers from a stored receipt (a replay): the stored status,
+// headers and body, with Fence-Receipt (and Fence-Replayed). A stored
+// response that is incomplete (Truncated: its body was cut or a header
+// dropped to fit the store) is never handed out as the answer: the client
+// gets REPLAY_INCOMPLETE instead, which says the write was accepted
+// (receiptId, operationId, backendStatus).
 func (p *Proxy) writeReceipt(w http.ResponseWriter, rc *store.Receipt, replayed bool) {
 	h := w.Header()
+	status := rc.Response.Status
+	if status == 0 {
+		status = rc.BackendStatus
+	}
+	if rc.Response.Truncated {
+		h.Set(HeaderReceipt, rc.ID)
+		if replayed {
+			h.Set(HeaderReplayed, "true")
+		}
+		p.writeProblem(w, replayIncomplete(rc, status), 0)
+		return
+	}
 	for k, v := range rc.Response.Header {
 		h[k] = v
+	}
+	if _, ok := rc.Response.Header["Content-Type"]; !ok {
+		h["Content-Type"] = nil // none was stored: send none, never a sniffed guess
 	}
 	h.Set(HeaderReceipt, rc.ID)
 	if replayed {
 		h.Set(HeaderReplayed, "true")
 	}
-	if rc.Response.Truncated {
-		h.Set("Fence-Response-Truncated", "true")
-	}
 	h.Set("Content-Length", strconv.Itoa(len(rc.Response.Body)))
-	status := rc.Response.Status
-	if status == 0 {
-		status = rc.BackendStatus
-	}
 	w.WriteHeader(status)
 	_, _ = w.Write(rc.Response.Body)
+}
+
+// replayIncomplete is the answer to a replay of a receipt whose stored
+// response is incomplete: the write was accepted under receipt rc.ID, but
+// what the backend answered cannot be given again whole.
+func replayIncomplete(rc *store.Receipt, status int) *rejection {
+	return reject(CodeReplayIncomplete, fmt.Sprintf("segment %s was accepted (receipt %s, backend status %d) but its stored answer "+
+		"is incomplete (the body exceeded the route's responseStoreLimit or a header did not fit the store), so it cannot be replayed; "+
+		"the segment stays accepted: go on with the next one, and read the resource if its answer is needed", rc.OperationID, rc.ID, status)).
+		with("receiptId", rc.ID).with("operationId", rc.OperationID).with("backendStatus", status)
 }

@@ -21,6 +21,7 @@
 //	case errors.Is(err, client.ErrNotHolding): // refused locally: nothing was sent
 //	case errors.Is(err, client.ErrStaleOwner): // a newer owner's fence was accepted
 //	case errors.Is(err, client.ErrOutcomeUnknown): // maybe applied: Transport.Recover
+//	case errors.Is(err, client.ErrReplayIncomplete): // accepted earlier; its answer was too large to replay
 //	}
 //
 // The Holder is the seed's state machine (see State): REQUESTED -> HELD ->
@@ -50,6 +51,9 @@
 // that matches the sentinel of its code: errors.Is(err, client.ErrLeaseHeld).
 // Every sidecar rejection comes back from a Transport as a *RejectionError
 // that matches its code's sentinel: errors.Is(err, client.ErrStaleOwner).
+// REPLAY_INCOMPLETE is not a rejection: the segment was accepted, and it
+// comes back as a *ReplayIncompleteError (ErrReplayIncomplete) with the
+// receipt ID and the backend's status.
 // Transport failures of the low-level registry calls are returned as they
 // are: the caller cannot know whether a write happened, and must treat the
 // outcome as unknown (for an acquire: look the request ID up; never start

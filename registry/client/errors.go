@@ -133,6 +133,12 @@ var (
 	// ErrUpgradeRefused: the request asked for a protocol upgrade that the
 	// sidecar's configuration does not allow (h2c never is).
 	ErrUpgradeRefused error = &codeError{CodeUpgradeRefused}
+	// ErrReplayIncomplete: the segment was accepted (it has a receipt) but
+	// the sidecar did not keep the backend's whole answer, so a replay
+	// cannot give it back. A *ReplayIncompleteError carries the receipt ID
+	// and the backend's status. It is neither a rejection nor an unknown
+	// outcome: the write is accepted, do not send it again.
+	ErrReplayIncomplete error = &codeError{CodeReplayIncomplete}
 )
 
 // Errors of the lease state machine and the worker helpers.
@@ -280,3 +286,39 @@ func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcom
 
 // Unwrap returns the transport error.
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
+
+// ReplayIncompleteError is the answer to a segment sent again after the
+// sidecar accepted it, when the sidecar did not keep the backend's whole
+// answer (REPLAY_INCOMPLETE: the body was over the route's
+// responseStoreLimit, or a header did not fit its store). The segment IS
+// accepted, under ReceiptID: the backend answered it with BackendStatus
+// once, and nothing was forwarded again. It matches ErrReplayIncomplete,
+// never a rejection's sentinel nor ErrOutcomeUnknown. Go on with the next
+// segment; if the answer's body is needed, read the resource from the
+// backend.
+type ReplayIncompleteError struct {
+	// Method and URL are the request's.
+	Method, URL string
+	// Resource, Seq and OperationID identify the accepted segment.
+	Resource    string
+	Seq         uint64
+	OperationID string
+	// ReceiptID is the segment's receipt (Fence-Receipt).
+	ReceiptID string
+	// BackendStatus is the status the backend answered the write with
+	// (0 if the sidecar did not say).
+	BackendStatus int
+	// StatusCode is the HTTP status of the sidecar's answer (409).
+	StatusCode int
+	// Problem is the sidecar's problem document.
+	Problem *problem.Details
+}
+
+// Error implements error.
+func (e *ReplayIncompleteError) Error() string {
+	return fmt.Sprintf("client: %s %s (segment %d): accepted under receipt %s (backend status %d), but the sidecar cannot replay its whole answer: %s",
+		e.Method, e.URL, e.Seq, e.ReceiptID, e.BackendStatus, e.Problem.Error())
+}
+
+// Is matches ErrReplayIncomplete.
+func (e *ReplayIncompleteError) Is(target error) bool { return target == ErrReplayIncomplete }

@@ -25,6 +25,7 @@ func TestSentinelsMatchTheirCodes(t *testing.T) {
 		client.CodeStaleOwner: client.ErrStaleOwner, client.CodeSegmentGap: client.ErrSegmentGap,
 		client.CodeGrantNotHeld: client.ErrGrantNotHeld, client.CodeMutationUnknown: client.ErrMutationUnknown,
 		client.CodeRegistryUnavailable: client.ErrRegistryUnavailable, client.CodeBackendUnavailable: client.ErrBackendUnavailable,
+		client.CodeReplayIncomplete: client.ErrReplayIncomplete,
 	}
 	for code := range sentinels {
 		rej := &client.RejectionError{Problem: problemWithCode(code)}

@@ -74,6 +74,13 @@ const (
 	// CodeUpgradeRefused: the request asked for a protocol upgrade (Upgrade,
 	// h2c, HTTP2-Settings, the HTTP/2 preface) that no upgrades entry allows.
 	CodeUpgradeRefused = "UPGRADE_REFUSED"
+	// CodeReplayIncomplete: a replay of an accepted segment whose stored
+	// answer is incomplete (its body was over the route's
+	// responseStoreLimit, or a header did not fit the store). It is not a
+	// rejection: the segment was accepted (the answer carries Fence-Receipt
+	// and Fence-Replayed: true, and the problem's receiptId, operationId
+	// and backendStatus), only the backend's answer cannot be given again.
+	CodeReplayIncomplete = "REPLAY_INCOMPLETE"
 )
 
 // OperationID is the ID of one segment of an operation: root + "/" + seq,

@@ -76,18 +76,21 @@ func (s *Sidecar) Recover(ctx context.Context, resource, operationID string) (*R
 
 // Recover asks the sidecar that err came from whether the operation err
 // is about was accepted (see Sidecar.Recover). err is an
-// *OutcomeUnknownError or a *RejectionError from this Transport. The
-// request goes through the Transport's base RoundTripper with its headers
-// (identity), never with the grant.
+// *OutcomeUnknownError, a *RejectionError or a *ReplayIncompleteError from
+// this Transport. The request goes through the Transport's base
+// RoundTripper with its headers (identity), never with the grant.
 func (t *Transport) Recover(ctx context.Context, err error) (*Receipt, error) {
 	var rawURL, resource, op string
 	var ue *OutcomeUnknownError
 	var re *RejectionError
+	var ri *ReplayIncompleteError
 	switch {
 	case errors.As(err, &ue):
 		rawURL, resource, op = ue.URL, ue.Resource, ue.OperationID
 	case errors.As(err, &re):
 		rawURL, resource, op = re.URL, re.Resource, re.OperationID
+	case errors.As(err, &ri):
+		rawURL, resource, op = ri.URL, ri.Resource, ri.OperationID
 	default:
 		return nil, fmt.Errorf("client: recover: %w carries no operation ID", err)
 	}

@@ -66,6 +66,10 @@ type SegmentResult struct {
 	// Recovered: the answer was lost and the receipt API showed the segment
 	// accepted (StatusCode is then the receipt's backend status; no body).
 	Recovered bool
+	// Incomplete: a replay of a segment accepted earlier whose answer the
+	// sidecar did not keep whole (REPLAY_INCOMPLETE). StatusCode is the
+	// backend's status; there is no Header or Body.
+	Incomplete bool
 	// StatusCode, Header and Body are the backend's answer.
 	StatusCode int
 	Header     http.Header
@@ -111,7 +115,9 @@ func (r *SegmentReport) Complete() bool {
 // backend error status (that segment is accepted and reported, the run
 // still stops: ErrBackendStatus). A segment whose answer is lost is looked
 // up in the sidecar's receipt API (unless WithoutRecovery) and counts as
-// accepted when its receipt is there.
+// accepted when its receipt is there. A segment accepted earlier whose
+// replay the sidecar cannot give whole (REPLAY_INCOMPLETE) is accepted
+// (SegmentResult.Incomplete) and the run goes on.
 //
 // The error is nil when all n segments were accepted; otherwise it is the
 // cause, and the report says which segments were accepted and where the run
@@ -205,7 +211,17 @@ func (t *Transport) RunSegments(ctx context.Context, n int, build SegmentFunc, o
 		resp, err := t.RoundTrip(req)
 		<-sem
 		var unknown *OutcomeUnknownError
+		var incomplete *ReplayIncompleteError
 		switch {
+		case errors.As(err, &incomplete):
+			// Accepted earlier (the Transport noted the segment): only its
+			// answer cannot be replayed.
+			rep.Accepted = append(rep.Accepted, SegmentResult{Seq: seq, OperationID: incomplete.OperationID, Receipt: incomplete.ReceiptID,
+				Replayed: true, Incomplete: true, StatusCode: incomplete.BackendStatus})
+			if incomplete.BackendStatus >= 400 {
+				return rep, fmt.Errorf("client: segment %d: %w: %d", seq, ErrBackendStatus, incomplete.BackendStatus)
+			}
+			continue
 		case errors.As(err, &unknown) && cfg.recovery:
 			rc, rerr := t.Recover(ctx, err)
 			if rerr != nil {

@@ -66,7 +66,11 @@ func WithHeader(name, value string) TransportOption {
 //     no longer held (STALE_OWNER, GRANT_NOT_HELD, EPOCH_REVOKED,
 //     POLICY_MISMATCH) also stops the Holder's effects at once;
 //   - turns a lost answer into an *OutcomeUnknownError (ErrOutcomeUnknown)
-//     carrying the operation ID to recover with (Recover).
+//     carrying the operation ID to recover with (Recover);
+//   - turns a replay the sidecar cannot give whole (REPLAY_INCOMPLETE: the
+//     segment was accepted but its answer was too large to keep) into a
+//     *ReplayIncompleteError (ErrReplayIncomplete) carrying the receipt ID
+//     and the backend's status: the segment counts as accepted.
 //
 // Other methods pass through untouched (reads are not effects). Backend
 // answers, which carry Fence-Receipt, are returned as they are, whatever
@@ -176,8 +180,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, &OutcomeUnknownError{Method: req.Method, URL: req.URL.Redacted(), Resource: t.h.Resource(), Seq: seq, OperationID: opID, Err: err}
 	}
-	if resp.Header.Get(HeaderReceipt) != "" {
+	if receipt := resp.Header.Get(HeaderReceipt); receipt != "" {
 		t.h.noteSegment(seq)
+		if ri := readReplayIncomplete(resp, receipt); ri != nil {
+			ri.Method, ri.URL, ri.Resource, ri.Seq, ri.OperationID = req.Method, req.URL.Redacted(), t.h.Resource(), seq, opID
+			return nil, ri
+		}
 		return resp, nil
 	}
 	if rej := readRejection(resp); rej != nil {
@@ -191,6 +199,42 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // readRejection returns the sidecar's rejection in resp, consuming and
 // closing its body, or nil (resp untouched) when resp is not one.
 func readRejection(resp *http.Response) *RejectionError {
+	d := readProblem(resp, func(*problem.Details) bool { return true })
+	if d == nil {
+		return nil
+	}
+	rej := &RejectionError{StatusCode: resp.StatusCode, Problem: d}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		rej.RetryAfter = time.Duration(s) * time.Second
+	}
+	return rej
+}
+
+// readReplayIncomplete returns the sidecar's REPLAY_INCOMPLETE in resp, a
+// replay (Fence-Replayed: true) under receipt, consuming and closing its
+// body, or nil (resp untouched) when resp is not one: any other replay is
+// the backend's stored answer.
+func readReplayIncomplete(resp *http.Response, receipt string) *ReplayIncompleteError {
+	if resp.Header.Get(HeaderReplayed) != "true" {
+		return nil
+	}
+	d := readProblem(resp, func(d *problem.Details) bool { return d.Code == CodeReplayIncomplete })
+	if d == nil {
+		return nil
+	}
+	ri := &ReplayIncompleteError{ReceiptID: receipt, StatusCode: resp.StatusCode, Problem: d}
+	if n, ok := d.Extra["backendStatus"].(float64); ok && n >= 100 && n <= 599 && n == float64(int(n)) {
+		ri.BackendStatus = int(n)
+	}
+	return ri
+}
+
+// readProblem returns the sidecar problem document in resp (status >= 400,
+// problem+json, a fencegate type and a code) when want accepts it,
+// consuming and closing resp's body; otherwise nil, with resp's body handed
+// back as it was (the backend's own problem, on an unprotected route or in
+// a replay).
+func readProblem(resp *http.Response, want func(*problem.Details) bool) *problem.Details {
 	if resp.StatusCode < 400 || !strings.HasPrefix(resp.Header.Get("Content-Type"), problem.ContentType) {
 		return nil
 	}
@@ -198,9 +242,7 @@ func readRejection(resp *http.Response) *RejectionError {
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	var d problem.Details
 	if err != nil || len(buf) > limit || json.Unmarshal(buf, &d) != nil ||
-		!strings.HasPrefix(d.Type, problem.TypeBase) || d.Code == "" {
-		// Not a sidecar problem (the backend's own, on an unprotected
-		// route): hand the body back as it was.
+		!strings.HasPrefix(d.Type, problem.TypeBase) || d.Code == "" || !want(&d) {
 		resp.Body = struct {
 			io.Reader
 			io.Closer
@@ -211,11 +253,7 @@ func readRejection(resp *http.Response) *RejectionError {
 	if d.Status == 0 {
 		d.Status = resp.StatusCode
 	}
-	rej := &RejectionError{StatusCode: resp.StatusCode, Problem: &d}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		rej.RetryAfter = time.Duration(s) * time.Second
-	}
-	return rej
+	return &d
 }
 
 // onRejection stops effects at once when the sidecar's rejection says the

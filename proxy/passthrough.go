@@ -1,0 +1,54 @@
+package proxy
+
+import (
+	"net/http"
+	"net/http/httputil"
+	"time"
+)
+
+// passThrough forwards what is not a fence decision (reads, unmatched
+// mutations passed, routes in mode off, shadow passes) with the reverse
+// proxy, streaming both ways.
+//
+// A pass-through is not bound by server.writeTimeout, which bounds the
+// answers of protected writes: a long-streaming read would be cut mid-body
+// with its status already sent. Its write deadline is writeTimeout from
+// the start of the pass-through (server.passWriteTimeout), or none when
+// that is 0 (the default).
+type passThrough struct {
+	rp           *httputil.ReverseProxy
+	writeTimeout time.Duration
+}
+
+// ServeHTTP sets the pass-through's write deadline, then forwards.
+func (pt *passThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var deadline time.Time
+	if pt.writeTimeout > 0 {
+		deadline = time.Now().Add(pt.writeTimeout)
+	}
+	// A ResponseWriter without deadlines (ErrNotSupported) has no server
+	// timeout to lift either. The server clears the deadline once the
+	// answer is finished, before the connection's next request.
+	_ = http.NewResponseController(w).SetWriteDeadline(deadline)
+	pt.rp.ServeHTTP(noSniff{w}, r)
+}
+
+// noSniff keeps net/http from adding a Content-Type the backend did not
+// send: without one, the server would guess it from the first bytes of the
+// body, or not, depending on whether the reverse proxy flushed the header
+// before the body arrived.
+type noSniff struct{ http.ResponseWriter }
+
+// WriteHeader marks a final answer without Content-Type as having none.
+func (w noSniff) WriteHeader(code int) {
+	if code >= 200 {
+		if _, ok := w.Header()["Content-Type"]; !ok {
+			w.Header()["Content-Type"] = nil
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap gives http.ResponseController (flushes, deadlines, the hijack of
+// an allowed upgrade) the server's ResponseWriter.
+func (w noSniff) Unwrap() http.ResponseWriter { return w.ResponseWriter }
