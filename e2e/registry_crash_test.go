@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate/client"
 )
 
 // TestRegistrySIGKILL kills the registry process with SIGKILL while

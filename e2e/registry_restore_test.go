@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/internal/problem"
-	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 )
 
 // TestRegistryRestoredFromOldSnapshot restores the registry's bbolt file
@@ -63,7 +63,7 @@ log: {level: warn}
 		}
 		return l
 	}
-	put := func(owner, grant, body string) (int, string) {
+	put := func(owner, grant, body string) (int, fencegate.Code) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPut, sc.url+"/v1/accounts/9", strings.NewReader(body))
 		req.Header.Set("X-Fencegate-Identity", owner)
@@ -74,7 +74,7 @@ log: {level: warn}
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode >= 400 {
-			d, err := problem.Read(resp)
+			d, err := fencegate.ReadProblem(resp)
 			if err != nil {
 				t.Fatal(err)
 			}

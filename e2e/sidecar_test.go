@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/internal/problem"
-	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 )
 
 // legacy is a last-writer-wins backend that can be told to hang.
@@ -76,7 +76,7 @@ log: {level: warn}
 		c, _ := client.New(reg.url, client.WithIdentityHeader("X-Fencegate-Identity", name))
 		return c
 	}
-	put := func(owner, grant, seg, body string) (int, *problem.Details, http.Header) {
+	put := func(owner, grant, seg, body string) (int, *fencegate.Problem, http.Header) {
 		req, _ := http.NewRequest(http.MethodPut, sc.url+"/v1/invoice-batches/7", strings.NewReader(body))
 		req.Header.Set("X-Fencegate-Identity", owner)
 		req.Header.Set("Fence-Grant", grant)
@@ -87,7 +87,7 @@ log: {level: warn}
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode >= 400 {
-			d, _ := problem.Read(resp)
+			d, _ := fencegate.ReadProblem(resp)
 			return resp.StatusCode, d, resp.Header
 		}
 		return resp.StatusCode, nil, resp.Header

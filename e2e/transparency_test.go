@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate/client"
 )
 
 // The transparency rules checked here, for real clients other than Go's:

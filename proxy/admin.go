@@ -16,20 +16,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
-	"github.com/fencegate/fencegate/internal/problem"
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 )
 
-// Admin problem codes.
-const (
-	CodeAdminRequired  = "ADMIN_REQUIRED"
-	CodeInvalidRequest = "INVALID_REQUEST"
-	CodeNotFound       = "NOT_FOUND"
-	CodeConflict       = "CONFLICT"
-)
-
-func adminProblem(w http.ResponseWriter, status int, code, detail string) {
-	problem.Write(w, problem.New(status, code, detail), 0)
+// adminProblem answers an admin (or worker API) request with a problem of
+// an explicit status.
+func adminProblem(w http.ResponseWriter, status int, code fencegate.Code, detail string) {
+	fencegate.WriteProblem(w, fencegate.NewProblem(code, detail).WithStatus(status), 0)
 }
 
 // ReadyCheck is an extra readiness check (e.g. the registry answers).
@@ -42,9 +36,11 @@ type ReadyCheck func(ctx context.Context) error
 func (p *Proxy) AdminHandler(ready ...ReadyCheck) http.Handler {
 	r := chi.NewRouter()
 	r.Use(p.adminOnly)
-	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { adminProblem(w, 404, CodeNotFound, "no such route") })
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		adminProblem(w, 404, fencegate.CodeNotFound, "no such route")
+	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-		adminProblem(w, 405, CodeInvalidRequest, "method not allowed")
+		adminProblem(w, 405, fencegate.CodeInvalidRequest, "method not allowed")
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	r.Get("/readyz", func(w http.ResponseWriter, req *http.Request) {
@@ -52,12 +48,12 @@ func (p *Proxy) AdminHandler(ready ...ReadyCheck) http.Handler {
 		defer cancel()
 		if _, err := p.store.ListPaused(ctx); err != nil {
 			p.log.Error("readiness: listing paused resources failed; answering not ready", zap.Error(err))
-			adminProblem(w, 503, CodeStoreUnavailable, "store: "+err.Error())
+			adminProblem(w, 503, fencegate.CodeStoreUnavailable, "store: "+err.Error())
 			return
 		}
 		for _, c := range ready {
 			if err := c(ctx); err != nil {
-				adminProblem(w, 503, CodeRegistryUnavailable, err.Error())
+				adminProblem(w, 503, fencegate.CodeRegistryUnavailable, err.Error())
 				return
 			}
 		}
@@ -104,7 +100,7 @@ func (p *Proxy) adminOnly(next http.Handler) http.Handler {
 			next.ServeHTTP(w, req)
 			return
 		}
-		adminProblem(w, 403, CodeAdminRequired, "the admin API is served to loopback callers or with the admin bearer token")
+		adminProblem(w, 403, fencegate.CodeAdminRequired, "the admin API is served to loopback callers or with the admin bearer token")
 	})
 }
 
@@ -119,7 +115,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeList[T any](w http.ResponseWriter, list []T, err error) {
 	if err != nil {
-		adminProblem(w, 503, CodeStoreUnavailable, err.Error())
+		adminProblem(w, 503, fencegate.CodeStoreUnavailable, err.Error())
 		return
 	}
 	if list == nil {
@@ -131,13 +127,13 @@ func writeList[T any](w http.ResponseWriter, list []T, err error) {
 func storeProblem(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, store.ErrInvalidInput):
-		adminProblem(w, 400, CodeInvalidRequest, err.Error())
+		adminProblem(w, 400, fencegate.CodeInvalidRequest, err.Error())
 	case errors.Is(err, store.ErrNotFound):
-		adminProblem(w, 404, CodeNotFound, err.Error())
+		adminProblem(w, 404, fencegate.CodeNotFound, err.Error())
 	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotPaused), errors.Is(err, store.ErrStillInFlight), errors.Is(err, store.ErrNotInFlight):
-		adminProblem(w, 409, CodeConflict, err.Error())
+		adminProblem(w, 409, fencegate.CodeConflict, err.Error())
 	default:
-		adminProblem(w, 503, CodeStoreUnavailable, err.Error())
+		adminProblem(w, 503, fencegate.CodeStoreUnavailable, err.Error())
 	}
 }
 
@@ -153,7 +149,7 @@ func (p *Proxy) receiptsQuery(w http.ResponseWriter, req *http.Request) ([]store
 	q := req.URL.Query()
 	res, op := q.Get("resource"), q.Get("op")
 	if res == "" || op == "" {
-		adminProblem(w, 400, CodeInvalidRequest, "query parameters resource and op are required")
+		adminProblem(w, 400, fencegate.CodeInvalidRequest, "query parameters resource and op are required")
 		return nil, false
 	}
 	list, err := p.store.ReceiptsByOperation(req.Context(), res, op)
@@ -177,7 +173,7 @@ func decodeBody(w http.ResponseWriter, req *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		adminProblem(w, 400, CodeInvalidRequest, "malformed JSON body: "+err.Error())
+		adminProblem(w, 400, fencegate.CodeInvalidRequest, "malformed JSON body: "+err.Error())
 		return false
 	}
 	return true
@@ -202,13 +198,13 @@ func (p *Proxy) adminReconcile(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if rr.Resource == "" || rr.OperationID == "" {
-		adminProblem(w, 400, CodeInvalidRequest, "resource and operationId are required")
+		adminProblem(w, 400, fencegate.CodeInvalidRequest, "resource and operationId are required")
 		return
 	}
 	out, err := p.resolve(req.Context(), rr.Resource, rr.OperationID, rr.Applied, rr.Status, []byte(rr.Body), "operator")
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			adminProblem(w, 404, CodeNotFound, err.Error())
+			adminProblem(w, 404, fencegate.CodeNotFound, err.Error())
 			return
 		}
 		storeProblem(w, err)
@@ -303,7 +299,7 @@ func (p *Proxy) adminTrustReload(w http.ResponseWriter, req *http.Request) {
 		if errors.Is(err, ErrKeyInUse) {
 			status = 409
 		}
-		adminProblem(w, status, CodeConflict, err.Error())
+		adminProblem(w, status, fencegate.CodeConflict, err.Error())
 		return
 	}
 	writeJSON(w, 200, map[string]any{"changed": changed, "kids": p.trust.current().KeyIDs()})

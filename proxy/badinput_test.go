@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 )
 
@@ -26,21 +27,21 @@ func TestBadInput(t *testing.T) {
 		name   string
 		c      call
 		status int
-		code   string
+		code   fencegate.Code
 	}{
-		{"duplicated segment", call{hdr: http.Header{proxy.HeaderSegment: {"1", "2"}}}, 400, proxy.CodeFenceHeaderInvalid},
-		{"segment list", call{seg: "1, 2"}, 400, proxy.CodeFenceHeaderInvalid},
-		{"segment zero", call{seg: "0"}, 400, proxy.CodeFenceHeaderInvalid},
-		{"segment negative", call{seg: "-1"}, 400, proxy.CodeFenceHeaderInvalid},
-		{"segment text", call{seg: "one"}, 400, proxy.CodeFenceHeaderInvalid},
-		{"segment overflow", call{seg: "18446744073709551616"}, 400, proxy.CodeFenceHeaderInvalid},
-		{"duplicated status", call{hdr: http.Header{proxy.HeaderStatus: {"a", "b"}}}, 400, proxy.CodeFenceHeaderInvalid},
-		{"body over the route limit", call{body: strings.Repeat("x", 2000)}, 413, proxy.CodeBodyTooLarge},
-		{"content digest mismatch", call{body: "body!", hdr: http.Header{"Content-Digest": {goodDigest}}}, 400, proxy.CodeDigestMismatch},
-		{"content digest malformed", call{body: "body", hdr: http.Header{"Content-Digest": {"sha-256=nope"}}}, 400, proxy.CodeDigestMismatch},
-		{"slash in a path parameter", call{path: "/v1/docs/a%2Fb"}, 400, proxy.CodeInvalidResource},
-		{"dot-dot resource", call{path: "/v1/docs/.."}, 400, proxy.CodeInvalidResource},
-		{"unprotected mutation", call{path: "/v1/other/1", method: "POST"}, 403, proxy.CodeRouteNotProtected},
+		{"duplicated segment", call{hdr: http.Header{fencegate.HeaderSegment: {"1", "2"}}}, 400, fencegate.CodeFenceHeaderInvalid},
+		{"segment list", call{seg: "1, 2"}, 400, fencegate.CodeFenceHeaderInvalid},
+		{"segment zero", call{seg: "0"}, 400, fencegate.CodeFenceHeaderInvalid},
+		{"segment negative", call{seg: "-1"}, 400, fencegate.CodeFenceHeaderInvalid},
+		{"segment text", call{seg: "one"}, 400, fencegate.CodeFenceHeaderInvalid},
+		{"segment overflow", call{seg: "18446744073709551616"}, 400, fencegate.CodeFenceHeaderInvalid},
+		{"duplicated status", call{hdr: http.Header{fencegate.HeaderStatus: {"a", "b"}}}, 400, fencegate.CodeFenceHeaderInvalid},
+		{"body over the route limit", call{body: strings.Repeat("x", 2000)}, 413, fencegate.CodeBodyTooLarge},
+		{"content digest mismatch", call{body: "body!", hdr: http.Header{"Content-Digest": {goodDigest}}}, 400, fencegate.CodeDigestMismatch},
+		{"content digest malformed", call{body: "body", hdr: http.Header{"Content-Digest": {"sha-256=nope"}}}, 400, fencegate.CodeDigestMismatch},
+		{"slash in a path parameter", call{path: "/v1/docs/a%2Fb"}, 400, fencegate.CodeInvalidResource},
+		{"dot-dot resource", call{path: "/v1/docs/.."}, 400, fencegate.CodeInvalidResource},
+		{"unprotected mutation", call{path: "/v1/other/1", method: "POST"}, 403, fencegate.CodeRouteNotProtected},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,7 +50,7 @@ func TestBadInput(t *testing.T) {
 				c.path = "/v1/docs/1"
 			}
 			c.owner, c.grant = "worker-a", string(tok)
-			if c.hdr.Get(proxy.HeaderStatus) == "" {
+			if c.hdr.Get(fencegate.HeaderStatus) == "" {
 				c.status = f.proof(tok, g)
 			}
 			f.do(c).expect(t, tc.status, tc.code)
@@ -71,13 +72,13 @@ func TestChunkedBodies(t *testing.T) {
 	for _, tc := range []struct {
 		size   int
 		status int
-		code   string
-	}{{3000, 413, proxy.CodeBodyTooLarge}, {500, 201, ""}} {
+		code   fencegate.Code
+	}{{3000, 413, fencegate.CodeBodyTooLarge}, {500, 201, ""}} {
 		req, _ := http.NewRequest("PUT", f.srv.URL+"/v1/docs/1", io.MultiReader(strings.NewReader(strings.Repeat("c", tc.size))))
 		req.ContentLength = -1 // chunked
 		req.Header.Set(idHeader, "worker-a")
-		req.Header.Set(proxy.HeaderGrant, string(tok))
-		req.Header.Set(proxy.HeaderStatus, f.proof(tok, g))
+		req.Header.Set(fencegate.HeaderGrant, string(tok))
+		req.Header.Set(fencegate.HeaderStatus, f.proof(tok, g))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -106,8 +107,8 @@ func TestSlowClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	io.WriteString(conn, "PUT /v1/docs/1 HTTP/1.1\r\nHost: x\r\n"+idHeader+": worker-a\r\n"+proxy.HeaderGrant+": "+string(tok)+"\r\n"+
-		proxy.HeaderStatus+": "+f.proof(tok, g)+"\r\nContent-Length: 100\r\n\r\npartial")
+	io.WriteString(conn, "PUT /v1/docs/1 HTTP/1.1\r\nHost: x\r\n"+idHeader+": worker-a\r\n"+fencegate.HeaderGrant+": "+string(tok)+"\r\n"+
+		fencegate.HeaderStatus+": "+f.proof(tok, g)+"\r\nContent-Length: 100\r\n\r\npartial")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err == nil {
 		resp.Body.Close()
@@ -151,7 +152,7 @@ func TestBusy(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	a := f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), seg: "2", body: "two"})
-	a.expect(t, 503, proxy.CodeResourceBusy)
+	a.expect(t, 503, fencegate.CodeResourceBusy)
 	if a.header.Get("Retry-After") == "" {
 		t.Fatal("RESOURCE_BUSY without Retry-After")
 	}
@@ -168,7 +169,7 @@ func TestShadowModeNeverRejects(t *testing.T) {
 	tok, g := f.crafted("shadow/1", "worker-a", 5)
 	a := f.do(call{method: "POST", path: "/v1/shadow/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), body: "z"})
 	a.expect(t, 201, "")
-	if a.header.Get(proxy.HeaderReceipt) == "" {
+	if a.header.Get(fencegate.HeaderReceipt) == "" {
 		t.Fatal("shadow mode did not record the valid mutation")
 	}
 	// A stale one (fence below 5) would be rejected: forwarded, counted.
@@ -177,8 +178,8 @@ func TestShadowModeNeverRejects(t *testing.T) {
 	if f.back.count() != 4 {
 		t.Fatalf("backend calls %d, want 4", f.back.count())
 	}
-	for code, want := range map[string]float64{proxy.CodeGrantInvalid: 1, proxy.CodeGrantRequired: 1, proxy.CodeStaleOwner: 1} {
-		if n := f.counter("fencegate_proxy_shadow_would_reject_total", "code", code); n != want {
+	for code, want := range map[fencegate.Code]float64{fencegate.CodeGrantInvalid: 1, fencegate.CodeGrantRequired: 1, fencegate.CodeStaleOwner: 1} {
+		if n := f.counter("fencegate_proxy_shadow_would_reject_total", "code", string(code)); n != want {
 			t.Errorf("would-reject %s = %v, want %v", code, n, want)
 		}
 	}
@@ -236,5 +237,5 @@ func TestTrustReloadKeepsKeysInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), seg: "3", body: "three"})
-	a.expect(t, 401, proxy.CodeGrantInvalid)
+	a.expect(t, 401, fencegate.CodeGrantInvalid)
 }

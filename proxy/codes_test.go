@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/store"
@@ -21,20 +22,20 @@ func TestAcceptsAndForwardsWithFenceHeaders(t *testing.T) {
 	a := f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "v1",
 		hdr: http.Header{"Fence-Token": {"999999"}, "Fence-Operation-Id": {"forged"}}})
 	a.expect(t, http.StatusCreated, "")
-	if a.header.Get(proxy.HeaderReceipt) == "" || a.body != "stored v1" || a.header.Get("X-Backend") != "legacy" {
+	if a.header.Get(fencegate.HeaderReceipt) == "" || a.body != "stored v1" || a.header.Get("X-Backend") != "legacy" {
 		t.Fatalf("answer: %+v", a)
 	}
 	got := f.back.last()
 	root := registry.OperationRoot("item/1", l.View.Lease.Fence, l.View.Lease.GrantID)
 	for h, want := range map[string]string{
-		proxy.HeaderToken: "1", proxy.HeaderResource: "item/1", proxy.HeaderRoot: root,
-		proxy.HeaderSegment: "1", proxy.HeaderOperationID: root + "/1", proxy.HeaderGrant: "", proxy.HeaderStatus: "",
+		fencegate.HeaderToken: "1", fencegate.HeaderResource: "item/1", fencegate.HeaderRoot: root,
+		fencegate.HeaderSegment: "1", fencegate.HeaderOperationID: root + "/1", fencegate.HeaderGrant: "", fencegate.HeaderStatus: "",
 	} {
 		if v := got.Header.Get(h); v != want {
 			t.Errorf("backend saw %s=%q, want %q", h, v, want)
 		}
 	}
-	if v := got.Header.Values(proxy.HeaderToken); len(v) != 1 {
+	if v := got.Header.Values(fencegate.HeaderToken); len(v) != 1 {
 		t.Errorf("backend saw Fence-Token %v: the client's forged value must be replaced", v)
 	}
 	rec, _ := f.record("item/1")
@@ -64,26 +65,26 @@ func TestAuthenticationAndStatusCodes(t *testing.T) {
 		name   string
 		c      call
 		status int
-		code   string
+		code   fencegate.Code
 	}{
-		{"no grant", call{path: "/v1/items/1", owner: "worker-a"}, 428, proxy.CodeGrantRequired},
-		{"garbage grant", call{path: "/v1/items/1", owner: "worker-a", grant: "not.a.jws"}, 401, proxy.CodeGrantInvalid},
-		{"tampered grant", call{path: "/v1/items/1", owner: "worker-a", grant: tamper(held.Grant)}, 401, proxy.CodeGrantInvalid},
-		{"duplicated grant", call{path: "/v1/items/1", owner: "worker-a", hdr: http.Header{proxy.HeaderGrant: {string(held.Grant), string(held.Grant)}}}, 401, proxy.CodeGrantInvalid},
-		{"oversized grant", call{path: "/v1/items/1", owner: "worker-a", grant: strings.Repeat("a", 9000)}, 401, proxy.CodeGrantInvalid},
-		{"no identity", call{path: "/v1/items/1", grant: string(held.Grant)}, 401, proxy.CodeIdentityRequired},
-		{"wrong owner", call{path: "/v1/items/1", owner: "worker-b", grant: string(held.Grant)}, 403, proxy.CodeOwnerMismatch},
-		{"wrong resource", call{path: "/v1/items/9", owner: "worker-a", grant: string(held.Grant)}, 403, proxy.CodeResourceMismatch},
-		{"released", call{path: "/v1/items/2", owner: "worker-a", grant: string(released.Grant)}, 403, proxy.CodeGrantNotHeld},
-		{"proof missing", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok)}, 403, proxy.CodeStatusStale},
-		{"proof expired", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: string(f.issuer.SignStatus(expired))}, 403, proxy.CodeStatusStale},
-		{"proof of another grant", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(otherTok, otherG)}, 403, proxy.CodeStatusStale},
+		{"no grant", call{path: "/v1/items/1", owner: "worker-a"}, 428, fencegate.CodeGrantRequired},
+		{"garbage grant", call{path: "/v1/items/1", owner: "worker-a", grant: "not.a.jws"}, 401, fencegate.CodeGrantInvalid},
+		{"tampered grant", call{path: "/v1/items/1", owner: "worker-a", grant: tamper(held.Grant)}, 401, fencegate.CodeGrantInvalid},
+		{"duplicated grant", call{path: "/v1/items/1", owner: "worker-a", hdr: http.Header{fencegate.HeaderGrant: {string(held.Grant), string(held.Grant)}}}, 401, fencegate.CodeGrantInvalid},
+		{"oversized grant", call{path: "/v1/items/1", owner: "worker-a", grant: strings.Repeat("a", 9000)}, 401, fencegate.CodeGrantInvalid},
+		{"no identity", call{path: "/v1/items/1", grant: string(held.Grant)}, 401, fencegate.CodeIdentityRequired},
+		{"wrong owner", call{path: "/v1/items/1", owner: "worker-b", grant: string(held.Grant)}, 403, fencegate.CodeOwnerMismatch},
+		{"wrong resource", call{path: "/v1/items/9", owner: "worker-a", grant: string(held.Grant)}, 403, fencegate.CodeResourceMismatch},
+		{"released", call{path: "/v1/items/2", owner: "worker-a", grant: string(released.Grant)}, 403, fencegate.CodeGrantNotHeld},
+		{"proof missing", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok)}, 403, fencegate.CodeStatusStale},
+		{"proof expired", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: string(f.issuer.SignStatus(expired))}, 403, fencegate.CodeStatusStale},
+		{"proof of another grant", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(otherTok, otherG)}, 403, fencegate.CodeStatusStale},
 		{"proof not HELD", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: string(f.issuer.SignStatus(func() verify.Status {
 			s := f.issuer.StatusFor(tok, g, time.Now())
 			s.State = verify.StateReleased
 			return s
-		}()))}, 403, proxy.CodeGrantNotHeld},
-		{"forged proof", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g)[:40] + "x.y.z"}, 401, proxy.CodeGrantInvalid},
+		}()))}, 403, fencegate.CodeGrantNotHeld},
+		{"forged proof", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g)[:40] + "x.y.z"}, 401, fencegate.CodeGrantInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,7 +108,7 @@ func TestEpochRevoked(t *testing.T) {
 	if _, err := f.reg.BumpEpoch(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"}).expect(t, 403, proxy.CodeEpochRevoked)
+	f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"}).expect(t, 403, fencegate.CodeEpochRevoked)
 	if _, ok := f.record("item/1"); ok {
 		t.Fatal("EPOCH_REVOKED touched the store")
 	}
@@ -119,14 +120,14 @@ func TestPolicyMismatch(t *testing.T) {
 	if _, err := f.reg.PutPolicy(context.Background(), registry.Policy{Pattern: "item/*", MaxTTLMs: 60000}); err != nil {
 		t.Fatal(err)
 	}
-	f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"}).expect(t, 403, proxy.CodePolicyMismatch)
+	f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"}).expect(t, 403, fencegate.CodePolicyMismatch)
 }
 
 func TestRegistryUnavailableFailsClosed(t *testing.T) {
 	f := newFixture(t)
 	l := f.acquire("worker-a", "item/1")
 	f.regSrv.Close()
-	f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"}).expect(t, 503, proxy.CodeRegistryUnavailable)
+	f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"}).expect(t, 503, fencegate.CodeRegistryUnavailable)
 	if f.back.count() != 0 {
 		t.Fatal("forwarded while the registry was unreachable")
 	}
@@ -147,7 +148,7 @@ func TestStaleOwnerStory(t *testing.T) {
 	}
 	f.do(call{path: "/v1/items/1", owner: "worker-b", grant: string(b.Grant), body: "B"}).expect(t, 201, "")
 	ans := f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(a.Grant), body: "A"})
-	ans.expect(t, 409, proxy.CodeStaleOwner)
+	ans.expect(t, 409, fencegate.CodeStaleOwner)
 	if f.back.count() != 1 || f.back.bodies[0] != "B" {
 		t.Fatalf("backend got %v", f.back.bodies)
 	}
@@ -161,21 +162,21 @@ func TestFenceAndSegmentCodes(t *testing.T) {
 		return f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), seg: seg, body: body})
 	}
 	t5, g5 := f.crafted("doc/1", "worker-a", 5, func(g *verify.Grant) { g.IssuerEpoch, g.BackendRevision = 1, 50 })
-	send(t5, g5, "2", "x").expect(t, 409, proxy.CodeSegmentGap)
+	send(t5, g5, "2", "x").expect(t, 409, fencegate.CodeSegmentGap)
 	first := send(t5, g5, "1", "one")
 	first.expect(t, 201, "")
-	send(t5, g5, "3", "three").expect(t, 409, proxy.CodeSegmentGap)
+	send(t5, g5, "3", "three").expect(t, 409, fencegate.CodeSegmentGap)
 	send(t5, g5, "2", "two").expect(t, 201, "")
 
 	// Replay: the same segment and payload returns the stored answer, once forwarded.
 	n := f.back.count()
 	rep := send(t5, g5, "1", "one")
 	rep.expect(t, 201, "")
-	if rep.header.Get(proxy.HeaderReplayed) != "true" || rep.header.Get(proxy.HeaderReceipt) != first.header.Get(proxy.HeaderReceipt) || rep.body != "stored one" || f.back.count() != n {
+	if rep.header.Get(fencegate.HeaderReplayed) != "true" || rep.header.Get(fencegate.HeaderReceipt) != first.header.Get(fencegate.HeaderReceipt) || rep.body != "stored one" || f.back.count() != n {
 		t.Fatalf("replay: %+v (backend calls %d -> %d)", rep, n, f.back.count())
 	}
 	// Another payload for an accepted segment: quarantined, never forwarded.
-	send(t5, g5, "1", "ONE!").expect(t, 409, proxy.CodeSegmentConflict)
+	send(t5, g5, "1", "ONE!").expect(t, 409, fencegate.CodeSegmentConflict)
 	var q []store.Quarantine
 	if f.adminJSON("GET", "/v1/quarantine?resource=doc/1", "", &q); len(q) != 1 || f.back.count() != n {
 		t.Fatalf("quarantine %+v, backend calls %d", q, f.back.count())
@@ -183,8 +184,8 @@ func TestFenceAndSegmentCodes(t *testing.T) {
 	// Same fence, another root (another grant with the same fence): the
 	// registry issued fence 5 twice, so the resource pauses.
 	tOther, gOther := f.crafted("doc/1", "worker-a", 5)
-	send(tOther, gOther, "3", "x").expect(t, 409, proxy.CodeFenceRegression)
-	send(t5, g5, "3", "three").expect(t, 409, proxy.CodeFenceRegression)
+	send(tOther, gOther, "3", "x").expect(t, 409, fencegate.CodeFenceRegression)
+	send(t5, g5, "3", "three").expect(t, 409, fencegate.CodeFenceRegression)
 	if code := f.adminJSON("POST", "/v1/resume", `{"resource":"doc/1"}`, nil); code != 200 {
 		t.Fatalf("resume after the double issue: %d", code)
 	}
@@ -192,18 +193,18 @@ func TestFenceAndSegmentCodes(t *testing.T) {
 	// A newer owner takes over; the old owner's unused segment 3 is stale.
 	t6, g6 := f.crafted("doc/1", "worker-a", 6, func(g *verify.Grant) { g.IssuerEpoch, g.BackendRevision = 1, 60 })
 	send(t6, g6, "1", "six").expect(t, 201, "")
-	send(t5, g5, "3", "three").expect(t, 409, proxy.CodeStaleOwner)
+	send(t5, g5, "3", "three").expect(t, 409, fencegate.CodeStaleOwner)
 	// The old owner's accepted segment still replays its original receipt.
 	send(t5, g5, "1", "one").expect(t, 201, "")
 
 	// A lower fence from a later epoch: the registry went backwards.
 	t3, g3 := f.crafted("doc/1", "worker-a", 3, func(g *verify.Grant) { g.IssuerEpoch, g.BackendRevision = 2, 5 })
-	send(t3, g3, "1", "three").expect(t, 409, proxy.CodeFenceRegression)
+	send(t3, g3, "1", "three").expect(t, 409, fencegate.CodeFenceRegression)
 	// The sidecar has now seen epoch 2: grants of epoch 1 are revoked.
-	send(t6, g6, "2", "six-2").expect(t, 403, proxy.CodeEpochRevoked)
+	send(t6, g6, "2", "six-2").expect(t, 403, fencegate.CodeEpochRevoked)
 	// A new epoch-2 grant above the highest fence finds the resource paused.
 	t7, g7 := f.crafted("doc/1", "worker-a", 7, func(g *verify.Grant) { g.IssuerEpoch, g.BackendRevision = 2, 70 })
-	send(t7, g7, "1", "seven").expect(t, 409, proxy.CodeFenceRegression)
+	send(t7, g7, "1", "seven").expect(t, 409, fencegate.CodeFenceRegression)
 	var paused []store.Record
 	f.adminJSON("GET", "/v1/paused", "", &paused)
 	if len(paused) != 1 || paused[0].HighestFence != 6 {
@@ -228,10 +229,10 @@ func TestMutationUnknown(t *testing.T) {
 	}
 	t5, g5 := f.crafted("doc/1", "worker-a", 5)
 	f.back.setMode("hang")
-	send(t5, g5, "1", "one").expect(t, 504, proxy.CodeMutationUnknown)
+	send(t5, g5, "1", "one").expect(t, 504, fencegate.CodeMutationUnknown)
 	f.back.setMode("")
 	t6, g6 := f.crafted("doc/1", "worker-b", 6)
-	f.do(call{path: "/v1/docs/1", owner: "worker-b", grant: string(t6), status: f.proof(t6, g6), body: "six"}).expect(t, 409, proxy.CodeMutationUnknown)
+	f.do(call{path: "/v1/docs/1", owner: "worker-b", grant: string(t6), status: f.proof(t6, g6), body: "six"}).expect(t, 409, fencegate.CodeMutationUnknown)
 
 	var unknown []store.Mutation
 	f.adminJSON("GET", "/v1/unknown", "", &unknown)
@@ -242,7 +243,7 @@ func TestMutationUnknown(t *testing.T) {
 	// forwarded again under the same key, and its answer resolves it.
 	n := f.back.count()
 	send(t5, g5, "1", "one").expect(t, 201, "")
-	if f.back.count() != n+1 || f.back.last().Header.Get(proxy.HeaderIdempotency) != unknown[0].OperationID {
+	if f.back.count() != n+1 || f.back.last().Header.Get(fencegate.HeaderIdempotency) != unknown[0].OperationID {
 		t.Fatalf("retry not forwarded with Idempotency-Key %s", unknown[0].OperationID)
 	}
 	f.do(call{path: "/v1/docs/1", owner: "worker-b", grant: string(t6), status: f.proof(t6, g6), body: "six"}).expect(t, 201, "")
@@ -256,7 +257,7 @@ func TestReconcileByOperatorAndEffectQuery(t *testing.T) {
 	f := newFixture(t)
 	t5, g5 := f.crafted("doc/1", "worker-a", 5)
 	f.back.setMode("500") // an answer that proves nothing: unknown
-	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(t5), status: f.proof(t5, g5), body: "one"}).expect(t, 504, proxy.CodeMutationUnknown)
+	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(t5), status: f.proof(t5, g5), body: "one"}).expect(t, 504, fencegate.CodeMutationUnknown)
 	f.back.setMode("")
 	var unknown []store.Mutation
 	f.adminJSON("GET", "/v1/unknown", "", &unknown)
@@ -273,7 +274,7 @@ func TestReconcileByOperatorAndEffectQuery(t *testing.T) {
 	// Now the effect query: the backend says fence 7's mutation was applied.
 	t7, g7 := f.crafted("doc/1", "worker-a", 7)
 	f.back.setMode("hang")
-	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(t7), status: f.proof(t7, g7), body: "seven"}).expect(t, 504, proxy.CodeMutationUnknown)
+	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(t7), status: f.proof(t7, g7), body: "seven"}).expect(t, 504, fencegate.CodeMutationUnknown)
 	f.back.setMode("")
 	op7 := g7.OperationRoot + "/1"
 	f.back.mu.Lock()
@@ -298,7 +299,7 @@ func TestReconcileByOperatorAndEffectQuery(t *testing.T) {
 	}
 	// A replay of the reconciled segment returns the reconciled receipt.
 	rep := f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(t7), status: f.proof(t7, g7), body: "seven"})
-	if rep.header.Get(proxy.HeaderReplayed) != "true" {
+	if rep.header.Get(fencegate.HeaderReplayed) != "true" {
 		t.Fatalf("replay after reconciliation: %+v", rep)
 	}
 }
@@ -306,7 +307,7 @@ func TestReconcileByOperatorAndEffectQuery(t *testing.T) {
 func TestBackendRefusedRecordsNothing(t *testing.T) {
 	f := newFixture(t, func(c *proxy.Config) { c.Backend.URL = "http://127.0.0.1:1" })
 	t5, g5 := f.crafted("doc/1", "worker-a", 5)
-	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(t5), status: f.proof(t5, g5), body: "one"}).expect(t, 502, proxy.CodeBackendUnavailable)
+	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(t5), status: f.proof(t5, g5), body: "one"}).expect(t, 502, fencegate.CodeBackendUnavailable)
 	rec, _ := f.record("doc/1")
 	if rec.InFlight != nil || rec.LastSeq != 0 {
 		t.Fatalf("a request never sent left state behind: %+v", rec)

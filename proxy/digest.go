@@ -10,6 +10,8 @@ import (
 	"hash/crc32"
 	"net/http"
 	"strings"
+
+	"github.com/fencegate/fencegate"
 )
 
 // Content-Digest (RFC 9530) is checked against the body before a mutation
@@ -110,7 +112,7 @@ func unixCksum(b []byte) uint32 {
 // the rule above; it returns "" when the field is absent or verified, and
 // otherwise the refusal's detail (400 DIGEST_MISMATCH).
 func checkContentDigest(h http.Header, body []byte) string {
-	vs := h.Values(HeaderDigest)
+	vs := h.Values(fencegate.HeaderDigest)
 	if len(vs) == 0 {
 		return ""
 	}

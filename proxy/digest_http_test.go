@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate"
 )
 
 // TestDigestCRC32COnlyThroughHTTP: a protected write whose Content-Digest
@@ -21,13 +21,13 @@ func TestDigestCRC32COnlyThroughHTTP(t *testing.T) {
 
 	wrong := f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: body,
 		hdr: http.Header{"Content-Digest": {"crc32c=:CnKk3g==:"}}})
-	wrong.expect(t, http.StatusBadRequest, proxy.CodeDigestMismatch)
+	wrong.expect(t, http.StatusBadRequest, fencegate.CodeDigestMismatch)
 	if !strings.Contains(wrong.problem.Detail, "crc32c") {
 		t.Errorf("detail %q does not name crc32c", wrong.problem.Detail)
 	}
 	unverifiable := f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: body,
 		hdr: http.Header{"Content-Digest": {"unixsum=:AAAA:, sha-384=:AAAA:"}}})
-	unverifiable.expect(t, http.StatusBadRequest, proxy.CodeDigestMismatch)
+	unverifiable.expect(t, http.StatusBadRequest, fencegate.CodeDigestMismatch)
 	if !strings.Contains(unverifiable.problem.Detail, "crc32c") || !strings.Contains(unverifiable.problem.Detail, "sha-256") {
 		t.Errorf("detail %q does not name the algorithms verified", unverifiable.problem.Detail)
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fencegate/fencegate"
 )
 
 // The expected values below were computed outside Go: Python's hashlib and
@@ -48,7 +50,7 @@ func TestDigestAlgorithms(t *testing.T) {
 				t.Fatal(err)
 			}
 			field := func(b []byte) http.Header {
-				return http.Header{HeaderDigest: {v.alg + "=:" + base64.StdEncoding.EncodeToString(b) + ":"}}
+				return http.Header{fencegate.HeaderDigest: {v.alg + "=:" + base64.StdEncoding.EncodeToString(b) + ":"}}
 			}
 			if msg := checkContentDigest(field(raw), []byte(v.body)); msg != "" {
 				t.Fatalf("the real %s refused: %s", v.alg, msg)
@@ -143,7 +145,7 @@ func TestDigestField(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := http.Header{}
 			for _, v := range tc.values {
-				h.Add(HeaderDigest, v)
+				h.Add(fencegate.HeaderDigest, v)
 			}
 			msg := checkContentDigest(h, []byte(helloWorld))
 			switch {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
 )
@@ -33,10 +34,10 @@ func TestReleasedGrantProofRefusedOnceLearned(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The registry-mode route asks the registry and learns of the release.
-	f.do(call{path: "/v1/items/r1", owner: "worker-a", grant: string(a.Grant), body: "x"}).expect(t, 403, proxy.CodeGrantNotHeld)
+	f.do(call{path: "/v1/items/r1", owner: "worker-a", grant: string(a.Grant), body: "x"}).expect(t, 403, fencegate.CodeGrantNotHeld)
 	// The proof-mode route now refuses the still-fresh HELD proof.
 	f.do(call{method: "PATCH", path: "/v1/items/r1", owner: "worker-a", grant: string(a.Grant), status: proof, body: "y"}).
-		expect(t, 403, proxy.CodeGrantNotHeld)
+		expect(t, 403, fencegate.CodeGrantNotHeld)
 	if n := f.back.count(); n != 0 {
 		t.Fatalf("backend received %d requests, want 0", n)
 	}

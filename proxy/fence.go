@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -42,7 +43,7 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 	}
 	if err != nil {
 		p.log.Error("store Begin failed; rejecting (fail closed)", zap.String("resource", a.resource), zap.Error(err))
-		p.refuse(w, a, reject(CodeStoreUnavailable, "the fenced store failed; nothing was forwarded"), time.Second)
+		p.refuse(w, a, reject(fencegate.CodeStoreUnavailable, "the fenced store failed; nothing was forwarded"), time.Second)
 		return
 	}
 	switch res.Decision {
@@ -56,9 +57,9 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 			return
 		}
 		p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "replayed", "").Inc()
-		code := ""
+		var code fencegate.Code
 		if res.Receipt.Response.Truncated {
-			code = CodeReplayIncomplete // accepted, but its answer was not kept whole
+			code = fencegate.CodeReplayIncomplete // accepted, but its answer was not kept whole
 		}
 		p.logDecision(a, "replayed", code, res.Receipt.ID)
 		p.writeReceipt(w, res.Receipt, true)
@@ -67,15 +68,15 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 		if res.Mutation != nil {
 			retry = max(time.Until(res.Mutation.Deadline), time.Second)
 		}
-		p.refuse(w, a, reject(CodeResourceBusy, "another mutation of this resource is still in flight").with("retryable", true), retry)
+		p.refuse(w, a, reject(res.Code(), "another mutation of this resource is still in flight").with("retryable", true), retry)
 	default:
 		p.refuse(w, a, decisionRejection(res), 0)
 	}
 }
 
 // checkBegin validates what fence hands the store with the store's own rules
-// (store.BeginInput.Validate: segment in 1..store.MaxSeq, resource, root and
-// lease within store.MaxResourceLen, MaxRootLen and MaxLeaseLen, no control
+// (store.BeginInput.Validate: segment in 1..fencegate.MaxSeq, resource, root and
+// lease within fencegate.MaxResourceLen, fencegate.MaxRootLen and store.MaxLeaseLen, no control
 // characters, ...) before Begin, so input the store would refuse is answered
 // as bad input and never taken for a store outage. Now and Deadline are set
 // as begin sets them.
@@ -91,7 +92,7 @@ func (p *Proxy) checkBegin(a *attempt, in store.BeginInput) *rejection {
 		return inputRejection(ie)
 	} else if err != nil {
 		p.log.Error("BUG: BeginInput.Validate returned an error that is not a *store.InputError", zap.Error(err))
-		return reject(CodeFenceHeaderInvalid, "the sidecar could not form a store input from this request: "+err.Error())
+		return reject(fencegate.CodeFenceHeaderInvalid, "the sidecar could not form a store input from this request: "+err.Error())
 	}
 	return nil
 }
@@ -101,14 +102,14 @@ func (p *Proxy) checkBegin(a *attempt, in store.BeginInput) *rejection {
 // path's resource, the grant's claims (an oversized or malformed claim of
 // an authentic grant is GRANT_INVALID, as an oversized grant is) and the
 // caller's identity.
-var requestFields = map[string]string{
-	"seq":         CodeFenceHeaderInvalid,
-	"resource":    CodeInvalidResource,
-	"fence":       CodeGrantInvalid,
-	"root":        CodeGrantInvalid,
-	"lease":       CodeGrantInvalid,
-	"grantDigest": CodeGrantInvalid,
-	"owner":       CodeIdentityRequired,
+var requestFields = map[string]fencegate.Code{
+	"seq":         fencegate.CodeFenceHeaderInvalid,
+	"resource":    fencegate.CodeInvalidResource,
+	"fence":       fencegate.CodeGrantInvalid,
+	"root":        fencegate.CodeGrantInvalid,
+	"lease":       fencegate.CodeGrantInvalid,
+	"grantDigest": fencegate.CodeGrantInvalid,
+	"owner":       fencegate.CodeIdentityRequired,
 }
 
 // inputRejection maps a store *InputError to the rejection of the request
@@ -118,7 +119,7 @@ var requestFields = map[string]string{
 func inputRejection(ie *store.InputError) *rejection {
 	code, ok := requestFields[ie.Field]
 	if !ok {
-		code = CodeFenceHeaderInvalid
+		code = fencegate.CodeFenceHeaderInvalid
 	}
 	return reject(code, "the request cannot be fenced: "+ie.Field+": "+ie.Reason).with("field", ie.Field)
 }
@@ -154,36 +155,26 @@ func (p *Proxy) begin(a *attempt, in store.BeginInput) (store.BeginResult, error
 	}
 }
 
-// decisionRejection maps a store decision to its rejection.
+// decisionRejection is the rejection of a store decision: its code is
+// the store's mapping (store.BeginResult.Code), with the members that
+// explain it.
 func decisionRejection(res store.BeginResult) *rejection {
-	r := &rejection{detail: res.Detail}
+	r := reject(res.Code(), res.Detail)
 	switch res.Decision {
-	case store.DecisionPaused:
-		r.code = CodeResourcePaused
-		if res.Record.Pause != nil && res.Record.Pause.Reason == store.PauseFenceRegression {
-			r.code = CodeFenceRegression
-		}
 	case store.DecisionMutationUnknown:
-		r.code = CodeMutationUnknown
 		if res.Mutation != nil {
 			r.with("operationId", res.Mutation.OperationID)
 		}
 	case store.DecisionSegmentConflict:
-		r.code = CodeSegmentConflict
 		if res.Quarantine != nil {
 			r.with("quarantineId", res.Quarantine.ID)
 		}
-	case store.DecisionStaleOwner:
-		r.code = CodeStaleOwner
-		r.with("highestFence", res.Record.HighestFence)
-	case store.DecisionFenceRegression:
-		r.code = CodeFenceRegression
+	case store.DecisionStaleOwner, store.DecisionFenceRegression:
 		r.with("highestFence", res.Record.HighestFence)
 	case store.DecisionSegmentGap:
-		r.code = CodeSegmentGap
 		r.with("lastSegment", res.Record.LastSeq)
+	case store.DecisionPaused:
 	default:
-		r.code = CodeStoreUnavailable
 		r.detail = fmt.Sprintf("unexpected store decision %q", res.Decision)
 	}
 	return r
@@ -212,7 +203,7 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 		if _, aerr := p.store.Abort(sctx, store.AbortInput{OpRef: ref, Now: p.now()}); aerr != nil {
 			p.log.Error("store Abort failed; the mutation will count as unknown at its deadline", zap.Error(aerr))
 		}
-		p.refuse(w, a, reject(CodeBackendUnavailable, "the backend refused the connection; nothing was sent or recorded"), time.Second)
+		p.refuse(w, a, reject(fencegate.CodeBackendUnavailable, "the backend refused the connection; nothing was sent or recorded"), time.Second)
 		return
 	}
 	// A 5xx leaves the outcome unknown in enforce mode, unless the route's
@@ -229,7 +220,7 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 	}
 	if err != nil {
 		p.markUnknown(sctx, a, ref, "the backend's answer was lost after the request was sent", err)
-		rej := reject(CodeMutationUnknown, "the backend's answer was lost after the request was sent: "+err.Error()).
+		rej := reject(fencegate.CodeMutationUnknown, "the backend's answer was lost after the request was sent: "+err.Error()).
 			with("operationId", ref.OperationID())
 		rej.status = http.StatusGatewayTimeout
 		p.refuse(w, a, rej, 0)
@@ -253,14 +244,14 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 		p.markUnknown(sctx, a, ref, "the backend answered but its receipt could not be stored", err)
 		if a.shadow() {
 			// Shadow never changes an answer: the client gets the backend's.
-			p.m.wouldReject.WithLabelValues(a.rt.key, CodeMutationUnknown).Inc()
-			p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "passed", CodeMutationUnknown).Inc()
-			p.logDecision(a, "rejected", CodeMutationUnknown, "the backend answered but its receipt could not be stored")
+			p.m.wouldReject.WithLabelValues(a.rt.key, string(fencegate.CodeMutationUnknown)).Inc()
+			p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "passed", string(fencegate.CodeMutationUnknown)).Inc()
+			p.logDecision(a, "rejected", fencegate.CodeMutationUnknown, "the backend answered but its receipt could not be stored")
 			p.writeForwarded(w, resp, "")
 			return
 		}
 		resp.close()
-		rej := reject(CodeMutationUnknown, "the backend answered but its receipt could not be stored").with("operationId", ref.OperationID())
+		rej := reject(fencegate.CodeMutationUnknown, "the backend answered but its receipt could not be stored").with("operationId", ref.OperationID())
 		rej.status = http.StatusGatewayTimeout
 		p.refuse(w, a, rej, 0)
 		return
@@ -270,8 +261,8 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 	}
 	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "forwarded", "").Inc()
 	if shadow5xx {
-		p.m.wouldReject.WithLabelValues(a.rt.key, CodeMutationUnknown).Inc()
-		p.logDecision(a, "forwarded", CodeMutationUnknown, fmt.Sprintf("shadow: the backend's %d is recorded as receipt %s; enforce mode would answer MUTATION_UNKNOWN", resp.status, rc.ID))
+		p.m.wouldReject.WithLabelValues(a.rt.key, string(fencegate.CodeMutationUnknown)).Inc()
+		p.logDecision(a, "forwarded", fencegate.CodeMutationUnknown, fmt.Sprintf("shadow: the backend's %d is recorded as receipt %s; enforce mode would answer MUTATION_UNKNOWN", resp.status, rc.ID))
 	} else {
 		p.logDecision(a, "forwarded", "", rc.ID)
 	}

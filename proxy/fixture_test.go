@@ -20,11 +20,11 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/internal/problem"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/client"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
@@ -224,7 +224,7 @@ type answer struct {
 	code    int
 	header  http.Header
 	body    string
-	problem *problem.Details
+	problem *fencegate.Problem
 }
 
 func (f *fixture) do(c call) answer {
@@ -240,13 +240,13 @@ func (f *fixture) do(c call) answer {
 		req.Header.Set(idHeader, c.owner)
 	}
 	if c.grant != "" {
-		req.Header.Set(proxy.HeaderGrant, c.grant)
+		req.Header.Set(fencegate.HeaderGrant, c.grant)
 	}
 	if c.status != "" {
-		req.Header.Set(proxy.HeaderStatus, c.status)
+		req.Header.Set(fencegate.HeaderStatus, c.status)
 	}
 	if c.seg != "" {
-		req.Header.Set(proxy.HeaderSegment, c.seg)
+		req.Header.Set(fencegate.HeaderSegment, c.seg)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -254,8 +254,8 @@ func (f *fixture) do(c call) answer {
 	}
 	defer resp.Body.Close()
 	a := answer{code: resp.StatusCode, header: resp.Header}
-	if resp.Header.Get("Content-Type") == problem.ContentType {
-		a.problem, err = problem.Read(resp)
+	if resp.Header.Get("Content-Type") == fencegate.ProblemContentType {
+		a.problem, err = fencegate.ReadProblem(resp)
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -266,9 +266,9 @@ func (f *fixture) do(c call) answer {
 	return a
 }
 
-func (a answer) expect(t *testing.T, status int, code string) {
+func (a answer) expect(t *testing.T, status int, code fencegate.Code) {
 	t.Helper()
-	got := ""
+	var got fencegate.Code
 	if a.problem != nil {
 		got = a.problem.Code
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -125,7 +126,7 @@ func (r *backendResponse) stored(limit int) store.StoredResponse {
 // storedHeader reports whether a receipt may keep the header of canonical
 // name c: it is not in unstoredHeaders and not the sidecar's own (Fence-*).
 func storedHeader(c string) bool {
-	return !unstoredHeaders[c] && !strings.HasPrefix(c, "Fence-")
+	return !unstoredHeaders[c] && !strings.HasPrefix(c, fencegate.HeaderPrefix)
 }
 
 // connectionNamed returns the canonical names the Connection header of h
@@ -186,13 +187,13 @@ func (p *Proxy) send(ctx context.Context, a *attempt, ref store.OpRef) (*backend
 	p.outboundHeader(out.Header, a.req)
 	out.Host = a.req.Host
 	out.ContentLength = int64(len(a.body))
-	out.Header.Set(HeaderToken, strconv.FormatUint(ref.Fence, 10))
-	out.Header.Set(HeaderResource, ref.Resource)
-	out.Header.Set(HeaderRoot, ref.Root)
-	out.Header.Set(HeaderSegment, strconv.FormatUint(ref.Seq, 10))
-	out.Header.Set(HeaderOperationID, ref.OperationID())
+	out.Header.Set(fencegate.HeaderToken, strconv.FormatUint(ref.Fence, 10))
+	out.Header.Set(fencegate.HeaderResource, ref.Resource)
+	out.Header.Set(fencegate.HeaderRoot, ref.Root)
+	out.Header.Set(fencegate.HeaderSegment, strconv.FormatUint(ref.Seq, 10))
+	out.Header.Set(fencegate.HeaderOperationID, ref.OperationID())
 	if a.rt.IdempotencyKey {
-		out.Header.Set(HeaderIdempotency, ref.OperationID())
+		out.Header.Set(fencegate.HeaderIdempotency, ref.OperationID())
 	}
 
 	resp, err := p.tr.RoundTrip(out)

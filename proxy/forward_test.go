@@ -16,8 +16,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/proxy"
-	"github.com/fencegate/fencegate/registry/client"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -114,11 +115,11 @@ func TestOversizedAnswerIsRecordedTruncated(t *testing.T) {
 	})
 	a := send("1", "one")
 	a.expect(t, http.StatusOK, "")
-	if a.header.Get("Location") != location || a.header.Get("X-Custom") != "yes" || a.body != "created one" || a.header.Get(proxy.HeaderReceipt) == "" {
+	if a.header.Get("Location") != location || a.header.Get("X-Custom") != "yes" || a.body != "created one" || a.header.Get(fencegate.HeaderReceipt) == "" {
 		t.Fatalf("the client must get the backend's full answer with its receipt: %d %q (Location %d bytes)", a.code, a.body, len(a.header.Get("Location")))
 	}
 	rc1 := receipt(1)
-	if rc1.ID != a.header.Get(proxy.HeaderReceipt) || !rc1.Response.Truncated || rc1.Response.Header["Location"] != nil ||
+	if rc1.ID != a.header.Get(fencegate.HeaderReceipt) || !rc1.Response.Truncated || rc1.Response.Header["Location"] != nil ||
 		rc1.Response.Header["ETag"][0] != `"v1"` || string(rc1.Response.Body) != "created one" {
 		t.Fatalf("receipt 1: the oversized Location is dropped whole, the rest kept, marked truncated: %+v", rc1.Response)
 	}
@@ -136,7 +137,7 @@ func TestOversizedAnswerIsRecordedTruncated(t *testing.T) {
 	})
 	a = send("2", "two")
 	a.expect(t, http.StatusOK, "")
-	if got := a.header.Values("Cache-Control"); strings.Join(got, "|") != strings.Join(values, "|") || a.header.Get(proxy.HeaderReceipt) == "" {
+	if got := a.header.Values("Cache-Control"); strings.Join(got, "|") != strings.Join(values, "|") || a.header.Get(fencegate.HeaderReceipt) == "" {
 		t.Fatalf("the client must get all 40 values: %v", got)
 	}
 	rc2 := receipt(2)
@@ -161,8 +162,8 @@ func TestOversizedAnswerIsRecordedTruncated(t *testing.T) {
 	// whole, without the backend.
 	for seg, rc := range map[string]store.Receipt{"1": rc1, "2": rc2} {
 		r := send(seg, map[string]string{"1": "one", "2": "two"}[seg])
-		r.expect(t, http.StatusConflict, proxy.CodeReplayIncomplete)
-		if r.header.Get(proxy.HeaderReplayed) != "true" || r.header.Get(proxy.HeaderReceipt) != rc.ID || r.problem.Extra["receiptId"] != rc.ID {
+		r.expect(t, http.StatusConflict, fencegate.CodeReplayIncomplete)
+		if r.header.Get(fencegate.HeaderReplayed) != "true" || r.header.Get(fencegate.HeaderReceipt) != rc.ID || r.problem.Extra["receiptId"] != rc.ID {
 			t.Fatalf("replay %s: %d %v %+v", seg, r.code, r.header, r.problem)
 		}
 	}
@@ -224,7 +225,7 @@ func TestBackend5xxBodyIsClosed(t *testing.T) {
 	})
 	l := f.acquire("worker-a", "item/1")
 	a := f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"})
-	a.expect(t, http.StatusGatewayTimeout, proxy.CodeMutationUnknown)
+	a.expect(t, http.StatusGatewayTimeout, fencegate.CodeMutationUnknown)
 	if n, open := tr.open(); n != 1 || open != 0 {
 		t.Fatalf("backend answers %d, left open %d: the 5xx body must be closed", n, open)
 	}
@@ -238,7 +239,7 @@ func TestMarkUnknownFailureAfterCommitFailureIsLogged(t *testing.T) {
 	st := &failingStore{Store: f.store, failCommit: true, failMarkUnknown: true}
 	f.restartWith(st, nil)
 	l := f.acquire("worker-a", "item/1")
-	f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"}).expect(t, http.StatusGatewayTimeout, proxy.CodeMutationUnknown)
+	f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"}).expect(t, http.StatusGatewayTimeout, fencegate.CodeMutationUnknown)
 	if f.logs.FilterLevelExact(zap.ErrorLevel).FilterMessageSnippet("MarkUnknown failed").Len() != 1 {
 		t.Fatalf("the MarkUnknown failure was not logged: %v", f.logs.All())
 	}

@@ -7,29 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fencegate/fencegate/registry/client"
-	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate"
 )
-
-// Request and response headers of the contract. The worker SDK
-// (registry/client) owns their spelling; the sidecar re-exports them.
-const (
-	HeaderGrant       = client.HeaderGrant
-	HeaderStatus      = client.HeaderStatus
-	HeaderSegment     = client.HeaderSegment
-	HeaderToken       = client.HeaderToken
-	HeaderResource    = client.HeaderResource
-	HeaderRoot        = client.HeaderRoot
-	HeaderOperationID = client.HeaderOperationID
-	HeaderReceipt     = client.HeaderReceipt
-	HeaderReplayed    = client.HeaderReplayed
-	HeaderIdempotency = "Idempotency-Key"
-	HeaderDigest      = "Content-Digest"
-)
-
-// fencePrefix starts every header of the contract; every request header
-// with it is removed before a request reaches the backend.
-const fencePrefix = "Fence-"
 
 // single returns the one value of a header; ok is false when it appears
 // more than once (including comma-joined lists).
@@ -44,23 +23,21 @@ func single(h http.Header, name string) (string, bool, bool) {
 	return strings.TrimSpace(vs[0]), true, true
 }
 
-// parseSegment parses Fence-Segment: decimal, 1..store.MaxSeq (the highest
-// segment the fenced store accepts). Absent is 1. A value outside the range
-// is bad input (FENCE_HEADER_INVALID), never something for the store to refuse.
+// parseSegment parses Fence-Segment with the contract's parser
+// (fencegate.ParseSegment: decimal, 1..fencegate.MaxSeq, the highest segment
+// the fenced store accepts). Absent is 1. A value outside the range is bad
+// input (FENCE_HEADER_INVALID), never something for the store to refuse.
 func parseSegment(h http.Header) (uint64, string) {
-	v, present, ok := single(h, HeaderSegment)
+	v, present, ok := single(h, fencegate.HeaderSegment)
 	if !ok {
 		return 0, "Fence-Segment appears more than once"
 	}
 	if !present {
 		return 1, ""
 	}
-	if v == "" || len(v) > 20 || strings.TrimLeft(v, "0123456789") != "" {
-		return 0, "Fence-Segment must be a decimal integer >= 1"
-	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil || n == 0 || n > store.MaxSeq {
-		return 0, "Fence-Segment must be a decimal integer between 1 and " + strconv.FormatUint(store.MaxSeq, 10)
+	n, err := fencegate.ParseSegment(v)
+	if err != nil {
+		return 0, "Fence-Segment must be a decimal integer between 1 and " + strconv.FormatUint(fencegate.MaxSeq, 10)
 	}
 	return n, ""
 }
@@ -76,5 +53,5 @@ func payloadDigest(method, target string, body []byte) string {
 	h.Write([]byte(target))
 	h.Write([]byte{'\n'})
 	h.Write(body)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return fencegate.DigestPrefix + hex.EncodeToString(h.Sum(nil))
 }

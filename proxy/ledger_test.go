@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
 )
@@ -43,7 +44,7 @@ func TestLedgerRemovedRouteWithUnmatchedPass(t *testing.T) {
 		t.Fatalf("removed route, unmatched rejected: %v", err)
 	}
 	ans := f.do(call{path: "/v1/items/1", owner: "worker-a", body: "x"})
-	ans.expect(t, 403, proxy.CodeRouteNotProtected)
+	ans.expect(t, 403, fencegate.CodeRouteNotProtected)
 	if f.back.count() != 0 {
 		t.Fatal("a mutation on the removed shape reached the backend")
 	}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/fencegate/fencegate"
 )
 
 // What the backend receives. Both paths, the pass-through (p.pass: reads,
@@ -109,7 +111,7 @@ func clientPath(in *http.Request) string {
 // client sent none (Go's client would add its own).
 func (p *Proxy) outboundHeader(out http.Header, in *http.Request) {
 	for h := range out {
-		if strings.HasPrefix(h, fencePrefix) { // canonical keys: "Fence-..."
+		if strings.HasPrefix(h, fencegate.HeaderPrefix) { // canonical keys: "Fence-..."
 			delete(out, h)
 		}
 	}

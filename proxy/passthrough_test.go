@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 )
 
@@ -136,7 +137,7 @@ func TestHTTP10AndPipelining(t *testing.T) {
 	put10.proto = "HTTP/1.0"
 	a := exchange(t, addr, put10)
 	via := rec.take(t)
-	if a.status != http.StatusOK || a.header.Get(proxy.HeaderReceipt) == "" || a.body != "got PUT "+put10.target+" ten" ||
+	if a.status != http.StatusOK || a.header.Get(fencegate.HeaderReceipt) == "" || a.body != "got PUT "+put10.target+" ten" ||
 		via.uri != put10.target || via.body != "ten" || via.host != "app.test" {
 		t.Fatalf("HTTP/1.0 write: %d %q, backend %q Host %q body %q", a.status, a.body, via.uri, via.host, via.body)
 	}
@@ -152,7 +153,7 @@ func TestHTTP10AndPipelining(t *testing.T) {
 	bareWrite.proto = "HTTP/1.0"
 	a = exchange(t, addr, bareWrite)
 	via = rec.take(t)
-	if a.header.Get(proxy.HeaderReceipt) == "" || via.body != "nohost" || via.host != rec.addr() {
+	if a.header.Get(fencegate.HeaderReceipt) == "" || via.body != "nohost" || via.host != rec.addr() {
 		t.Fatalf("HTTP/1.0 write without Host: %d %q, backend Host %q body %q", a.status, a.body, via.host, via.body)
 	}
 

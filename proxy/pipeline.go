@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
 )
@@ -48,11 +49,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	switch p.classifyRequest(req) {
 	case verdictOverride:
-		p.refuseReadPath(w, req, reject(CodeMethodOverrideRefused,
+		p.refuseReadPath(w, req, reject(fencegate.CodeMethodOverrideRefused,
 			"method-override headers (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override) are refused: send the real method"))
 		return
 	case verdictUpgrade:
-		p.refuseReadPath(w, req, reject(CodeUpgradeRefused,
+		p.refuseReadPath(w, req, reject(fencegate.CodeUpgradeRefused,
 			"protocol upgrades (Upgrade, h2c, HTTP2-Settings, the HTTP/2 preface) are refused unless an upgrades entry allows this GET"))
 		return
 	case verdictRead:
@@ -65,7 +66,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if variant != nil && variant.Mode != ModeOff {
 			// Many backends read methods case-insensitively: never let
 			// "put" through where PUT is protected.
-			p.refuse(w, &attempt{rt: variant, resource: vres, req: req}, reject(CodeRouteNotProtected,
+			p.refuse(w, &attempt{rt: variant, resource: vres, req: req}, reject(fencegate.CodeRouteNotProtected,
 				req.Method+" differs from the protected route "+variant.key+" only in case; methods are case-sensitive: send "+variant.Method), 0)
 			return
 		}
@@ -75,8 +76,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			p.pass.ServeHTTP(w, req)
 			return
 		}
-		p.m.mutations.WithLabelValues("unmatched", "reject", "rejected", CodeRouteNotProtected).Inc()
-		p.writeProblem(w, reject(CodeRouteNotProtected, req.Method+" "+req.URL.Path+" matches no protected route and unmatched mutations are rejected"), 0)
+		p.m.mutations.WithLabelValues("unmatched", "reject", "rejected", string(fencegate.CodeRouteNotProtected)).Inc()
+		p.writeProblem(w, reject(fencegate.CodeRouteNotProtected, req.Method+" "+req.URL.Path+" matches no protected route and unmatched mutations are rejected"), 0)
 		return
 	}
 	if rt.Mode == ModeOff {
@@ -86,7 +87,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	a := &attempt{rt: rt, resource: resource, req: req}
 	if rerr != nil {
-		p.refuse(w, a, reject(CodeInvalidResource, rerr.Error()), 0)
+		p.refuse(w, a, reject(fencegate.CodeInvalidResource, rerr.Error()), 0)
 		return
 	}
 	if rej := p.admit(a); rej != nil {
@@ -100,25 +101,25 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // changes nothing anywhere.
 func (p *Proxy) admit(a *attempt) *rejection {
 	h := a.req.Header
-	tok, present, ok := single(h, HeaderGrant)
+	tok, present, ok := single(h, fencegate.HeaderGrant)
 	if !ok {
-		return reject(CodeGrantInvalid, "Fence-Grant appears more than once")
+		return reject(fencegate.CodeGrantInvalid, "Fence-Grant appears more than once")
 	}
 	if !present || tok == "" {
-		return reject(CodeGrantRequired, "this route is protected: send Fence-Grant with a lockGrant.v1 grant")
+		return reject(fencegate.CodeGrantRequired, "this route is protected: send Fence-Grant with a lockGrant.v1 grant")
 	}
 	seq, msg := parseSegment(h)
 	if msg != "" {
-		return reject(CodeFenceHeaderInvalid, msg)
+		return reject(fencegate.CodeFenceHeaderInvalid, msg)
 	}
 	a.seq = seq
-	proof, _, ok := single(h, HeaderStatus)
+	proof, _, ok := single(h, fencegate.HeaderStatus)
 	if !ok {
-		return reject(CodeFenceHeaderInvalid, "Fence-Status appears more than once")
+		return reject(fencegate.CodeFenceHeaderInvalid, "Fence-Status appears more than once")
 	}
 	caller, err := p.ident.Identify(a.req)
 	if err != nil {
-		return reject(CodeIdentityRequired, err.Error())
+		return reject(fencegate.CodeIdentityRequired, err.Error())
 	}
 	a.caller = caller
 
@@ -146,7 +147,7 @@ func (p *Proxy) admit(a *attempt) *rejection {
 // caller is a stale owner and is told so (STALE_OWNER). It only reads the
 // store; it never writes.
 func (p *Proxy) supersededOr(a *attempt, rej *rejection) *rejection {
-	if rej.code != CodeGrantNotHeld && rej.code != CodeStatusStale {
+	if rej.code != fencegate.CodeGrantNotHeld && rej.code != fencegate.CodeStatusStale {
 		return rej
 	}
 	rec, err := p.store.Record(a.req.Context(), a.resource)
@@ -154,14 +155,14 @@ func (p *Proxy) supersededOr(a *attempt, rej *rejection) *rejection {
 		if !errors.Is(err, store.ErrNotFound) {
 			// The refinement is lost, the rejection stands (fail closed).
 			p.log.Error("store Record failed while checking for a stale owner; keeping the original rejection",
-				zap.String("resource", a.resource), zap.String("code", rej.code), zap.Error(err))
+				zap.String("resource", a.resource), zap.String("code", string(rej.code)), zap.Error(err))
 		}
 		return rej
 	}
 	if rec.HighestFence <= a.grant.FenceToken {
 		return rej
 	}
-	return reject(CodeStaleOwner, fmt.Sprintf("fence %d is below the highest accepted fence %d (and %s)", a.grant.FenceToken, rec.HighestFence, rej.detail)).
+	return reject(fencegate.CodeStaleOwner, fmt.Sprintf("fence %d is below the highest accepted fence %d (and %s)", a.grant.FenceToken, rec.HighestFence, rej.detail)).
 		with("highestFence", rec.HighestFence)
 }
 
@@ -169,19 +170,19 @@ func (p *Proxy) supersededOr(a *attempt, rej *rejection) *rejection {
 // Content-Digest and computes the payload digest.
 func (p *Proxy) readBody(a *attempt) *rejection {
 	if a.req.ContentLength > a.rt.BodyLimit {
-		return reject(CodeBodyTooLarge, "the body exceeds this route's limit").with("limit", a.rt.BodyLimit)
+		return reject(fencegate.CodeBodyTooLarge, "the body exceeds this route's limit").with("limit", a.rt.BodyLimit)
 	}
 	body, err := io.ReadAll(io.LimitReader(a.req.Body, a.rt.BodyLimit+1))
 	a.bodyRead = true
 	a.body = body
 	if err != nil {
-		return reject(CodeBodyUnreadable, "the request body could not be read: "+err.Error())
+		return reject(fencegate.CodeBodyUnreadable, "the request body could not be read: "+err.Error())
 	}
 	if int64(len(body)) > a.rt.BodyLimit {
-		return reject(CodeBodyTooLarge, "the body exceeds this route's limit").with("limit", a.rt.BodyLimit)
+		return reject(fencegate.CodeBodyTooLarge, "the body exceeds this route's limit").with("limit", a.rt.BodyLimit)
 	}
 	if msg := checkContentDigest(a.req.Header, body); msg != "" {
-		return reject(CodeDigestMismatch, msg)
+		return reject(fencegate.CodeDigestMismatch, msg)
 	}
 	a.payload = payloadDigest(a.req.Method, a.req.URL.RequestURI(), body)
 	return nil
@@ -196,11 +197,11 @@ func (p *Proxy) readBody(a *attempt) *rejection {
 func (p *Proxy) refuse(w http.ResponseWriter, a *attempt, rej *rejection, retry time.Duration) {
 	p.logDecision(a, "rejected", rej.code, rej.detail)
 	if a.shadow() {
-		p.m.wouldReject.WithLabelValues(a.rt.key, rej.code).Inc()
+		p.m.wouldReject.WithLabelValues(a.rt.key, string(rej.code)).Inc()
 		p.passShadow(w, a, rej.code, rej, retry)
 		return
 	}
-	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "rejected", rej.code).Inc()
+	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "rejected", string(rej.code)).Inc()
 	if a.bodyRead {
 		_, _ = io.Copy(io.Discard, io.LimitReader(a.req.Body, 64<<10))
 	}
@@ -209,25 +210,25 @@ func (p *Proxy) refuse(w http.ResponseWriter, a *attempt, rej *rejection, retry 
 
 // passShadow forwards a shadow-mode attempt as it came, counted as passed
 // with the code enforce mode would have answered (or REPLAY).
-func (p *Proxy) passShadow(w http.ResponseWriter, a *attempt, code string, rej *rejection, retry time.Duration) {
-	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "passed", code).Inc()
+func (p *Proxy) passShadow(w http.ResponseWriter, a *attempt, code fencegate.Code, rej *rejection, retry time.Duration) {
+	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "passed", string(code)).Inc()
 	if a.sent {
 		// forward writes every answer it has; this one is lost.
-		p.writeProblem(w, reject(CodeBackendUnavailable, "the backend did not answer"), 0)
+		p.writeProblem(w, reject(fencegate.CodeBackendUnavailable, "the backend did not answer"), 0)
 		return
 	}
 	if a.bodyRead {
 		// The body is in hand: the client has been told to continue.
 		a.req.Header.Del("Expect")
 		switch code {
-		case CodeBodyUnreadable:
+		case fencegate.CodeBodyUnreadable:
 			// The body is gone: enforce mode refuses, and forwarding a
 			// cut body would corrupt the write.
 			if rej != nil {
 				p.writeProblem(w, rej, retry)
 			}
 			return
-		case CodeBodyTooLarge:
+		case fencegate.CodeBodyTooLarge:
 			// What was read, then the rest of the stream: the whole body.
 			a.req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(a.body), a.req.Body))
 		default:
@@ -238,10 +239,10 @@ func (p *Proxy) passShadow(w http.ResponseWriter, a *attempt, code string, rej *
 	p.pass.ServeHTTP(w, a.req)
 }
 
-func (p *Proxy) logDecision(a *attempt, decision, code, detail string) {
+func (p *Proxy) logDecision(a *attempt, decision string, code fencegate.Code, detail string) {
 	fields := []zap.Field{
 		zap.String("route", a.rt.key), zap.String("mode", a.rt.Mode), zap.String("resource", a.resource),
-		zap.String("decision", decision), zap.String("code", code), zap.Uint64("seq", a.seq),
+		zap.String("decision", decision), zap.String("code", string(code)), zap.Uint64("seq", a.seq),
 		zap.String("caller", a.caller),
 	}
 	if a.grant != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/identity"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
@@ -141,7 +142,7 @@ func New(o Options) (*Proxy, error) {
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			p.log.Warn("pass-through to backend failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
-			p.writeProblem(w, reject(CodeBackendUnavailable, "the backend did not answer"), 0)
+			p.writeProblem(w, reject(fencegate.CodeBackendUnavailable, "the backend did not answer"), 0)
 		},
 	}}
 	lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate"
 )
 
 // The read path: what passes through without a route, and what is refused
@@ -257,10 +259,10 @@ func (p *Proxy) classifyRequest(req *http.Request) verdict {
 
 // refuseReadPath answers an override or upgrade refusal; nothing is forwarded.
 func (p *Proxy) refuseReadPath(w http.ResponseWriter, req *http.Request, rej *rejection) {
-	p.m.mutations.WithLabelValues("read-path", "reject", "rejected", rej.code).Inc()
+	p.m.mutations.WithLabelValues("read-path", "reject", "rejected", string(rej.code)).Inc()
 	p.log.Info("refused", zap.String("method", req.Method), zap.String("path", req.URL.Path),
-		zap.String("decision", "rejected"), zap.String("code", rej.code), zap.String("detail", rej.detail))
-	if rej.code == CodeUpgradeRefused {
+		zap.String("decision", "rejected"), zap.String("code", string(rej.code)), zap.String("detail", rej.detail))
+	if rej.code == fencegate.CodeUpgradeRefused {
 		// Whatever the client sends next on this connection is not the
 		// request it asked to switch to.
 		w.Header().Set("Connection", "close")

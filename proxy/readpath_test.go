@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/fencegate/fencegate/internal/problem"
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 )
 
@@ -113,7 +113,7 @@ func (c *rpConn) write(raw string) {
 }
 
 // read reads one response to a request of method; code is its problem code.
-func (c *rpConn) read(method string) (resp *http.Response, code string) {
+func (c *rpConn) read(method string) (resp *http.Response, code fencegate.Code) {
 	c.t.Helper()
 	resp, err := http.ReadResponse(c.br, &http.Request{Method: method})
 	if err != nil {
@@ -123,8 +123,8 @@ func (c *rpConn) read(method string) (resp *http.Response, code string) {
 		return resp, ""
 	}
 	defer resp.Body.Close()
-	if resp.Header.Get("Content-Type") == problem.ContentType && method != http.MethodHead {
-		d, err := problem.Read(resp)
+	if resp.Header.Get("Content-Type") == fencegate.ProblemContentType && method != http.MethodHead {
+		d, err := fencegate.ReadProblem(resp)
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func (c *rpConn) read(method string) (resp *http.Response, code string) {
 }
 
 // rpExchange sends one raw request on a new connection and reads its answer.
-func rpExchange(t *testing.T, addr, method, target, headers string) (int, string) {
+func rpExchange(t *testing.T, addr, method, target, headers string) (int, fencegate.Code) {
 	t.Helper()
 	c := rpDial(t, addr)
 	c.write(method + " " + target + " HTTP/1.1\r\nHost: app.local\r\n" + headers + "Content-Length: 0\r\n\r\n")
@@ -155,12 +155,12 @@ func TestReadPathMethodsAreCaseSensitive(t *testing.T) {
 	for _, m := range []string{"put", "Put", "pUT", "get", "Get", "head", "options", "trace",
 		"PROPPATCH", "PROPFIND", "MOVE", "COPY", "MKCOL", "LOCK", "UNLOCK", "PURGE", "QUERY", "CONNECT", "BREW", "X-Wr~ite"} {
 		status, code := rpExchange(t, rpAddr(f), m, "/v1/items/1", "")
-		if status != http.StatusForbidden || code != proxy.CodeRouteNotProtected {
-			t.Errorf("%s /v1/items/1: %d %q, want 403 %s", m, status, code, proxy.CodeRouteNotProtected)
+		if status != http.StatusForbidden || code != fencegate.CodeRouteNotProtected {
+			t.Errorf("%s /v1/items/1: %d %q, want 403 %s", m, status, code, fencegate.CodeRouteNotProtected)
 		}
 	}
 	// CONNECT in authority form has no path at all.
-	if status, code := rpExchange(t, rpAddr(f), "CONNECT", "backend.internal:443", ""); status != http.StatusForbidden || code != proxy.CodeRouteNotProtected {
+	if status, code := rpExchange(t, rpAddr(f), "CONNECT", "backend.internal:443", ""); status != http.StatusForbidden || code != fencegate.CodeRouteNotProtected {
 		t.Errorf("CONNECT host:port: %d %q", status, code)
 	}
 	if got := b.requests(); len(got) != 0 {
@@ -185,9 +185,9 @@ func TestReadPathCaseVariantNeverPassesUnmatched(t *testing.T) {
 	b := newRPBackend(t)
 	f := newFixture(t, rpOn(b, rpPass))
 	for _, m := range []string{"put", "Put", "pUT", "puT"} {
-		status, code := rpExchange(t, rpAddr(f), m, "/v1/items/1", proxy.HeaderGrant+": not-even-a-grant\r\n")
-		if status != http.StatusForbidden || code != proxy.CodeRouteNotProtected {
-			t.Errorf("%s /v1/items/1 with unmatchedMutations: pass: %d %q, want 403 %s", m, status, code, proxy.CodeRouteNotProtected)
+		status, code := rpExchange(t, rpAddr(f), m, "/v1/items/1", fencegate.HeaderGrant+": not-even-a-grant\r\n")
+		if status != http.StatusForbidden || code != fencegate.CodeRouteNotProtected {
+			t.Errorf("%s /v1/items/1 with unmatchedMutations: pass: %d %q, want 403 %s", m, status, code, fencegate.CodeRouteNotProtected)
 		}
 	}
 	if got := b.requests(); len(got) != 0 {
@@ -197,7 +197,7 @@ func TestReadPathCaseVariantNeverPassesUnmatched(t *testing.T) {
 	if status, _ := rpExchange(t, rpAddr(f), "post", "/v1/shadow/1", ""); status != http.StatusOK {
 		t.Errorf("post on a shadow route: %d", status)
 	}
-	if n := f.counter("fencegate_proxy_shadow_would_reject_total", "code", proxy.CodeRouteNotProtected); n != 1 {
+	if n := f.counter("fencegate_proxy_shadow_would_reject_total", "code", string(fencegate.CodeRouteNotProtected)); n != 1 {
 		t.Errorf("shadow would-reject of the case variant: %v", n)
 	}
 	// Off and truly unmatched: passed, as configured.
@@ -228,12 +228,12 @@ func TestReadPathExtensionMethodRoutes(t *testing.T) {
 	}
 	for _, c := range []struct{ m, path string }{{"PROPPATCH", "/v1/props/1"}, {"PURGE", "/v1/cache/1"}, {"CONNECT", "/v1/tunnels/1"}} {
 		status, code := rpExchange(t, rpAddr(f), c.m, c.path, idHeader+": worker-a\r\n")
-		if status != http.StatusPreconditionRequired || code != proxy.CodeGrantRequired {
-			t.Errorf("%s %s without a grant: %d %q, want 428 %s", c.m, c.path, status, code, proxy.CodeGrantRequired)
+		if status != http.StatusPreconditionRequired || code != fencegate.CodeGrantRequired {
+			t.Errorf("%s %s without a grant: %d %q, want 428 %s", c.m, c.path, status, code, fencegate.CodeGrantRequired)
 		}
 	}
 	for _, m := range []string{"proppatch", "PropPatch"} {
-		if status, code := rpExchange(t, rpAddr(f), m, "/v1/props/1", ""); status != http.StatusForbidden || code != proxy.CodeRouteNotProtected {
+		if status, code := rpExchange(t, rpAddr(f), m, "/v1/props/1", ""); status != http.StatusForbidden || code != fencegate.CodeRouteNotProtected {
 			t.Errorf("%s /v1/props/1: %d %q", m, status, code)
 		}
 	}
@@ -242,7 +242,7 @@ func TestReadPathExtensionMethodRoutes(t *testing.T) {
 	}
 	tok, g := f.crafted("prop/1", "worker-a", 3)
 	status, code := rpExchange(t, rpAddr(f), "PROPPATCH", "/v1/props/1",
-		idHeader+": worker-a\r\n"+proxy.HeaderGrant+": "+string(tok)+"\r\n"+proxy.HeaderStatus+": "+f.proof(tok, g)+"\r\n")
+		idHeader+": worker-a\r\n"+fencegate.HeaderGrant+": "+string(tok)+"\r\n"+fencegate.HeaderStatus+": "+f.proof(tok, g)+"\r\n")
 	if status != http.StatusOK || code != "" {
 		t.Fatalf("a granted PROPPATCH: %d %q", status, code)
 	}
@@ -267,8 +267,8 @@ func TestReadPathMethodOverrideRefused(t *testing.T) {
 	for _, n := range names {
 		for _, tg := range targets {
 			status, code := rpExchange(t, rpAddr(f), tg.m, tg.path, n+": DELETE\r\n")
-			if status != http.StatusBadRequest || (tg.m != http.MethodHead && code != proxy.CodeMethodOverrideRefused) {
-				t.Errorf("%s %s with %s: %d %q, want 400 %s", tg.m, tg.path, n, status, code, proxy.CodeMethodOverrideRefused)
+			if status != http.StatusBadRequest || (tg.m != http.MethodHead && code != fencegate.CodeMethodOverrideRefused) {
+				t.Errorf("%s %s with %s: %d %q, want 400 %s", tg.m, tg.path, n, status, code, fencegate.CodeMethodOverrideRefused)
 			}
 		}
 	}
@@ -302,8 +302,8 @@ func TestReadPathUpgradesRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		status, code := rpExchange(t, rpAddr(f), c.m, c.path, c.headers)
-		if status != http.StatusBadRequest || (c.m != http.MethodHead && code != proxy.CodeUpgradeRefused) {
-			t.Errorf("%s %s with %q: %d %q, want 400 %s", c.m, c.path, c.headers, status, code, proxy.CodeUpgradeRefused)
+		if status != http.StatusBadRequest || (c.m != http.MethodHead && code != fencegate.CodeUpgradeRefused) {
+			t.Errorf("%s %s with %q: %d %q, want 400 %s", c.m, c.path, c.headers, status, code, fencegate.CodeUpgradeRefused)
 		}
 	}
 	if got := b.requests(); len(got) != 0 {
@@ -330,13 +330,13 @@ func TestReadPathH2CSmuggling(t *testing.T) {
 			tr.Body.Close()
 		}
 		t.Errorf("the h2c upgrade was switched (101); the tunnelled PUT was answered %v", err)
-	} else if resp.StatusCode != http.StatusBadRequest || code != proxy.CodeUpgradeRefused {
-		t.Errorf("h2c upgrade: %d %q, want 400 %s", resp.StatusCode, code, proxy.CodeUpgradeRefused)
+	} else if resp.StatusCode != http.StatusBadRequest || code != fencegate.CodeUpgradeRefused {
+		t.Errorf("h2c upgrade: %d %q, want 400 %s", resp.StatusCode, code, fencegate.CodeUpgradeRefused)
 	}
 
 	p := rpDial(t, rpAddr(f))
 	p.write(upgrade + smuggled)
-	if resp, code := p.read("GET"); resp.StatusCode != http.StatusBadRequest || code != proxy.CodeUpgradeRefused {
+	if resp, code := p.read("GET"); resp.StatusCode != http.StatusBadRequest || code != fencegate.CodeUpgradeRefused {
 		t.Errorf("pipelined h2c upgrade: %d %q", resp.StatusCode, code)
 	}
 	// The refusal closes the connection: the pipelined PUT is never read.
@@ -382,8 +382,8 @@ func TestReadPathAllowedWebsocket(t *testing.T) {
 		{"GET", "/ws/lobby", "Connection: Upgrade\r\n"},
 	} {
 		status, code := rpExchange(t, rpAddr(f), x.m, x.path, x.headers)
-		if status != http.StatusBadRequest || code != proxy.CodeUpgradeRefused {
-			t.Errorf("%s %s with %q: %d %q, want 400 %s", x.m, x.path, x.headers, status, code, proxy.CodeUpgradeRefused)
+		if status != http.StatusBadRequest || code != fencegate.CodeUpgradeRefused {
+			t.Errorf("%s %s with %q: %d %q, want 400 %s", x.m, x.path, x.headers, status, code, fencegate.CodeUpgradeRefused)
 		}
 	}
 	if got := b.requests(); len(got) != 1 || got[0] != "GET /ws/lobby" {
@@ -419,8 +419,8 @@ func TestReadPathHTTP2PriorKnowledge(t *testing.T) {
 	c := rpDial(t, srv.Addr())
 	settings := string([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0}) // an empty SETTINGS frame
 	c.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + settings)
-	if resp, code := c.read("PRI"); resp.StatusCode != http.StatusBadRequest || code != proxy.CodeUpgradeRefused {
-		t.Errorf("the HTTP/2 preface was answered %d %q, want 400 %s", resp.StatusCode, code, proxy.CodeUpgradeRefused)
+	if resp, code := c.read("PRI"); resp.StatusCode != http.StatusBadRequest || code != fencegate.CodeUpgradeRefused {
+		t.Errorf("the HTTP/2 preface was answered %d %q, want 400 %s", resp.StatusCode, code, fencegate.CodeUpgradeRefused)
 	}
 	io.Copy(io.Discard, c.br) // until the sidecar closes the connection
 	if got := b.requests(); len(got) != 0 {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 )
 
@@ -91,7 +92,7 @@ func TestReasonPhraseIsStandard(t *testing.T) {
 	}
 	l := f.acquire("worker-a", "item/1")
 	put := "PUT /v1/items/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + idHeader + ": worker-a\r\n" +
-		proxy.HeaderGrant + ": " + string(l.Grant) + "\r\nContent-Length: 2\r\n\r\nv1"
+		fencegate.HeaderGrant + ": " + string(l.Grant) + "\r\nContent-Length: 2\r\n\r\nv1"
 	if got := statusLine(t, sidecar, put); got != "HTTP/1.1 200 OK" {
 		t.Fatalf("forwarded write: %q", got)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -167,8 +168,8 @@ func (p *Proxy) queryEffect(ctx context.Context, q *effectQuery, m store.Mutatio
 		log.Warn("effect query URL is unusable; the mutation stays unknown", zap.Error(err))
 		return false, nil, false
 	}
-	req.Header.Set(HeaderOperationID, m.OperationID)
-	req.Header.Set(HeaderResource, m.Resource)
+	req.Header.Set(fencegate.HeaderOperationID, m.OperationID)
+	req.Header.Set(fencegate.HeaderResource, m.Resource)
 	resp, err := p.tr.RoundTrip(req)
 	if err != nil {
 		log.Warn("effect query failed", zap.Error(err))

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
@@ -36,7 +37,7 @@ func newRCEffectServer(t *testing.T) *rcEffectServer {
 	e := &rcEffectServer{answer: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
-		e.seen = append(e.seen, rcEffectQuery{r.URL.EscapedPath(), r.URL.Query(), r.Header.Get(proxy.HeaderOperationID)})
+		e.seen = append(e.seen, rcEffectQuery{r.URL.EscapedPath(), r.URL.Query(), r.Header.Get(fencegate.HeaderOperationID)})
 		answer := e.answer
 		e.mu.Unlock()
 		answer(w, r)
@@ -75,7 +76,7 @@ func rcUnknownOn(t *testing.T, f *fixture, mut ...func(*verify.Grant)) string {
 	t.Helper()
 	tok, g := f.crafted("doc/1", "worker-a", 5, mut...)
 	f.back.setMode("hang")
-	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), seg: "1", body: "one"}).expect(t, 504, proxy.CodeMutationUnknown)
+	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), seg: "1", body: "one"}).expect(t, 504, fencegate.CodeMutationUnknown)
 	f.back.setMode("")
 	return g.OperationRoot + "/1"
 }
@@ -133,7 +134,7 @@ func TestEffectQueryEscapesPlaceholders(t *testing.T) {
 		t.Errorf("query carries %v, want op=%q resource=doc/1 fence=5 seq=1", q.query, op)
 	}
 	if q.opHeader != op {
-		t.Errorf("header %s: %q", proxy.HeaderOperationID, q.opHeader)
+		t.Errorf("header %s: %q", fencegate.HeaderOperationID, q.opHeader)
 	}
 	rcWait(t, "the mutation to be settled", func() bool { return len(rcUnknownOps(f)) == 0 })
 	if rs := rcReceipts(f, "doc/1", op); len(rs) != 1 || string(rs[0].Response.Body) != "effect of the odd one" || rs[0].Source != store.SourceReconciled {

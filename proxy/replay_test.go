@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/proxy"
-	"github.com/fencegate/fencegate/registry/client"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -43,7 +44,7 @@ func withRoute(mut func(*proxy.RouteConfig)) func(*proxy.Config) {
 // Set-Cookie (never replayed) and Fence-Replayed (the replay's mark).
 func comparable(h http.Header) http.Header {
 	c := h.Clone()
-	for _, k := range []string{"Date", "Set-Cookie", proxy.HeaderReplayed} {
+	for _, k := range []string{"Date", "Set-Cookie", fencegate.HeaderReplayed} {
 		c.Del(k)
 	}
 	return c
@@ -84,7 +85,7 @@ func TestReplayOfCompressedAnswerIsFaithful(t *testing.T) {
 	first := send("1")
 	first.expect(t, http.StatusOK, "")
 	if first.body != string(zipped) || first.header.Get("Content-Encoding") != "gzip" || first.header.Get("Set-Cookie") == "" ||
-		first.header.Get(proxy.HeaderReceipt) == "" {
+		first.header.Get(fencegate.HeaderReceipt) == "" {
 		t.Fatalf("first answer: %v", first.header)
 	}
 	n := back.count()
@@ -93,7 +94,7 @@ func TestReplayOfCompressedAnswerIsFaithful(t *testing.T) {
 	if back.count() != n {
 		t.Fatal("the replay reached the backend")
 	}
-	if replay.header.Get(proxy.HeaderReplayed) != "true" || replay.header.Get("Set-Cookie") != "" {
+	if replay.header.Get(fencegate.HeaderReplayed) != "true" || replay.header.Get("Set-Cookie") != "" {
 		t.Fatalf("replay: Fence-Replayed and no cookie expected: %v", replay.header)
 	}
 	if replay.body != first.body {
@@ -124,8 +125,8 @@ func TestReplayOfCompressedAnswerIsFaithful(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPut, f.srv.URL+"/v1/items/1", strings.NewReader(doc))
 		req.Header.Set(idHeader, "worker-a")
-		req.Header.Set(proxy.HeaderGrant, string(l.Grant))
-		req.Header.Set(proxy.HeaderSegment, seg)
+		req.Header.Set(fencegate.HeaderGrant, string(l.Grant))
+		req.Header.Set(fencegate.HeaderSegment, seg)
 		resp, err := (&http.Client{}).Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -135,7 +136,7 @@ func TestReplayOfCompressedAnswerIsFaithful(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return string(b), resp.Uncompressed, resp.Header.Get(proxy.HeaderReplayed)
+		return string(b), resp.Uncompressed, resp.Header.Get(fencegate.HeaderReplayed)
 	}
 	body, unc, replayed := decoded("2")
 	if body != doc || !unc || replayed != "" {
@@ -215,7 +216,7 @@ func TestReplayOfIncompleteAnswerIsReplayIncomplete(t *testing.T) {
 	tr := h.Transport(client.WithHeader(idHeader, "worker-a"))
 	put := func(seg string) *http.Request {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, f.srv.URL+"/v1/items/1", strings.NewReader("payload-"+seg))
-		req.Header.Set(proxy.HeaderSegment, seg)
+		req.Header.Set(fencegate.HeaderSegment, seg)
 		return req
 	}
 
@@ -226,7 +227,7 @@ func TestReplayOfIncompleteAnswerIsReplayIncomplete(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	receipt := resp.Header.Get(proxy.HeaderReceipt)
+	receipt := resp.Header.Get(fencegate.HeaderReceipt)
 	if resp.StatusCode != http.StatusCreated || !bytes.Equal(body, big) || !json.Valid(body) || receipt == "" || len(big) <= 64 {
 		t.Fatalf("first answer: %d, %d of %d bytes, receipt %q", resp.StatusCode, len(body), len(big), receipt)
 	}
@@ -234,9 +235,9 @@ func TestReplayOfIncompleteAnswerIsReplayIncomplete(t *testing.T) {
 
 	// A replay over plain HTTP: the documented problem.
 	a := f.do(call{path: "/v1/items/1", owner: "worker-a", grant: h.Grant(), seg: "1", body: "payload-1"})
-	a.expect(t, http.StatusConflict, proxy.CodeReplayIncomplete)
-	op := client.OperationID(h.OperationRoot(), 1)
-	if a.header.Get(proxy.HeaderReceipt) != receipt || a.header.Get(proxy.HeaderReplayed) != "true" ||
+	a.expect(t, http.StatusConflict, fencegate.CodeReplayIncomplete)
+	op := fencegate.OperationID(h.OperationRoot(), 1)
+	if a.header.Get(fencegate.HeaderReceipt) != receipt || a.header.Get(fencegate.HeaderReplayed) != "true" ||
 		a.problem.Extra["receiptId"] != receipt || a.problem.Extra["operationId"] != op || a.problem.Extra["backendStatus"] != float64(201) {
 		t.Fatalf("REPLAY_INCOMPLETE must say the write was accepted: headers %v, problem %+v", a.header, a.problem)
 	}
@@ -281,7 +282,7 @@ func TestReplayOfIncompleteAnswerIsReplayIncomplete(t *testing.T) {
 		t.Fatalf("receipt 2: %+v (%v)", rc.Response, err)
 	}
 	a = f.do(call{path: "/v1/items/1", owner: "worker-a", grant: h.Grant(), seg: "2", body: "payload-2"})
-	a.expect(t, http.StatusConflict, proxy.CodeReplayIncomplete)
+	a.expect(t, http.StatusConflict, fencegate.CodeReplayIncomplete)
 	if a.problem.Extra["receiptId"] != rc.ID || a.problem.Extra["backendStatus"] != float64(200) {
 		t.Fatalf("replay 2: %+v", a.problem)
 	}
@@ -313,8 +314,8 @@ func TestNoContentTypeIsInvented(t *testing.T) {
 	for i, want := range []string{"", "true"} {
 		a := f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"})
 		a.expect(t, http.StatusCreated, "")
-		if ct, ok := a.header["Content-Type"]; ok || a.header.Get(proxy.HeaderReplayed) != want || a.body != "<html><body>created</body></html>" {
-			t.Fatalf("answer %d (replayed %q): Content-Type %q, want none", i, a.header.Get(proxy.HeaderReplayed), ct)
+		if ct, ok := a.header["Content-Type"]; ok || a.header.Get(fencegate.HeaderReplayed) != want || a.body != "<html><body>created</body></html>" {
+			t.Fatalf("answer %d (replayed %q): Content-Type %q, want none", i, a.header.Get(fencegate.HeaderReplayed), ct)
 		}
 	}
 }
@@ -339,7 +340,7 @@ func TestAnsweredBeforeEffect(t *testing.T) {
 	})
 	a := send("1")
 	a.expect(t, http.StatusInternalServerError, "")
-	if a.header.Get(proxy.HeaderReceipt) == "" || a.body != "malformed JSON" {
+	if a.header.Get(fencegate.HeaderReceipt) == "" || a.body != "malformed JSON" {
 		t.Fatalf("the 500 must reach the client with its receipt: %v %q", a.header, a.body)
 	}
 	if rec, _ := f.record("item/1"); rec.LastSeq != 1 || rec.InFlight != nil {
@@ -350,7 +351,7 @@ func TestAnsweredBeforeEffect(t *testing.T) {
 	}
 	r := send("1")
 	r.expect(t, http.StatusInternalServerError, "")
-	if r.header.Get(proxy.HeaderReplayed) != "true" || r.body != "malformed JSON" || r.header.Get(proxy.HeaderReceipt) != a.header.Get(proxy.HeaderReceipt) {
+	if r.header.Get(fencegate.HeaderReplayed) != "true" || r.body != "malformed JSON" || r.header.Get(fencegate.HeaderReceipt) != a.header.Get(fencegate.HeaderReceipt) {
 		t.Fatalf("replay of the 500: %v %q", r.header, r.body)
 	}
 	back.set(nil)
@@ -358,9 +359,9 @@ func TestAnsweredBeforeEffect(t *testing.T) {
 
 	// A 503 is not listed: the outcome is unknown and the resource blocks.
 	back.set(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
-	send("3").expect(t, http.StatusGatewayTimeout, proxy.CodeMutationUnknown)
+	send("3").expect(t, http.StatusGatewayTimeout, fencegate.CodeMutationUnknown)
 	back.set(nil)
-	send("4").expect(t, http.StatusConflict, proxy.CodeMutationUnknown)
+	send("4").expect(t, http.StatusConflict, fencegate.CodeMutationUnknown)
 }
 
 // TestAnsweredBeforeEffectValidation: only 5xx statuses may be listed, and

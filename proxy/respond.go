@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fencegate/fencegate/internal/problem"
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 )
 
 func (p *Proxy) writeProblem(w http.ResponseWriter, r *rejection, retry time.Duration) {
-	problem.Write(w, r.problem(), retry)
+	fencegate.WriteProblem(w, r.problem(), retry)
 }
 
 // writeForwarded writes the backend's whole answer with the receipt ID
@@ -28,9 +28,9 @@ func (p *Proxy) writeForwarded(w http.ResponseWriter, r *backendResponse, receip
 		h["Content-Type"] = nil // the backend sent none: send none, never net/http's sniffed guess
 	}
 	if receiptID != "" {
-		h.Set(HeaderReceipt, receiptID)
+		h.Set(fencegate.HeaderReceipt, receiptID)
 	} else {
-		h.Del(HeaderReceipt)
+		h.Del(fencegate.HeaderReceipt)
 	}
 	if r.rest == nil {
 		h.Set("Content-Length", strconv.Itoa(len(r.body)))
@@ -57,9 +57,9 @@ func (p *Proxy) writeReceipt(w http.ResponseWriter, rc *store.Receipt, replayed 
 		status = rc.BackendStatus
 	}
 	if rc.Response.Truncated {
-		h.Set(HeaderReceipt, rc.ID)
+		h.Set(fencegate.HeaderReceipt, rc.ID)
 		if replayed {
-			h.Set(HeaderReplayed, "true")
+			h.Set(fencegate.HeaderReplayed, "true")
 		}
 		p.writeProblem(w, replayIncomplete(rc, status), 0)
 		return
@@ -70,9 +70,9 @@ func (p *Proxy) writeReceipt(w http.ResponseWriter, rc *store.Receipt, replayed 
 	if _, ok := rc.Response.Header["Content-Type"]; !ok {
 		h["Content-Type"] = nil // none was stored: send none, never a sniffed guess
 	}
-	h.Set(HeaderReceipt, rc.ID)
+	h.Set(fencegate.HeaderReceipt, rc.ID)
 	if replayed {
-		h.Set(HeaderReplayed, "true")
+		h.Set(fencegate.HeaderReplayed, "true")
 	}
 	h.Set("Content-Length", strconv.Itoa(len(rc.Response.Body)))
 	w.WriteHeader(status)
@@ -83,7 +83,7 @@ func (p *Proxy) writeReceipt(w http.ResponseWriter, rc *store.Receipt, replayed 
 // response is incomplete: the write was accepted under receipt rc.ID, but
 // what the backend answered cannot be given again whole.
 func replayIncomplete(rc *store.Receipt, status int) *rejection {
-	return reject(CodeReplayIncomplete, fmt.Sprintf("segment %s was accepted (receipt %s, backend status %d) but its stored answer "+
+	return reject(fencegate.CodeReplayIncomplete, fmt.Sprintf("segment %s was accepted (receipt %s, backend status %d) but its stored answer "+
 		"is incomplete (the body exceeded the route's responseStoreLimit or a header did not fit the store), so it cannot be replayed; "+
 		"the segment stays accepted: go on with the next one, and read the resource if its answer is needed", rc.OperationID, rc.ID, status)).
 		with("receiptId", rc.ID).with("operationId", rc.OperationID).with("backendStatus", status)

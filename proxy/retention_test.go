@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 )
 
@@ -46,7 +47,7 @@ func TestRetentionCompactsReceipts(t *testing.T) {
 	if ans.header.Get("Fence-Replayed") != "true" {
 		t.Fatal("the last segment was not replayed")
 	}
-	f.do(call{path: "/v1/items/keep", owner: "worker-a", grant: string(a.Grant), seg: "1", body: "v1"}).expect(t, 409, proxy.CodeSegmentGap)
+	f.do(call{path: "/v1/items/keep", owner: "worker-a", grant: string(a.Grant), seg: "1", body: "v1"}).expect(t, 409, fencegate.CodeSegmentGap)
 	if f.back.count() != sent {
 		t.Fatal("a replay after compaction reached the backend")
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate"
 )
 
 // route is a configured, compiled route.
@@ -90,7 +90,7 @@ func (rt *router) matchPath(method, path string) (*route, string, error) {
 	if bad != nil {
 		return r, "", bad
 	}
-	if err := registry.ValidateResource(res); err != nil {
+	if err := fencegate.ValidateResource(res); err != nil {
 		return r, "", err
 	}
 	return r, res, nil

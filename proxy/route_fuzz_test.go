@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate"
 )
 
 // FuzzRouteMatch: no request path panics the router, and every resource
@@ -34,7 +34,7 @@ func FuzzRouteMatch(f *testing.F) {
 			if r == nil || err != nil {
 				continue
 			}
-			if verr := registry.ValidateResource(res); verr != nil {
+			if verr := fencegate.ValidateResource(res); verr != nil {
 				t.Fatalf("%s %q gave invalid resource %q: %v", m, path, res, verr)
 			}
 			if !r.resourceRE.MatchString(res) {

@@ -10,14 +10,14 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
 )
 
 // TestSegmentAboveStoreMaxIsHeaderInvalid: a Fence-Segment the store cannot
-// hold (above store.MaxSeq) is bad input, 400 FENCE_HEADER_INVALID, and
-// never reaches the store or the backend; store.MaxSeq itself reaches the
+// hold (above fencegate.MaxSeq) is bad input, 400 FENCE_HEADER_INVALID, and
+// never reaches the store or the backend; fencegate.MaxSeq itself reaches the
 // store (here a gap).
 func TestSegmentAboveStoreMaxIsHeaderInvalid(t *testing.T) {
 	f := newFixture(t)
@@ -28,9 +28,9 @@ func TestSegmentAboveStoreMaxIsHeaderInvalid(t *testing.T) {
 	send("1").expect(t, http.StatusCreated, "")
 	before, _ := f.record("item/1")
 	n := f.back.count()
-	for _, seg := range []string{strconv.FormatUint(store.MaxSeq+1, 10), "18446744073709551615", "0004294967296"} {
+	for _, seg := range []string{strconv.FormatUint(fencegate.MaxSeq+1, 10), "18446744073709551615", "0004294967296"} {
 		a := send(seg)
-		a.expect(t, http.StatusBadRequest, proxy.CodeFenceHeaderInvalid)
+		a.expect(t, http.StatusBadRequest, fencegate.CodeFenceHeaderInvalid)
 		if a.header.Get("Retry-After") != "" {
 			t.Fatalf("segment %s: bad input must not ask for a retry", seg)
 		}
@@ -41,7 +41,7 @@ func TestSegmentAboveStoreMaxIsHeaderInvalid(t *testing.T) {
 			t.Fatalf("segment %s reached the backend", seg)
 		}
 	}
-	send(strconv.FormatUint(store.MaxSeq, 10)).expect(t, http.StatusConflict, proxy.CodeSegmentGap)
+	send(strconv.FormatUint(fencegate.MaxSeq, 10)).expect(t, http.StatusConflict, fencegate.CodeSegmentGap)
 }
 
 // TestGrantClaimsBeyondStoreLimits: an authentic grant whose lease or
@@ -51,14 +51,14 @@ func TestGrantClaimsBeyondStoreLimits(t *testing.T) {
 	f := newFixture(t)
 	cases := map[string]func(*verify.Grant){
 		"oversized lease": func(g *verify.Grant) { g.Lease = strings.Repeat("l", store.MaxLeaseLen+1) },
-		"oversized root":  func(g *verify.Grant) { g.OperationRoot = strings.Repeat("r", store.MaxRootLen+1) },
+		"oversized root":  func(g *verify.Grant) { g.OperationRoot = strings.Repeat("r", fencegate.MaxRootLen+1) },
 		"newline in root": func(g *verify.Grant) { g.OperationRoot = "root\nx" },
 	}
 	for name, mut := range cases {
 		t.Run(name, func(t *testing.T) {
 			tok, g := f.crafted("doc/1", "worker-a", 5, mut)
 			a := f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), body: "x"})
-			a.expect(t, http.StatusUnauthorized, proxy.CodeGrantInvalid)
+			a.expect(t, http.StatusUnauthorized, fencegate.CodeGrantInvalid)
 			if _, ok := f.record("doc/1"); ok || f.back.count() != 0 {
 				t.Fatal("a grant the store cannot hold touched the store or the backend")
 			}
@@ -72,7 +72,7 @@ func TestGrantClaimsBeyondStoreLimits(t *testing.T) {
 // and the bug is logged at error level.
 func TestStoreInputErrorIsBadInputNotOutage(t *testing.T) {
 	f := newFixture(t)
-	for field, code := range map[string]string{"seq": proxy.CodeFenceHeaderInvalid, "resource": proxy.CodeInvalidResource, "deadline": proxy.CodeFenceHeaderInvalid} {
+	for field, code := range map[string]fencegate.Code{"seq": fencegate.CodeFenceHeaderInvalid, "resource": fencegate.CodeInvalidResource, "deadline": fencegate.CodeFenceHeaderInvalid} {
 		t.Run(field, func(t *testing.T) {
 			f.restartWith(&failingStore{Store: f.store, beginErr: fmt.Errorf("memory: begin: %w", &store.InputError{Field: field, Reason: "injected"})}, nil)
 			l := f.acquire("worker-a", "item/"+field)
@@ -98,7 +98,7 @@ func TestSupersededLookupFailureIsLogged(t *testing.T) {
 	if _, err := f.reg.Release(t.Context(), "worker-a", l.View.Lease.Lease); err != nil {
 		t.Fatal(err)
 	}
-	f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"}).expect(t, http.StatusForbidden, proxy.CodeGrantNotHeld)
+	f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"}).expect(t, http.StatusForbidden, fencegate.CodeGrantNotHeld)
 	if f.logs.FilterLevelExact(zap.ErrorLevel).FilterMessageSnippet("stale owner").Len() != 1 {
 		t.Fatalf("the store failure was swallowed: %v", f.logs.All())
 	}

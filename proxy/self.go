@@ -4,19 +4,17 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 )
 
 // selfPrefix is the sidecar's own API on the inbound listener, for workers.
 const selfPrefix = "/.fencegate/"
 
-// ReceiptInfo is what a worker may learn of a receipt on the inbound
-// listener: everything but the stored response (the SDK's wire type).
-type ReceiptInfo = client.Receipt
-
-func receiptInfo(r store.Receipt) ReceiptInfo {
-	return ReceiptInfo{ID: r.ID, Resource: r.Resource, Fence: r.Fence, Seq: r.Seq, OperationID: r.OperationID,
+// receiptInfo is what a worker may learn of a receipt on the inbound
+// listener: everything but the stored response (the contract's wire type).
+func receiptInfo(r store.Receipt) fencegate.Receipt {
+	return fencegate.Receipt{ID: r.ID, Resource: r.Resource, Fence: r.Fence, Seq: r.Seq, OperationID: r.OperationID,
 		PayloadDigest: r.PayloadDigest, GrantDigest: r.GrantDigest, BackendStatus: r.BackendStatus,
 		AcceptedAt: r.AcceptedAt, Source: string(r.Source)}
 }
@@ -26,18 +24,18 @@ func receiptInfo(r store.Receipt) ReceiptInfo {
 // path of a worker whose mutation's outcome it did not learn.
 func (p *Proxy) serveSelf(w http.ResponseWriter, req *http.Request) {
 	if req.URL.Path != selfPrefix+"v1/receipts" || req.Method != http.MethodGet {
-		adminProblem(w, 404, CodeNotFound, "no such sidecar route")
+		adminProblem(w, 404, fencegate.CodeNotFound, "no such sidecar route")
 		return
 	}
 	caller, err := p.ident.Identify(req)
 	if err != nil {
-		p.writeProblem(w, reject(CodeIdentityRequired, err.Error()), 0)
+		p.writeProblem(w, reject(fencegate.CodeIdentityRequired, err.Error()), 0)
 		return
 	}
 	q := req.URL.Query()
 	res, op := q.Get("resource"), q.Get("op")
 	if res == "" || op == "" {
-		adminProblem(w, 400, CodeInvalidRequest, "query parameters resource and op are required")
+		adminProblem(w, 400, fencegate.CodeInvalidRequest, "query parameters resource and op are required")
 		return
 	}
 	list, err := p.store.ReceiptsByOperation(req.Context(), res, op)
@@ -49,14 +47,14 @@ func (p *Proxy) serveSelf(w http.ResponseWriter, req *http.Request) {
 	// stored before owners were recorded have none and are shown to nobody
 	// here (the admin API still lists them). Receipts of others answer
 	// exactly like no receipt at all, so their existence is not revealed.
-	out := make([]ReceiptInfo, 0, len(list))
+	out := make([]fencegate.Receipt, 0, len(list))
 	for _, r := range list {
 		if r.Owner != "" && r.Owner == caller {
 			out = append(out, receiptInfo(r))
 		}
 	}
 	if len(out) == 0 {
-		adminProblem(w, 404, CodeNotFound, "no receipt of yours for this operation")
+		adminProblem(w, 404, fencegate.CodeNotFound, "no receipt of yours for this operation")
 		return
 	}
 	writeJSON(w, 200, out)

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
-	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/bolt"
 	"github.com/fencegate/fencegate/store/memory"

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
 )
@@ -47,10 +48,10 @@ func TestShadowBackend5xxIsTransparent(t *testing.T) {
 		t.Fatalf("admin /v1/unknown: %d %+v", st, listed)
 	}
 	rc, err := f.store.Receipt(ctx, store.ReceiptKey{Resource: "shadow/1", Fence: 5, Seq: 1})
-	if err != nil || rc.BackendStatus != http.StatusInternalServerError || string(rc.Response.Body) != "boom" || rc.ID != a.header.Get(proxy.HeaderReceipt) {
-		t.Fatalf("the 500 must be recorded as the receipt the client was told: %+v (%v), header %q", rc, err, a.header.Get(proxy.HeaderReceipt))
+	if err != nil || rc.BackendStatus != http.StatusInternalServerError || string(rc.Response.Body) != "boom" || rc.ID != a.header.Get(fencegate.HeaderReceipt) {
+		t.Fatalf("the 500 must be recorded as the receipt the client was told: %+v (%v), header %q", rc, err, a.header.Get(fencegate.HeaderReceipt))
 	}
-	if n := f.counter("fencegate_proxy_shadow_would_reject_total", "code", proxy.CodeMutationUnknown); n != 1 {
+	if n := f.counter("fencegate_proxy_shadow_would_reject_total", "code", string(fencegate.CodeMutationUnknown)); n != 1 {
 		t.Fatalf("would-reject MUTATION_UNKNOWN = %v, want 1", n)
 	}
 
@@ -59,7 +60,7 @@ func TestShadowBackend5xxIsTransparent(t *testing.T) {
 	c.seg, c.body = "2", "two"
 	next := f.do(c)
 	next.expect(t, http.StatusCreated, "")
-	if next.body != "stored two" || next.header.Get(proxy.HeaderReceipt) == "" {
+	if next.body != "stored two" || next.header.Get(fencegate.HeaderReceipt) == "" {
 		t.Fatalf("next write: %+v", next)
 	}
 	if rec, _ := f.record("shadow/1"); rec.LastSeq != 2 || rec.InFlight != nil {
@@ -83,8 +84,8 @@ func TestShadowLostAnswerAnswersAsPassThrough(t *testing.T) {
 	if off.problem == nil || shadow.problem == nil || shadow.code != off.code || shadow.problem.Code != off.problem.Code {
 		t.Fatalf("shadow answered %d %+v, off mode %d %+v", shadow.code, shadow.problem, off.code, off.problem)
 	}
-	shadow.expect(t, http.StatusBadGateway, proxy.CodeBackendUnavailable)
-	if n := f.counter("fencegate_proxy_shadow_would_reject_total", "code", proxy.CodeMutationUnknown); n != 1 {
+	shadow.expect(t, http.StatusBadGateway, fencegate.CodeBackendUnavailable)
+	if n := f.counter("fencegate_proxy_shadow_would_reject_total", "code", string(fencegate.CodeMutationUnknown)); n != 1 {
 		t.Fatalf("would-reject MUTATION_UNKNOWN = %v, want 1", n)
 	}
 }
@@ -105,8 +106,8 @@ func TestShadowBodyOverLimitIsForwardedWhole(t *testing.T) {
 	// An io.Reader of no known length: sent chunked, read up to the limit.
 	req, _ := http.NewRequest(c.method, f.srv.URL+c.path, io.MultiReader(strings.NewReader(body)))
 	req.Header.Set(idHeader, c.owner)
-	req.Header.Set(proxy.HeaderGrant, c.grant)
-	req.Header.Set(proxy.HeaderStatus, c.status)
+	req.Header.Set(fencegate.HeaderGrant, c.grant)
+	req.Header.Set(fencegate.HeaderStatus, c.status)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +120,7 @@ func TestShadowBodyOverLimitIsForwardedWhole(t *testing.T) {
 	if back.count() != 1 || back.bodies[0] != body {
 		t.Fatalf("backend got %q", back.bodies)
 	}
-	if n := f.counter("fencegate_proxy_shadow_would_reject_total", "code", proxy.CodeBodyTooLarge); n != 1 {
+	if n := f.counter("fencegate_proxy_shadow_would_reject_total", "code", string(fencegate.CodeBodyTooLarge)); n != 1 {
 		t.Fatalf("would-reject BODY_TOO_LARGE = %v, want 1", n)
 	}
 }

@@ -6,14 +6,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/verify"
 )
 
 // StatusSource reads a grant's current status proof from the registry in
 // one linearizable read. *client.Client implements it via StatusByDigest.
 type StatusSource interface {
-	StatusByDigest(ctx context.Context, digest string) (*client.Lease, error)
+	StatusByDigest(ctx context.Context, digest string) (*fencegate.Lease, error)
 }
 
 // statusChecker establishes that a verified grant is currently held:
@@ -39,24 +40,24 @@ func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, 
 	switch rt.Status.Mode {
 	case StatusProof:
 		if len(proof) == 0 {
-			return reject(CodeStatusStale, "this route needs a Fence-Status proof")
+			return reject(fencegate.CodeStatusStale, "this route needs a Fence-Status proof")
 		}
 		if s.ended.ended(digest, now()) {
-			return reject(CodeGrantNotHeld, "the registry has said this grant is no longer held; its older HELD proof is refused")
+			return reject(fencegate.CodeGrantNotHeld, "the registry has said this grant is no longer held; its older HELD proof is refused")
 		}
 		token = proof
 	default:
 		if s.src == nil {
-			return reject(CodeRegistryUnavailable, "no registry configured")
+			return reject(fencegate.CodeRegistryUnavailable, "no registry configured")
 		}
 		cctx, cancel := context.WithTimeout(ctx, s.timeout)
 		l, err := s.src.StatusByDigest(cctx, digest)
 		cancel()
 		switch {
 		case errors.Is(err, client.ErrNotFound):
-			return reject(CodeGrantNotHeld, "the registry does not know this grant")
+			return reject(fencegate.CodeGrantNotHeld, "the registry does not know this grant")
 		case err != nil:
-			return reject(CodeRegistryUnavailable, "grant status cannot be established: "+err.Error()).with("retryable", true)
+			return reject(fencegate.CodeRegistryUnavailable, "grant status cannot be established: "+err.Error()).with("retryable", true)
 		}
 		token = []byte(l.Status)
 	}
@@ -64,7 +65,7 @@ func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, 
 	if err != nil {
 		if rt.Status.Mode == StatusRegistry {
 			// The registry answered something we cannot verify: fail closed.
-			return reject(CodeRegistryUnavailable, "the registry's status proof does not verify: "+err.Error())
+			return reject(fencegate.CodeRegistryUnavailable, "the registry's status proof does not verify: "+err.Error())
 		}
 		return fromVerify(err)
 	}

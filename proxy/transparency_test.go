@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 )
 
@@ -187,11 +188,11 @@ func (f *fixture) writeTo(r rawReq, id, query string) rawReq {
 	}
 	l := f.acquire("worker-a", resource)
 	r.method, r.target = "PUT", "/v1/items/"+id+query
-	return r.with([2]string{proxy.HeaderGrant, string(l.Grant)}, [2]string{idHeader, "worker-a"})
+	return r.with([2]string{fencegate.HeaderGrant, string(l.Grant)}, [2]string{idHeader, "worker-a"})
 }
 
 // fenceAdded are the headers the sidecar adds to a protected write.
-var fenceAdded = []string{proxy.HeaderToken, proxy.HeaderResource, proxy.HeaderRoot, proxy.HeaderSegment, proxy.HeaderOperationID}
+var fenceAdded = []string{fencegate.HeaderToken, fencegate.HeaderResource, fencegate.HeaderRoot, fencegate.HeaderSegment, fencegate.HeaderOperationID}
 
 // forwardingHeaders are set by the forwarded rule (compared separately).
 var forwardingHeaders = []string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded"}
@@ -326,7 +327,7 @@ func compare(t *testing.T, rec *recorder, addr string, r rawReq, write, trusted 
 	c.directAns = exchange(t, rec.addr(), r)
 	c.direct = rec.take(t)
 	c.ans = exchange(t, addr, r)
-	if write && c.ans.header.Get(proxy.HeaderReceipt) == "" {
+	if write && c.ans.header.Get(fencegate.HeaderReceipt) == "" {
 		t.Fatalf("%s %s: the write was not forwarded: %d %s", r.method, r.target, c.ans.status, c.ans.body)
 	}
 	c.via = rec.take(t)
@@ -663,7 +664,7 @@ func TestConnectionNamedResponseHeaders(t *testing.T) {
 		}
 	}
 	replay := exchange(t, f.sidecarAddr(), wr)
-	if replay.header.Get(proxy.HeaderReplayed) != "true" {
+	if replay.header.Get(fencegate.HeaderReplayed) != "true" {
 		t.Fatalf("want a replay: %d %v %q", replay.status, replay.header, replay.body)
 	}
 	if replay.header.Get("X-Hop") != "" || replay.header.Get("Cache-Control") != "" || replay.header.Get("Keep-Alive") != "" {

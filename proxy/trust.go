@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"go.uber.org/zap"
 
@@ -60,11 +59,7 @@ func (t *trust) load() (*verify.Bundle, [32]byte, error) {
 	if err != nil {
 		return nil, [32]byte{}, fmt.Errorf("proxy: trust bundle %s: %w", t.path, err)
 	}
-	algs := []jwa.SignatureAlgorithm{jwa.EdDSA, jwa.ES256}
-	if t.allowHS {
-		algs = append(algs, jwa.HS256)
-	}
-	b, err := verify.NewBundle(set, algs...)
+	b, err := verify.NewBundle(set, verify.AllowList(t.allowHS)...)
 	if err != nil {
 		return nil, [32]byte{}, fmt.Errorf("proxy: trust bundle %s: %w", t.path, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/identity"
 	"github.com/fencegate/fencegate/proxy"
 )
@@ -44,7 +45,7 @@ func TestXFCCQuotingCannotWriteWithAnotherOwnersGrant(t *testing.T) {
 			for _, a := range attacks {
 				ans := f.do(call{path: "/v1/items/1", grant: string(l.Grant), body: "attacker's write",
 					hdr: http.Header{identity.XFCC: {a}}})
-				if ans.problem == nil || (ans.problem.Code != proxy.CodeIdentityRequired && ans.problem.Code != proxy.CodeOwnerMismatch) {
+				if ans.problem == nil || (ans.problem.Code != fencegate.CodeIdentityRequired && ans.problem.Code != fencegate.CodeOwnerMismatch) {
 					t.Fatalf("write with %s: %d %+v %q", a, ans.code, ans.problem, ans.body)
 				}
 				if n := f.back.count(); n != 0 {

@@ -1,14 +1,13 @@
 package registry
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -19,8 +18,7 @@ var errRollback = errors.New("registry: rollback")
 // resource, the fence and the grant ID. Every segment of the grant's
 // long task shares it.
 func OperationRoot(resource string, fence uint64, grantID string) string {
-	sum := sha256.Sum256([]byte(resource + "\n" + strconv.FormatUint(fence, 10) + "\n" + grantID))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return fencegate.Digest([]byte(resource + "\n" + strconv.FormatUint(fence, 10) + "\n" + grantID))
 }
 
 // LeaseState is the effective state of a lease at now: the stored state

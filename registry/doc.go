@@ -9,7 +9,8 @@
 // Backend with signing, the waiting acquire (lock handoff), metrics and logs.
 // Backends live in their own packages: registry/memory (tests) and
 // registry/bolt (the embedded durable default). The HTTP API is
-// registry/httpapi; the worker SDK is registry/client.
+// registry/httpapi, its JSON wire types are the root package's
+// (fencegate.Lease, ...); the worker SDK is the top-level package client.
 //
 // Safety rules kept here:
 //   - a fence token comes only from the resource's sequence, allocated in the

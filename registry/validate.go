@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/fencegate/fencegate"
 )
 
 // Limits on identifiers. Resource IDs, owners and request IDs are bounded
 // and drawn from a small charset so they are safe in logs, keys, URLs and
 // headers.
+// The resource ID rule is the contract's: fencegate.ValidateResource.
 const (
-	MaxResourceLen  = 256
 	MaxOwnerLen     = 512
 	MaxRequestIDLen = 128
 	MaxOpClassLen   = 64
@@ -33,17 +35,11 @@ func validName(kind, s string, maxLen int, extra string) error {
 	return nil
 }
 
-// ValidateResource checks a canonical resource ID: 1..256 bytes of
-// [A-Za-z0-9-_.:@~/], "/"-separated segments that are neither empty nor
-// "." or "..".
+// ValidateResource checks a canonical resource ID by the contract's one
+// rule (fencegate.ValidateResource); errors wrap ErrInvalidInput.
 func ValidateResource(s string) error {
-	if err := validName("resource", s, MaxResourceLen, ":@~/"); err != nil {
-		return err
-	}
-	for _, seg := range strings.Split(s, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return fmt.Errorf("%w: resource %q has an empty, \".\" or \"..\" segment", ErrInvalidInput, s)
-		}
+	if err := fencegate.ValidateResource(s); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/storetest"
 )
@@ -26,7 +27,7 @@ func keysOf(h, last, maxSeq uint64) []store.ReceiptStamp {
 		for s := uint64(1); s <= n; s++ {
 			out = append(out, store.ReceiptStamp{
 				Key:         store.ReceiptKey{Resource: compactRes, Fence: f, Seq: s},
-				OperationID: store.OperationID(storetest.Root(f), s),
+				OperationID: fencegate.OperationID(storetest.Root(f), s),
 				AcceptedAt:  storetest.T0,
 			})
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/storetest"
 )
@@ -101,10 +102,10 @@ func TestDecideFenceReissued(t *testing.T) {
 // The pause detail names both roots and leases, bounded by MaxDetailLen (a
 // Pause's limit) without splitting a UTF-8 sequence.
 func TestDecideFenceReissuedDetailBounded(t *testing.T) {
-	long := strings.Repeat("é", store.MaxRootLen/2)
+	long := strings.Repeat("é", fencegate.MaxRootLen/2)
 	rec := store.Record{Resource: "r", HighestFence: 5, Root: long, Lease: strings.Repeat("l", store.MaxLeaseLen), LastSeq: 1}
 	in := storetest.Attempt("r", 5, 2, "x")
-	in.Root = strings.Repeat("ü", store.MaxRootLen/2)
+	in.Root = strings.Repeat("ü", fencegate.MaxRootLen/2)
 	in.Lease = strings.Repeat("m", store.MaxLeaseLen)
 	res, ch, err := store.Decide(rec, nil, in)
 	if err != nil || res.Decision != store.DecisionFenceRegression {
@@ -229,7 +230,7 @@ func TestValidateOperationID(t *testing.T) {
 	for id, ok := range map[string]bool{
 		"root/1": true, "a/b/c/42": true, "sha256:51c/4294967295": true,
 		"root": false, "/1": false, "root/": false, "root/0": false, "root/01": false, "root/+1": false,
-		"root/4294967296": false, "ro\x00ot/1": false, strings.Repeat("r", store.MaxRootLen+1) + "/1": false,
+		"root/4294967296": false, "ro\x00ot/1": false, strings.Repeat("r", fencegate.MaxRootLen+1) + "/1": false,
 	} {
 		if err := store.ValidateOperationID(id); (err == nil) != ok {
 			t.Errorf("ValidateOperationID(%q) = %v", id, err)

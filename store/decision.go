@@ -1,9 +1,14 @@
 package store
 
-import "time"
+import (
+	"time"
 
-// Decision is Begin's answer. The values are the DESIGN codes, plus PAUSED,
-// BUSY, REPLAY and PROCEED.
+	"github.com/fencegate/fencegate"
+)
+
+// Decision is Begin's answer. The rejections that are DESIGN codes have the
+// code's spelling (fencegate.Code*); PAUSED, BUSY, REPLAY and PROCEED are
+// the store's own. BeginResult.Code maps a decision to its problem code.
 type Decision string
 
 // MaxOwnerLen is the maximum length in bytes of BeginInput.Owner, a workload
@@ -22,20 +27,20 @@ const (
 	DecisionPaused Decision = "PAUSED"
 	// DecisionMutationUnknown: an earlier mutation's outcome is unknown; the
 	// resource awaits reconciliation.
-	DecisionMutationUnknown Decision = "MUTATION_UNKNOWN"
+	DecisionMutationUnknown Decision = Decision(fencegate.CodeMutationUnknown)
 	// DecisionSegmentConflict: the segment was accepted under the same
 	// operation root with another payload; the attempt is quarantined.
-	DecisionSegmentConflict Decision = "SEGMENT_CONFLICT"
+	DecisionSegmentConflict Decision = Decision(fencegate.CodeSegmentConflict)
 	// DecisionStaleOwner: the fence is below the highest accepted.
-	DecisionStaleOwner Decision = "STALE_OWNER"
+	DecisionStaleOwner Decision = Decision(fencegate.CodeStaleOwner)
 	// DecisionFenceRegression: the registry went backwards: the fence is
 	// below the highest accepted but was issued later, or it was accepted
 	// before under another operation root (issued twice). The resource is
 	// now paused.
-	DecisionFenceRegression Decision = "FENCE_REGRESSION"
+	DecisionFenceRegression Decision = Decision(fencegate.CodeFenceRegression)
 	// DecisionSegmentGap: wrong segment order (a new fence not at 1, or not
 	// lastSeq+1).
-	DecisionSegmentGap Decision = "SEGMENT_GAP"
+	DecisionSegmentGap Decision = Decision(fencegate.CodeSegmentGap)
 	// DecisionBusy: another mutation of the resource is in flight; wait until
 	// it settles or answer with Retry-After.
 	DecisionBusy Decision = "BUSY"

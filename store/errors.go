@@ -61,3 +61,12 @@ func (e *InputError) Unwrap() error { return ErrInvalidInput }
 func invalid(field, reason string) error {
 	return &InputError{Field: field, Reason: reason}
 }
+
+// invalidErr is the *InputError of field for a contract validator's error
+// (nil for nil).
+func invalidErr(field string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return invalid(field, err.Error())
+}

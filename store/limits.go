@@ -1,34 +1,19 @@
 package store
 
-import (
-	"math"
-	"time"
-)
+import "time"
 
 // Validation limits. Inputs outside them are rejected with an *InputError
-// before anything is read or written.
+// before anything is read or written. The limits of the contract (resource
+// IDs, operation roots and IDs, segment numbers, digests) are the root
+// package's: fencegate.MaxResourceLen, MaxRootLen, MaxOperationIDLen,
+// MaxSeq, DigestLen.
 const (
-	// MaxResourceLen is the maximum length in bytes of a canonical resource ID.
-	MaxResourceLen = 256
-	// MaxRootLen is the maximum length in bytes of an operation root.
-	MaxRootLen = 256
 	// MaxLeaseLen is the maximum length in bytes of a lease ID.
 	MaxLeaseLen = 256
-	// MaxOperationIDLen is the maximum length of an operation ID
-	// (root + "/" + decimal seq).
-	MaxOperationIDLen = MaxRootLen + 1 + 20
 	// MaxDetailLen is the maximum length in bytes of a pause detail.
 	MaxDetailLen = 1024
-	// MaxSeq is the highest segment sequence number accepted.
-	MaxSeq = math.MaxUint32
 	// MaxInFlightWindow is the longest allowed Deadline - Now of a Begin.
 	MaxInFlightWindow = 24 * time.Hour
-
-	// DigestPrefix starts every digest: payload and grant digests are
-	// DigestPrefix followed by 64 lowercase hex digits (SHA-256).
-	DigestPrefix = "sha256:"
-	// DigestLen is the exact length of a digest string.
-	DigestLen = len(DigestPrefix) + 64
 
 	// MaxResponseHeaders is the maximum number of header values stored with a
 	// response (summed over all names).

@@ -1,8 +1,9 @@
 package store
 
 import (
-	"strconv"
 	"time"
+
+	"github.com/fencegate/fencegate"
 )
 
 // Evidence is what the registry attested about a grant when it issued it.
@@ -62,14 +63,10 @@ type OpRef struct {
 	Seq uint64 `json:"seq"`
 }
 
-// OperationID returns the operation ID of the mutation: root + "/" + seq.
-func (r OpRef) OperationID() string { return OperationID(r.Root, r.Seq) }
-
-// OperationID returns root + "/" + decimal seq, the ID under which a segment's
-// receipt is found and which is forwarded as Fence-Operation-Id.
-func OperationID(root string, seq uint64) string {
-	return root + "/" + strconv.FormatUint(seq, 10)
-}
+// OperationID returns the operation ID of the mutation: root + "/" + seq
+// (fencegate.OperationID), under which its receipt is found and which is
+// forwarded as Fence-Operation-Id.
+func (r OpRef) OperationID() string { return fencegate.OperationID(r.Root, r.Seq) }
 
 // Mutation is the marker of the one mutation in flight on a resource.
 type Mutation struct {
@@ -131,7 +128,7 @@ const (
 	// below the highest accepted fence with later evidence, or issued an
 	// accepted fence again under another operation root. Writes pause until
 	// an operator resumes (the highest fence is kept).
-	PauseFenceRegression PauseReason = "FENCE_REGRESSION"
+	PauseFenceRegression = PauseReason(fencegate.CodeFenceRegression)
 	// PauseOperator: an operator paused the resource.
 	PauseOperator PauseReason = "OPERATOR"
 )

@@ -4,54 +4,32 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/fencegate/fencegate"
 )
 
-// ValidateResource checks a canonical resource ID: non-empty, at most
-// MaxResourceLen bytes, valid UTF-8 without control characters.
+// ValidateResource checks a canonical resource ID by the contract's one
+// rule (fencegate.ValidateResource), as an *InputError.
 func ValidateResource(resource string) error {
-	return checkText("resource", resource, MaxResourceLen, true)
+	return invalidErr("resource", fencegate.ValidateResource(resource))
 }
 
-// ValidateDigest checks a digest: DigestPrefix followed by 64 lowercase hex
-// digits.
+// ValidateDigest checks a digest by the contract's rule
+// (fencegate.ValidateDigest), as an *InputError of field.
 func ValidateDigest(field, d string) error {
-	if len(d) != DigestLen || d[:len(DigestPrefix)] != DigestPrefix {
-		return invalid(field, "want "+DigestPrefix+" followed by 64 lowercase hex digits")
-	}
-	for i := len(DigestPrefix); i < len(d); i++ {
-		c := d[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return invalid(field, "want "+DigestPrefix+" followed by 64 lowercase hex digits")
-		}
-	}
-	return nil
+	return invalidErr(field, fencegate.ValidateDigest(d))
 }
 
-// ValidateOperationID checks an operation ID: a valid root, "/", and a
-// decimal seq in 1..MaxSeq.
+// ValidateOperationID checks an operation ID by the contract's rule
+// (fencegate.ParseOperationID: a valid root, "/", and a canonical decimal
+// seq in 1..fencegate.MaxSeq), as an *InputError.
 func ValidateOperationID(id string) error {
-	if len(id) > MaxOperationIDLen {
-		return invalid("operationId", "longer than "+strconv.Itoa(MaxOperationIDLen)+" bytes")
-	}
-	i := len(id) - 1
-	for i >= 0 && id[i] != '/' {
-		i--
-	}
-	if i <= 0 {
-		return invalid("operationId", "want root/seq")
-	}
-	if err := checkText("operationId", id[:i], MaxRootLen, true); err != nil {
-		return err
-	}
-	seq, err := strconv.ParseUint(id[i+1:], 10, 64)
-	if err != nil || seq == 0 || seq > MaxSeq || strconv.FormatUint(seq, 10) != id[i+1:] {
-		return invalid("operationId", "seq must be a canonical decimal in 1.."+strconv.Itoa(MaxSeq))
-	}
-	return nil
+	_, _, err := fencegate.ParseOperationID(id)
+	return invalidErr("operationId", err)
 }
 
 // Validate checks the reference: a valid resource and root, fence >= 1 and
-// seq in 1..MaxSeq.
+// seq in 1..fencegate.MaxSeq.
 func (r OpRef) Validate() error {
 	if err := ValidateResource(r.Resource); err != nil {
 		return err
@@ -59,11 +37,11 @@ func (r OpRef) Validate() error {
 	if r.Fence == 0 {
 		return invalid("fence", "must be >= 1")
 	}
-	if err := checkText("root", r.Root, MaxRootLen, true); err != nil {
+	if err := invalidErr("root", fencegate.ValidateOperationRoot(r.Root)); err != nil {
 		return err
 	}
-	if r.Seq == 0 || r.Seq > MaxSeq {
-		return invalid("seq", "must be in 1.."+strconv.Itoa(MaxSeq))
+	if r.Seq == 0 || r.Seq > fencegate.MaxSeq {
+		return invalid("seq", "must be in 1.."+strconv.Itoa(fencegate.MaxSeq))
 	}
 	return nil
 }
@@ -229,7 +207,7 @@ func checkText(field, s string, max int, required bool) error {
 }
 
 // Validate checks a receipt key: a valid resource, fence >= 1 and seq in
-// 1..MaxSeq.
+// 1..fencegate.MaxSeq.
 func (k ReceiptKey) Validate() error {
 	return OpRef{Resource: k.Resource, Fence: k.Fence, Root: "-", Seq: k.Seq}.Validate()
 }

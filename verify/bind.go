@@ -1,6 +1,10 @@
 package verify
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/fencegate/fencegate"
+)
 
 // CheckBinding checks that the verified grant g is bound to the route's
 // canonical resource and to the caller's workload identity owner, by exact
@@ -13,10 +17,10 @@ func CheckBinding(g *Grant, resource, owner string) error {
 		return invalid(ErrMalformed, "nil grant")
 	}
 	if resource == "" || g.Resource != resource {
-		return newErr(CodeResourceMismatch, ErrResourceMismatch, fmt.Sprintf("grant is for resource %q, route resource is %q", g.Resource, resource))
+		return newErr(fencegate.CodeResourceMismatch, ErrResourceMismatch, fmt.Sprintf("grant is for resource %q, route resource is %q", g.Resource, resource))
 	}
 	if owner == "" || g.Owner != owner {
-		return newErr(CodeOwnerMismatch, ErrOwnerMismatch, fmt.Sprintf("grant owner %q, caller %q", g.Owner, owner))
+		return newErr(fencegate.CodeOwnerMismatch, ErrOwnerMismatch, fmt.Sprintf("grant owner %q, caller %q", g.Owner, owner))
 	}
 	return nil
 }
@@ -36,7 +40,7 @@ func CheckEpoch(g *Grant, minEpoch uint64) error {
 
 func checkEpoch(g *Grant, minEpoch uint64) *Error {
 	if g.IssuerEpoch < minEpoch {
-		return newErr(CodeEpochRevoked, ErrEpochRevoked, fmt.Sprintf("grant issuer epoch %d is below the minimum %d", g.IssuerEpoch, minEpoch))
+		return newErr(fencegate.CodeEpochRevoked, ErrEpochRevoked, fmt.Sprintf("grant issuer epoch %d is below the minimum %d", g.IssuerEpoch, minEpoch))
 	}
 	return nil
 }

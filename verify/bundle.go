@@ -6,17 +6,37 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
+
+	"github.com/fencegate/fencegate"
 )
 
 // DefaultAlgorithms returns the allow-list NewBundle uses when none is
 // given: EdDSA (Ed25519) and ES256 (P-256). HS256 is never allowed by
 // default: a bundle holding an HS256 secret can forge grants, so it must be
 // opted into explicitly by passing jwa.HS256 to NewBundle.
-func DefaultAlgorithms() []jwa.SignatureAlgorithm {
-	return []jwa.SignatureAlgorithm{jwa.EdDSA, jwa.ES256}
+func DefaultAlgorithms() []jwa.SignatureAlgorithm { return algorithms(fencegate.DefaultAlgorithms()) }
+
+// AllowList returns the allow-list of a verifier: DefaultAlgorithms, and
+// HS256 only when allowHS256 is set (a bundle holding an HS256 secret can
+// forge grants).
+func AllowList(allowHS256 bool) []jwa.SignatureAlgorithm {
+	algs := DefaultAlgorithms()
+	if allowHS256 {
+		algs = append(algs, jwa.SignatureAlgorithm(fencegate.AlgHS256))
+	}
+	return algs
+}
+
+func algorithms(names []string) []jwa.SignatureAlgorithm {
+	out := make([]jwa.SignatureAlgorithm, len(names))
+	for i, n := range names {
+		out[i] = jwa.SignatureAlgorithm(n)
+	}
+	return out
 }
 
 // MinHMACKeyBytes is the shortest HS256 secret a bundle accepts.
@@ -58,10 +78,8 @@ func NewBundle(set jwk.Set, allowed ...jwa.SignatureAlgorithm) (*Bundle, error) 
 	}
 	b := &Bundle{keys: make(map[string]bundleKey)}
 	for _, a := range allowed {
-		switch a {
-		case jwa.EdDSA, jwa.ES256, jwa.HS256:
-		default:
-			return nil, fmt.Errorf("%w: %w: %q cannot be allowed (only EdDSA, ES256, HS256)", ErrBadBundle, ErrAlgNotAllowed, a.String())
+		if !slices.Contains(fencegate.Algorithms(), a.String()) {
+			return nil, fmt.Errorf("%w: %w: %q cannot be allowed (only %s)", ErrBadBundle, ErrAlgNotAllowed, a.String(), strings.Join(fencegate.Algorithms(), ", "))
 		}
 		if !slices.Contains(b.allowed, a) {
 			b.allowed = append(b.allowed, a)

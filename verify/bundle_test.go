@@ -14,6 +14,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/x25519"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
@@ -180,7 +181,7 @@ func TestNewBundleAccepts(t *testing.T) {
 	}
 	// The HS256-only bundle refuses EdDSA tokens by alg.
 	_, _, err = verify.ParseAndVerifyGrant(edIs.Sign(edIs.Grant()), hb)
-	wantErr(t, err, verify.CodeGrantInvalid, verify.ErrAlgNotAllowed)
+	wantErr(t, err, fencegate.CodeGrantInvalid, verify.ErrAlgNotAllowed)
 
 	// A published (public) bundle from registry/keys works too.
 	pub, err := keys.Bundle(false, edIs.Key(), esIs.Key(), hsIs.Key())

@@ -1,9 +1,6 @@
 package verify
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-)
+import "github.com/fencegate/fencegate"
 
 // Schema names carried in the "schema" claim and in the JWS "typ" header.
 const (
@@ -62,7 +59,4 @@ type Status struct {
 
 // Digest returns the grantDigest of a compact JWS: "sha256:" followed by the
 // lowercase hex SHA-256 of the exact token bytes.
-func Digest(token []byte) string {
-	sum := sha256.Sum256(token)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func Digest(token []byte) string { return fencegate.Digest(token) }

@@ -2,51 +2,30 @@ package verify
 
 import (
 	"errors"
-)
 
-// Code is a stable rejection code. The values are the DESIGN request-contract
-// codes that verify can produce; the proxy maps them to HTTP statuses and puts
-// them in the problem+json "code" member.
-type Code string
-
-// Codes produced by this package.
-const (
-	// CodeGrantInvalid: the grant (or a status proof) is malformed, oversized,
-	// signed by an unknown kid, with an algorithm that is not allowed, with a
-	// bad signature, or has the wrong schema or claims.
-	CodeGrantInvalid Code = "GRANT_INVALID"
-	// CodeOwnerMismatch: the caller's workload identity is not the grant's owner.
-	CodeOwnerMismatch Code = "OWNER_MISMATCH"
-	// CodeResourceMismatch: the route's resource is not the grant's resource.
-	CodeResourceMismatch Code = "RESOURCE_MISMATCH"
-	// CodePolicyMismatch: the grant's policy generation is not the current one.
-	CodePolicyMismatch Code = "POLICY_MISMATCH"
-	// CodeGrantNotHeld: the registry says the grant is expired, released or revoked.
-	CodeGrantNotHeld Code = "GRANT_NOT_HELD"
-	// CodeEpochRevoked: the grant's issuer epoch is revoked.
-	CodeEpochRevoked Code = "EPOCH_REVOKED"
-	// CodeStatusStale: the status proof is expired, not for this grant, or not
-	// fresh enough.
-	CodeStatusStale Code = "STATUS_STALE"
+	"github.com/fencegate/fencegate"
 )
 
 // Code sentinels: every *Error unwraps to exactly one of them (the one for
 // its Code), so callers can test errors.Is(err, verify.ErrGrantInvalid).
+// The codes verify produces are GRANT_INVALID, OWNER_MISMATCH,
+// RESOURCE_MISMATCH, POLICY_MISMATCH, GRANT_NOT_HELD, EPOCH_REVOKED and
+// STATUS_STALE (fencegate.Code*).
 var (
-	// ErrGrantInvalid is the sentinel for CodeGrantInvalid.
-	ErrGrantInvalid = errors.New("verify: " + string(CodeGrantInvalid))
-	// ErrOwnerMismatch is the sentinel for CodeOwnerMismatch.
-	ErrOwnerMismatch = errors.New("verify: " + string(CodeOwnerMismatch))
-	// ErrResourceMismatch is the sentinel for CodeResourceMismatch.
-	ErrResourceMismatch = errors.New("verify: " + string(CodeResourceMismatch))
-	// ErrPolicyMismatch is the sentinel for CodePolicyMismatch.
-	ErrPolicyMismatch = errors.New("verify: " + string(CodePolicyMismatch))
-	// ErrGrantNotHeld is the sentinel for CodeGrantNotHeld.
-	ErrGrantNotHeld = errors.New("verify: " + string(CodeGrantNotHeld))
-	// ErrEpochRevoked is the sentinel for CodeEpochRevoked.
-	ErrEpochRevoked = errors.New("verify: " + string(CodeEpochRevoked))
-	// ErrStatusStale is the sentinel for CodeStatusStale.
-	ErrStatusStale = errors.New("verify: " + string(CodeStatusStale))
+	// ErrGrantInvalid is the sentinel for fencegate.CodeGrantInvalid.
+	ErrGrantInvalid = errors.New("verify: " + string(fencegate.CodeGrantInvalid))
+	// ErrOwnerMismatch is the sentinel for fencegate.CodeOwnerMismatch.
+	ErrOwnerMismatch = errors.New("verify: " + string(fencegate.CodeOwnerMismatch))
+	// ErrResourceMismatch is the sentinel for fencegate.CodeResourceMismatch.
+	ErrResourceMismatch = errors.New("verify: " + string(fencegate.CodeResourceMismatch))
+	// ErrPolicyMismatch is the sentinel for fencegate.CodePolicyMismatch.
+	ErrPolicyMismatch = errors.New("verify: " + string(fencegate.CodePolicyMismatch))
+	// ErrGrantNotHeld is the sentinel for fencegate.CodeGrantNotHeld.
+	ErrGrantNotHeld = errors.New("verify: " + string(fencegate.CodeGrantNotHeld))
+	// ErrEpochRevoked is the sentinel for fencegate.CodeEpochRevoked.
+	ErrEpochRevoked = errors.New("verify: " + string(fencegate.CodeEpochRevoked))
+	// ErrStatusStale is the sentinel for fencegate.CodeStatusStale.
+	ErrStatusStale = errors.New("verify: " + string(fencegate.CodeStatusStale))
 )
 
 // Reason sentinels: the finer cause of a rejection. An *Error unwraps to one
@@ -121,21 +100,21 @@ var (
 )
 
 // sentinel returns the code sentinel for c, or nil for an unknown code.
-func sentinel(c Code) error {
+func sentinel(c fencegate.Code) error {
 	switch c {
-	case CodeGrantInvalid:
+	case fencegate.CodeGrantInvalid:
 		return ErrGrantInvalid
-	case CodeOwnerMismatch:
+	case fencegate.CodeOwnerMismatch:
 		return ErrOwnerMismatch
-	case CodeResourceMismatch:
+	case fencegate.CodeResourceMismatch:
 		return ErrResourceMismatch
-	case CodePolicyMismatch:
+	case fencegate.CodePolicyMismatch:
 		return ErrPolicyMismatch
-	case CodeGrantNotHeld:
+	case fencegate.CodeGrantNotHeld:
 		return ErrGrantNotHeld
-	case CodeEpochRevoked:
+	case fencegate.CodeEpochRevoked:
 		return ErrEpochRevoked
-	case CodeStatusStale:
+	case fencegate.CodeStatusStale:
 		return ErrStatusStale
 	}
 	return nil
@@ -145,7 +124,7 @@ func sentinel(c Code) error {
 // package. It unwraps to both the sentinel for Code and to Reason.
 type Error struct {
 	// Code is the stable rejection code.
-	Code Code
+	Code fencegate.Code
 	// Reason is the fine reason sentinel (ErrUnknownKid, ErrProofExpired, ...),
 	// or the code sentinel when there is no finer reason.
 	Reason error
@@ -177,7 +156,7 @@ func (e *Error) Unwrap() []error {
 
 // CodeOf returns the Code of the first *Error in err's chain, or "" when err
 // is nil or carries no verify code.
-func CodeOf(err error) Code {
+func CodeOf(err error) fencegate.Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
@@ -185,10 +164,10 @@ func CodeOf(err error) Code {
 	return ""
 }
 
-func newErr(code Code, reason error, detail string) *Error {
+func newErr(code fencegate.Code, reason error, detail string) *Error {
 	return &Error{Code: code, Reason: reason, Detail: detail}
 }
 
 func invalid(reason error, detail string) *Error {
-	return newErr(CodeGrantInvalid, reason, detail)
+	return newErr(fencegate.CodeGrantInvalid, reason, detail)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
@@ -52,7 +53,7 @@ var knownReasons = []error{
 func checkRejection(t *testing.T, err error) {
 	t.Helper()
 	var ve *verify.Error
-	if !errors.As(err, &ve) || ve.Code != verify.CodeGrantInvalid || !errors.Is(err, verify.ErrGrantInvalid) {
+	if !errors.As(err, &ve) || ve.Code != fencegate.CodeGrantInvalid || !errors.Is(err, verify.ErrGrantInvalid) {
 		t.Fatalf("rejection is not GRANT_INVALID: %T %v", err, err)
 	}
 	for _, r := range knownReasons {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
@@ -220,7 +221,7 @@ func TestParseAndVerifyGrantRejects(t *testing.T) {
 			if g != nil || digest != "" {
 				t.Fatalf("got grant %+v, digest %q with error %v", g, digest, err)
 			}
-			wantErr(t, err, verify.CodeGrantInvalid, tc.reason)
+			wantErr(t, err, fencegate.CodeGrantInvalid, tc.reason)
 		})
 	}
 }

@@ -13,25 +13,26 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
 var enc = base64.RawURLEncoding
 
-var codeSentinel = map[verify.Code]error{
-	verify.CodeGrantInvalid:     verify.ErrGrantInvalid,
-	verify.CodeOwnerMismatch:    verify.ErrOwnerMismatch,
-	verify.CodeResourceMismatch: verify.ErrResourceMismatch,
-	verify.CodePolicyMismatch:   verify.ErrPolicyMismatch,
-	verify.CodeGrantNotHeld:     verify.ErrGrantNotHeld,
-	verify.CodeEpochRevoked:     verify.ErrEpochRevoked,
-	verify.CodeStatusStale:      verify.ErrStatusStale,
+var codeSentinel = map[fencegate.Code]error{
+	fencegate.CodeGrantInvalid:     verify.ErrGrantInvalid,
+	fencegate.CodeOwnerMismatch:    verify.ErrOwnerMismatch,
+	fencegate.CodeResourceMismatch: verify.ErrResourceMismatch,
+	fencegate.CodePolicyMismatch:   verify.ErrPolicyMismatch,
+	fencegate.CodeGrantNotHeld:     verify.ErrGrantNotHeld,
+	fencegate.CodeEpochRevoked:     verify.ErrEpochRevoked,
+	fencegate.CodeStatusStale:      verify.ErrStatusStale,
 }
 
 // wantErr asserts that err is a *verify.Error with exactly code and reason,
 // and that errors.Is finds both sentinels.
-func wantErr(t *testing.T, err error, code verify.Code, reason error) {
+func wantErr(t *testing.T, err error, code fencegate.Code, reason error) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("got nil error, want %s / %v", code, reason)

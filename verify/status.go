@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/fencegate/fencegate"
 )
 
 // ParseAndVerifyStatus authenticates a lockStatus.v1 compact JWS against the
@@ -35,7 +37,7 @@ func ParseAndVerifyStatus(token []byte, b *Bundle, opts ...Option) (*Status, err
 		return nil, invalid(ErrClaimType, fmt.Sprintf("claim \"state\" is %q, want HELD, EXPIRED, RELEASED or REVOKED", st.State))
 	case st.ExpiresAt <= st.IssuedAt:
 		return nil, invalid(ErrClaimType, `claim "exp" must be after "iat"`)
-	case !validDigest(st.GrantDigest):
+	case fencegate.ValidateDigest(st.GrantDigest) != nil:
 		return nil, invalid(ErrClaimType, `claim "grantDigest" is not "sha256:" + 64 lowercase hex digits`)
 	}
 	return st, nil
@@ -64,20 +66,6 @@ func validState(s string) bool {
 		return true
 	}
 	return false
-}
-
-func validDigest(d string) bool {
-	const prefix = "sha256:"
-	if len(d) != len(prefix)+64 || d[:len(prefix)] != prefix {
-		return false
-	}
-	for i := len(prefix); i < len(d); i++ {
-		c := d[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // StatusPolicy says how fresh and how current a status proof must be.
@@ -135,17 +123,17 @@ func CheckStatus(st *Status, g *Grant, digest string, now time.Time, p StatusPol
 		return invalid(ErrMalformed, "nil status proof or grant")
 	}
 	if err := p.Validate(); err != nil {
-		return newErr(CodeStatusStale, ErrInvalidPolicy, err.Error())
+		return newErr(fencegate.CodeStatusStale, ErrInvalidPolicy, err.Error())
 	}
 	switch {
 	case digest == "" || st.GrantDigest != digest:
-		return newErr(CodeStatusStale, ErrProofMismatch, fmt.Sprintf("proof is for grant %s, not %s", st.GrantDigest, digest))
+		return newErr(fencegate.CodeStatusStale, ErrProofMismatch, fmt.Sprintf("proof is for grant %s, not %s", st.GrantDigest, digest))
 	case st.Resource != g.Resource:
-		return newErr(CodeStatusStale, ErrProofMismatch, fmt.Sprintf("proof is for resource %q, not %q", st.Resource, g.Resource))
+		return newErr(fencegate.CodeStatusStale, ErrProofMismatch, fmt.Sprintf("proof is for resource %q, not %q", st.Resource, g.Resource))
 	case st.Lease != g.Lease:
-		return newErr(CodeStatusStale, ErrProofMismatch, fmt.Sprintf("proof is for lease %q, not %q", st.Lease, g.Lease))
+		return newErr(fencegate.CodeStatusStale, ErrProofMismatch, fmt.Sprintf("proof is for lease %q, not %q", st.Lease, g.Lease))
 	case st.FenceToken != g.FenceToken:
-		return newErr(CodeStatusStale, ErrProofMismatch, fmt.Sprintf("proof is for fence %d, not %d", st.FenceToken, g.FenceToken))
+		return newErr(fencegate.CodeStatusStale, ErrProofMismatch, fmt.Sprintf("proof is for fence %d, not %d", st.FenceToken, g.FenceToken))
 	}
 
 	nowMs := uint64(0)
@@ -156,11 +144,11 @@ func CheckStatus(st *Status, g *Grant, digest string, now time.Time, p StatusPol
 	skewMs := uint64(p.ClockSkew / time.Millisecond)
 	switch {
 	case nowMs >= st.ExpiresAt:
-		return newErr(CodeStatusStale, ErrProofExpired, fmt.Sprintf("proof expired at %d, now %d", st.ExpiresAt, nowMs))
+		return newErr(fencegate.CodeStatusStale, ErrProofExpired, fmt.Sprintf("proof expired at %d, now %d", st.ExpiresAt, nowMs))
 	case nowMs > st.IssuedAt && nowMs-st.IssuedAt > maxAgeMs:
-		return newErr(CodeStatusStale, ErrProofTooOld, fmt.Sprintf("proof issued at %d is %dms old, max %s", st.IssuedAt, nowMs-st.IssuedAt, p.MaxAge))
+		return newErr(fencegate.CodeStatusStale, ErrProofTooOld, fmt.Sprintf("proof issued at %d is %dms old, max %s", st.IssuedAt, nowMs-st.IssuedAt, p.MaxAge))
 	case st.IssuedAt > satAdd(nowMs, skewMs):
-		return newErr(CodeStatusStale, ErrProofFromFuture, fmt.Sprintf("proof issued at %d, after now %d + skew %s", st.IssuedAt, nowMs, p.ClockSkew))
+		return newErr(fencegate.CodeStatusStale, ErrProofFromFuture, fmt.Sprintf("proof issued at %d, after now %d + skew %s", st.IssuedAt, nowMs, p.ClockSkew))
 	}
 
 	// Epoch and policy before state: the registry reports a grant revoked by
@@ -170,13 +158,13 @@ func CheckStatus(st *Status, g *Grant, digest string, now time.Time, p StatusPol
 		return e
 	}
 	if st.IssuerEpoch != g.IssuerEpoch {
-		return newErr(CodeEpochRevoked, ErrEpochRevoked, fmt.Sprintf("grant issuer epoch %d, current %d", g.IssuerEpoch, st.IssuerEpoch))
+		return newErr(fencegate.CodeEpochRevoked, ErrEpochRevoked, fmt.Sprintf("grant issuer epoch %d, current %d", g.IssuerEpoch, st.IssuerEpoch))
 	}
 	if st.PolicyGeneration != g.PolicyGeneration {
-		return newErr(CodePolicyMismatch, ErrPolicyMismatch, fmt.Sprintf("grant policy generation %d, current %d", g.PolicyGeneration, st.PolicyGeneration))
+		return newErr(fencegate.CodePolicyMismatch, ErrPolicyMismatch, fmt.Sprintf("grant policy generation %d, current %d", g.PolicyGeneration, st.PolicyGeneration))
 	}
 	if st.State != StateHeld {
-		return newErr(CodeGrantNotHeld, ErrGrantNotHeld, fmt.Sprintf("registry reports the grant %s", st.State))
+		return newErr(fencegate.CodeGrantNotHeld, ErrGrantNotHeld, fmt.Sprintf("registry reports the grant %s", st.State))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
@@ -104,7 +105,7 @@ func TestParseAndVerifyStatusRejects(t *testing.T) {
 			if got != nil {
 				t.Fatalf("got proof %+v with error %v", got, err)
 			}
-			wantErr(t, err, verify.CodeGrantInvalid, tc.reason)
+			wantErr(t, err, fencegate.CodeGrantInvalid, tc.reason)
 		})
 	}
 }
@@ -140,7 +141,7 @@ func TestCheckStatus(t *testing.T) {
 		st     verify.Status
 		now    time.Time
 		pol    *verify.StatusPolicy
-		code   verify.Code
+		code   fencegate.Code
 		reason error
 	}{
 		{name: "fresh HELD proof", st: proof(nil)},
@@ -148,29 +149,29 @@ func TestCheckStatus(t *testing.T) {
 		{name: "age exactly MaxAge", st: proof(func(s *verify.Status) { s.IssuedAt = ms(-2 * time.Second) })},
 		{name: "iat equal to now", st: proof(func(s *verify.Status) { s.IssuedAt = ms(0) })},
 
-		{name: "proof for another grant (foreign digest)", st: is.StatusFor(otherTok, other, now), code: verify.CodeStatusStale, reason: verify.ErrProofMismatch},
-		{name: "proof with another grant's digest", st: proof(func(s *verify.Status) { s.GrantDigest = verify.Digest(otherTok) }), code: verify.CodeStatusStale, reason: verify.ErrProofMismatch},
-		{name: "proof for another resource (cross-resource replay)", st: is.StatusFor(elsewhereTok, elsewhere, now), code: verify.CodeStatusStale, reason: verify.ErrProofMismatch},
-		{name: "right digest, other resource", st: proof(func(s *verify.Status) { s.Resource = "orders/acct-43" }), code: verify.CodeStatusStale, reason: verify.ErrProofMismatch},
-		{name: "right digest, other lease", st: proof(func(s *verify.Status) { s.Lease = "lease-99" }), code: verify.CodeStatusStale, reason: verify.ErrProofMismatch},
-		{name: "right digest, other fence", st: proof(func(s *verify.Status) { s.FenceToken = g.FenceToken + 1 }), code: verify.CodeStatusStale, reason: verify.ErrProofMismatch},
-		{name: "expired proof", st: proof(func(s *verify.Status) { s.IssuedAt, s.ExpiresAt = ms(-time.Second), ms(-time.Millisecond) }), code: verify.CodeStatusStale, reason: verify.ErrProofExpired},
-		{name: "expired proof, exp equal to now", st: proof(func(s *verify.Status) { s.IssuedAt, s.ExpiresAt = ms(-time.Second), ms(0) }), code: verify.CodeStatusStale, reason: verify.ErrProofExpired},
-		{name: "expired REVOKED proof is stale first", st: proof(func(s *verify.Status) { s.State, s.ExpiresAt = verify.StateRevoked, ms(0) }), code: verify.CodeStatusStale, reason: verify.ErrProofExpired},
-		{name: "proof too old", st: proof(func(s *verify.Status) { s.IssuedAt = ms(-2*time.Second - time.Millisecond) }), code: verify.CodeStatusStale, reason: verify.ErrProofTooOld},
-		{name: "proof from the future", st: proof(func(s *verify.Status) { s.IssuedAt = ms(time.Millisecond) }), code: verify.CodeStatusStale, reason: verify.ErrProofFromFuture},
-		{name: "proof from beyond the skew", st: proof(func(s *verify.Status) { s.IssuedAt = ms(time.Second + time.Millisecond) }), pol: &verify.StatusPolicy{MaxAge: 2 * time.Second, ClockSkew: time.Second}, code: verify.CodeStatusStale, reason: verify.ErrProofFromFuture},
-		{name: "now before 1970", st: proof(nil), now: time.Unix(-10, 0), code: verify.CodeStatusStale, reason: verify.ErrProofFromFuture},
-		{name: "proof EXPIRED", st: proof(func(s *verify.Status) { s.State = verify.StateExpired }), code: verify.CodeGrantNotHeld, reason: verify.ErrGrantNotHeld},
-		{name: "proof RELEASED", st: proof(func(s *verify.Status) { s.State = verify.StateReleased }), code: verify.CodeGrantNotHeld, reason: verify.ErrGrantNotHeld},
-		{name: "proof REVOKED", st: proof(func(s *verify.Status) { s.State = verify.StateRevoked }), code: verify.CodeGrantNotHeld, reason: verify.ErrGrantNotHeld},
-		{name: "REVOKED by an epoch bump names the epoch", st: proof(func(s *verify.Status) { s.State, s.IssuerEpoch = verify.StateRevoked, g.IssuerEpoch+1 }), code: verify.CodeEpochRevoked, reason: verify.ErrEpochRevoked},
-		{name: "REVOKED by a policy change names the policy", st: proof(func(s *verify.Status) { s.State, s.PolicyGeneration = verify.StateRevoked, g.PolicyGeneration+1 }), code: verify.CodePolicyMismatch, reason: verify.ErrPolicyMismatch},
-		{name: "revoked epoch (MinIssuerEpoch)", st: proof(nil), pol: &verify.StatusPolicy{MaxAge: 2 * time.Second, MinIssuerEpoch: 2}, code: verify.CodeEpochRevoked, reason: verify.ErrEpochRevoked},
-		{name: "registry epoch moved on", st: proof(func(s *verify.Status) { s.IssuerEpoch = g.IssuerEpoch + 1 }), code: verify.CodeEpochRevoked, reason: verify.ErrEpochRevoked},
-		{name: "stale policy generation", st: proof(func(s *verify.Status) { s.PolicyGeneration = g.PolicyGeneration + 1 }), code: verify.CodePolicyMismatch, reason: verify.ErrPolicyMismatch},
-		{name: "policy without MaxAge", st: proof(nil), pol: &verify.StatusPolicy{}, code: verify.CodeStatusStale, reason: verify.ErrInvalidPolicy},
-		{name: "policy with negative skew", st: proof(nil), pol: &verify.StatusPolicy{MaxAge: time.Second, ClockSkew: -time.Second}, code: verify.CodeStatusStale, reason: verify.ErrInvalidPolicy},
+		{name: "proof for another grant (foreign digest)", st: is.StatusFor(otherTok, other, now), code: fencegate.CodeStatusStale, reason: verify.ErrProofMismatch},
+		{name: "proof with another grant's digest", st: proof(func(s *verify.Status) { s.GrantDigest = verify.Digest(otherTok) }), code: fencegate.CodeStatusStale, reason: verify.ErrProofMismatch},
+		{name: "proof for another resource (cross-resource replay)", st: is.StatusFor(elsewhereTok, elsewhere, now), code: fencegate.CodeStatusStale, reason: verify.ErrProofMismatch},
+		{name: "right digest, other resource", st: proof(func(s *verify.Status) { s.Resource = "orders/acct-43" }), code: fencegate.CodeStatusStale, reason: verify.ErrProofMismatch},
+		{name: "right digest, other lease", st: proof(func(s *verify.Status) { s.Lease = "lease-99" }), code: fencegate.CodeStatusStale, reason: verify.ErrProofMismatch},
+		{name: "right digest, other fence", st: proof(func(s *verify.Status) { s.FenceToken = g.FenceToken + 1 }), code: fencegate.CodeStatusStale, reason: verify.ErrProofMismatch},
+		{name: "expired proof", st: proof(func(s *verify.Status) { s.IssuedAt, s.ExpiresAt = ms(-time.Second), ms(-time.Millisecond) }), code: fencegate.CodeStatusStale, reason: verify.ErrProofExpired},
+		{name: "expired proof, exp equal to now", st: proof(func(s *verify.Status) { s.IssuedAt, s.ExpiresAt = ms(-time.Second), ms(0) }), code: fencegate.CodeStatusStale, reason: verify.ErrProofExpired},
+		{name: "expired REVOKED proof is stale first", st: proof(func(s *verify.Status) { s.State, s.ExpiresAt = verify.StateRevoked, ms(0) }), code: fencegate.CodeStatusStale, reason: verify.ErrProofExpired},
+		{name: "proof too old", st: proof(func(s *verify.Status) { s.IssuedAt = ms(-2*time.Second - time.Millisecond) }), code: fencegate.CodeStatusStale, reason: verify.ErrProofTooOld},
+		{name: "proof from the future", st: proof(func(s *verify.Status) { s.IssuedAt = ms(time.Millisecond) }), code: fencegate.CodeStatusStale, reason: verify.ErrProofFromFuture},
+		{name: "proof from beyond the skew", st: proof(func(s *verify.Status) { s.IssuedAt = ms(time.Second + time.Millisecond) }), pol: &verify.StatusPolicy{MaxAge: 2 * time.Second, ClockSkew: time.Second}, code: fencegate.CodeStatusStale, reason: verify.ErrProofFromFuture},
+		{name: "now before 1970", st: proof(nil), now: time.Unix(-10, 0), code: fencegate.CodeStatusStale, reason: verify.ErrProofFromFuture},
+		{name: "proof EXPIRED", st: proof(func(s *verify.Status) { s.State = verify.StateExpired }), code: fencegate.CodeGrantNotHeld, reason: verify.ErrGrantNotHeld},
+		{name: "proof RELEASED", st: proof(func(s *verify.Status) { s.State = verify.StateReleased }), code: fencegate.CodeGrantNotHeld, reason: verify.ErrGrantNotHeld},
+		{name: "proof REVOKED", st: proof(func(s *verify.Status) { s.State = verify.StateRevoked }), code: fencegate.CodeGrantNotHeld, reason: verify.ErrGrantNotHeld},
+		{name: "REVOKED by an epoch bump names the epoch", st: proof(func(s *verify.Status) { s.State, s.IssuerEpoch = verify.StateRevoked, g.IssuerEpoch+1 }), code: fencegate.CodeEpochRevoked, reason: verify.ErrEpochRevoked},
+		{name: "REVOKED by a policy change names the policy", st: proof(func(s *verify.Status) { s.State, s.PolicyGeneration = verify.StateRevoked, g.PolicyGeneration+1 }), code: fencegate.CodePolicyMismatch, reason: verify.ErrPolicyMismatch},
+		{name: "revoked epoch (MinIssuerEpoch)", st: proof(nil), pol: &verify.StatusPolicy{MaxAge: 2 * time.Second, MinIssuerEpoch: 2}, code: fencegate.CodeEpochRevoked, reason: verify.ErrEpochRevoked},
+		{name: "registry epoch moved on", st: proof(func(s *verify.Status) { s.IssuerEpoch = g.IssuerEpoch + 1 }), code: fencegate.CodeEpochRevoked, reason: verify.ErrEpochRevoked},
+		{name: "stale policy generation", st: proof(func(s *verify.Status) { s.PolicyGeneration = g.PolicyGeneration + 1 }), code: fencegate.CodePolicyMismatch, reason: verify.ErrPolicyMismatch},
+		{name: "policy without MaxAge", st: proof(nil), pol: &verify.StatusPolicy{}, code: fencegate.CodeStatusStale, reason: verify.ErrInvalidPolicy},
+		{name: "policy with negative skew", st: proof(nil), pol: &verify.StatusPolicy{MaxAge: time.Second, ClockSkew: -time.Second}, code: fencegate.CodeStatusStale, reason: verify.ErrInvalidPolicy},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -208,11 +209,11 @@ func TestCheckStatusNilAndEmptyDigest(t *testing.T) {
 	tok := is.Sign(g)
 	st := is.StatusFor(tok, g, verifytest.T0)
 	pol := verify.StatusPolicy{MaxAge: time.Second}
-	wantErr(t, verify.CheckStatus(nil, &g, verify.Digest(tok), verifytest.T0, pol), verify.CodeGrantInvalid, verify.ErrMalformed)
-	wantErr(t, verify.CheckStatus(&st, nil, verify.Digest(tok), verifytest.T0, pol), verify.CodeGrantInvalid, verify.ErrMalformed)
+	wantErr(t, verify.CheckStatus(nil, &g, verify.Digest(tok), verifytest.T0, pol), fencegate.CodeGrantInvalid, verify.ErrMalformed)
+	wantErr(t, verify.CheckStatus(&st, nil, verify.Digest(tok), verifytest.T0, pol), fencegate.CodeGrantInvalid, verify.ErrMalformed)
 	empty := st
 	empty.GrantDigest = ""
-	wantErr(t, verify.CheckStatus(&empty, &g, "", verifytest.T0, pol), verify.CodeStatusStale, verify.ErrProofMismatch)
+	wantErr(t, verify.CheckStatus(&empty, &g, "", verifytest.T0, pol), fencegate.CodeStatusStale, verify.ErrProofMismatch)
 	if err := verify.CheckStatus(&st, &g, verify.Digest(tok), verifytest.T0, pol); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/fencegate/fencegate/internal/problem"
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 )
 
@@ -57,7 +57,7 @@ func (a *adminFlags) call(ctx context.Context, method, path string, body any, ou
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
-		d, err := problem.Read(resp)
+		d, err := fencegate.ReadProblem(resp)
 		if err != nil {
 			return fmt.Errorf("%s %s: %d", method, path, resp.StatusCode)
 		}

@@ -7,11 +7,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/registry/client"
 	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/verify"
 )
@@ -65,9 +64,5 @@ func trustBundle(ctx context.Context, path string, conn *connFlags, allowHS256 b
 	if err != nil {
 		return nil, fmt.Errorf("trust bundle: %w", err)
 	}
-	algs := []jwa.SignatureAlgorithm{jwa.EdDSA, jwa.ES256}
-	if allowHS256 {
-		algs = append(algs, jwa.HS256)
-	}
-	return verify.NewBundle(set, algs...)
+	return verify.NewBundle(set, verify.AllowList(allowHS256)...)
 }

@@ -18,10 +18,10 @@ import (
 	"github.com/prometheus/common/model"
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/internal/problem"
 	"github.com/fencegate/fencegate/proxy"
-	"github.com/fencegate/fencegate/registry/client"
 	regserver "github.com/fencegate/fencegate/registry/server"
 	"github.com/fencegate/fencegate/store"
 )
@@ -209,13 +209,13 @@ func (d *demo) worker(name string) (*client.Client, error) {
 }
 
 // write PUTs a total to target, with the grant's headers when fenced.
-func (d *demo) write(ctx context.Context, target, owner string, l *client.Lease, total string, fenced bool) (int, *problem.Details, string, error) {
+func (d *demo) write(ctx context.Context, target, owner string, l *client.Lease, total string, fenced bool) (int, *fencegate.Problem, string, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, target+demoPath, strings.NewReader(total))
 	req.Header.Set(identity.DefaultHeader, owner)
 	req.Header.Set("Content-Type", "text/plain")
 	if fenced {
-		req.Header.Set(proxy.HeaderGrant, l.Grant)
-		req.Header.Set(proxy.HeaderSegment, "1")
+		req.Header.Set(fencegate.HeaderGrant, l.Grant)
+		req.Header.Set(fencegate.HeaderSegment, "1")
 	}
 	resp, err := d.http.Do(req)
 	if err != nil {
@@ -223,11 +223,11 @@ func (d *demo) write(ctx context.Context, target, owner string, l *client.Lease,
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
-		pd, _ := problem.Read(resp)
+		pd, _ := fencegate.ReadProblem(resp)
 		return resp.StatusCode, pd, "", nil
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil, resp.Header.Get(proxy.HeaderReceipt), nil
+	return resp.StatusCode, nil, resp.Header.Get(fencegate.HeaderReceipt), nil
 }
 
 // act plays the story once. It reports whether it came out as this act
@@ -272,7 +272,7 @@ func (d *demo) act(ctx context.Context, target string, n int, fenced bool) (bool
 		fmt.Fprintf(d.out, "  backend holds %q: worker-b's write was silently overwritten by a stale owner  %s\n", final, mark(!ok))
 		return ok, nil
 	}
-	ok := final == "total=1350" && pd != nil && pd.Code == proxy.CodeStaleOwner
+	ok := final == "total=1350" && pd != nil && pd.Code == fencegate.CodeStaleOwner
 	fmt.Fprintf(d.out, "  backend holds %q: worker-b's result survived  %s\n", final, mark(ok))
 	return ok, nil
 }
@@ -284,7 +284,7 @@ func mark(ok bool) string {
 	return "[CORRUPTED]"
 }
 
-func outcome(status int, pd *problem.Details, receipt string) string {
+func outcome(status int, pd *fencegate.Problem, receipt string) string {
 	switch {
 	case pd != nil:
 		return fmt.Sprintf("%d %s: %s", status, pd.Code, pd.Detail)
@@ -311,7 +311,7 @@ func (d *demo) receipts(ctx context.Context) error {
 	fmt.Fprintf(tw, "  highestFence\tlastSegment\toperationRoot\taccepted at\n")
 	fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\n", rec.HighestFence, rec.LastSeq, short(rec.Root), rec.AcceptedAt.Format(time.RFC3339Nano))
 	tw.Flush()
-	op := store.OperationID(rec.Root, rec.LastSeq)
+	op := fencegate.OperationID(rec.Root, rec.LastSeq)
 	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, d.admin+"/v1/receipts?resource="+demoResource+"&op="+op, nil)
 	resp2, err := d.http.Do(req)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/verify"
 )
 

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate/client"
 )
 
 // exitOwnershipLost is grant run's exit code when the lease was lost while

@@ -6,58 +6,45 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/internal/problem"
 	"github.com/fencegate/fencegate/registry"
 )
 
-// Problem codes of the registry API.
-const (
-	CodeInvalidRequest     = "INVALID_REQUEST"
-	CodeIdentityRequired   = "IDENTITY_REQUIRED"
-	CodeNotOwner           = "NOT_OWNER"
-	CodePolicyDenied       = "POLICY_DENIED"
-	CodeLeaseHeld          = "LEASE_HELD"
-	CodeLeaseNotHeld       = "LEASE_NOT_HELD"
-	CodeRequestConflict    = "REQUEST_CONFLICT"
-	CodeNotFound           = "NOT_FOUND"
-	CodeMethodNotAllowed   = "METHOD_NOT_ALLOWED"
-	CodeBodyTooLarge       = "BODY_TOO_LARGE"
-	CodeUnsupportedMedia   = "UNSUPPORTED_MEDIA_TYPE"
-	CodeAdminRequired      = "ADMIN_REQUIRED"
-	CodeFenceExhausted     = "FENCE_EXHAUSTED"
-	CodeBackendUnavailable = "BACKEND_UNAVAILABLE"
-	CodeInternal           = "INTERNAL"
-)
-
 // toProblem maps a registry error to problem details.
-func toProblem(err error) (*problem.Details, time.Duration) {
+func toProblem(err error) (*fencegate.Problem, time.Duration) {
 	var busy *registry.BusyError
 	switch {
 	case errors.As(err, &busy):
 		retry := max(time.Until(busy.HolderExpiresAt), time.Second)
-		return problem.New(http.StatusConflict, CodeLeaseHeld, err.Error()).
+		return fencegate.NewProblem(fencegate.CodeLeaseHeld, err.Error()).
 			With("resource", busy.Resource).
 			With("holderExpiresAt", busy.HolderExpiresAt.UTC().Format(time.RFC3339Nano)), retry
 	case errors.Is(err, registry.ErrInvalidInput):
-		return problem.New(http.StatusBadRequest, CodeInvalidRequest, err.Error()), 0
+		return fencegate.NewProblem(fencegate.CodeInvalidRequest, err.Error()), 0
 	case errors.Is(err, identity.ErrNoIdentity), errors.Is(err, identity.ErrUntrusted):
-		return problem.New(http.StatusUnauthorized, CodeIdentityRequired, err.Error()), 0
+		return fencegate.NewProblem(fencegate.CodeIdentityRequired, err.Error()), 0
 	case errors.Is(err, registry.ErrNotOwner):
-		return problem.New(http.StatusForbidden, CodeNotOwner, err.Error()), 0
+		return fencegate.NewProblem(fencegate.CodeNotOwner, err.Error()), 0
 	case errors.Is(err, registry.ErrPolicyDenied):
-		return problem.New(http.StatusForbidden, CodePolicyDenied, err.Error()), 0
+		return fencegate.NewProblem(fencegate.CodePolicyDenied, err.Error()), 0
 	case errors.Is(err, registry.ErrNotHeld):
-		return problem.New(http.StatusConflict, CodeLeaseNotHeld, err.Error()), 0
+		return fencegate.NewProblem(fencegate.CodeLeaseNotHeld, err.Error()), 0
 	case errors.Is(err, registry.ErrRequestConflict):
-		return problem.New(http.StatusConflict, CodeRequestConflict, err.Error()), 0
+		return fencegate.NewProblem(fencegate.CodeRequestConflict, err.Error()), 0
 	case errors.Is(err, registry.ErrNotFound):
-		return problem.New(http.StatusNotFound, CodeNotFound, err.Error()), 0
+		return fencegate.NewProblem(fencegate.CodeNotFound, err.Error()), 0
 	case errors.Is(err, registry.ErrFenceExhausted):
-		return problem.New(http.StatusServiceUnavailable, CodeFenceExhausted, err.Error()), 0
+		return fencegate.NewProblem(fencegate.CodeFenceExhausted, err.Error()), 0
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return problem.New(http.StatusServiceUnavailable, CodeBackendUnavailable, "request cancelled or timed out"), time.Second
+		return backendUnavailable("request cancelled or timed out"), time.Second
 	default:
-		return problem.New(http.StatusServiceUnavailable, CodeBackendUnavailable, "registry backend failure"), time.Second
+		return backendUnavailable("registry backend failure"), time.Second
 	}
+}
+
+// backendUnavailable is the registry's BACKEND_UNAVAILABLE: 503, its own
+// coordination backend failed (the sidecar answers the code with 502).
+func backendUnavailable(detail string) *fencegate.Problem {
+	return fencegate.NewProblem(fencegate.CodeBackendUnavailable, detail).WithStatus(http.StatusServiceUnavailable)
 }

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/internal/problem"
 )
 
 // FuzzAPI: no body on any write route makes the registry answer 5xx or
@@ -33,10 +33,10 @@ func FuzzAPI(f *testing.F) {
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode >= 500 {
-			d, _ := problem.Read(resp)
+			d, _ := fencegate.ReadProblem(resp)
 			t.Fatalf("%s %s %q: %d %+v", method, path, body, resp.StatusCode, d)
 		}
-		if ct := resp.Header.Get("Content-Type"); ct != "application/json" && ct != problem.ContentType {
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" && ct != fencegate.ProblemContentType {
 			t.Fatalf("%s %s: content type %q", method, path, ct)
 		}
 	})

@@ -13,8 +13,8 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/internal/problem"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/keys"
@@ -76,14 +76,14 @@ func (f *fixture) do(t *testing.T, method, path, owner, contentType, body string
 	return resp
 }
 
-func (f *fixture) acquire(t *testing.T, owner, resource, reqID string) httpapi.Lease {
+func (f *fixture) acquire(t *testing.T, owner, resource, reqID string) fencegate.Lease {
 	t.Helper()
 	resp := f.do(t, "POST", "/v1/leases", owner, "application/json", `{"resource":"`+resource+`","requestId":"`+reqID+`","ttlMs":1000}`)
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("acquire: %d %s", resp.StatusCode, b)
 	}
-	var l httpapi.Lease
+	var l fencegate.Lease
 	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestProblems(t *testing.T) {
 		name, method, path, owner, ctype, body string
 		hdr                                    []string
 		status                                 int
-		code                                   string
+		code                                   fencegate.Code
 		retryAfter                             bool
 	}{
 		{"no identity", "POST", "/v1/leases", "", "application/json", `{"resource":"inv/2","requestId":"r"}`, nil, 401, "IDENTITY_REQUIRED", false},
@@ -146,11 +146,11 @@ func TestProblems(t *testing.T) {
 				b, _ := io.ReadAll(resp.Body)
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
 			}
-			d, err := problem.Read(resp)
+			d, err := fencegate.ReadProblem(resp)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Code != tc.code || d.Status != tc.status || d.Type != problem.TypeBase+tc.code {
+			if d.Code != tc.code || d.Status != tc.status || d.Type != fencegate.ProblemTypeBase+string(tc.code) {
 				t.Fatalf("problem %+v, want code %s", d, tc.code)
 			}
 			if got := resp.Header.Get("Retry-After") != ""; got != tc.retryAfter {
@@ -168,7 +168,7 @@ func TestRenewExpiredCarriesSignedState(t *testing.T) {
 	l := f.acquire(t, "worker-a", "inv/1", "req-1")
 	f.now = f.now.Add(2 * time.Second)
 	resp := f.do(t, "POST", "/v1/leases/"+l.Lease+"/renew", "worker-a", "", "")
-	d, err := problem.Read(resp)
+	d, err := fencegate.ReadProblem(resp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestGrantOnlyForItsOwner(t *testing.T) {
 		t.Fatal("the owner got no grant or status")
 	}
 	for owner, wantGrant := range map[string]bool{"worker-a": true, "worker-b": false, "": false} {
-		var got httpapi.Lease
+		var got fencegate.Lease
 		resp := f.do(t, "GET", "/v1/grants/"+l.GrantDigest+"/status", owner, "", "")
 		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 			t.Fatal(err)
@@ -235,7 +235,7 @@ func TestAdminWithToken(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("epoch bump: %d", resp.StatusCode)
 	}
-	var got httpapi.Lease
+	var got fencegate.Lease
 	json.NewDecoder(f.do(t, "GET", "/v1/leases/"+l.Lease+"/status", "", "", "").Body).Decode(&got)
 	if got.State != "REVOKED" {
 		t.Fatalf("after an epoch bump the old lease is %s, want REVOKED", got.State)

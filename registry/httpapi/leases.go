@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/fencegate/fencegate/internal/problem"
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -18,12 +18,12 @@ func (s *server) acquire(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		return
 	}
-	var b AcquireBody
+	var b fencegate.AcquireBody
 	if !s.decode(w, req, &b) {
 		return
 	}
 	if !validMs(b.TTLMs) || !validMs(b.WaitMs) {
-		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "ttlMs and waitMs must be non-negative durations in milliseconds"), 0)
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeInvalidRequest, "ttlMs and waitMs must be non-negative durations in milliseconds"), 0)
 		return
 	}
 	res, err := s.Registry.Acquire(req.Context(), registry.AcquireRequest{
@@ -69,12 +69,12 @@ func (s *server) renew(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		return
 	}
-	var b RenewBody
+	var b fencegate.RenewBody
 	if !s.decode(w, req, &b) {
 		return
 	}
 	if !validMs(b.TTLMs) {
-		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "ttlMs must be a non-negative duration in milliseconds"), 0)
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeInvalidRequest, "ttlMs must be a non-negative duration in milliseconds"), 0)
 		return
 	}
 	// ttlMs 0 (or no body) renews by the lease's own TTL, never by the
@@ -82,7 +82,7 @@ func (s *server) renew(w http.ResponseWriter, req *http.Request) {
 	res, err := s.Registry.Renew(req.Context(), owner, chi.URLParam(req, "lease"), time.Duration(b.TTLMs)*time.Millisecond)
 	if err != nil {
 		d, retry := toProblem(err)
-		if d.Code == CodeLeaseNotHeld {
+		if d.Code == fencegate.CodeLeaseNotHeld {
 			// The problem carries the signed proof of the state so the
 			// client can move to EXPIRED on evidence, not on a guess.
 			d.With("state", res.View.State).With("status", string(res.Status))
@@ -127,8 +127,8 @@ func (s *server) leaseStatus(w http.ResponseWriter, req *http.Request) {
 
 func (s *server) grantStatus(w http.ResponseWriter, req *http.Request) {
 	d := chi.URLParam(req, "digest")
-	if !validDigest(d) {
-		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "grant digest must be sha256: and 64 lowercase hex digits"), 0)
+	if fencegate.ValidateDigest(d) != nil {
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeInvalidRequest, "grant digest must be sha256: and 64 lowercase hex digits"), 0)
 		return
 	}
 	s.status(w, req, registry.LeaseQuery{Digest: d})
@@ -136,7 +136,7 @@ func (s *server) grantStatus(w http.ResponseWriter, req *http.Request) {
 
 func (s *server) status(w http.ResponseWriter, req *http.Request, q registry.LeaseQuery) {
 	if q.Lease != "" && (len(q.Lease) > 128 || strings.ContainsAny(q.Lease, "/\x00")) {
-		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "malformed lease ID"), 0)
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeInvalidRequest, "malformed lease ID"), 0)
 		return
 	}
 	res, err := s.Registry.Status(req.Context(), q)
@@ -147,19 +147,6 @@ func (s *server) status(w http.ResponseWriter, req *http.Request, q registry.Lea
 	writeJSON(w, http.StatusOK, leaseBody(res, s.callerIfAny(req)))
 }
 
-func validDigest(d string) bool {
-	hex, ok := strings.CutPrefix(d, "sha256:")
-	if !ok || len(hex) != 64 {
-		return false
-	}
-	for i := 0; i < len(hex); i++ {
-		if c := hex[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 func (s *server) resource(w http.ResponseWriter, req *http.Request) {
 	id := chi.URLParam(req, "*")
 	v, err := s.Registry.Resource(req.Context(), id)
@@ -167,7 +154,7 @@ func (s *server) resource(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, err)
 		return
 	}
-	out := Resource{
+	out := fencegate.Resource{
 		Resource:         v.Record.Resource,
 		LastFence:        v.Record.LastFence,
 		FenceFloor:       v.Record.FenceFloor,
@@ -189,7 +176,7 @@ func (s *server) bumpEpoch(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, metaBody(m))
 }
 
 func (s *server) meta(w http.ResponseWriter, req *http.Request) {
@@ -198,16 +185,16 @@ func (s *server) meta(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, metaBody(m))
 }
 
 func (s *server) fenceFloor(w http.ResponseWriter, req *http.Request) {
-	var b FenceFloorBody
+	var b fencegate.FenceFloorBody
 	if !s.decode(w, req, &b) {
 		return
 	}
 	if b.Floor == 0 {
-		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "floor must be at least 1"), 0)
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeInvalidRequest, "floor must be at least 1"), 0)
 		return
 	}
 	m, rec, err := s.Registry.RaiseFenceFloor(req.Context(), b.Resource, b.Floor)
@@ -215,7 +202,7 @@ func (s *server) fenceFloor(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"meta": m, "resource": rec})
+	writeJSON(w, http.StatusOK, map[string]any{"meta": metaBody(m), "resource": rec})
 }
 
 func (s *server) listPolicies(w http.ResponseWriter, req *http.Request) {
@@ -224,33 +211,34 @@ func (s *server) listPolicies(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, err)
 		return
 	}
-	if ps == nil {
-		ps = []registry.Policy{}
+	out := make([]fencegate.Policy, len(ps))
+	for i, p := range ps {
+		out[i] = policyBody(p)
 	}
-	writeJSON(w, http.StatusOK, ps)
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) putPolicy(w http.ResponseWriter, req *http.Request) {
-	var p registry.Policy
+	var p fencegate.Policy
 	if !s.decode(w, req, &p) {
 		return
 	}
 	if p.Generation != 0 || p.Deleted || p.UpdatedAt != 0 {
-		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "generation, deleted and updatedAt are set by the registry"), 0)
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeInvalidRequest, "generation, deleted and updatedAt are set by the registry"), 0)
 		return
 	}
-	out, err := s.Registry.PutPolicy(req.Context(), p)
+	out, err := s.Registry.PutPolicy(req.Context(), policyRecord(p))
 	if err != nil {
 		s.failErr(w, req, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, policyBody(out))
 }
 
 func (s *server) deletePolicy(w http.ResponseWriter, req *http.Request) {
 	pattern := req.URL.Query().Get("pattern")
 	if pattern == "" {
-		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "query parameter pattern is required"), 0)
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeInvalidRequest, "query parameter pattern is required"), 0)
 		return
 	}
 	out, err := s.Registry.DeletePolicy(req.Context(), pattern)
@@ -258,5 +246,5 @@ func (s *server) deletePolicy(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, fmt.Errorf("delete policy: %w", err))
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, policyBody(out))
 }

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/internal/problem"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
 // TestRenewWithoutTTLKeepsLeaseTTL: over HTTP, a renewal with no body, an
@@ -26,7 +25,7 @@ func TestRenewWithoutTTLKeepsLeaseTTL(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("acquire: %d %s", resp.StatusCode, b)
 	}
-	var l httpapi.Lease
+	var l fencegate.Lease
 	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +37,7 @@ func TestRenewWithoutTTLKeepsLeaseTTL(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			t.Fatalf("%s: %d %s", what, resp.StatusCode, b)
 		}
-		var got httpapi.Lease
+		var got fencegate.Lease
 		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +58,7 @@ func TestRenewWithoutTTLKeepsLeaseTTL(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("renew %s: %d, want 400", body, resp.StatusCode)
 		}
-		if d, err := problem.Read(resp); err != nil || d.Code != httpapi.CodeInvalidRequest {
+		if d, err := fencegate.ReadProblem(resp); err != nil || d.Code != fencegate.CodeInvalidRequest {
 			t.Fatalf("renew %s: problem %+v %v", body, d, err)
 		}
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/internal/problem"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -85,10 +85,10 @@ func New(o Options) (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(s.observe, s.recoverer)
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
-		s.fail(w, req, problem.New(http.StatusNotFound, CodeNotFound, "no such route"), 0)
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeNotFound, "no such route"), 0)
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		s.fail(w, req, problem.New(http.StatusMethodNotAllowed, CodeMethodNotAllowed, req.Method+" is not allowed here"), 0)
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeMethodNotAllowed, req.Method+" is not allowed here"), 0)
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	r.Get("/readyz", s.ready)
@@ -169,23 +169,23 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.Logger.Error("panic in handler", zap.Any("panic", v), zap.Stack("stack"))
-				s.fail(w, req, problem.New(http.StatusInternalServerError, CodeInternal, "internal error"), 0)
+				s.fail(w, req, fencegate.NewProblem(fencegate.CodeInternal, "internal error"), 0)
 			}
 		}()
 		next.ServeHTTP(w, req)
 	})
 }
 
-func (s *server) fail(w http.ResponseWriter, _ *http.Request, d *problem.Details, retry time.Duration) {
+func (s *server) fail(w http.ResponseWriter, _ *http.Request, d *fencegate.Problem, retry time.Duration) {
 	if rec, ok := w.(*statusRecorder); ok {
-		rec.code = d.Code
+		rec.code = string(d.Code)
 	}
-	problem.Write(w, d, retry)
+	fencegate.WriteProblem(w, d, retry)
 }
 
 func (s *server) failErr(w http.ResponseWriter, req *http.Request, err error) {
 	d, retry := toProblem(err)
-	if d.Code == CodeBackendUnavailable {
+	if d.Code == fencegate.CodeBackendUnavailable {
 		s.Logger.Error("backend failure", zap.Error(err))
 	}
 	s.fail(w, req, d, retry)
@@ -204,7 +204,7 @@ func (s *server) decode(w http.ResponseWriter, req *http.Request, v any) bool {
 		return true
 	}
 	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		s.fail(w, req, problem.New(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "body must be application/json"), 0)
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeUnsupportedMedia, "body must be application/json"), 0)
 		return false
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
@@ -212,17 +212,17 @@ func (s *server) decode(w http.ResponseWriter, req *http.Request, v any) bool {
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			s.fail(w, req, problem.New(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes)), 0)
+			s.fail(w, req, fencegate.NewProblem(fencegate.CodeBodyTooLarge, fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes)), 0)
 			return false
 		}
 		if errors.Is(err, io.EOF) {
 			return true
 		}
-		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "malformed JSON body: "+err.Error()), 0)
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeInvalidRequest, "malformed JSON body: "+err.Error()), 0)
 		return false
 	}
 	if dec.More() {
-		s.fail(w, req, problem.New(http.StatusBadRequest, CodeInvalidRequest, "body holds more than one JSON value"), 0)
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeInvalidRequest, "body holds more than one JSON value"), 0)
 		return false
 	}
 	return true
@@ -250,7 +250,7 @@ func (s *server) adminOnly(next http.Handler) http.Handler {
 			next.ServeHTTP(w, req)
 			return
 		}
-		s.fail(w, req, problem.New(http.StatusForbidden, CodeAdminRequired, "admin operations need the admin token, an admin identity or a loopback caller (when allowed)"), 0)
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeAdminRequired, "admin operations need the admin token, an admin identity or a loopback caller (when allowed)"), 0)
 	})
 }
 
@@ -278,7 +278,7 @@ func (s *server) ready(w http.ResponseWriter, req *http.Request) {
 	ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.Registry.Ready(ctx); err != nil {
-		s.fail(w, req, problem.New(http.StatusServiceUnavailable, CodeBackendUnavailable, "backend not ready"), time.Second)
+		s.fail(w, req, backendUnavailable("backend not ready"), time.Second)
 		return
 	}
 	_, _ = io.WriteString(w, "ok\n")

@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/internal/problem"
-	"github.com/fencegate/fencegate/registry/httpapi"
 )
 
 // TestXFCCQuotingCannotActOnAnotherOwnersLease runs the registry in header
@@ -41,7 +40,7 @@ func TestXFCCQuotingCannotActOnAnotherOwnersLease(t *testing.T) {
 			acquireBody := `{"resource":"inv/1","requestId":"victim-req","ttlMs":1000}`
 
 			resp := f.do(t, "POST", "/v1/leases", "", "application/json", acquireBody, victimHdr...)
-			var held httpapi.Lease
+			var held fencegate.Lease
 			if err := json.NewDecoder(resp.Body).Decode(&held); err != nil || resp.StatusCode != http.StatusCreated || held.Owner != victim || held.Grant == "" {
 				t.Fatalf("victim acquire: %d %+v %v", resp.StatusCode, held, err)
 			}
@@ -59,13 +58,13 @@ func TestXFCCQuotingCannotActOnAnotherOwnersLease(t *testing.T) {
 					}
 					resp := f.do(t, op.method, op.path, "", ctype, op.body, as(a)...)
 					body, _ := io.ReadAll(resp.Body)
-					var d problem.Details
+					var d fencegate.Problem
 					_ = json.Unmarshal(body, &d)
 					switch {
 					case resp.StatusCode < 400:
 						t.Fatalf("%s %s with %s: %d %s — acted as the victim", op.method, op.path, a, resp.StatusCode, body)
-					case d.Code != httpapi.CodeIdentityRequired && d.Code != httpapi.CodeNotOwner &&
-						d.Code != httpapi.CodeLeaseHeld && d.Code != httpapi.CodeNotFound:
+					case d.Code != fencegate.CodeIdentityRequired && d.Code != fencegate.CodeNotOwner &&
+						d.Code != fencegate.CodeLeaseHeld && d.Code != fencegate.CodeNotFound:
 						t.Fatalf("%s %s with %s: %d %s", op.method, op.path, a, resp.StatusCode, body)
 					case strings.Contains(string(body), held.Grant):
 						t.Fatalf("%s %s with %s: the victim's grant leaked", op.method, op.path, a)
@@ -74,7 +73,7 @@ func TestXFCCQuotingCannotActOnAnotherOwnersLease(t *testing.T) {
 			}
 
 			// The victim's lease is untouched and still the victim's to use.
-			var got httpapi.Lease
+			var got fencegate.Lease
 			resp = f.do(t, "GET", "/v1/leases/"+held.Lease+"/status", "", "", "")
 			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || got.State != "HELD" || got.Owner != victim || got.FenceToken != held.FenceToken {
 				t.Fatalf("victim lease after the attacks: %+v %v", got, err)

@@ -10,22 +10,22 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
+
+	"github.com/fencegate/fencegate"
 )
 
-// Supported signing algorithms.
-var Algorithms = []jwa.SignatureAlgorithm{jwa.EdDSA, jwa.ES256, jwa.HS256}
-
-// ParseAlg maps an algorithm name to a supported algorithm.
+// ParseAlg maps an algorithm name to a supported algorithm (one of
+// fencegate.Algorithms).
 func ParseAlg(name string) (jwa.SignatureAlgorithm, error) {
-	for _, a := range Algorithms {
-		if a.String() == name {
-			return a, nil
-		}
+	if slices.Contains(fencegate.Algorithms(), name) {
+		return jwa.SignatureAlgorithm(name), nil
 	}
-	return "", fmt.Errorf("%w: %q (want EdDSA, ES256 or HS256)", ErrUnsupportedAlg, name)
+	return "", fmt.Errorf("%w: %q (want %s)", ErrUnsupportedAlg, name, strings.Join(fencegate.Algorithms(), ", "))
 }
 
 // Generate creates a new private signing key for alg, reading randomness

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/verify"
 )
@@ -36,7 +37,7 @@ func testBadInput(t *testing.T, e *env) {
 	}
 	cases := map[string]registry.AcquireRequest{
 		"empty resource":          resource(""),
-		"oversized resource":      resource(strings.Repeat("r", registry.MaxResourceLen+1)),
+		"oversized resource":      resource(strings.Repeat("r", fencegate.MaxResourceLen+1)),
 		"resource with space":     resource("bad/free r"),
 		"resource with NUL":       resource("bad/free\x00"),
 		"resource with non-ASCII": resource("bad/frée"),
@@ -102,7 +103,7 @@ func testBadInput(t *testing.T, e *env) {
 
 	// The longest legal identifiers and the TTL and wait bounds are accepted.
 	long := registry.AcquireRequest{
-		Resource:  strings.Repeat("r", registry.MaxResourceLen),
+		Resource:  strings.Repeat("r", fencegate.MaxResourceLen),
 		Owner:     strings.Repeat("o", registry.MaxOwnerLen),
 		RequestID: strings.Repeat("q", registry.MaxRequestIDLen),
 		OpClass:   strings.Repeat("c", registry.MaxOpClassLen),

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -18,17 +19,26 @@ func runBadInput(t *testing.T, newStore Factory) {
 	begins := map[string]func(*store.BeginInput){
 		"fence 0":            func(in *store.BeginInput) { in.Fence = 0 },
 		"seq 0":              func(in *store.BeginInput) { in.Seq = 0 },
-		"seq above MaxSeq":   func(in *store.BeginInput) { in.Seq = store.MaxSeq + 1 },
+		"seq above MaxSeq":   func(in *store.BeginInput) { in.Seq = fencegate.MaxSeq + 1 },
 		"empty resource":     func(in *store.BeginInput) { in.Resource = "" },
-		"oversized resource": func(in *store.BeginInput) { in.Resource = long(store.MaxResourceLen + 1) },
+		"oversized resource": func(in *store.BeginInput) { in.Resource = long(fencegate.MaxResourceLen + 1) },
 		"NUL in resource":    func(in *store.BeginInput) { in.Resource = "a\x00b" },
-		"newline in root":    func(in *store.BeginInput) { in.Root = "a\nb" },
-		"invalid UTF-8 root": func(in *store.BeginInput) { in.Root = "a\xffb" },
-		"empty root":         func(in *store.BeginInput) { in.Root = "" },
-		"oversized root":     func(in *store.BeginInput) { in.Root = long(store.MaxRootLen + 1) },
-		"empty lease":        func(in *store.BeginInput) { in.Lease = "" },
-		"oversized lease":    func(in *store.BeginInput) { in.Lease = long(store.MaxLeaseLen + 1) },
-		"payload no prefix":  func(in *store.BeginInput) { in.PayloadDigest = strings.TrimPrefix(in.PayloadDigest, "sha256:") },
+		// The contract's one resource rule (fencegate.ValidateResource), the
+		// registry's: the store used to accept any UTF-8 without controls.
+		"space in resource":      func(in *store.BeginInput) { in.Resource = "a b" },
+		"non-ASCII resource":     func(in *store.BeginInput) { in.Resource = "caf\u00e9" },
+		"empty resource segment": func(in *store.BeginInput) { in.Resource = "a//b" },
+		"dot-dot resource":       func(in *store.BeginInput) { in.Resource = "a/../b" },
+		"leading slash resource": func(in *store.BeginInput) { in.Resource = "/a" },
+		"newline in root":        func(in *store.BeginInput) { in.Root = "a\nb" },
+		"invalid UTF-8 root":     func(in *store.BeginInput) { in.Root = "a\xffb" },
+		"empty root":             func(in *store.BeginInput) { in.Root = "" },
+		"oversized root":         func(in *store.BeginInput) { in.Root = long(fencegate.MaxRootLen + 1) },
+		"empty lease":            func(in *store.BeginInput) { in.Lease = "" },
+		"oversized lease":        func(in *store.BeginInput) { in.Lease = long(store.MaxLeaseLen + 1) },
+		"payload no prefix": func(in *store.BeginInput) {
+			in.PayloadDigest = strings.TrimPrefix(in.PayloadDigest, fencegate.DigestPrefix)
+		},
 		"payload uppercase":  func(in *store.BeginInput) { in.PayloadDigest = strings.ToUpper(in.PayloadDigest) },
 		"payload short":      func(in *store.BeginInput) { in.PayloadDigest = in.PayloadDigest[:len(in.PayloadDigest)-1] },
 		"payload non-hex":    func(in *store.BeginInput) { in.PayloadDigest = in.PayloadDigest[:len(in.PayloadDigest)-1] + "g" },
@@ -50,12 +60,12 @@ func runBadInput(t *testing.T, newStore Factory) {
 	}
 	t.Run("Begin/limits are inclusive", func(t *testing.T) {
 		f := newFixture(t, f.s)
-		in := Attempt(long(store.MaxResourceLen), 5, 1, "a")
-		in.Root = long(store.MaxRootLen)
+		in := Attempt(long(fencegate.MaxResourceLen), 5, 1, "a")
+		in.Root = long(fencegate.MaxRootLen)
 		in.Lease = long(store.MaxLeaseLen)
 		in.Deadline = in.Now.Add(store.MaxInFlightWindow)
 		f.expect(in, store.DecisionProceed)
-		in2 := Attempt("maxseq", 5, store.MaxSeq, "a")
+		in2 := Attempt("maxseq", 5, fencegate.MaxSeq, "a")
 		f.expect(in2, store.DecisionSegmentGap)
 	})
 
@@ -86,11 +96,11 @@ func runBadInput(t *testing.T, newStore Factory) {
 		"seq 0":                func(c *store.CommitInput) { c.Seq = 0 },
 		"empty root":           func(c *store.CommitInput) { c.Root = "" },
 		"zero now":             func(c *store.CommitInput) { c.Now = time.Time{} },
-		"oversized resource":   func(c *store.CommitInput) { c.Resource = long(store.MaxResourceLen + 1) },
+		"oversized resource":   func(c *store.CommitInput) { c.Resource = long(fencegate.MaxResourceLen + 1) },
 		"control in resource":  func(c *store.CommitInput) { c.Resource = "live\x7f" },
 		"empty resource":       func(c *store.CommitInput) { c.Resource = "" },
-		"seq above MaxSeq":     func(c *store.CommitInput) { c.Seq = store.MaxSeq + 1 },
-		"oversized root":       func(c *store.CommitInput) { c.Root = long(store.MaxRootLen + 1) },
+		"seq above MaxSeq":     func(c *store.CommitInput) { c.Seq = fencegate.MaxSeq + 1 },
+		"oversized root":       func(c *store.CommitInput) { c.Root = long(fencegate.MaxRootLen + 1) },
 		"invalid UTF-8 header": func(c *store.CommitInput) { c.Response.Header = map[string][]string{"X": {"\xff"}} },
 	}
 	for name, mutate := range commits {

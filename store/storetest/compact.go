@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -314,7 +315,7 @@ func (f *fixture) receiptsGone(resource string, fence, from, to uint64) {
 		if r, err := f.s.Receipt(f.ctx, k); !errors.Is(err, store.ErrNotFound) {
 			f.Fatalf("Receipt(%v) = %+v, %v; want ErrNotFound", k, r.ID, err)
 		}
-		op := store.OperationID(Root(fence), seq)
+		op := fencegate.OperationID(Root(fence), seq)
 		if rs, err := f.s.ReceiptsByOperation(f.ctx, resource, op); !errors.Is(err, store.ErrNotFound) {
 			f.Fatalf("ReceiptsByOperation(%q, %s) = %d receipts, %v; want ErrNotFound", resource, op, len(rs), err)
 		}

@@ -2,8 +2,6 @@ package storetest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
@@ -12,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -19,10 +18,7 @@ import (
 var T0 = time.Date(2026, 7, 19, 12, 0, 0, 0, time.UTC)
 
 // Digest returns the store digest of s: "sha256:" + hex SHA-256.
-func Digest(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return store.DigestPrefix + hex.EncodeToString(sum[:])
-}
+func Digest(s string) string { return fencegate.Digest([]byte(s)) }
 
 // Root returns the operation root the fixtures use for a fence.
 func Root(fence uint64) string { return "root-" + strconv.FormatUint(fence, 10) }

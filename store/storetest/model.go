@@ -5,6 +5,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -67,7 +68,7 @@ func (s mState) clone() mState {
 	return s
 }
 
-func opID(root string, seq uint64) string { return store.OperationID(root, seq) }
+func opID(root string, seq uint64) string { return fencegate.OperationID(root, seq) }
 
 func (s mState) begin(in store.BeginInput) (mState, mOut) {
 	s = s.clone()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegate/fencegate/internal/problem"
+	"github.com/fencegate/fencegate"
 )
 
 // FuzzReadReplayIncomplete: whatever a replayed answer holds, reading it
@@ -15,20 +15,20 @@ import (
 // fencegate problem with that code (BackendStatus then an HTTP status or
 // 0), and otherwise its body is handed back byte for byte.
 func FuzzReadReplayIncomplete(f *testing.F) {
-	f.Add(409, problem.ContentType, `{"type":"https://fencegate.dev/problems/REPLAY_INCOMPLETE","status":409,"code":"REPLAY_INCOMPLETE","receiptId":"rcpt-1","backendStatus":201}`)
-	f.Add(409, problem.ContentType, `{"type":"https://fencegate.dev/problems/REPLAY_INCOMPLETE","code":"REPLAY_INCOMPLETE","backendStatus":1e300}`)
-	f.Add(409, problem.ContentType, `{"type":"https://fencegate.dev/problems/STALE_OWNER","code":"STALE_OWNER"}`)
-	f.Add(409, problem.ContentType+"; charset=utf-8", `{"type":"https://example.com/x","code":"REPLAY_INCOMPLETE"}`)
+	f.Add(409, fencegate.ProblemContentType, `{"type":"https://fencegate.dev/problems/REPLAY_INCOMPLETE","status":409,"code":"REPLAY_INCOMPLETE","receiptId":"rcpt-1","backendStatus":201}`)
+	f.Add(409, fencegate.ProblemContentType, `{"type":"https://fencegate.dev/problems/REPLAY_INCOMPLETE","code":"REPLAY_INCOMPLETE","backendStatus":1e300}`)
+	f.Add(409, fencegate.ProblemContentType, `{"type":"https://fencegate.dev/problems/STALE_OWNER","code":"STALE_OWNER"}`)
+	f.Add(409, fencegate.ProblemContentType+"; charset=utf-8", `{"type":"https://example.com/x","code":"REPLAY_INCOMPLETE"}`)
 	f.Add(200, "application/json", `{"ok":true}`)
-	f.Add(500, problem.ContentType, `{not json`)
-	f.Add(409, problem.ContentType, strings.Repeat("x", 70<<10))
+	f.Add(500, fencegate.ProblemContentType, `{not json`)
+	f.Add(409, fencegate.ProblemContentType, strings.Repeat("x", 70<<10))
 	f.Fuzz(func(t *testing.T, status int, contentType, body string) {
 		resp := &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body))}
 		resp.Header.Set("Content-Type", contentType)
-		resp.Header.Set(HeaderReplayed, "true")
+		resp.Header.Set(fencegate.HeaderReplayed, "true")
 		ri := readReplayIncomplete(resp, "rcpt-x")
 		if ri != nil {
-			if ri.Problem == nil || ri.Problem.Code != CodeReplayIncomplete || ri.ReceiptID != "rcpt-x" ||
+			if ri.Problem == nil || ri.Problem.Code != fencegate.CodeReplayIncomplete || ri.ReceiptID != "rcpt-x" ||
 				(ri.BackendStatus != 0 && (ri.BackendStatus < 100 || ri.BackendStatus > 599)) {
 				t.Fatalf("REPLAY_INCOMPLETE read as %+v", ri)
 			}

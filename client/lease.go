@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -158,11 +159,11 @@ func (h *Holder) observeLocked(op string, sent time.Time, l *Lease, err error) {
 		var ce *Error
 		if errors.As(err, &ce) {
 			switch {
-			case ce.Code() == "LEASE_NOT_HELD":
+			case ce.Code() == fencegate.CodeLeaseNotHeld:
 				st, _ := ce.Problem.Extra["state"].(string)
 				h.endLocked(st, err, nil)
 				return
-			case ce.Code() == "NOT_FOUND" && op != opAcquire:
+			case ce.Code() == fencegate.CodeNotFound && op != opAcquire:
 				// The registry does not know the lease (restored from an
 				// old snapshot?): it is certainly not held.
 				h.endLocked(verify.StateExpired, err, nil)

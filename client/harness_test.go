@@ -16,10 +16,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/internal/faultproxy"
 	"github.com/fencegate/fencegate/internal/identity"
 	"github.com/fencegate/fencegate/proxy"
-	"github.com/fencegate/fencegate/registry/client"
 	regserver "github.com/fencegate/fencegate/registry/server"
 )
 

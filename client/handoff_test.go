@@ -8,24 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/internal/problem"
-	"github.com/fencegate/fencegate/proxy"
-	"github.com/fencegate/fencegate/registry/client"
 )
 
-// TestSentinelsMatchTheirCodes: the sidecar re-exports the SDK's codes, and
-// every sentinel matches its own code only.
+// TestSentinelsMatchTheirCodes: every sentinel matches its own code only.
 func TestSentinelsMatchTheirCodes(t *testing.T) {
-	if proxy.CodeStaleOwner != client.CodeStaleOwner || proxy.HeaderGrant != client.HeaderGrant {
-		t.Fatal("the sidecar no longer re-exports the SDK's contract constants")
-	}
-	// Every sentinel matches its own code only.
-	sentinels := map[string]error{
-		client.CodeStaleOwner: client.ErrStaleOwner, client.CodeSegmentGap: client.ErrSegmentGap,
-		client.CodeGrantNotHeld: client.ErrGrantNotHeld, client.CodeMutationUnknown: client.ErrMutationUnknown,
-		client.CodeRegistryUnavailable: client.ErrRegistryUnavailable, client.CodeBackendUnavailable: client.ErrBackendUnavailable,
-		client.CodeReplayIncomplete: client.ErrReplayIncomplete,
+	sentinels := map[fencegate.Code]error{
+		fencegate.CodeStaleOwner: client.ErrStaleOwner, fencegate.CodeSegmentGap: client.ErrSegmentGap,
+		fencegate.CodeGrantNotHeld: client.ErrGrantNotHeld, fencegate.CodeMutationUnknown: client.ErrMutationUnknown,
+		fencegate.CodeRegistryUnavailable: client.ErrRegistryUnavailable, fencegate.CodeBackendUnavailable: client.ErrBackendUnavailable,
+		fencegate.CodeReplayIncomplete: client.ErrReplayIncomplete,
 	}
 	for code := range sentinels {
 		rej := &client.RejectionError{Problem: problemWithCode(code)}
@@ -56,7 +50,7 @@ func TestHandoffToDownstreamWorker(t *testing.T) {
 	resp.Body.Close()
 
 	msg := h.Handoff(2).Header() // travels with the message
-	if msg.Get(client.HeaderToken) != client.FormatSegment(h.Fence()) || msg.Get(client.HeaderRoot) != h.OperationRoot() {
+	if msg.Get(fencegate.HeaderToken) != fencegate.FormatSegment(h.Fence()) || msg.Get(fencegate.HeaderRoot) != h.OperationRoot() {
 		t.Fatalf("message headers %v", msg)
 	}
 
@@ -76,7 +70,7 @@ func TestHandoffToDownstreamWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get(client.HeaderReceipt) == "" {
+	if resp.StatusCode != 200 || resp.Header.Get(fencegate.HeaderReceipt) == "" {
 		t.Fatalf("downstream write: %d", resp.StatusCode)
 	}
 	writes := s.backend.all()
@@ -86,12 +80,19 @@ func TestHandoffToDownstreamWorker(t *testing.T) {
 
 	// Mixed-up or broken messages are refused before any write.
 	bad := []func(m map[string]string){
-		func(m map[string]string) { m[client.HeaderToken] = "7" },                    // fence not the grant's
-		func(m map[string]string) { m[client.HeaderRoot] = "sha256:other" },          // root not the grant's
-		func(m map[string]string) { m[client.HeaderSegment] = "0" },                  // no such segment
-		func(m map[string]string) { m[client.HeaderToken] = "-1" },                   // not a token
-		func(m map[string]string) { delete(m, client.HeaderRoot) },                   // missing root
-		func(m map[string]string) { m["fence-token"] = m[client.HeaderToken] + "0" }, // duplicate key
+		func(m map[string]string) { m[fencegate.HeaderToken] = "7" },                    // fence not the grant's
+		func(m map[string]string) { m[fencegate.HeaderRoot] = "sha256:other" },          // root not the grant's
+		func(m map[string]string) { m[fencegate.HeaderSegment] = "0" },                  // no such segment
+		func(m map[string]string) { m[fencegate.HeaderToken] = "-1" },                   // not a token
+		func(m map[string]string) { delete(m, fencegate.HeaderRoot) },                   // missing root
+		func(m map[string]string) { m["fence-token"] = m[fencegate.HeaderToken] + "0" }, // duplicate key
+
+		// Above fencegate.MaxSeq: the sidecar and the store refuse it, so the
+		// SDK does too (it used to accept up to 2^64-1).
+		func(m map[string]string) { m[fencegate.HeaderSegment] = "4294967296" },
+		// Not a resource ID the registry could have granted (no grant to
+		// compare with): refused by the contract's one rule.
+		func(m map[string]string) { delete(m, fencegate.HeaderGrant); m[fencegate.HeaderResource] = "a b/../c" },
 	}
 	for i, mutate := range bad {
 		m := h.Handoff(2).Map()
@@ -113,4 +114,4 @@ func lowerKeys(m map[string]string) map[string]string {
 	return out
 }
 
-func problemWithCode(code string) *problem.Details { return problem.New(409, code, "") }
+func problemWithCode(code fencegate.Code) *fencegate.Problem { return fencegate.NewProblem(code, "") }

@@ -5,42 +5,42 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fencegate/fencegate/internal/problem"
+	"github.com/fencegate/fencegate"
 )
 
 // codeError is a sentinel matched by problem code.
-type codeError struct{ code string }
+type codeError struct{ code fencegate.Code }
 
 // Error implements error.
-func (e *codeError) Error() string { return "client: " + e.code }
+func (e *codeError) Error() string { return "client: " + string(e.code) }
 
 // Sentinels, one per problem code of the registry API. An *Error matches
 // the sentinel of its code: errors.Is(err, client.ErrLeaseHeld).
 var (
 	// ErrInvalidRequest: a malformed field (resource, request ID, TTL, wait ...).
-	ErrInvalidRequest error = &codeError{"INVALID_REQUEST"}
+	ErrInvalidRequest error = &codeError{fencegate.CodeInvalidRequest}
 	// ErrIdentityRequired: no caller workload identity could be established
 	// (registry or sidecar).
-	ErrIdentityRequired error = &codeError{"IDENTITY_REQUIRED"}
+	ErrIdentityRequired error = &codeError{fencegate.CodeIdentityRequired}
 	// ErrNotOwner: the caller is not the lease's owner.
-	ErrNotOwner error = &codeError{"NOT_OWNER"}
+	ErrNotOwner error = &codeError{fencegate.CodeNotOwner}
 	// ErrPolicyDenied: the resource's policy refuses this owner, TTL or operation class.
-	ErrPolicyDenied error = &codeError{"POLICY_DENIED"}
+	ErrPolicyDenied error = &codeError{fencegate.CodePolicyDenied}
 	// ErrLeaseHeld: the resource is held by another lease (a waiting
 	// acquire's wait ran out).
-	ErrLeaseHeld error = &codeError{"LEASE_HELD"}
+	ErrLeaseHeld error = &codeError{fencegate.CodeLeaseHeld}
 	// ErrLeaseNotHeld: a renewal of a lease that is expired, released or
 	// revoked; the problem's "state" member says which.
-	ErrLeaseNotHeld error = &codeError{"LEASE_NOT_HELD"}
+	ErrLeaseNotHeld error = &codeError{fencegate.CodeLeaseNotHeld}
 	// ErrRequestConflict: the request ID was used for another acquire.
-	ErrRequestConflict error = &codeError{"REQUEST_CONFLICT"}
+	ErrRequestConflict error = &codeError{fencegate.CodeRequestConflict}
 	// ErrNotFound: no such lease, grant or request ID.
-	ErrNotFound error = &codeError{"NOT_FOUND"}
+	ErrNotFound error = &codeError{fencegate.CodeNotFound}
 	// ErrAdminRequired: an admin call without admin rights.
-	ErrAdminRequired error = &codeError{"ADMIN_REQUIRED"}
+	ErrAdminRequired error = &codeError{fencegate.CodeAdminRequired}
 	// ErrBackendUnavailable: the registry's backend (or the sidecar's
 	// backend, before anything was sent) is unavailable.
-	ErrBackendUnavailable error = &codeError{"BACKEND_UNAVAILABLE"}
+	ErrBackendUnavailable error = &codeError{fencegate.CodeBackendUnavailable}
 )
 
 // ErrUnexpectedResponse is returned for an answer that is neither the
@@ -50,7 +50,7 @@ var ErrUnexpectedResponse = errors.New("client: unexpected response")
 // Error is a problem answered by the server.
 type Error struct {
 	StatusCode int
-	Problem    *problem.Details
+	Problem    *fencegate.Problem
 }
 
 // Error implements error.
@@ -59,7 +59,7 @@ func (e *Error) Error() string {
 }
 
 // Code is the problem's stable code.
-func (e *Error) Code() string { return e.Problem.Code }
+func (e *Error) Code() fencegate.Code { return e.Problem.Code }
 
 // Is matches the sentinel of the problem's code.
 func (e *Error) Is(target error) bool {
@@ -74,71 +74,71 @@ func (e *Error) Is(target error) bool {
 // answers, match ErrIdentityRequired and ErrBackendUnavailable above.
 var (
 	// ErrGrantRequired: the route is protected and the request had no grant.
-	ErrGrantRequired error = &codeError{CodeGrantRequired}
+	ErrGrantRequired error = &codeError{fencegate.CodeGrantRequired}
 	// ErrGrantInvalid: the grant is malformed, oversized, of an unknown key,
 	// of a refused algorithm, badly signed or of the wrong schema.
-	ErrGrantInvalid error = &codeError{CodeGrantInvalid}
+	ErrGrantInvalid error = &codeError{fencegate.CodeGrantInvalid}
 	// ErrOwnerMismatch: the caller's workload identity is not the grant's owner.
-	ErrOwnerMismatch error = &codeError{CodeOwnerMismatch}
+	ErrOwnerMismatch error = &codeError{fencegate.CodeOwnerMismatch}
 	// ErrResourceMismatch: the route's resource is not the grant's.
-	ErrResourceMismatch error = &codeError{CodeResourceMismatch}
+	ErrResourceMismatch error = &codeError{fencegate.CodeResourceMismatch}
 	// ErrPolicyMismatch: the grant's policy generation is not the current one.
-	ErrPolicyMismatch error = &codeError{CodePolicyMismatch}
+	ErrPolicyMismatch error = &codeError{fencegate.CodePolicyMismatch}
 	// ErrGrantNotHeld: the registry says the grant expired, was released or revoked.
-	ErrGrantNotHeld error = &codeError{CodeGrantNotHeld}
+	ErrGrantNotHeld error = &codeError{fencegate.CodeGrantNotHeld}
 	// ErrEpochRevoked: the grant's issuer epoch was revoked.
-	ErrEpochRevoked error = &codeError{CodeEpochRevoked}
+	ErrEpochRevoked error = &codeError{fencegate.CodeEpochRevoked}
 	// ErrStatusStale: the Fence-Status proof is expired, not for this grant,
 	// or not fresh enough.
-	ErrStatusStale error = &codeError{CodeStatusStale}
+	ErrStatusStale error = &codeError{fencegate.CodeStatusStale}
 	// ErrStaleOwner: a higher fence was already accepted for the resource;
 	// this worker is no longer the owner.
-	ErrStaleOwner error = &codeError{CodeStaleOwner}
+	ErrStaleOwner error = &codeError{fencegate.CodeStaleOwner}
 	// ErrSegmentGap: the segment is out of order (a new fence must start at
 	// 1, a known one continue at lastSeq+1).
-	ErrSegmentGap error = &codeError{CodeSegmentGap}
+	ErrSegmentGap error = &codeError{fencegate.CodeSegmentGap}
 	// ErrSegmentConflict: an accepted (fence, segment) was sent again with
 	// another payload; the attempt was quarantined.
-	ErrSegmentConflict error = &codeError{CodeSegmentConflict}
+	ErrSegmentConflict error = &codeError{fencegate.CodeSegmentConflict}
 	// ErrFenceRegression: the registry issued a fence that went backwards;
 	// the resource is paused.
-	ErrFenceRegression error = &codeError{CodeFenceRegression}
+	ErrFenceRegression error = &codeError{fencegate.CodeFenceRegression}
 	// ErrMutationUnknown: an earlier mutation's outcome is unknown and the
 	// resource awaits reconciliation (see Sidecar.Recover).
-	ErrMutationUnknown error = &codeError{CodeMutationUnknown}
+	ErrMutationUnknown error = &codeError{fencegate.CodeMutationUnknown}
 	// ErrRegistryUnavailable: the sidecar could not establish the grant's
 	// status and failed closed.
-	ErrRegistryUnavailable error = &codeError{CodeRegistryUnavailable}
+	ErrRegistryUnavailable error = &codeError{fencegate.CodeRegistryUnavailable}
 	// ErrFenceHeaderInvalid: a Fence-* header is duplicated or malformed.
-	ErrFenceHeaderInvalid error = &codeError{CodeFenceHeaderInvalid}
+	ErrFenceHeaderInvalid error = &codeError{fencegate.CodeFenceHeaderInvalid}
 	// ErrInvalidResource: the route's path does not make a valid resource ID.
-	ErrInvalidResource error = &codeError{CodeInvalidResource}
+	ErrInvalidResource error = &codeError{fencegate.CodeInvalidResource}
 	// ErrBodyTooLarge: the body exceeds the route's limit.
-	ErrBodyTooLarge error = &codeError{CodeBodyTooLarge}
+	ErrBodyTooLarge error = &codeError{fencegate.CodeBodyTooLarge}
 	// ErrBodyUnreadable: the sidecar could not read the whole body.
-	ErrBodyUnreadable error = &codeError{CodeBodyUnreadable}
+	ErrBodyUnreadable error = &codeError{fencegate.CodeBodyUnreadable}
 	// ErrDigestMismatch: Content-Digest does not match the body.
-	ErrDigestMismatch error = &codeError{CodeDigestMismatch}
+	ErrDigestMismatch error = &codeError{fencegate.CodeDigestMismatch}
 	// ErrRouteNotProtected: the mutation matched no protected route.
-	ErrRouteNotProtected error = &codeError{CodeRouteNotProtected}
+	ErrRouteNotProtected error = &codeError{fencegate.CodeRouteNotProtected}
 	// ErrResourceBusy: another mutation of the resource stayed in flight.
-	ErrResourceBusy error = &codeError{CodeResourceBusy}
+	ErrResourceBusy error = &codeError{fencegate.CodeResourceBusy}
 	// ErrResourcePaused: an operator paused the resource.
-	ErrResourcePaused error = &codeError{CodeResourcePaused}
+	ErrResourcePaused error = &codeError{fencegate.CodeResourcePaused}
 	// ErrStoreUnavailable: the sidecar's fenced store failed; nothing was forwarded.
-	ErrStoreUnavailable error = &codeError{CodeStoreUnavailable}
+	ErrStoreUnavailable error = &codeError{fencegate.CodeStoreUnavailable}
 	// ErrMethodOverrideRefused: the request carried a method-override header;
 	// send the real method instead.
-	ErrMethodOverrideRefused error = &codeError{CodeMethodOverrideRefused}
+	ErrMethodOverrideRefused error = &codeError{fencegate.CodeMethodOverrideRefused}
 	// ErrUpgradeRefused: the request asked for a protocol upgrade that the
 	// sidecar's configuration does not allow (h2c never is).
-	ErrUpgradeRefused error = &codeError{CodeUpgradeRefused}
+	ErrUpgradeRefused error = &codeError{fencegate.CodeUpgradeRefused}
 	// ErrReplayIncomplete: the segment was accepted (it has a receipt) but
 	// the sidecar did not keep the backend's whole answer, so a replay
 	// cannot give it back. A *ReplayIncompleteError carries the receipt ID
 	// and the backend's status. It is neither a rejection nor an unknown
 	// outcome: the write is accepted, do not send it again.
-	ErrReplayIncomplete error = &codeError{CodeReplayIncomplete}
+	ErrReplayIncomplete error = &codeError{fencegate.CodeReplayIncomplete}
 )
 
 // Errors of the lease state machine and the worker helpers.
@@ -166,8 +166,9 @@ var (
 	// not prove it was not applied: the resource may be awaiting
 	// reconciliation (MUTATION_UNKNOWN).
 	ErrNoReceipt = errors.New("client: no receipt for the operation")
-	// ErrInvalidSegment: a segment number is not a decimal integer >= 1.
-	ErrInvalidSegment = errors.New("client: invalid segment")
+	// ErrInvalidSegment: a segment number is not a decimal integer in
+	// 1..fencegate.MaxSeq. It is fencegate.ErrInvalidSegment.
+	ErrInvalidSegment = fencegate.ErrInvalidSegment
 	// ErrInvalidHandoff: message headers do not hold a consistent hand-off
 	// (fence, operation root, segment).
 	ErrInvalidHandoff = errors.New("client: invalid hand-off headers")
@@ -187,7 +188,7 @@ type RejectionError struct {
 	StatusCode int
 	// Problem is the problem document (Problem.Code, Problem.Detail and
 	// extension members such as "highestFence" in Problem.Extra).
-	Problem *problem.Details
+	Problem *fencegate.Problem
 	// RetryAfter is the Retry-After header, if any.
 	RetryAfter time.Duration
 	// Method and URL are the request's.
@@ -204,7 +205,7 @@ func (e *RejectionError) Error() string {
 }
 
 // Code is the problem's stable code.
-func (e *RejectionError) Code() string { return e.Problem.Code }
+func (e *RejectionError) Code() fencegate.Code { return e.Problem.Code }
 
 // Is matches the sentinel of the problem's code.
 func (e *RejectionError) Is(target error) bool {
@@ -311,7 +312,7 @@ type ReplayIncompleteError struct {
 	// StatusCode is the HTTP status of the sidecar's answer (409).
 	StatusCode int
 	// Problem is the sidecar's problem document.
-	Problem *problem.Details
+	Problem *fencegate.Problem
 }
 
 // Error implements error.

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"runtime"
 	"sync"
+
+	"github.com/fencegate/fencegate"
 )
 
 // SegmentFunc builds the request of segment seq of a long task. RunSegments
@@ -136,8 +138,8 @@ func (t *Transport) RunSegments(ctx context.Context, n int, build SegmentFunc, o
 		return rep, nil
 	}
 	rep.Last = cfg.first + uint64(n) - 1
-	if rep.Last < cfg.first {
-		return rep, fmt.Errorf("%w: %d segments from %d overflow", ErrInvalidSegment, n, cfg.first)
+	if rep.Last < cfg.first || rep.Last > fencegate.MaxSeq {
+		return rep, fmt.Errorf("%w: %d segments from %d go past %d", ErrInvalidSegment, n, cfg.first, uint64(fencegate.MaxSeq))
 	}
 
 	type slot struct {
@@ -207,7 +209,7 @@ func (t *Transport) RunSegments(ctx context.Context, n int, build SegmentFunc, o
 		}
 		req := slots[i].req.WithContext(ctx)
 		slots[i].req = nil // the Transport owns its body now
-		req.Header.Set(HeaderSegment, FormatSegment(seq))
+		req.Header.Set(fencegate.HeaderSegment, fencegate.FormatSegment(seq))
 		resp, err := t.RoundTrip(req)
 		<-sem
 		var unknown *OutcomeUnknownError
@@ -238,13 +240,13 @@ func (t *Transport) RunSegments(ctx context.Context, n int, build SegmentFunc, o
 			sent := !errors.Is(err, ErrNotHolding) && !errors.Is(err, ErrNotSent)
 			return fail(sent, err)
 		}
-		res := SegmentResult{Seq: seq, OperationID: OperationID(rep.OperationRoot, seq), Receipt: resp.Header.Get(HeaderReceipt),
-			Replayed: resp.Header.Get(HeaderReplayed) == "true", StatusCode: resp.StatusCode, Header: resp.Header}
+		res := SegmentResult{Seq: seq, OperationID: fencegate.OperationID(rep.OperationRoot, seq), Receipt: resp.Header.Get(fencegate.HeaderReceipt),
+			Replayed: resp.Header.Get(fencegate.HeaderReplayed) == "true", StatusCode: resp.StatusCode, Header: resp.Header}
 		res.Body, err = io.ReadAll(io.LimitReader(resp.Body, cfg.bodyLimit))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<20))
 		resp.Body.Close()
 		if res.Receipt == "" {
-			return fail(true, fmt.Errorf("client: %d answer without %s: is the route protected?", resp.StatusCode, HeaderReceipt))
+			return fail(true, fmt.Errorf("client: %d answer without %s: is the route protected?", resp.StatusCode, fencegate.HeaderReceipt))
 		}
 		rep.Accepted = append(rep.Accepted, res)
 		if err != nil {

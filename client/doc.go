@@ -59,7 +59,10 @@
 // outcome as unknown (for an acquire: look the request ID up; never start
 // a second identity). The Holder does this for you.
 //
-// The header names and codes of the request contract are defined here
-// (HeaderGrant, CodeStaleOwner, ...), spelled exactly as the sidecar's:
-// the sidecar imports this package, not the other way round.
+// The header names, codes, segment and operation-ID rules and wire types
+// of the request contract are the root package's (fencegate.HeaderGrant,
+// fencegate.CodeStaleOwner, fencegate.ParseSegment, fencegate.Lease ...),
+// which the registry and the sidecar use too. The SDK imports no server
+// code: only the root package, package verify, jwx and the standard
+// library.
 package client

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fencegate/fencegate/internal/problem"
+	"github.com/fencegate/fencegate"
 )
 
 // DefaultProofMaxAge is the freshness a Transport in proof mode assumes
@@ -160,18 +160,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
-	opID := OperationID(t.h.OperationRoot(), seq)
+	opID := fencegate.OperationID(t.h.OperationRoot(), seq)
 	var connected atomic.Bool
 	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }})
 	out := req.Clone(ctx)
 	for k, v := range t.header {
 		out.Header[k] = v
 	}
-	out.Header.Set(HeaderGrant, t.h.Grant())
-	out.Header.Set(HeaderSegment, FormatSegment(seq))
-	out.Header.Del(HeaderStatus)
+	out.Header.Set(fencegate.HeaderGrant, t.h.Grant())
+	out.Header.Set(fencegate.HeaderSegment, fencegate.FormatSegment(seq))
+	out.Header.Del(fencegate.HeaderStatus)
 	if proof != "" {
-		out.Header.Set(HeaderStatus, proof)
+		out.Header.Set(fencegate.HeaderStatus, proof)
 	}
 	resp, err := t.base.RoundTrip(out)
 	if err != nil {
@@ -180,7 +180,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, &OutcomeUnknownError{Method: req.Method, URL: req.URL.Redacted(), Resource: t.h.Resource(), Seq: seq, OperationID: opID, Err: err}
 	}
-	if receipt := resp.Header.Get(HeaderReceipt); receipt != "" {
+	if receipt := resp.Header.Get(fencegate.HeaderReceipt); receipt != "" {
 		t.h.noteSegment(seq)
 		if ri := readReplayIncomplete(resp, receipt); ri != nil {
 			ri.Method, ri.URL, ri.Resource, ri.Seq, ri.OperationID = req.Method, req.URL.Redacted(), t.h.Resource(), seq, opID
@@ -199,7 +199,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // readRejection returns the sidecar's rejection in resp, consuming and
 // closing its body, or nil (resp untouched) when resp is not one.
 func readRejection(resp *http.Response) *RejectionError {
-	d := readProblem(resp, func(*problem.Details) bool { return true })
+	d := readProblem(resp, func(*fencegate.Problem) bool { return true })
 	if d == nil {
 		return nil
 	}
@@ -215,10 +215,10 @@ func readRejection(resp *http.Response) *RejectionError {
 // body, or nil (resp untouched) when resp is not one: any other replay is
 // the backend's stored answer.
 func readReplayIncomplete(resp *http.Response, receipt string) *ReplayIncompleteError {
-	if resp.Header.Get(HeaderReplayed) != "true" {
+	if resp.Header.Get(fencegate.HeaderReplayed) != "true" {
 		return nil
 	}
-	d := readProblem(resp, func(d *problem.Details) bool { return d.Code == CodeReplayIncomplete })
+	d := readProblem(resp, func(d *fencegate.Problem) bool { return d.Code == fencegate.CodeReplayIncomplete })
 	if d == nil {
 		return nil
 	}
@@ -234,15 +234,15 @@ func readReplayIncomplete(resp *http.Response, receipt string) *ReplayIncomplete
 // consuming and closing resp's body; otherwise nil, with resp's body handed
 // back as it was (the backend's own problem, on an unprotected route or in
 // a replay).
-func readProblem(resp *http.Response, want func(*problem.Details) bool) *problem.Details {
-	if resp.StatusCode < 400 || !strings.HasPrefix(resp.Header.Get("Content-Type"), problem.ContentType) {
+func readProblem(resp *http.Response, want func(*fencegate.Problem) bool) *fencegate.Problem {
+	if resp.StatusCode < 400 || !strings.HasPrefix(resp.Header.Get("Content-Type"), fencegate.ProblemContentType) {
 		return nil
 	}
 	const limit = 64 << 10
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	var d problem.Details
+	var d fencegate.Problem
 	if err != nil || len(buf) > limit || json.Unmarshal(buf, &d) != nil ||
-		!strings.HasPrefix(d.Type, problem.TypeBase) || d.Code == "" || !want(&d) {
+		!strings.HasPrefix(d.Type, fencegate.ProblemTypeBase) || d.Code == "" || !want(&d) {
 		resp.Body = struct {
 			io.Reader
 			io.Closer

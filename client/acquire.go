@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fencegate/fencegate/verify"
 )
 
 // Hold acquires a lease on resource and returns a Holder that keeps it:
@@ -156,7 +158,7 @@ func (h *Holder) acquire(ctx context.Context) (*Lease, time.Time, error) {
 		})
 		cancel()
 		switch {
-		case err == nil && l.State == "HELD":
+		case err == nil && l.State == verify.StateHeld:
 			return l, sent, nil
 		case err == nil:
 			// The request ID's grant exists but is over: an earlier Hold
@@ -178,7 +180,7 @@ func (h *Holder) acquire(ctx context.Context) (*Lease, time.Time, error) {
 			return nil, time.Time{}, lerr
 		}
 		if found {
-			if l.State == "HELD" {
+			if l.State == verify.StateHeld {
 				return l, sent2, nil
 			}
 			if cfg.userRequestID {
@@ -251,9 +253,9 @@ func (h *Holder) cleanup() bool {
 	if err != nil {
 		return false
 	}
-	if l.State == "HELD" {
+	if l.State == verify.StateHeld {
 		r, err := h.c.Release(ctx, l.Lease)
-		return err == nil && r.State != "HELD"
+		return err == nil && r.State != verify.StateHeld
 	}
 	return true
 }

@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/internal/faultproxy"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/registry/client"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -61,7 +62,7 @@ func TestLostAcquireResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.Header.Get(client.HeaderReceipt) == "" {
+	if resp.Header.Get(fencegate.HeaderReceipt) == "" {
 		t.Fatalf("no receipt: %d", resp.StatusCode)
 	}
 }
@@ -313,7 +314,7 @@ func TestLeaseExpiresWhileSegmentInFlight(t *testing.T) {
 	})
 	tr := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a"))
 	rep, err := tr.RunSegments(ctx, 3, func(ctx context.Context, seq uint64) (*http.Request, error) {
-		return s.put(ctx, batchPath+"in-flight", "part-"+client.FormatSegment(seq)), nil
+		return s.put(ctx, batchPath+"in-flight", "part-"+fencegate.FormatSegment(seq)), nil
 	})
 	if !errors.Is(err, client.ErrNotHolding) {
 		t.Fatalf("RunSegments: %v, want ErrNotHolding", err)
@@ -349,7 +350,7 @@ func TestSegmentsStopAtStaleOwner(t *testing.T) {
 	tra := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a"))
 	build := func(owner string) client.SegmentFunc {
 		return func(ctx context.Context, seq uint64) (*http.Request, error) {
-			return s.put(ctx, batchPath+"stale", owner+"-"+client.FormatSegment(seq)), nil
+			return s.put(ctx, batchPath+"stale", owner+"-"+fencegate.FormatSegment(seq)), nil
 		}
 	}
 	if rep, err := tra.RunSegments(ctx, 1, build("a")); err != nil || !rep.Complete() {
@@ -376,7 +377,7 @@ func TestSegmentsStopAtStaleOwner(t *testing.T) {
 	if !errors.Is(err, client.ErrStaleOwner) || !errors.As(err, &rej) {
 		t.Fatalf("worker-a's later segments: %v, want STALE_OWNER", err)
 	}
-	if rej.StatusCode != http.StatusConflict || rej.Problem.Code != client.CodeStaleOwner || rej.Seq != 2 {
+	if rej.StatusCode != http.StatusConflict || rej.Problem.Code != fencegate.CodeStaleOwner || rej.Seq != 2 {
 		t.Fatalf("rejection %+v", rej)
 	}
 	if len(rep.Accepted) != 0 || rep.Failed == nil || rep.Failed.Seq != 2 || !rep.Failed.Sent {
@@ -415,7 +416,7 @@ func TestSegmentsInOrder(t *testing.T) {
 		mu.Lock()
 		built = append(built, seq)
 		mu.Unlock()
-		return s.put(ctx, batchPath+"order", "part-"+client.FormatSegment(seq)), nil
+		return s.put(ctx, batchPath+"order", "part-"+fencegate.FormatSegment(seq)), nil
 	}
 	rep, err := tr.RunSegments(ctx, 5, build, client.WithParallelism(5))
 	if err != nil || !rep.Complete() {
@@ -431,8 +432,8 @@ func TestSegmentsInOrder(t *testing.T) {
 	}
 	receipts := map[string]bool{}
 	for i, w := range writes {
-		want := client.FormatSegment(uint64(i + 1))
-		if w.Segment != want || w.Body != "part-"+want || w.OperationID != client.OperationID(h.OperationRoot(), uint64(i+1)) {
+		want := fencegate.FormatSegment(uint64(i + 1))
+		if w.Segment != want || w.Body != "part-"+want || w.OperationID != fencegate.OperationID(h.OperationRoot(), uint64(i+1)) {
 			t.Fatalf("write %d: %+v", i, w)
 		}
 	}
@@ -468,7 +469,7 @@ func TestLostSidecarAnswerRecovered(t *testing.T) {
 	if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.As(err, &ue) {
 		t.Fatalf("lost answer: %v, want an OutcomeUnknownError", err)
 	}
-	if ue.OperationID != client.OperationID(h.OperationRoot(), 1) {
+	if ue.OperationID != fencegate.OperationID(h.OperationRoot(), 1) {
 		t.Fatalf("operation ID %q", ue.OperationID)
 	}
 	rc, err := tr.Recover(ctx, err)
@@ -479,7 +480,7 @@ func TestLostSidecarAnswerRecovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sc.Recover(ctx, "batch/recover", client.OperationID(h.OperationRoot(), 9)); !errors.Is(err, client.ErrNoReceipt) {
+	if _, err := sc.Recover(ctx, "batch/recover", fencegate.OperationID(h.OperationRoot(), 9)); !errors.Is(err, client.ErrNoReceipt) {
 		t.Fatalf("recover of an operation never sent: %v", err)
 	}
 
@@ -490,7 +491,7 @@ func TestLostSidecarAnswerRecovered(t *testing.T) {
 		if seq == 3 {
 			once.Do(func() { s.sidecarFP.SetModeN(faultproxy.DropResponse, 1) })
 		}
-		return s.put(ctx, batchPath+"recover", "part-"+client.FormatSegment(seq)), nil
+		return s.put(ctx, batchPath+"recover", "part-"+fencegate.FormatSegment(seq)), nil
 	}, client.WithFirstSegment(2), client.WithParallelism(1))
 	if err != nil || !rep.Complete() {
 		t.Fatalf("run: %v", err)
@@ -517,7 +518,7 @@ func TestRejectionsAreTyped(t *testing.T) {
 	defer h.Release(ctx)
 	tr := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a"))
 	req := s.put(ctx, batchPath+"typed", "x")
-	req.Header.Set(client.HeaderSegment, "3")
+	req.Header.Set(fencegate.HeaderSegment, "3")
 	_, err = tr.RoundTrip(req)
 	var rej *client.RejectionError
 	if !errors.Is(err, client.ErrSegmentGap) || !errors.As(err, &rej) || errors.Is(err, client.ErrStaleOwner) {
@@ -562,7 +563,7 @@ func TestStatusProofMode(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.Header.Get(client.HeaderReceipt) == "" || !strings.HasPrefix(string(body), "stored") {
+	if resp.Header.Get(fencegate.HeaderReceipt) == "" || !strings.HasPrefix(string(body), "stored") {
 		t.Fatalf("with proof: %d %q", resp.StatusCode, body)
 	}
 	// A proof that is too old for the route is not reused: a sidecar
@@ -570,7 +571,7 @@ func TestStatusProofMode(t *testing.T) {
 	regBefore := s.regFault.Stats().RequestBytes
 	trFresh := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a"), client.WithStatusProof(time.Millisecond))
 	req := s.put(ctx, proofedPath+"p1", "y")
-	req.Header.Set(client.HeaderSegment, "2")
+	req.Header.Set(fencegate.HeaderSegment, "2")
 	time.Sleep(2 * time.Millisecond)
 	resp, err = trFresh.RoundTrip(req)
 	if err != nil {
@@ -689,7 +690,7 @@ func TestReadsPassThrough(t *testing.T) {
 		t.Fatalf("GET after release: %v", err)
 	}
 	resp.Body.Close()
-	if seen.Get(client.HeaderGrant) != "" || seen.Get("X-Test") != "1" {
+	if seen.Get(fencegate.HeaderGrant) != "" || seen.Get("X-Test") != "1" {
 		t.Fatalf("GET headers %v", seen)
 	}
 }

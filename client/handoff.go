@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/fencegate/fencegate"
 )
 
 // Handoff is what an asynchronous downstream worker must carry to make
@@ -36,21 +38,25 @@ func (h *Holder) Handoff(seq uint64) Handoff {
 }
 
 // OperationID is the hand-off segment's operation ID (root/seq).
-func (m Handoff) OperationID() string { return OperationID(m.OperationRoot, m.Segment) }
+func (m Handoff) OperationID() string { return fencegate.OperationID(m.OperationRoot, m.Segment) }
 
-// Validate checks the hand-off: a fence, a root and a segment are present,
-// and a grant, when present, is for the same resource, lease, fence and
-// root (its signature is the sidecar's to verify).
+// Validate checks the hand-off: a fence, a root, a segment in
+// 1..fencegate.MaxSeq and a valid resource ID (fencegate.ValidateResource)
+// are present, and a grant, when present, is for the same resource, lease,
+// fence and root (its signature is the sidecar's to verify).
 func (m Handoff) Validate() error {
 	switch {
 	case m.Fence == 0:
 		return fmt.Errorf("%w: no fence token", ErrInvalidHandoff)
 	case m.OperationRoot == "":
 		return fmt.Errorf("%w: no operation root", ErrInvalidHandoff)
-	case m.Segment == 0:
-		return fmt.Errorf("%w: segment must be >= 1", ErrInvalidHandoff)
+	case m.Segment == 0 || m.Segment > fencegate.MaxSeq:
+		return fmt.Errorf("%w: segment %d is not in 1..%d", ErrInvalidHandoff, m.Segment, uint64(fencegate.MaxSeq))
 	case m.Resource == "":
 		return fmt.Errorf("%w: no resource", ErrInvalidHandoff)
+	}
+	if err := fencegate.ValidateResource(m.Resource); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidHandoff, err)
 	}
 	if m.Grant == "" {
 		return nil
@@ -70,16 +76,16 @@ func (m Handoff) Validate() error {
 // AMQP ...), keyed by the canonical header names.
 func (m Handoff) Map() map[string]string {
 	out := map[string]string{
-		HeaderResource: m.Resource,
-		HeaderToken:    strconv.FormatUint(m.Fence, 10),
-		HeaderRoot:     m.OperationRoot,
-		HeaderSegment:  FormatSegment(m.Segment),
+		fencegate.HeaderResource: m.Resource,
+		fencegate.HeaderToken:    strconv.FormatUint(m.Fence, 10),
+		fencegate.HeaderRoot:     m.OperationRoot,
+		fencegate.HeaderSegment:  fencegate.FormatSegment(m.Segment),
 	}
 	if m.Lease != "" {
-		out[HeaderLease] = m.Lease
+		out[fencegate.HeaderLease] = m.Lease
 	}
 	if m.Grant != "" {
-		out[HeaderGrant] = m.Grant
+		out[fencegate.HeaderGrant] = m.Grant
 	}
 	return out
 }
@@ -130,7 +136,7 @@ func HandoffFromHeader(h http.Header) (Handoff, error) {
 
 func handoffFrom(get func(string) (string, error)) (Handoff, error) {
 	var m Handoff
-	vals := map[string]*string{HeaderResource: &m.Resource, HeaderRoot: &m.OperationRoot, HeaderLease: &m.Lease, HeaderGrant: &m.Grant}
+	vals := map[string]*string{fencegate.HeaderResource: &m.Resource, fencegate.HeaderRoot: &m.OperationRoot, fencegate.HeaderLease: &m.Lease, fencegate.HeaderGrant: &m.Grant}
 	for name, dst := range vals {
 		v, err := get(name)
 		if err != nil {
@@ -138,21 +144,21 @@ func handoffFrom(get func(string) (string, error)) (Handoff, error) {
 		}
 		*dst = v
 	}
-	tok, err := get(HeaderToken)
+	tok, err := get(fencegate.HeaderToken)
 	if err != nil {
 		return Handoff{}, err
 	}
 	if tok == "" || strings.TrimLeft(tok, "0123456789") != "" {
-		return Handoff{}, fmt.Errorf("%w: %s %q is not a decimal fence token", ErrInvalidHandoff, HeaderToken, tok)
+		return Handoff{}, fmt.Errorf("%w: %s %q is not a decimal fence token", ErrInvalidHandoff, fencegate.HeaderToken, tok)
 	}
 	if m.Fence, err = strconv.ParseUint(tok, 10, 64); err != nil {
-		return Handoff{}, fmt.Errorf("%w: %s %q: %v", ErrInvalidHandoff, HeaderToken, tok, err)
+		return Handoff{}, fmt.Errorf("%w: %s %q: %v", ErrInvalidHandoff, fencegate.HeaderToken, tok, err)
 	}
-	seg, err := get(HeaderSegment)
+	seg, err := get(fencegate.HeaderSegment)
 	if err != nil {
 		return Handoff{}, err
 	}
-	if m.Segment, err = ParseSegment(seg); err != nil {
+	if m.Segment, err = fencegate.ParseSegment(seg); err != nil {
 		return Handoff{}, fmt.Errorf("%w: %v", ErrInvalidHandoff, err)
 	}
 	if err := m.Validate(); err != nil {
@@ -166,6 +172,6 @@ func handoffFrom(get func(string) (string, error)) (Handoff, error) {
 // worker's identity must be the grant's owner. For a route in proof mode,
 // add a fresh Fence-Status too (Client.StatusByDigest).
 func (m Handoff) Apply(req *http.Request) {
-	req.Header.Set(HeaderGrant, m.Grant)
-	req.Header.Set(HeaderSegment, FormatSegment(m.Segment))
+	req.Header.Set(fencegate.HeaderGrant, m.Grant)
+	req.Header.Set(fencegate.HeaderSegment, fencegate.FormatSegment(m.Segment))
 }

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 )
 
 // TestEveryNonReadMethodCarriesTheGrant: the sidecar treats every method
@@ -29,7 +30,7 @@ func TestEveryNonReadMethodCarriesTheGrant(t *testing.T) {
 			t.Fatalf("%s: %v", m, err)
 		}
 		resp.Body.Close()
-		if seen.Get(client.HeaderGrant) == "" {
+		if seen.Get(fencegate.HeaderGrant) == "" {
 			t.Errorf("%s sent without Fence-Grant", m)
 		}
 	}
@@ -40,7 +41,7 @@ func TestEveryNonReadMethodCarriesTheGrant(t *testing.T) {
 			t.Fatalf("%s: %v", m, err)
 		}
 		resp.Body.Close()
-		if seen.Get(client.HeaderGrant) != "" {
+		if seen.Get(fencegate.HeaderGrant) != "" {
 			t.Errorf("read %s sent Fence-Grant", m)
 		}
 	}

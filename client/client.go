@@ -16,9 +16,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
-	"github.com/fencegate/fencegate/internal/problem"
-	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate"
 )
 
 // Client talks to one registry. It is safe for concurrent use.
@@ -94,8 +92,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Lease is the registry's answer about a lease.
-type Lease = httpapi.Lease
+// Lease is the registry's answer about a lease: the contract's wire type
+// (fencegate.Lease), named here for the SDK's callers.
+type Lease = fencegate.Lease
 
 // AcquireRequest asks for a lease.
 type AcquireRequest struct {
@@ -111,7 +110,7 @@ type AcquireRequest struct {
 // call Lookup with the same request ID (or Acquire again with it).
 func (c *Client) Acquire(ctx context.Context, r AcquireRequest) (*Lease, error) {
 	var out Lease
-	err := c.do(ctx, http.MethodPost, "/v1/leases", httpapi.AcquireBody{
+	err := c.do(ctx, http.MethodPost, "/v1/leases", fencegate.AcquireBody{
 		Resource: r.Resource, RequestID: r.RequestID, OpClass: r.OpClass,
 		TTLMs: r.TTL.Milliseconds(), WaitMs: r.Wait.Milliseconds(),
 	}, &out, false)
@@ -128,7 +127,7 @@ func (c *Client) Lookup(ctx context.Context, requestID string) (*Lease, error) {
 // Renew extends a lease by ttl (0: the lease's own TTL).
 func (c *Client) Renew(ctx context.Context, lease string, ttl time.Duration) (*Lease, error) {
 	var out Lease
-	err := c.do(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(lease)+"/renew", httpapi.RenewBody{TTLMs: ttl.Milliseconds()}, &out, false)
+	err := c.do(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(lease)+"/renew", fencegate.RenewBody{TTLMs: ttl.Milliseconds()}, &out, false)
 	return &out, err
 }
 
@@ -154,8 +153,8 @@ func (c *Client) StatusByDigest(ctx context.Context, digest string) (*Lease, err
 }
 
 // Resource reads a resource's fence sequence and holder.
-func (c *Client) Resource(ctx context.Context, resource string) (*httpapi.Resource, error) {
-	var out httpapi.Resource
+func (c *Client) Resource(ctx context.Context, resource string) (*fencegate.Resource, error) {
+	var out fencegate.Resource
 	err := c.do(ctx, http.MethodGet, "/v1/resources/"+resource, nil, &out, false)
 	return &out, err
 }
@@ -174,27 +173,27 @@ func (c *Client) JWKS(ctx context.Context) (jwk.Set, error) {
 }
 
 // BumpEpoch increments the issuer epoch (admin).
-func (c *Client) BumpEpoch(ctx context.Context) (registry.Meta, error) {
-	var m registry.Meta
+func (c *Client) BumpEpoch(ctx context.Context) (fencegate.Meta, error) {
+	var m fencegate.Meta
 	err := c.do(ctx, http.MethodPost, "/v1/admin/epoch", nil, &m, true)
 	return m, err
 }
 
 // RaiseFenceFloor raises a fence floor (admin); resource "" is global.
 func (c *Client) RaiseFenceFloor(ctx context.Context, resource string, floor uint64) error {
-	return c.do(ctx, http.MethodPost, "/v1/admin/fence-floor", httpapi.FenceFloorBody{Resource: resource, Floor: floor}, nil, true)
+	return c.do(ctx, http.MethodPost, "/v1/admin/fence-floor", fencegate.FenceFloorBody{Resource: resource, Floor: floor}, nil, true)
 }
 
 // PutPolicy stores a policy (admin).
-func (c *Client) PutPolicy(ctx context.Context, p registry.Policy) (registry.Policy, error) {
-	var out registry.Policy
+func (c *Client) PutPolicy(ctx context.Context, p fencegate.Policy) (fencegate.Policy, error) {
+	var out fencegate.Policy
 	err := c.do(ctx, http.MethodPut, "/v1/admin/policies", p, &out, true)
 	return out, err
 }
 
 // Policies lists policies (admin).
-func (c *Client) Policies(ctx context.Context) ([]registry.Policy, error) {
-	var out []registry.Policy
+func (c *Client) Policies(ctx context.Context) ([]fencegate.Policy, error) {
+	var out []fencegate.Policy
 	err := c.do(ctx, http.MethodGet, "/v1/admin/policies", nil, &out, true)
 	return out, err
 }
@@ -228,7 +227,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, adm
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
-		d, err := problem.Read(resp)
+		d, err := fencegate.ReadProblem(resp)
 		if err != nil {
 			return fmt.Errorf("%w: %s %s: %d: %v", ErrUnexpectedResponse, method, path, resp.StatusCode, err)
 		}

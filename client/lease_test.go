@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/internal/faultproxy"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/registry/client"
 )
 
 // TestHoldRenewRelease walks the normal course of the state machine on a
@@ -133,8 +134,8 @@ func TestLocalDeadlineIsABrake(t *testing.T) {
 		t.Fatalf("write after recovery: %v", err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Header.Get(client.HeaderReceipt) == "" {
-		t.Fatalf("write after recovery: %d, receipt %q", resp.StatusCode, resp.Header.Get(client.HeaderReceipt))
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(fencegate.HeaderReceipt) == "" {
+		t.Fatalf("write after recovery: %d, receipt %q", resp.StatusCode, resp.Header.Get(fencegate.HeaderReceipt))
 	}
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)

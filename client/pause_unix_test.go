@@ -18,8 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/registry/client"
 )
 
 const pauseChildEnv = "FENCEGATE_TEST_PAUSE_CHILD"
@@ -201,14 +202,14 @@ func TestPausedWorkerChild(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for seq := uint64(1); time.Now().Before(deadline); {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, sidecar+batchPath+"paused", strings.NewReader(fmt.Sprintf("a-%d", seq)))
-		req.Header.Set(client.HeaderSegment, client.FormatSegment(seq))
+		req.Header.Set(fencegate.HeaderSegment, fencegate.FormatSegment(seq))
 		resp, err := tr.RoundTrip(req)
 		switch {
 		case err != nil:
 			say("REFUSED %v", err)
 		default:
 			resp.Body.Close()
-			say("WROTE %d %d %s", seq, resp.StatusCode, resp.Header.Get(client.HeaderReceipt))
+			say("WROTE %d %d %s", seq, resp.StatusCode, resp.Header.Get(fencegate.HeaderReceipt))
 			seq++
 		}
 		select {

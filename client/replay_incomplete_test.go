@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/registry/client"
 )
 
 // TestReplayIncompleteIsAccepted: a segment whose backend answer was over
@@ -34,7 +35,7 @@ func TestReplayIncompleteIsAccepted(t *testing.T) {
 		if seq == 1 {
 			return big
 		}
-		return "part-" + client.FormatSegment(seq)
+		return "part-" + fencegate.FormatSegment(seq)
 	}
 	build := func(ctx context.Context, seq uint64) (*http.Request, error) {
 		return s.put(ctx, batchPath+"big", body(seq)), nil
@@ -52,7 +53,7 @@ func TestReplayIncompleteIsAccepted(t *testing.T) {
 
 	// Segment 1 again, on its own: accepted, its answer not replayable.
 	req := s.put(ctx, batchPath+"big", big)
-	req.Header.Set(client.HeaderSegment, "1")
+	req.Header.Set(fencegate.HeaderSegment, "1")
 	resp, err := tr.RoundTrip(req)
 	if resp != nil {
 		resp.Body.Close()
@@ -65,7 +66,7 @@ func TestReplayIncompleteIsAccepted(t *testing.T) {
 		t.Fatalf("replay of segment 1: %v (%T), want a *ReplayIncompleteError", err, err)
 	}
 	if ri.ReceiptID != first.Receipt || ri.BackendStatus != http.StatusOK || ri.Seq != 1 ||
-		ri.OperationID != client.OperationID(h.OperationRoot(), 1) || ri.StatusCode != http.StatusConflict || ri.Problem.Code != client.CodeReplayIncomplete {
+		ri.OperationID != fencegate.OperationID(h.OperationRoot(), 1) || ri.StatusCode != http.StatusConflict || ri.Problem.Code != fencegate.CodeReplayIncomplete {
 		t.Fatalf("replay error %+v", ri)
 	}
 	if !strings.Contains(err.Error(), first.Receipt) {

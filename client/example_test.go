@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencegate/fencegate/registry/client"
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/client"
 )
 
 // A worker writes a batch in three ordered segments through its sidecar:
@@ -99,7 +100,7 @@ func ExampleHolder_Transport() {
 		return
 	}
 	resp.Body.Close()
-	fmt.Println(resp.StatusCode, resp.Header.Get(client.HeaderReceipt) != "")
+	fmt.Println(resp.StatusCode, resp.Header.Get(fencegate.HeaderReceipt) != "")
 
 	// Segment 3 before segment 2: the sidecar refuses, typed.
 	req, _ = http.NewRequestWithContext(client.ContextWithSegment(ctx, 3), http.MethodPut, demo.sidecar+"/v1/batches/2026-07-20", strings.NewReader("x"))
@@ -131,7 +132,7 @@ func ExampleHandoff() {
 	got, err := client.HandoffFromMap(headers) // in the downstream worker
 	fmt.Println(got.Fence, got.OperationID(), err)
 
-	headers[client.HeaderSegment] = "0" // a broken message
+	headers[fencegate.HeaderSegment] = "0" // a broken message
 	_, err = client.HandoffFromMap(headers)
 	fmt.Println(errors.Is(err, client.ErrInvalidHandoff))
 	// Output:

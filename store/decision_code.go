@@ -1,0 +1,26 @@
+package store
+
+import "github.com/fencegate/fencegate"
+
+// Code is the problem code the sidecar answers a Begin with, the one
+// mapping from store decisions to the contract's codes: "" for PROCEED
+// and REPLAY (not rejections), RESOURCE_BUSY for BUSY, FENCE_REGRESSION
+// for a resource paused by a fence regression and RESOURCE_PAUSED for one
+// an operator paused, the decision's own code for the DESIGN codes, and
+// STORE_UNAVAILABLE (fail closed) for a decision it does not know.
+func (r BeginResult) Code() fencegate.Code {
+	switch r.Decision {
+	case DecisionProceed, DecisionReplay:
+		return ""
+	case DecisionBusy:
+		return fencegate.CodeResourceBusy
+	case DecisionPaused:
+		if r.Record.Pause != nil && r.Record.Pause.Reason == PauseFenceRegression {
+			return fencegate.CodeFenceRegression
+		}
+		return fencegate.CodeResourcePaused
+	case DecisionMutationUnknown, DecisionSegmentConflict, DecisionStaleOwner, DecisionFenceRegression, DecisionSegmentGap:
+		return fencegate.Code(r.Decision)
+	}
+	return fencegate.CodeStoreUnavailable
+}
