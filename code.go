@@ -6,7 +6,7 @@ import "net/http"
 // problem the registry and the sidecar answer with. Clients switch on it.
 type Code string
 
-// Codes of the DESIGN request contract, answered by the sidecar.
+// Codes of the request contract (docs/design.md), answered by the sidecar.
 const (
 	// CodeGrantRequired: the route is protected and the request had no grant.
 	CodeGrantRequired Code = "GRANT_REQUIRED"

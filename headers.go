@@ -1,6 +1,6 @@
 package fencegate
 
-// Header names of the request contract (DESIGN "Request contract").
+// Header names of the request contract (docs/design.md, "Request contract").
 const (
 	// HeaderGrant carries the lockGrant.v1 JWS on a protected mutation.
 	HeaderGrant = "Fence-Grant"

@@ -24,7 +24,7 @@
 //	case errors.Is(err, client.ErrReplayIncomplete): // accepted earlier; its answer was too large to replay
 //	}
 //
-// The Holder is the seed's state machine (see State): REQUESTED -> HELD ->
+// The Holder is the lease state machine of docs/design.md (see State): REQUESTED -> HELD ->
 // RENEWING -> HELD, OWNERSHIP_UNKNOWN when a renewal's or status read's
 // outcome is uncertain or the local safety deadline passes, EXPIRED and
 // RELEASED when the registry confirms them. Only registry answers make it

@@ -11,7 +11,7 @@ import (
 
 // Handoff is what an asynchronous downstream worker must carry to make
 // writes for an upstream grant: fence, operation root and segment travel
-// together (DESIGN "Long tasks"), with the resource, the lease and the
+// together (docs/design.md, "Long tasks"), with the resource, the lease and the
 // grant itself. Marshal it into a message's headers (Header, Map), and
 // unmarshal it on the other side (HandoffFromHeader, HandoffFromMap);
 // Apply puts the grant and segment on the downstream worker's own request

@@ -11,7 +11,7 @@ import (
 	"github.com/fencegate/fencegate/verify"
 )
 
-// Holder holds one lease for a worker: the seed's local state machine
+// Holder holds one lease for a worker: the local lease state machine (docs/design.md)
 // (see State), driven by what the registry answers. It renews the lease
 // automatically at a fraction of the TTL (with jitter), and it is the
 // gate every effect of the worker goes through: Transport, RunSegments

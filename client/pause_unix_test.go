@@ -25,7 +25,7 @@ import (
 
 const pauseChildEnv = "FENCEGATE_TEST_PAUSE_CHILD"
 
-// TestPausedWorkerFindsItselfExpired is the seed's story with the SDK: a
+// TestPausedWorkerFindsItselfExpired is the stalled-worker story with the SDK: a
 // worker (a child process, this test binary re-executed) acquires and
 // writes, is frozen with SIGSTOP past its TTL while another worker takes
 // over and writes, and is thawed with SIGCONT. On waking it must find

@@ -50,7 +50,7 @@ func (s *Sidecar) Receipts(ctx context.Context, resource, operationID string) ([
 	return out, nil
 }
 
-// Recover is the seed's recovery path for a mutation whose outcome is
+// Recover is the recovery path for a mutation whose outcome is
 // unknown (a lost answer, MUTATION_UNKNOWN): it asks the sidecar whether
 // the operation was accepted. An accepted operation's receipt is returned:
 // reuse it, do not do the work again. ErrNoReceipt means the sidecar holds

@@ -2,7 +2,7 @@ package client
 
 import "time"
 
-// State is the local state of a Holder's lease, the seed's state machine:
+// State is the local state of a Holder's lease, the state machine of docs/design.md:
 //
 //	REQUESTED -> HELD -> RENEWING -> HELD
 //	HELD, RENEWING -> OWNERSHIP_UNKNOWN  (a renewal or status whose outcome is

@@ -6,7 +6,7 @@ import (
 )
 
 // TestDemo runs "fencegate demo", the README's first command, and checks
-// that it tells the seed's story: act 1 corrupted, act 2 protected by
+// that it tells the stalled-worker story: act 1 corrupted, act 2 protected by
 // STALE_OWNER with worker-b's value surviving, receipts listed.
 func TestDemo(t *testing.T) {
 	r := run(t, "demo", "--lease", "400ms", "--pause", "700ms")

@@ -133,7 +133,7 @@ func TestRegistryUnavailableFailsClosed(t *testing.T) {
 	}
 }
 
-// TestStaleOwnerStory is the seed's story: A's lease lapses, B takes over
+// TestStaleOwnerStory is the stalled-worker story: A's lease lapses, B takes over
 // and writes; A's late write is STALE_OWNER and B's value stays.
 func TestStaleOwnerStory(t *testing.T) {
 	f := newFixture(t)

@@ -57,7 +57,8 @@ type Config struct {
 	// Retention bounds the receipts and quarantine entries the store keeps.
 	Retention RetentionConfig `yaml:"retention"`
 	Log       LogConfig       `yaml:"log"`
-	// DataDir holds the enforcement ledger (and the bolt store by default).
+	// DataDir holds the bolt store by default (and an enforcement.json of an
+	// earlier version, imported into the store at start).
 	DataDir string `yaml:"dataDir"`
 
 	// Upgrades lists the only protocol upgrades let through (a GET on the
@@ -497,7 +498,7 @@ func (c Config) Validate() error {
 		add("store.backend: %q is not bolt or memory", c.Store.Backend)
 	}
 	if c.DataDir == "" {
-		add("dataDir: required (the enforcement ledger lives there)")
+		add("dataDir: required (the bolt store lives there by default)")
 	}
 	if _, err := zapcore.ParseLevel(c.Log.Level); err != nil {
 		add("log.level: %v", err)

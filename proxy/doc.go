@@ -23,7 +23,7 @@
 // idempotent retry, or an operator).
 //
 // Routes roll out off → shadow (verify and record, never reject, count what
-// would be rejected) → enforce. The enforcement ledger in the data dir
+// would be rejected) → enforce. The enforcement ledger in the fenced store
 // refuses to move an enforced route back unless an operator forces it.
 //
 // Rejections are RFC 9457 problem documents with the stable codes in

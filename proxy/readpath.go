@@ -13,7 +13,7 @@ import (
 )
 
 // The read path: what passes through without a route, and what is refused
-// before any route is looked at (DESIGN applyFencedMutation step 1).
+// before any route is looked at (docs/design.md, the acceptance pipeline, step 1).
 //
 //   - Only GET, HEAD, OPTIONS and TRACE, spelled exactly so, are reads.
 //     Methods are case-sensitive (RFC 9110 9.1): "get", "Put", PROPPATCH,

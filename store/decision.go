@@ -6,7 +6,7 @@ import (
 	"github.com/fencegate/fencegate"
 )
 
-// Decision is Begin's answer. The rejections that are DESIGN codes have the
+// Decision is Begin's answer. The rejections that are contract codes have the
 // code's spelling (fencegate.Code*); PAUSED, BUSY, REPLAY and PROCEED are
 // the store's own. BeginResult.Code maps a decision to its problem code.
 type Decision string
@@ -57,7 +57,7 @@ type BeginInput struct {
 	Root string
 	// Seq is the segment sequence number (Fence-Segment, >= 1).
 	Seq uint64
-	// PayloadDigest is the digest of the request body.
+	// PayloadDigest is the digest of the request: method, target and body.
 	PayloadDigest string
 	// GrantDigest is the digest of the grant.
 	GrantDigest string

@@ -6,7 +6,7 @@ import "github.com/fencegate/fencegate"
 // mapping from store decisions to the contract's codes: "" for PROCEED
 // and REPLAY (not rejections), RESOURCE_BUSY for BUSY, FENCE_REGRESSION
 // for a resource paused by a fence regression and RESOURCE_PAUSED for one
-// an operator paused, the decision's own code for the DESIGN codes, and
+// an operator paused, the decision's own code for the contract's codes, and
 // STORE_UNAVAILABLE (fail closed) for a decision it does not know.
 func (r BeginResult) Code() fencegate.Code {
 	switch r.Decision {

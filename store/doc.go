@@ -9,7 +9,7 @@
 // (store/memory, store/bolt, later Redis) and all of them decide through the
 // same pure functions in this package:
 //
-//   - Decide (Begin): the decision table of DESIGN.md "applyFencedMutation"
+//   - Decide (Begin): the decision table of the acceptance pipeline (docs/design.md, "applyFencedMutation"
 //     step 4, over (record, the receipt stored for (fence, seq), input);
 //   - ApplyCommit, ApplyMarkUnknown, ApplyAbort, ApplyResolve, ApplyPause,
 //     ApplyResume: the other transitions.

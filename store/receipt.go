@@ -78,7 +78,7 @@ type Receipt struct {
 	OpRef
 	// OperationID is Root + "/" + Seq.
 	OperationID string `json:"operationId"`
-	// PayloadDigest is the digest of the accepted request body.
+	// PayloadDigest is the digest of the accepted request (method, target, body).
 	PayloadDigest string `json:"payloadDigest"`
 	// GrantDigest is the digest of the grant the request carried.
 	GrantDigest string `json:"grantDigest"`

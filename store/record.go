@@ -73,7 +73,7 @@ type Mutation struct {
 	OpRef
 	// OperationID is Root + "/" + Seq.
 	OperationID string `json:"operationId"`
-	// PayloadDigest is the digest of the request body being applied.
+	// PayloadDigest is the digest of the request being applied (method, target, body).
 	PayloadDigest string `json:"payloadDigest"`
 	// GrantDigest is the digest of the grant the request carried.
 	GrantDigest string `json:"grantDigest"`

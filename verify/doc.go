@@ -24,7 +24,7 @@
 // epochs) and CheckStatus (a proof is for this grant, fresh, HELD, of the
 // current issuer epoch and policy generation). Each documents its order.
 //
-// Every failure is a *Error whose Code is one of the DESIGN rejection codes
+// Every failure is a *Error whose Code is one of the contract's rejection codes
 // (GRANT_INVALID, OWNER_MISMATCH, RESOURCE_MISMATCH, POLICY_MISMATCH,
 // GRANT_NOT_HELD, EPOCH_REVOKED, STATUS_STALE) and which unwraps both to that
 // code's sentinel (ErrGrantInvalid, ...) and to a finer reason sentinel

@@ -54,8 +54,8 @@ func (d *demo) say(who, format string, a ...any) {
 
 func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("demo", "[--lease D] [--pause D] [--keep DIR] [--verbose]")
-	lease := fs.Duration("lease", time.Second, "the workers' lease TTL (the seed's 10 s, scaled down)")
-	pause := fs.Duration("pause", 1500*time.Millisecond, "worker-a's stall (the seed's 2 minutes, scaled down); must exceed --lease")
+	lease := fs.Duration("lease", time.Second, "the workers' lease TTL (the story's 10 s, scaled down)")
+	pause := fs.Duration("pause", 1500*time.Millisecond, "worker-a's stall (the story's 2 minutes, scaled down); must exceed --lease")
 	keep := fs.String("keep", "", "keep the registry and sidecar data in DIR (default: a temp dir, removed)")
 	verbose := fs.Bool("verbose", false, "print the registry's and sidecar's JSON logs to stderr")
 	if err := parse(fs, args, false); err != nil {
@@ -85,7 +85,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 
 	d := &demo{out: out, lease: *lease, pause: *pause, backend: newLegacyBackend(), http: &http.Client{Timeout: 10 * time.Second}}
 	fmt.Fprintf(out, "fencegate demo: a stale lock holder against a legacy service, on the embedded default (bbolt)\n")
-	fmt.Fprintf(out, "Time is scaled down: the seed's 10 s lease is %s here, its 2-minute pause %s.\n\n", d.lease, d.pause)
+	fmt.Fprintf(out, "Time is scaled down: the story's 10 s lease is %s here, its 2-minute pause %s.\n\n", d.lease, d.pause)
 
 	stopAll, err := d.startParts(ctx, dir, log)
 	if err != nil {

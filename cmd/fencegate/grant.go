@@ -278,7 +278,7 @@ func grantInspect(ctx context.Context, args []string, out io.Writer) error {
 	row("operationRoot", g.OperationRoot)
 	row("issuerEpoch", g.IssuerEpoch)
 	row("grantProof", digest+" (signature verified)")
-	if lease != nil { // the seed's order first: statusProof and state follow grantProof
+	if lease != nil { // the original design's order first: statusProof and state follow grantProof
 		st, err := verify.ParseAndVerifyStatus([]byte(lease.Status), bundle)
 		if err != nil {
 			return &exitError{3, fmt.Errorf("the registry's status proof does not verify: %w", err)}

@@ -15,7 +15,7 @@ func printJSON(out io.Writer, v any) error {
 }
 
 // fieldWriter prints "key: value" lines with aligned values, the text
-// output of the grant commands (the seed's notation).
+// output of the grant commands (the design's notation).
 type fieldWriter struct{ tw *tabwriter.Writer }
 
 func newFieldWriter(out io.Writer) *fieldWriter {

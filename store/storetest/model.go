@@ -9,7 +9,7 @@ import (
 	"github.com/fencegate/fencegate/store"
 )
 
-// The reference model: a deliberately plain restatement of the DESIGN rules
+// The reference model: a deliberately plain restatement of the rules in docs/design.md
 // for one resource, written without the store's own functions (except the
 // deterministic ID derivations). Values are immutable: every step returns a
 // new mState, which is what porcupine requires.
