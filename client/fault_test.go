@@ -14,8 +14,8 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/internal/faultproxy"
-	"github.com/fencegate/fencegate/internal/identity"
 	"github.com/fencegate/fencegate/verify"
 )
 

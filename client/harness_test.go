@@ -17,9 +17,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/internal/faultproxy"
-	"github.com/fencegate/fencegate/internal/identity"
 	"github.com/fencegate/fencegate/proxy"
+	proxyserver "github.com/fencegate/fencegate/proxy/server"
 	regserver "github.com/fencegate/fencegate/registry/server"
 )
 
@@ -73,7 +74,7 @@ func startStack() (*stack, error) {
 	}
 	rctx, rcancel := context.WithCancel(context.Background())
 	rdone := make(chan struct{})
-	go func() { _ = rs.Serve(rctx); close(rdone) }()
+	go func() { _ = rs.Run(rctx); close(rdone) }()
 	s.stops = append(s.stops, func() { rcancel(); <-rdone })
 	s.regURL = "http://" + rs.Addr()
 	if s.regFault, err = faultproxy.New(rs.Addr()); err != nil {
@@ -105,13 +106,13 @@ func startStack() (*stack, error) {
 		Admin:    proxy.AdminConfig{Listen: "127.0.0.1:0"},
 		DataDir:  filepath.Join(dir, "sidecar"),
 	}
-	ps, err := proxy.NewServer(pc, log, nil)
+	ps, err := proxyserver.New(pc, log, nil)
 	if err != nil {
 		return nil, err
 	}
 	pctx, pcancel := context.WithCancel(context.Background())
 	pdone := make(chan struct{})
-	go func() { _ = ps.Serve(pctx); close(pdone) }()
+	go func() { _ = ps.Run(pctx); close(pdone) }()
 	s.stops = append(s.stops, func() { pcancel(); <-pdone })
 	if s.sidecarFP, err = faultproxy.New(ps.Addr()); err != nil {
 		return nil, err

@@ -9,8 +9,8 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/internal/faultproxy"
-	"github.com/fencegate/fencegate/internal/identity"
 )
 
 // TestHoldRenewRelease walks the normal course of the state machine on a

@@ -20,7 +20,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 )
 
 const pauseChildEnv = "FENCEGATE_TEST_PAUSE_CHILD"

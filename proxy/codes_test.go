@@ -280,7 +280,7 @@ func TestReconcileByOperatorAndEffectQuery(t *testing.T) {
 	f.back.mu.Lock()
 	f.back.effects[op7] = true
 	f.back.mu.Unlock()
-	f.proxy.Start()
+	f.run()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		f.adminJSON("GET", "/v1/unknown", "", &unknown)

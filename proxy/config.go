@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/internal/tlsfiles"
+	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/tlsfiles"
 )
 
 // Route modes.

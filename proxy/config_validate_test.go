@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -8,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
 	storemem "github.com/fencegate/fencegate/store/memory"
 )
@@ -147,8 +148,9 @@ func TestNegativeReconcileIntervalRefusedAtStart(t *testing.T) {
 	c.Reconcile.Interval = -time.Second
 	p, err := proxy.New(proxy.Options{Config: c, Store: storemem.New(storemem.Options{})})
 	if err == nil {
-		defer p.Close()
-		p.Start()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = p.Run(ctx)
 		t.Fatal("a negative reconcile interval was accepted")
 	}
 	if !strings.Contains(err.Error(), "reconcile.interval") {

@@ -28,4 +28,11 @@
 //
 // Rejections are RFC 9457 problem documents with the stable codes in
 // errors.go.
+//
+// This package is the pipeline and its background loops (Run): it takes
+// its store, status source, transport, clock, logger and metrics registry
+// as dependencies (Options). The admin API lives in proxy/adminapi (it uses
+// the operator surface in operator.go), and the assembly from a Config
+// (which store backend, the registry client, listeners, TLS, the admin
+// token, the lifecycle) in proxy/server.
 package proxy

@@ -182,6 +182,7 @@ func decisionRejection(res store.BeginResult) *rejection {
 
 // forward sends a PROCEEDed mutation and settles it in the store.
 func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult) {
+	a.stage = stageBegun
 	ref := res.Mutation.Ref()
 	retried := res.Mutation.Attempts > 1
 	defer p.settled(a.resource)
@@ -193,13 +194,14 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 	start := time.Now()
 	resp, err := p.send(ctx, a, ref)
 	if !errors.Is(err, errNotSent) {
-		a.sent = true
+		a.stage = stageSent
 	}
 	// settle with a context of its own: the client leaving must not leave
 	// the mutation unsettled.
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer scancel()
 	if errors.Is(err, errNotSent) {
+		// Abort withdraws the marker; the attempt stays begun (never sent).
 		if _, aerr := p.store.Abort(sctx, store.AbortInput{OpRef: ref, Now: p.now()}); aerr != nil {
 			p.log.Error("store Abort failed; the mutation will count as unknown at its deadline", zap.Error(aerr))
 		}
@@ -256,6 +258,7 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 		p.refuse(w, a, rej, 0)
 		return
 	}
+	a.stage = stageSettled
 	if retried {
 		p.m.reconciled.WithLabelValues("idempotent_retry", "applied").Inc()
 	}
@@ -273,6 +276,7 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 // failure to do so is logged: the marker then counts as unknown at its
 // deadline, so the resource stays blocked either way.
 func (p *Proxy) markUnknown(ctx context.Context, a *attempt, ref store.OpRef, why string, cause error) {
+	a.stage = stageSettled
 	if _, err := p.store.MarkUnknown(ctx, store.MarkUnknownInput{OpRef: ref, Now: p.now()}); err != nil {
 		p.log.Error("store MarkUnknown failed; the mutation will count as unknown at its deadline",
 			zap.String("resource", a.resource), zap.String("operationId", ref.OperationID()), zap.Error(err))

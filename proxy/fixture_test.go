@@ -22,8 +22,9 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/keys"
@@ -178,15 +179,36 @@ func (f *fixture) start(force []string) error {
 	f.metrics = prometheus.NewRegistry()
 	core, logs := observer.New(zap.InfoLevel)
 	f.logs = logs
-	p, err := proxy.New(proxy.Options{Config: f.cfg, Store: f.store, Status: rc, Metrics: f.metrics, Gatherer: f.metrics, ForceDowngrade: force, Logger: zap.New(core)})
+	log := zap.New(core)
+	p, err := proxy.New(proxy.Options{Config: f.cfg, Store: f.store, Status: rc, Metrics: f.metrics, ForceDowngrade: force, Logger: log})
 	if err != nil {
 		return err
 	}
 	f.proxy = p
 	f.srv = httptest.NewServer(p)
-	f.admin = httptest.NewServer(p.AdminHandler())
-	f.t.Cleanup(func() { p.Close(); f.srv.Close(); f.admin.Close() })
+	admin, err := adminapi.New(adminapi.Options{Proxy: p, Gatherer: f.metrics, Logger: log})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.admin = httptest.NewServer(admin)
+	f.t.Cleanup(func() { f.srv.Close(); f.admin.Close() })
 	return nil
+}
+
+// run runs the sidecar's background loops (proxy.Proxy.Run) until the
+// test ends, and waits for them then.
+func (f *fixture) run() {
+	f.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	p := f.proxy
+	go func() { done <- p.Run(ctx) }()
+	f.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			f.t.Errorf("Run: %v", err)
+		}
+	})
 }
 
 // acquire takes a real lease from the registry.

@@ -19,6 +19,7 @@ import (
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -69,14 +70,19 @@ func (f *fixture) restartWith(st store.Store, tr http.RoundTripper) {
 	f.metrics = prometheus.NewRegistry()
 	core, logs := observer.New(zap.InfoLevel)
 	f.logs = logs
-	p, err := proxy.New(proxy.Options{Config: f.cfg, Store: st, Status: rc, Transport: tr, Metrics: f.metrics, Gatherer: f.metrics, Logger: zap.New(core)})
+	log := zap.New(core)
+	p, err := proxy.New(proxy.Options{Config: f.cfg, Store: st, Status: rc, Transport: tr, Metrics: f.metrics, Logger: log})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	f.proxy = p
 	f.srv = httptest.NewServer(p)
-	f.admin = httptest.NewServer(p.AdminHandler())
-	f.t.Cleanup(func() { p.Close(); f.srv.Close(); f.admin.Close() })
+	admin, err := adminapi.New(adminapi.Options{Proxy: p, Gatherer: f.metrics, Logger: log})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.admin = httptest.NewServer(admin)
+	f.t.Cleanup(func() { f.srv.Close(); f.admin.Close() })
 }
 
 // TestOversizedAnswerIsRecordedTruncated: a legal backend answer the store

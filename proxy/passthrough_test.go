@@ -41,7 +41,7 @@ func (s *streamer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // withWriteTimeout serves the fixture's sidecar from an http.Server with
-// writeTimeout, as NewServer does with server.writeTimeout.
+// writeTimeout, as proxy/server does with server.writeTimeout.
 func (f *fixture) withWriteTimeout(d time.Duration) string {
 	srv := httptest.NewUnstartedServer(f.proxy)
 	srv.Config.WriteTimeout = d

@@ -28,10 +28,9 @@ type attempt struct {
 	seq      uint64
 	body     []byte
 	payload  string
-	bodyRead bool
-	// sent: the request reached (or may have reached) the backend; it is
-	// never forwarded a second time.
-	sent bool
+	// stage is how far the attempt has gone (stage.go); refuse and
+	// passShadow decide on it.
+	stage stage
 }
 
 func (a *attempt) shadow() bool { return a.rt.Mode == ModeShadow }
@@ -139,6 +138,7 @@ func (p *Proxy) admit(a *attempt) *rejection {
 		return p.supersededOr(a, rej)
 	}
 	p.trust.noteUse(a.token, time.Duration(g.TTLMs)*time.Millisecond)
+	a.stage = stageAdmitted
 	return p.readBody(a)
 }
 
@@ -173,7 +173,7 @@ func (p *Proxy) readBody(a *attempt) *rejection {
 		return reject(fencegate.CodeBodyTooLarge, "the body exceeds this route's limit").with("limit", a.rt.BodyLimit)
 	}
 	body, err := io.ReadAll(io.LimitReader(a.req.Body, a.rt.BodyLimit+1))
-	a.bodyRead = true
+	a.stage = stageBodyRead
 	a.body = body
 	if err != nil {
 		return reject(fencegate.CodeBodyUnreadable, "the request body could not be read: "+err.Error())
@@ -202,7 +202,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, a *attempt, rej *rejection, retry 
 		return
 	}
 	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "rejected", string(rej.code)).Inc()
-	if a.bodyRead {
+	if a.bodyRead() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(a.req.Body, 64<<10))
 	}
 	p.writeProblem(w, rej.with("resource", a.resource), retry)
@@ -212,12 +212,12 @@ func (p *Proxy) refuse(w http.ResponseWriter, a *attempt, rej *rejection, retry 
 // with the code enforce mode would have answered (or REPLAY).
 func (p *Proxy) passShadow(w http.ResponseWriter, a *attempt, code fencegate.Code, rej *rejection, retry time.Duration) {
 	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "passed", string(code)).Inc()
-	if a.sent {
+	if a.sent() {
 		// forward writes every answer it has; this one is lost.
 		p.writeProblem(w, reject(fencegate.CodeBackendUnavailable, "the backend did not answer"), 0)
 		return
 	}
-	if a.bodyRead {
+	if a.bodyRead() {
 		// The body is in hand: the client has been told to continue.
 		a.req.Header.Del("Expect")
 		switch code {

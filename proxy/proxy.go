@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
 )
@@ -33,13 +33,9 @@ type Options struct {
 	Clock   func() time.Time
 	Logger  *zap.Logger
 	Metrics prometheus.Registerer
-	// Gatherer serves /metrics on the admin handler.
-	Gatherer prometheus.Gatherer
 	// ForceDowngrade names routes ("PUT /v1/x/{id}") that may leave
 	// enforce mode although the ledger says they were enforced.
 	ForceDowngrade []string
-	// AdminToken, when set, lets non-loopback callers use the admin API.
-	AdminToken string
 }
 
 // Proxy is the sidecar: the only acceptance point for protected writes.
@@ -58,15 +54,10 @@ type Proxy struct {
 	now      func() time.Time
 	log      *zap.Logger
 	m        *metrics
-	gatherer prometheus.Gatherer
-	admin    string
 	verOpts  []verify.Option
 
 	waitMu  sync.Mutex
 	waiters map[string]chan struct{} // per resource, closed when a mutation settles
-
-	stop     chan struct{}
-	stopOnce sync.Once
 }
 
 // New builds a Proxy. It loads the trust bundle and checks the enforcement
@@ -94,8 +85,7 @@ func New(o Options) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
-	p := &Proxy{cfg: cfg, store: o.Store, now: o.Clock, log: o.Logger, m: m, gatherer: o.Gatherer,
-		admin: o.AdminToken, waiters: map[string]chan struct{}{}, stop: make(chan struct{})}
+	p := &Proxy{cfg: cfg, store: o.Store, now: o.Clock, log: o.Logger, m: m, waiters: map[string]chan struct{}{}}
 	p.verOpts = []verify.Option{verify.WithMaxTokenBytes(cfg.Trust.MaxTokenBytes)}
 	if p.router, err = newRouter(cfg.Routes); err != nil {
 		return nil, err
@@ -166,20 +156,6 @@ func newTransport(c BackendConfig) *http.Transport {
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 	}
-}
-
-// Trust reloads the trust bundle now (force drops keys still in use).
-func (p *Proxy) ReloadTrust(force bool) (bool, error) { return p.trust.reload(force) }
-
-// Close stops the background loops. It does not close the store.
-func (p *Proxy) Close() { p.stopOnce.Do(func() { close(p.stop) }) }
-
-// Start runs the background loops (trust bundle polling, automatic
-// reconciliation, gauges) until Close.
-func (p *Proxy) Start() {
-	go p.trust.watch(p.stop, p.cfg.Trust.ReloadInterval)
-	go p.reconcileLoop()
-	go p.compactLoop()
 }
 
 // settled wakes the requests waiting for resource.

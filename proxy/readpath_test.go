@@ -17,6 +17,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
+	proxyserver "github.com/fencegate/fencegate/proxy/server"
 )
 
 // rpBackend is a legacy service that records every request it receives,
@@ -392,7 +393,7 @@ func TestReadPathAllowedWebsocket(t *testing.T) {
 }
 
 // TestReadPathHTTP2PriorKnowledge (issue 8.3): the HTTP/2 prior-knowledge
-// preface sent to the sidecar's own http.Server (NewServer) never reaches
+// preface sent to the sidecar's own http.Server (proxy/server) never reaches
 // the backend, even with unmatchedMutations: pass.
 func TestReadPathHTTP2PriorKnowledge(t *testing.T) {
 	b := newRPBackend(t)
@@ -402,13 +403,13 @@ func TestReadPathHTTP2PriorKnowledge(t *testing.T) {
 	cfg.Backend.URL = b.srv.URL
 	cfg.UnmatchedMutations = "pass"
 	cfg.DataDir = t.TempDir()
-	srv, err := proxy.NewServer(cfg, zap.NewNop(), nil)
+	srv, err := proxyserver.New(cfg, zap.NewNop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
+	go func() { done <- srv.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {

@@ -19,14 +19,15 @@ import (
 )
 
 // reconcileLoop keeps the unknown and paused gauges current and settles
-// unknown mutations through the routes' effect-query endpoints.
-func (p *Proxy) reconcileLoop() {
+// unknown mutations through the routes' effect-query endpoints, until ctx
+// ends.
+func (p *Proxy) reconcileLoop(ctx context.Context) {
 	tk := time.NewTicker(p.cfg.Reconcile.Interval)
 	defer tk.Stop()
 	for {
-		p.reconcileOnce(context.Background())
+		p.reconcileOnce(ctx)
 		select {
-		case <-p.stop:
+		case <-ctx.Done():
 			return
 		case <-tk.C:
 		}
@@ -35,15 +36,22 @@ func (p *Proxy) reconcileLoop() {
 
 // reconcileOnce runs one pass; it returns how many mutations it resolved.
 func (p *Proxy) reconcileOnce(ctx context.Context) int {
+	parent := ctx // a failure once parent ended is the stop, not worth a log
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Reconcile.Interval+10*time.Second)
 	defer cancel()
 	if paused, err := p.store.ListPaused(ctx); err != nil {
+		if parent.Err() != nil {
+			return 0
+		}
 		p.log.Error("listing paused resources failed; the paused gauge keeps its last value", zap.Error(err))
 	} else {
 		p.m.paused.Set(float64(len(paused)))
 	}
 	list, err := p.store.ListUnknown(ctx, p.now())
 	if err != nil {
+		if parent.Err() != nil {
+			return 0
+		}
 		p.log.Error("listing unknown mutations failed", zap.Error(err))
 		return 0
 	}

@@ -117,7 +117,7 @@ func TestEffectQueryEscapesPlaceholders(t *testing.T) {
 		t.Fatalf("operation ID %q", op)
 	}
 	eff.set(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("effect of the odd one")) })
-	f.proxy.Start()
+	f.run()
 	rcWait(t, "an effect query", func() bool { return eff.count() > 0 })
 
 	q := eff.queries()[0]
@@ -184,7 +184,7 @@ func TestEffectQueryUnusableBodyCannotTell(t *testing.T) {
 		}, "answered 200 with an unusable body"},
 		{"404 cut short", cut(404, true), "answered 404 but its body broke off"},
 	}
-	f.proxy.Start()
+	f.run()
 	for _, b := range bad {
 		eff.set(b.answer)
 		n := eff.count()
@@ -229,7 +229,7 @@ func TestReconcileEffectQueryRoutes(t *testing.T) {
 		applied := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("applied")) }
 		a.set(applied)
 		b.set(applied)
-		f.proxy.Start()
+		f.run()
 		skipped := func() int {
 			return f.logs.FilterMessageSnippet("name different effect queries").FilterField(zap.String("operationId", op)).Len()
 		}
@@ -253,7 +253,7 @@ func TestReconcileEffectQueryRoutes(t *testing.T) {
 		})
 		op := rcUnknownOn(t, f)
 		a.set(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotFound) })
-		f.proxy.Start()
+		f.run()
 		rcWait(t, "the mutation to be settled", func() bool { return len(rcUnknownOps(f)) == 0 })
 		if rs := rcReceipts(f, "doc/1", op); len(rs) != 0 {
 			t.Fatalf("a mutation proven not applied has receipts: %+v", rs)
@@ -272,7 +272,7 @@ func TestListPausedFailureLogged(t *testing.T) {
 	if err := f.store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f.proxy.Start()
+	f.run()
 	rcWait(t, "the reconcile pass to log the failure", func() bool {
 		return f.logs.FilterMessageSnippet("listing paused resources failed; the paused gauge").Len() > 0
 	})

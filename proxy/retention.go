@@ -102,22 +102,24 @@ func (p *Proxy) compactOnce(ctx context.Context) (store.CompactResult, error) {
 	return total, nil
 }
 
-// compactLoop runs compactOnce every retention interval until Close.
-func (p *Proxy) compactLoop() {
+// compactLoop runs compactOnce every retention interval until ctx ends.
+func (p *Proxy) compactLoop(ctx context.Context) {
 	t := time.NewTicker(p.cfg.Retention.Interval)
 	defer t.Stop()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Retention.Interval)
-		res, err := p.compactOnce(ctx)
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.Retention.Interval)
+		res, err := p.compactOnce(cctx)
 		cancel()
 		switch {
+		case err != nil && ctx.Err() != nil:
+			// Cancelled by the shutdown: not a failure.
 		case err != nil:
 			p.log.Error("store compaction failed; receipts are kept until the next pass", zap.Error(err))
 		case res.Receipts+res.Quarantine > 0:
 			p.log.Info("store compacted", zap.Int("receipts", res.Receipts), zap.Int("quarantine", res.Quarantine), zap.Bool("more", res.More))
 		}
 		select {
-		case <-p.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}

@@ -21,7 +21,7 @@ func TestRetentionCompactsReceipts(t *testing.T) {
 	for seg := 1; seg <= 5; seg++ {
 		f.do(call{path: "/v1/items/keep", owner: "worker-a", grant: string(a.Grant), seg: strconv.Itoa(seg), body: "v" + strconv.Itoa(seg)}).expect(t, 201, "")
 	}
-	f.proxy.Start()
+	f.run()
 	deadline := time.Now().Add(10 * time.Second)
 	for f.counter("fencegate_proxy_store_receipts") != 2 || f.counter("fencegate_proxy_store_compacted_total", "kind", "receipt") != 3 {
 		if time.Now().After(deadline) {

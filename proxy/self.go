@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -24,7 +25,7 @@ func receiptInfo(r store.Receipt) fencegate.Receipt {
 // path of a worker whose mutation's outcome it did not learn.
 func (p *Proxy) serveSelf(w http.ResponseWriter, req *http.Request) {
 	if req.URL.Path != selfPrefix+"v1/receipts" || req.Method != http.MethodGet {
-		adminProblem(w, 404, fencegate.CodeNotFound, "no such sidecar route")
+		selfProblem(w, 404, fencegate.CodeNotFound, "no such sidecar route")
 		return
 	}
 	caller, err := p.ident.Identify(req)
@@ -35,12 +36,12 @@ func (p *Proxy) serveSelf(w http.ResponseWriter, req *http.Request) {
 	q := req.URL.Query()
 	res, op := q.Get("resource"), q.Get("op")
 	if res == "" || op == "" {
-		adminProblem(w, 400, fencegate.CodeInvalidRequest, "query parameters resource and op are required")
+		selfProblem(w, 400, fencegate.CodeInvalidRequest, "query parameters resource and op are required")
 		return
 	}
 	list, err := p.store.ReceiptsByOperation(req.Context(), res, op)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		storeProblem(w, err)
+		selfStoreProblem(w, err)
 		return
 	}
 	// A worker sees only the receipts its own grants produced. Receipts
@@ -54,8 +55,37 @@ func (p *Proxy) serveSelf(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	if len(out) == 0 {
-		adminProblem(w, 404, fencegate.CodeNotFound, "no receipt of yours for this operation")
+		selfProblem(w, 404, fencegate.CodeNotFound, "no receipt of yours for this operation")
 		return
 	}
 	writeJSON(w, 200, out)
+}
+
+// selfProblem answers a request of the sidecar's own API with a problem of
+// an explicit status.
+func selfProblem(w http.ResponseWriter, status int, code fencegate.Code, detail string) {
+	fencegate.WriteProblem(w, fencegate.NewProblem(code, detail).WithStatus(status), 0)
+}
+
+// selfStoreProblem answers a store error with the status its kind calls for.
+func selfStoreProblem(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, store.ErrInvalidInput):
+		selfProblem(w, 400, fencegate.CodeInvalidRequest, err.Error())
+	case errors.Is(err, store.ErrNotFound):
+		selfProblem(w, 404, fencegate.CodeNotFound, err.Error())
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotPaused), errors.Is(err, store.ErrStillInFlight), errors.Is(err, store.ErrNotInFlight):
+		selfProblem(w, 409, fencegate.CodeConflict, err.Error())
+	default:
+		selfProblem(w, 503, fencegate.CodeStoreUnavailable, err.Error())
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }

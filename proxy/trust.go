@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -148,13 +149,13 @@ func (t *trust) reload(force bool) (bool, error) {
 	return true, nil
 }
 
-// watch polls the file every interval until stop is closed.
-func (t *trust) watch(stop <-chan struct{}, interval time.Duration) {
+// watch polls the file every interval until ctx ends.
+func (t *trust) watch(ctx context.Context, interval time.Duration) {
 	tk := time.NewTicker(interval)
 	defer tk.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case <-tk.C:
 			if _, err := t.reload(false); err != nil && !errors.Is(err, ErrKeyInUse) {

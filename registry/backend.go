@@ -8,18 +8,24 @@ import (
 )
 
 // Backend stores the registry's state. Every method is one atomic,
-// linearizable step: a Redis backend implements each with one Lua script,
-// memory and bbolt implement them with NewTxBackend over a transactional
-// store. Times come in the inputs; backends never read a clock.
+// linearizable step of the same shape: load the snapshot the operation's
+// decision reads (keys derived from the input), call the pure decision
+// function of this package (DecideAcquire, DecideRenew, ...), write the
+// Change it returns in the same transaction. A Redis backend implements
+// each with WATCH/MULTI or one Lua script, an etcd backend with one
+// transaction; memory and bbolt implement them with NewTxBackend over a
+// transactional store. Times come in the inputs; backends never read a
+// clock.
 type Backend interface {
 	// Acquire grants the resource or reports its current holder. The same
-	// (owner, requestId) always returns the same lease and grant.
+	// (owner, requestId) always returns the same lease and grant. A grant is
+	// sealed (SealGrant) between the decision and the write.
 	Acquire(ctx context.Context, in AcquireInput, seal SealFunc) (AcquireResult, error)
 	// Renew extends a HELD lease; a lease that is no longer held is
-	// answered with ErrNotHeld and its current view.
-	Renew(ctx context.Context, in RenewInput) (LeaseView, error)
+	// answered with RenewResult.NotHeld and its current view.
+	Renew(ctx context.Context, in RenewInput) (RenewResult, error)
 	// Release ends a lease; idempotent.
-	Release(ctx context.Context, in ReleaseInput) (LeaseView, error)
+	Release(ctx context.Context, in ReleaseInput) (ReleaseResult, error)
 	// Lease reads a lease by lease ID, grant digest or (owner, request ID).
 	Lease(ctx context.Context, q LeaseQuery) (LeaseView, error)
 	// Resource reads a resource's fence sequence and current holder.
@@ -35,7 +41,8 @@ type Backend interface {
 	DeletePolicy(ctx context.Context, pattern string, now time.Time) (Policy, error)
 	// Policies lists every policy, tombstones included.
 	Policies(ctx context.Context) ([]Policy, error)
-	// Meta reads the registry-wide state.
+	// Meta reads the registry-wide state (a new registry reads as issuer
+	// epoch 1).
 	Meta(ctx context.Context) (Meta, error)
 	// Compact deletes up to limit leases that ended (released, expired or
 	// revoked, as stored) before endedBefore, with their request-ID and
@@ -46,10 +53,11 @@ type Backend interface {
 	Close() error
 }
 
-// SealFunc signs a grant's claims. Acquire calls it inside its atomic step
-// once the fence is allocated, so the stored lease and the issued grant are
-// written together. (A Redis backend allocates in one script, seals, then
-// stores the token with set-if-absent; a retry returns the stored token.)
+// SealFunc signs a grant's claims (see SealGrant). A backend calls it
+// inside its atomic step once the decision has allocated the fence, so the
+// stored lease and the issued grant are written together. (A Redis backend
+// allocates in one script, seals, then stores the token with
+// set-if-absent; a retry returns the stored token.)
 type SealFunc func(claims *verify.Grant) (token []byte, err error)
 
 // AcquireInput asks for a lease. LeaseID and GrantID are fresh random IDs
@@ -97,11 +105,32 @@ type RenewInput struct {
 	Now time.Time
 }
 
+// RenewResult is Renew's answer.
+type RenewResult struct {
+	// View is the lease after the renewal, or as it stands when refused.
+	View LeaseView
+	// NotHeld: the lease is no longer held (View.State says whether it
+	// expired, was released or was revoked) and was not extended. A
+	// refusal is not an error of the backend: it commits the observed end
+	// of the lease when that was not written yet.
+	NotHeld bool
+}
+
 // ReleaseInput ends a lease.
 type ReleaseInput struct {
 	Lease string
 	Owner string
 	Now   time.Time
+}
+
+// ReleaseResult is Release's answer.
+type ReleaseResult struct {
+	// View is the lease after the release.
+	View LeaseView
+	// Released: this call ended a HELD lease. A repeated release, or the
+	// release of a lease that had already expired or been revoked, leaves
+	// it false.
+	Released bool
 }
 
 // LeaseQuery selects one lease: by Lease, by Digest, or by Owner and
@@ -112,24 +141,4 @@ type LeaseQuery struct {
 	Owner     string
 	RequestID string
 	Now       time.Time
-}
-
-// LeaseView is a lease with its effective state and the registry's current
-// values, read in one step: what a status proof states.
-type LeaseView struct {
-	Lease LeaseRecord
-	// State is the effective state at the query's time (LeaseState).
-	State string
-	// Meta is the registry-wide state at the read.
-	Meta Meta
-	// PolicyGeneration is the resource's current policy generation.
-	PolicyGeneration uint64
-}
-
-// ResourceView is a resource's record with its holder, if any.
-type ResourceView struct {
-	Record           ResourceRecord
-	Holder           *LeaseView
-	PolicyGeneration uint64
-	Meta             Meta
 }

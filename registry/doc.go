@@ -2,23 +2,105 @@
 // a per-resource strictly increasing fence sequence, signed lockGrant.v1
 // grants and lockStatus.v1 status proofs.
 //
-// The package root holds the domain: records, the Backend interface and the
-// pure decision functions (DecideAcquire, DecideRenew, DecideRelease,
-// LeaseState) that every backend applies inside one atomic step, so memory,
-// bbolt and (later) a Redis Lua script decide identically. Registry wraps a
-// Backend with signing, the waiting acquire (lock handoff), metrics and logs.
-// Backends live in their own packages: registry/memory (tests) and
-// registry/bolt (the embedded durable default). The HTTP API is
-// registry/httpapi, its JSON wire types are the root package's
-// (fencegate.Lease, ...); the worker SDK is the top-level package client.
+// The package root holds the domain: records (model.go), the pure decision
+// functions every backend decides through, the Backend interface, signing
+// (sign.go: the one place a grant and a proof are built and signed), and
+// Registry, the service that wraps a Backend with signing, the waiting
+// acquire (lock handoff), metrics and logs. Backends live in their own
+// packages: registry/memory (tests) and registry/bolt (the embedded durable
+// default). The HTTP API is registry/httpapi and goes through Registry
+// only; its JSON wire types are the root package's (fencegate.Lease, ...);
+// the worker SDK is the top-level package client.
 //
-// Safety rules kept here:
-//   - a fence token comes only from the resource's sequence, allocated in the
-//     same atomic step that grants the lease, and is always greater than
-//     every token issued before for that resource and than the fence floors;
-//   - time is the registry's own clock (injected; by default the process's
-//     monotonic clock anchored at start), never the client's;
-//   - an expired lease is never silently renewed: renew answers EXPIRED;
-//   - bumping the issuer epoch revokes every grant of an older epoch; a
-//     policy change revokes the grants issued under the previous generation.
+// # Decisions over snapshots
+//
+// Every operation is one atomic step of the same shape, like the fenced
+// store's (package store): the backend loads a snapshot by keys derived
+// from the input, calls a pure function of this package, and writes the
+// Change it returns in the same transaction:
+//
+//   - DecideAcquire over an AcquireSnapshot: the meta, the resource's
+//     policy, the (owner, requestId) index entry and its lease, the
+//     resource's record and its holder lease;
+//   - DecideRenew, DecideRelease and DecideStatus over a LeaseSnapshot: the
+//     meta, one lease, its resource's record and policy;
+//   - DecideResource over a ResourceSnapshot; DecideBumpEpoch over the
+//     meta; DecideFenceFloor over the meta and one record; DecidePutPolicy
+//     and DecideDeletePolicy over the meta (and the policy of the pattern);
+//     DecideCompact over candidate leases.
+//
+// A decision reads nothing else and writes only its Change, so a Redis
+// backend implements it with WATCH on those keys and MULTI, or one Lua
+// script, and an etcd backend with one transaction comparing their
+// revisions. A grant is signed between the decision and the write
+// (SealGrant), inside the same step; a backend refuses to write an
+// unsealed grant. A refusal (busy, not held, denied, bad input) writes
+// nothing, except that a renew or release that finds a lease no longer held
+// records its observed end. Times come in the inputs: a decision never
+// reads a clock; the registry's clock is its own (injected; by default the
+// process's monotonic clock anchored at start), never the client's.
+//
+// # The fence sequence: never reissued
+//
+// The property to keep is: for a resource, every fence the registry issues
+// is greater than every fence it issued before for that resource. Sidecars
+// and the fenced store rely on it: a write under a lower fence is stale, and
+// the same fence under two operation roots is proof of a double issue
+// (FENCE_REGRESSION).
+//
+// DecideAcquire allocates the fence in the step that grants the lease:
+// fence = max(LastFence, the resource's floor, the global floor) + 1, and
+// the record's LastFence is set to it in the same Change as the lease and
+// its index entries. It reads the record itself, not a cached counter, so
+// two acquires of one resource serialize on that key (the transaction, the
+// WATCH, the script) and cannot allocate the same fence. Nothing ever lowers
+// LastFence: no decision writes a smaller one, compaction deletes leases
+// but never a record, and a resource whose record is missing starts at
+// fence 1 (or just above the global floor) only because it never had one.
+// At the top of the range the
+// acquire fails (ErrFenceExhausted) instead of wrapping.
+//
+// Floors are how an operator restores that property after a restore from
+// an old snapshot (whose LastFence may be below fences already issued):
+// DecideFenceFloor raises the global or a resource's floor, taking the max
+// with the stored one, so a floor never goes down and the next fence is
+// above it. A floor never changes LastFence or a held lease.
+//
+// # Epochs, policy generations and the holder
+//
+// A lease's effective state (LeaseState) is computed at each read from the
+// stored lease, the meta and the resource's policy: REVOKED when its issuer
+// epoch is older than the current one or its policy generation is not the
+// resource's current one, EXPIRED once the registry's clock reaches its
+// expiry, else its stored state. That is why acquire, renew, release and
+// status read the meta and the policy along with the lease: a revocation is
+// one write of the meta (DecideBumpEpoch) or of one policy
+// (DecidePutPolicy, DecideDeletePolicy, whose tombstone keeps the
+// generation growing), never a walk over leases, and it takes effect in
+// the next decision that reads them. Epochs and generations only grow.
+//
+// Acquire is busy while the holder's effective state is HELD, so at most
+// one lease of a resource is held at any time. It reads the holder lease
+// named by the record, not an index of leases: the record's Holder is the
+// last granted lease, and every grant replaces it in the same step. A
+// holder found expired or revoked but still stored HELD is closed in the
+// grant's Change (its end recorded); a holder lease compacted away reads as
+// free. An expired lease is never silently renewed: DecideRenew answers
+// NotHeld (EXPIRED, RELEASED or REVOKED), and the caller must acquire again
+// and receive a new, higher fence.
+//
+// Idempotency comes first: the (owner, requestId) index entry names the
+// lease an earlier acquire granted, and the same pair always gets that lease
+// and grant back, whatever its state now (a lost response is recovered
+// without a second fence). The pair reused for another resource or
+// operation class is ErrRequestConflict. Compaction deletes the entry with
+// its lease; a request ID is then unknown.
+//
+// # Proofs
+//
+// A status proof states a view read in one step (LeaseView): the lease's
+// effective state, the meta's epoch and revision, and the policy
+// generation. Its lifetime is bounded: exp <= iat + MaxProofTTL and, for a
+// HELD lease, exp <= the lease's expiry, so a proof never says "held"
+// beyond the lease (ProofClaims).
 package registry

@@ -7,14 +7,24 @@ type Meta struct {
 	// IssuerEpoch is the current issuer epoch (starts at 1). Grants of an
 	// older epoch are revoked.
 	IssuerEpoch uint64 `json:"issuerEpoch"`
-	// Revision counts every write to the backend, like an etcd revision. It
-	// is the backendRevision of grants and proofs.
+	// Revision counts the registry's writes that a grant or a proof can
+	// state (grants, renewals, releases, epoch bumps, floors, policies), like
+	// an etcd revision. It is the backendRevision of grants and proofs.
 	Revision uint64 `json:"revision"`
 	// FenceFloor is the global floor: every fence issued from now on is
 	// greater than it (set after a restore from an old snapshot).
 	FenceFloor uint64 `json:"fenceFloor"`
 	// PolicySeq is the last policy generation handed out.
 	PolicySeq uint64 `json:"policySeq"`
+}
+
+// current is m as the registry reads it: a meta never written yet (a new
+// registry) is at issuer epoch 1.
+func (m Meta) current() Meta {
+	if m.IssuerEpoch == 0 {
+		m.IssuerEpoch = 1
+	}
+	return m
 }
 
 // ResourceRecord is the per-resource state: the fence sequence and the
@@ -33,7 +43,10 @@ type ResourceRecord struct {
 	FreedAt int64 `json:"freedAt,omitempty"`
 }
 
-// LeaseRecord is one granted lease and its immutable grant.
+// LeaseRecord is one granted lease and its immutable grant: the registry's
+// one lease type. Everything else about a lease is computed from it
+// (LeaseState, LeaseView) or is its wire form (fencegate.Lease, made by the
+// HTTP API).
 type LeaseRecord struct {
 	Lease            string `json:"lease"`
 	GrantID          string `json:"grantId"`
@@ -52,8 +65,30 @@ type LeaseRecord struct {
 	// a revocation is written. LeaseState computes the effective state.
 	State   string `json:"state"`
 	EndedAt int64  `json:"endedAt,omitempty"`
-	Token   string `json:"grant"`
-	Digest  string `json:"grantDigest"`
+	// Token is the lockGrant.v1 compact JWS and Digest its digest; both are
+	// set by SealGrant before the lease is first written.
+	Token  string `json:"grant"`
+	Digest string `json:"grantDigest"`
+}
+
+// LeaseView is a lease with its effective state and the registry's current
+// values, read in one step: what a status proof states (see ProofClaims).
+type LeaseView struct {
+	Lease LeaseRecord
+	// State is the effective state at the read's time (LeaseState).
+	State string
+	// Meta is the registry-wide state at the read.
+	Meta Meta
+	// PolicyGeneration is the resource's current policy generation.
+	PolicyGeneration uint64
+}
+
+// ResourceView is a resource's record with its holder, if any.
+type ResourceView struct {
+	Record           ResourceRecord
+	Holder           *LeaseView
+	PolicyGeneration uint64
+	Meta             Meta
 }
 
 // Policy is a per-resource (or per-prefix) policy. Every change gets a new

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -117,9 +116,6 @@ func (r *Registry) Now() time.Time { return r.opt.Clock() }
 // Signer is the registry's signer.
 func (r *Registry) Signer() *keys.Signer { return r.opt.Signer }
 
-// Backend is the registry's backend.
-func (r *Registry) Backend() Backend { return r.opt.Backend }
-
 // AcquireRequest asks for a lease.
 type AcquireRequest struct {
 	Resource  string
@@ -132,19 +128,6 @@ type AcquireRequest struct {
 	// Wait > 0 waits up to that long (bounded by MaxWait) for the holder to
 	// release or expire; waiters are served in arrival order.
 	Wait time.Duration
-}
-
-// Result is a lease as the API returns it: the view, the grant, and a
-// fresh signed status proof.
-type Result struct {
-	View LeaseView
-	// Grant is the lockGrant.v1 compact JWS.
-	Grant []byte
-	// Status is a fresh lockStatus.v1 compact JWS and its claims.
-	Status       []byte
-	StatusClaims verify.Status
-	// Existing: an idempotent acquire returned the grant of an earlier call.
-	Existing bool
 }
 
 // BusyError is returned (wrapping ErrLeaseHeld) when the resource stays held.
@@ -253,8 +236,7 @@ func (r *Registry) tryAcquire(ctx context.Context, in AcquireInput) (AcquireResu
 		return AcquireResult{}, time.Time{}, err
 	}
 	in.Now = r.Now()
-	seal := func(c *verify.Grant) ([]byte, error) { return r.opt.Signer.Sign(verify.GrantSchema, c) }
-	res, err := r.opt.Backend.Acquire(ctx, in, seal)
+	res, err := r.opt.Backend.Acquire(ctx, in, r.seal)
 	if err != nil {
 		return res, in.Now, err
 	}
@@ -292,37 +274,9 @@ func (r *Registry) granted(res AcquireResult, decidedAt time.Time, waited bool, 
 			zap.String("lease", l.Lease), zap.Uint64("fence", l.Fence), zap.String("grantDigest", l.Digest),
 			zap.Uint64("issuerEpoch", l.IssuerEpoch), zap.Int64("expiresAt", l.ExpiresAt))
 	}
-	out, err := r.withProof(res.View, decidedAt)
+	out, err := r.prove(res.View, decidedAt)
 	out.Existing = res.Existing
 	return out, err
-}
-
-// withProof signs a lockStatus.v1 proof of v at now.
-func (r *Registry) withProof(v LeaseView, now time.Time) (Result, error) {
-	iat := ms(now)
-	exp := iat + r.opt.MaxProofTTL.Milliseconds()
-	if v.State == verify.StateHeld {
-		exp = min(exp, v.Lease.ExpiresAt)
-	}
-	st := verify.Status{
-		Schema:           verify.StatusSchema,
-		Issuer:           r.opt.Issuer,
-		GrantDigest:      v.Lease.Digest,
-		Resource:         v.Lease.Resource,
-		Lease:            v.Lease.Lease,
-		FenceToken:       v.Lease.Fence,
-		State:            v.State,
-		BackendRevision:  v.Meta.Revision,
-		PolicyGeneration: v.PolicyGeneration,
-		IssuerEpoch:      v.Meta.IssuerEpoch,
-		IssuedAt:         uint64(iat),
-		ExpiresAt:        uint64(exp),
-	}
-	tok, err := r.opt.Signer.Sign(verify.StatusSchema, &st)
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{View: v, Grant: []byte(v.Lease.Token), Status: tok, StatusClaims: st}, nil
 }
 
 // Renew extends a held lease by ttl from now. A ttl of 0 keeps the lease's
@@ -339,38 +293,39 @@ func (r *Registry) Renew(ctx context.Context, owner, lease string, ttl time.Dura
 		}
 	}
 	now := r.Now()
-	v, err := r.opt.Backend.Renew(ctx, RenewInput{Lease: lease, Owner: owner, TTL: ttl, Now: now})
-	switch {
-	case errors.Is(err, ErrNotHeld):
-		r.m.renewals.WithLabelValues("not_held").Inc()
-		if v.State == verify.StateExpired {
-			r.m.expiries.Inc()
-		}
-		res, perr := r.withProof(v, now)
-		if perr != nil {
-			return Result{}, perr
-		}
-		return res, err
-	case err != nil:
+	res, err := r.opt.Backend.Renew(ctx, RenewInput{Lease: lease, Owner: owner, TTL: ttl, Now: now})
+	if err != nil {
 		return Result{}, err
 	}
+	if res.NotHeld {
+		r.m.renewals.WithLabelValues("not_held").Inc()
+		if res.View.State == verify.StateExpired {
+			r.m.expiries.Inc()
+		}
+		out, err := r.prove(res.View, now)
+		if err != nil {
+			return Result{}, err
+		}
+		return out, fmt.Errorf("%w: lease %s is %s", ErrNotHeld, res.View.Lease.Lease, res.View.State)
+	}
 	r.m.renewals.WithLabelValues("ok").Inc()
-	return r.withProof(v, now)
+	return r.prove(res.View, now)
 }
 
 // Release ends a lease (idempotent) and hands the resource to the next waiter.
 func (r *Registry) Release(ctx context.Context, owner, lease string) (Result, error) {
 	now := r.Now()
-	v, err := r.opt.Backend.Release(ctx, ReleaseInput{Lease: lease, Owner: owner, Now: now})
+	res, err := r.opt.Backend.Release(ctx, ReleaseInput{Lease: lease, Owner: owner, Now: now})
 	if err != nil {
 		return Result{}, err
 	}
-	if v.State == verify.StateReleased && v.Lease.EndedAt == ms(now) {
+	v := res.View
+	if res.Released {
 		r.m.releases.Inc()
 		r.log.Info("lease released", zap.String("resource", v.Lease.Resource), zap.String("lease", v.Lease.Lease), zap.Uint64("fence", v.Lease.Fence))
 	}
 	r.waiters.notify(v.Lease.Resource)
-	return r.withProof(v, now)
+	return r.prove(v, now)
 }
 
 // Status reads a lease (by lease ID, grant digest or owner and request ID)
@@ -381,7 +336,7 @@ func (r *Registry) Status(ctx context.Context, q LeaseQuery) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return r.withProof(v, q.Now)
+	return r.prove(v, q.Now)
 }
 
 // Resource reads a resource's fence sequence and holder.
@@ -446,6 +401,11 @@ func (r *Registry) DeletePolicy(ctx context.Context, pattern string) (Policy, er
 // Policies lists the policies.
 func (r *Registry) Policies(ctx context.Context) ([]Policy, error) {
 	return r.opt.Backend.Policies(ctx)
+}
+
+// Meta reads the registry-wide state.
+func (r *Registry) Meta(ctx context.Context) (Meta, error) {
+	return r.opt.Backend.Meta(ctx)
 }
 
 // Ready checks that the backend answers.

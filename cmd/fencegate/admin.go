@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/adminapi"
 )
 
 func init() {
@@ -84,7 +84,7 @@ func runReconcile(ctx context.Context, args []string, out io.Writer) error {
 	if *res == "" || *op == "" || *applied == *notApplied {
 		return &exitError{2, errors.New("need --resource, --op and exactly one of --applied or --not-applied")}
 	}
-	return a.call(ctx, http.MethodPost, "/v1/reconcile", proxy.ReconcileRequest{
+	return a.call(ctx, http.MethodPost, "/v1/reconcile", adminapi.ReconcileRequest{
 		Resource: *res, OperationID: *op, Applied: *applied, Status: *status, Body: *body, Reason: *reason,
 	}, out)
 }

@@ -20,8 +20,9 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
+	proxyserver "github.com/fencegate/fencegate/proxy/server"
 	regserver "github.com/fencegate/fencegate/registry/server"
 	"github.com/fencegate/fencegate/store"
 )
@@ -149,7 +150,7 @@ func (d *demo) startParts(ctx context.Context, dir string, log *zap.Logger) (fun
 	var stops []func()
 	rctx, rcancel := context.WithCancel(ctx)
 	rdone := make(chan struct{})
-	go func() { _ = rs.Serve(rctx); close(rdone) }()
+	go func() { _ = rs.Run(rctx); close(rdone) }()
 	stops = append(stops, func() { rcancel(); <-rdone })
 	d.reg = "http://" + rs.Addr()
 
@@ -184,7 +185,7 @@ func (d *demo) startParts(ctx context.Context, dir string, log *zap.Logger) (fun
 		Admin:    proxy.AdminConfig{Listen: adminAddr},
 		DataDir:  filepath.Join(dir, "sidecar"),
 	}
-	ps, err := proxy.NewServer(pc, log.Named("sidecar"), nil)
+	ps, err := proxyserver.New(pc, log.Named("sidecar"), nil)
 	if err != nil {
 		for _, s := range stops {
 			s()
@@ -193,7 +194,7 @@ func (d *demo) startParts(ctx context.Context, dir string, log *zap.Logger) (fun
 	}
 	pctx, pcancel := context.WithCancel(ctx)
 	pdone := make(chan struct{})
-	go func() { _ = ps.Serve(pctx); close(pdone) }()
+	go func() { _ = ps.Run(pctx); close(pdone) }()
 	stops = append(stops, func() { pcancel(); <-pdone })
 	d.sidecar, d.admin = "http://"+ps.Addr(), "http://"+ps.AdminAddr()
 	d.start = time.Now()

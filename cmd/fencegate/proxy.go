@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate/proxy"
+	proxyserver "github.com/fencegate/fencegate/proxy/server"
 )
 
 func init() {
@@ -45,11 +46,11 @@ func runProxy(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer log.Sync() //nolint:errcheck
-	srv, err := proxy.NewServer(cfg, log, force)
+	srv, err := proxyserver.New(cfg, log, force)
 	if err != nil {
 		return err
 	}
 	log.Info("sidecar listening", zap.String("addr", srv.Addr()), zap.String("admin", srv.AdminAddr()), zap.String("backend", cfg.Backend.URL), zap.Int("routes", len(cfg.Routes)))
 	fmt.Fprintf(out, "fencegate proxy listening on %s (admin %s) -> %s\n", srv.Addr(), srv.AdminAddr(), cfg.Backend.URL)
-	return srv.Serve(ctx)
+	return srv.Run(ctx)
 }

@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/registry/server"
 )
 
@@ -62,5 +62,5 @@ func runRegistry(ctx context.Context, args []string, out io.Writer) error {
 	log.Info("registry listening", zap.String("addr", srv.Addr()), zap.String("backend", cfg.Backend),
 		zap.String("dataDir", cfg.DataDir), zap.String("identity", cfg.Identity.Mode))
 	fmt.Fprintf(out, "fencegate registry listening on %s (backend %s, data %s)\n", srv.Addr(), cfg.Backend, cfg.DataDir)
-	return srv.Serve(ctx)
+	return srv.Run(ctx)
 }

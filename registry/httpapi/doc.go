@@ -7,6 +7,6 @@
 // Bodies are JSON (unknown fields rejected, 64 KiB at most). Every error is
 // an RFC 9457 application/problem+json document with a stable "code"; no
 // error changes state. The owner of a lease is always the caller's
-// established identity (see internal/identity), never a body field.
+// established identity (see identity), never a body field.
 // docs/registry-api.md documents every route.
 package httpapi

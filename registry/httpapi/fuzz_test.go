@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 )
 
 // FuzzAPI: no body on any write route makes the registry answer 5xx or

@@ -163,8 +163,7 @@ func (s *server) resource(w http.ResponseWriter, req *http.Request) {
 		IssuerEpoch:      v.Meta.IssuerEpoch,
 	}
 	if v.Holder != nil {
-		h := leaseBody(registry.Result{View: *v.Holder}, "")
-		h.Status, h.StatusExpiresAt = "", time.Time{}
+		h := leaseWire(*v.Holder, "")
 		out.Holder = &h
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -180,7 +179,7 @@ func (s *server) bumpEpoch(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *server) meta(w http.ResponseWriter, req *http.Request) {
-	m, err := s.Registry.Backend().Meta(req.Context())
+	m, err := s.Registry.Meta(req.Context())
 	if err != nil {
 		s.failErr(w, req, err)
 		return

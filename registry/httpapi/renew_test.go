@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/registry"
 )
 

@@ -11,16 +11,27 @@ import (
 // fencegate.AcquireBody, ...); this file converts the registry's records
 // to them.
 
-// leaseBody is the answer about a lease; the grant goes to its owner only.
+// leaseBody is the answer about a lease with its status proof; the grant
+// goes to its owner only.
 func leaseBody(res registry.Result, caller string) fencegate.Lease {
-	l := res.View.Lease
+	out := leaseWire(res.View, caller)
+	out.Status = string(res.Status)
+	out.StatusExpiresAt = time.UnixMilli(int64(res.StatusClaims.ExpiresAt)).UTC()
+	out.Replayed = res.Existing
+	return out
+}
+
+// leaseWire is the wire form of a lease view, without a status proof; the
+// grant goes to its owner only.
+func leaseWire(v registry.LeaseView, caller string) fencegate.Lease {
+	l := v.Lease
 	out := fencegate.Lease{
 		Lease:            l.Lease,
 		Resource:         l.Resource,
 		Owner:            l.Owner,
 		RequestID:        l.RequestID,
 		OpClass:          l.OpClass,
-		State:            res.View.State,
+		State:            v.State,
 		FenceToken:       l.Fence,
 		IssuerEpoch:      l.IssuerEpoch,
 		PolicyGeneration: l.PolicyGeneration,
@@ -29,9 +40,6 @@ func leaseBody(res registry.Result, caller string) fencegate.Lease {
 		IssuedAt:         time.UnixMilli(l.IssuedAt).UTC(),
 		ExpiresAt:        time.UnixMilli(l.ExpiresAt).UTC(),
 		GrantDigest:      l.Digest,
-		Status:           string(res.Status),
-		StatusExpiresAt:  time.UnixMilli(int64(res.StatusClaims.ExpiresAt)).UTC(),
-		Replayed:         res.Existing,
 	}
 	if caller == l.Owner {
 		out.Grant = l.Token

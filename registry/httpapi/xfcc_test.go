@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 )
 
 // TestXFCCQuotingCannotActOnAnotherOwnersLease runs the registry in header

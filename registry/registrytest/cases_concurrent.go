@@ -205,13 +205,16 @@ func testConcurrentExpiry(t *testing.T, e *env) {
 
 // event is one backend operation as historyBackend saw it.
 type event struct {
-	op     string // "acquire", "renew", "release"
-	lease  string
-	now    int64
-	acq    registry.AcquireResult
-	view   registry.LeaseView
-	err    error
-	holder string // acquire: lease ID of a new grant
+	op    string // "acquire", "renew", "release"
+	lease string
+	now   int64
+	acq   registry.AcquireResult
+	view  registry.LeaseView
+	err   error
+	// notHeld: a renewal refused (RenewResult.NotHeld); released: a
+	// release that ended the lease (ReleaseResult.Released).
+	notHeld, released bool
+	holder            string // acquire: lease ID of a new grant
 }
 
 // historyBackend serializes Acquire, Renew and Release on a backend and
@@ -230,20 +233,20 @@ func (h *historyBackend) Acquire(ctx context.Context, in registry.AcquireInput, 
 	return res, err
 }
 
-func (h *historyBackend) Renew(ctx context.Context, in registry.RenewInput) (registry.LeaseView, error) {
+func (h *historyBackend) Renew(ctx context.Context, in registry.RenewInput) (registry.RenewResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	v, err := h.Backend.Renew(ctx, in)
-	h.events = append(h.events, event{op: "renew", lease: in.Lease, now: ms(in.Now), view: v, err: err})
-	return v, err
+	res, err := h.Backend.Renew(ctx, in)
+	h.events = append(h.events, event{op: "renew", lease: in.Lease, now: ms(in.Now), view: res.View, notHeld: res.NotHeld, err: err})
+	return res, err
 }
 
-func (h *historyBackend) Release(ctx context.Context, in registry.ReleaseInput) (registry.LeaseView, error) {
+func (h *historyBackend) Release(ctx context.Context, in registry.ReleaseInput) (registry.ReleaseResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	v, err := h.Backend.Release(ctx, in)
-	h.events = append(h.events, event{op: "release", lease: in.Lease, now: ms(in.Now), view: v, err: err})
-	return v, err
+	res, err := h.Backend.Release(ctx, in)
+	h.events = append(h.events, event{op: "release", lease: in.Lease, now: ms(in.Now), view: res.View, released: res.Released, err: err})
+	return res, err
 }
 
 func (h *historyBackend) history() []event {
@@ -289,13 +292,13 @@ func checkHistory(t *testing.T, evs []event) {
 			}
 		case "renew":
 			switch {
-			case ev.err == nil:
+			case ev.err == nil && !ev.notHeld:
 				if ev.lease != cur || !heldAt(ev.now) {
 					t.Errorf("event %d: lease %s renewed at %d; the model's lease %s (ended %v, expires %d)",
 						i, ev.lease, ev.now, cur, ended, expiresAt)
 				}
 				expiresAt = ev.view.Lease.ExpiresAt
-			case errors.Is(ev.err, registry.ErrNotHeld):
+			case ev.err == nil:
 				if ev.lease == cur && heldAt(ev.now) {
 					t.Errorf("event %d: renewal of held lease %s refused at %d (%s)", i, ev.lease, ev.now, ev.view.State)
 				}
@@ -306,6 +309,10 @@ func checkHistory(t *testing.T, evs []event) {
 				t.Errorf("event %d: renew failed: %v", i, ev.err)
 			}
 		case "release":
+			if want := ev.err == nil && ev.lease == cur && !ended && heldAt(ev.now); ev.released != want {
+				t.Errorf("event %d: release of lease %s at %d says released=%v; the model's lease %s (ended %v, expires %d)",
+					i, ev.lease, ev.now, ev.released, cur, ended, expiresAt)
+			}
 			switch {
 			case ev.err != nil:
 				t.Errorf("event %d: release failed: %v", i, ev.err)

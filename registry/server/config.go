@@ -10,9 +10,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/fencegate/fencegate/internal/identity"
-	"github.com/fencegate/fencegate/internal/tlsfiles"
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/tlsfiles"
 )
 
 // Config is the registry's YAML configuration. Zero values take the

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
@@ -17,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/bolt"
 	"github.com/fencegate/fencegate/registry/httpapi"
@@ -36,29 +38,33 @@ type Server struct {
 	srv      *http.Server
 }
 
-// New builds a registry from cfg and binds its listener. Call Serve.
-func New(cfg Config, log *zap.Logger) (*Server, error) {
+// New builds a registry from cfg and binds its listener. Call Run. On an
+// error, whatever New had opened is closed again.
+func New(cfg Config, log *zap.Logger) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	if log == nil {
+		log = zap.NewNop()
 	}
 	s := &Server{cfg: cfg, log: log}
 	signer, jwks, err := s.keys()
 	if err != nil {
 		return nil, err
 	}
-	switch cfg.Backend {
-	case "memory":
-		log.Warn("memory backend: fences do not survive a restart; for tests only")
-		s.backend = memory.NewBackend()
-	default:
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-			return nil, fmt.Errorf("server: %w", err)
-		}
-		s.backend, err = bolt.OpenBackend(filepath.Join(cfg.DataDir, "registry.db"), 5*time.Second)
+	// One cleanup for every error below: close what was opened, newest first.
+	var opened []io.Closer
+	defer func() {
 		if err != nil {
-			return nil, err
+			for i := len(opened) - 1; i >= 0; i-- {
+				_ = opened[i].Close()
+			}
 		}
+	}()
+	if s.backend, err = openBackend(cfg, log); err != nil {
+		return nil, err
 	}
+	opened = append(opened, s.backend)
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.Registry, err = registry.New(registry.Options{
@@ -74,12 +80,10 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Metrics:     promReg,
 	})
 	if err != nil {
-		s.backend.Close()
 		return nil, err
 	}
 	res, err := identity.New(cfg.Identity)
 	if err != nil {
-		s.backend.Close()
 		return nil, err
 	}
 	if res.Insecure() {
@@ -89,7 +93,6 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	if cfg.Admin.TokenFile != "" {
 		tok, err := os.ReadFile(cfg.Admin.TokenFile)
 		if err != nil {
-			s.backend.Close()
 			return nil, fmt.Errorf("server: admin token: %w", err)
 		}
 		admin.Token = strings.TrimSpace(string(tok))
@@ -99,13 +102,7 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		Logger: log, Metrics: promReg, Gatherer: promReg,
 	})
 	if err != nil {
-		s.backend.Close()
 		return nil, err
-	}
-	s.ln, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		s.backend.Close()
-		return nil, fmt.Errorf("server: listen: %w", err)
 	}
 	s.srv = &http.Server{
 		Handler:           s.handler,
@@ -117,15 +114,26 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
 	if cfg.TLS.Enabled() {
-		tc, err := cfg.TLS.Config()
-		if err != nil {
-			s.ln.Close()
-			s.backend.Close()
+		if s.srv.TLSConfig, err = cfg.TLS.Config(); err != nil {
 			return nil, err
 		}
-		s.srv.TLSConfig = tc
+	}
+	if s.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("server: listen: %w", err)
 	}
 	return s, nil
+}
+
+// openBackend opens the backend cfg.Backend names.
+func openBackend(cfg Config, log *zap.Logger) (registry.Backend, error) {
+	if cfg.Backend == "memory" {
+		log.Warn("memory backend: fences do not survive a restart; for tests only")
+		return memory.NewBackend(), nil
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return bolt.OpenBackend(filepath.Join(cfg.DataDir, "registry.db"), 5*time.Second)
 }
 
 // Addr is the bound listen address.
@@ -134,17 +142,25 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // Handler is the HTTP handler (for in-process tests).
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Serve serves until ctx ends, then shuts down gracefully and closes the backend.
-func (s *Server) Serve(ctx context.Context) error {
+// Run serves until ctx ends or the listener fails, with the lease
+// retention loop (compactLoop) running beside it. Then it shuts the
+// listener down gracefully (within 10s), stops the retention loop and
+// waits for it, and only then closes the backend: nothing Run started
+// still uses the backend when it closes. It returns the listener's
+// failure, else the shutdown's, else closing the backend's. Call Run once.
+func (s *Server) Run(ctx context.Context) error {
+	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLoops()
+	var loops, listener sync.WaitGroup
+	loops.Go(func() { s.compactLoop(loopCtx) })
 	errc := make(chan error, 1)
-	go func() {
+	listener.Go(func() {
 		if s.srv.TLSConfig != nil {
 			errc <- s.srv.ServeTLS(s.ln, "", "")
 		} else {
 			errc <- s.srv.Serve(s.ln)
 		}
-	}()
-	go s.compactLoop(ctx)
+	})
 	var err error
 	select {
 	case err = <-errc:
@@ -156,6 +172,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
+	listener.Wait()
+	stopLoops()
+	loops.Wait()
 	if cerr := s.backend.Close(); err == nil {
 		err = cerr
 	}
@@ -214,7 +233,7 @@ func (s *Server) keys() (*keys.Signer, jwk.Set, error) {
 }
 
 // compactLoop deletes ended leases past the retention period, at start and
-// hourly.
+// hourly, until ctx ends.
 func (s *Server) compactLoop(ctx context.Context) {
 	tk := time.NewTicker(time.Hour)
 	defer tk.Stop()

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 )
 
 // refXFCC is the reference model of the XFCC identity: a plain state

@@ -4,7 +4,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 )
 
 // FuzzIdentifyHeader: no identity header value (plain or XFCC) panics, and

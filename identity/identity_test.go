@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
 )
 
 type ca struct {

@@ -1,4 +1,4 @@
-package proxy
+package server
 
 import (
 	"context"
@@ -13,18 +13,19 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/fencegate/fencegate/internal/identity"
+	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry/keys"
 )
 
-// TestServeReturnsShutdownError: when the drain of in-flight requests
-// does not finish within the shutdown timeout, Serve logs it and returns
+// TestRunReturnsShutdownError: when the drain of in-flight requests
+// does not finish within the shutdown timeout, Run logs it and returns
 // the error (nothing else failed) instead of dropping it.
-func TestServeReturnsShutdownError(t *testing.T) {
+func TestRunReturnsShutdownError(t *testing.T) {
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
 	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
-		<-release // held until Serve has returned
+		<-release // held until Run has returned
 	}))
 	defer back.Close()
 	defer close(release) // runs before back.Close
@@ -42,18 +43,18 @@ func TestServeReturnsShutdownError(t *testing.T) {
 	if err := keys.Save(bundle, set); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{
+	cfg := proxy.Config{
 		Listen:   "127.0.0.1:0",
-		Backend:  BackendConfig{URL: back.URL, Timeout: time.Minute},
-		Routes:   []RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: RouteStatus{Mode: StatusProof}}},
+		Backend:  proxy.BackendConfig{URL: back.URL, Timeout: time.Minute},
+		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof}}},
 		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
-		Trust:    TrustConfig{Bundle: bundle},
-		Store:    StoreConfig{Backend: "memory"},
-		Admin:    AdminConfig{Listen: "127.0.0.1:0"},
+		Trust:    proxy.TrustConfig{Bundle: bundle},
+		Store:    proxy.StoreConfig{Backend: "memory"},
+		Admin:    proxy.AdminConfig{Listen: "127.0.0.1:0"},
 		DataDir:  dir,
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	s, err := NewServer(cfg, zap.New(core), nil)
+	s, err := New(cfg, zap.New(core), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestServeReturnsShutdownError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx) }()
+	go func() { served <- s.Run(ctx) }()
 
 	// A read passes through to the backend, which holds it: the request is
 	// in flight when the shutdown starts.
@@ -79,10 +80,10 @@ func TestServeReturnsShutdownError(t *testing.T) {
 	select {
 	case err = <-served:
 	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return")
+		t.Fatal("Run did not return")
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Serve returned %v, want the inbound shutdown's context.DeadlineExceeded", err)
+		t.Fatalf("Run returned %v, want the inbound shutdown's context.DeadlineExceeded", err)
 	}
 	if logs.FilterMessageSnippet("shutdown of the inbound listener did not finish").FilterLevelExact(zap.ErrorLevel).Len() != 1 {
 		t.Fatalf("the shutdown failure was not logged: %v", logs.All())

@@ -1,0 +1,111 @@
+package adminapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/proxy"
+)
+
+// ReadyCheck is an extra readiness check (e.g. the registry answers).
+type ReadyCheck func(ctx context.Context) error
+
+// Options are the admin API's dependencies. Proxy is required.
+type Options struct {
+	Proxy *proxy.Proxy
+	// Token, when set, lets non-loopback callers in with
+	// "Authorization: Bearer <Token>".
+	Token string
+	// Gatherer, when set, is served on /metrics.
+	Gatherer prometheus.Gatherer
+	// Ready are checked by /readyz after the store.
+	Ready  []ReadyCheck
+	Logger *zap.Logger
+}
+
+type server struct {
+	Options
+}
+
+// New returns the admin API's handler.
+func New(o Options) (http.Handler, error) {
+	if o.Proxy == nil {
+		return nil, errors.New("adminapi: a proxy is required")
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	s := &server{Options: o}
+	r := chi.NewRouter()
+	r.Use(s.adminOnly)
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		problem(w, 404, fencegate.CodeNotFound, "no such route")
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		problem(w, 405, fencegate.CodeInvalidRequest, "method not allowed")
+	})
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	r.Get("/readyz", s.readyz)
+	if o.Gatherer != nil {
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+	}
+	r.Route("/v1", func(r chi.Router) {
+		r.Get("/receipts", s.receipts)
+		r.Get("/resources/*", s.record)
+		r.Get("/unknown", s.unknown)
+		r.Get("/paused", s.paused)
+		r.Get("/quarantine", s.quarantine)
+		r.Post("/reconcile", s.reconcile)
+		r.Post("/pause", s.pause)
+		r.Post("/resume", s.resume)
+		r.Post("/trust/reload", s.trustReload)
+	})
+	return r, nil
+}
+
+// adminOnly lets through callers presenting the token, and loopback callers.
+func (s *server) adminOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok && s.Token != "" &&
+			subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) == 1 {
+			next.ServeHTTP(w, req)
+			return
+		}
+		host, _, err := net.SplitHostPort(req.RemoteAddr)
+		if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsLoopback() {
+			next.ServeHTTP(w, req)
+			return
+		}
+		problem(w, 403, fencegate.CodeAdminRequired, "the admin API is served to loopback callers or with the admin bearer token")
+	})
+}
+
+// readyz answers ok when the store answers and every extra check passes.
+func (s *server) readyz(w http.ResponseWriter, req *http.Request) {
+	ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.Proxy.Paused(ctx); err != nil {
+		s.Logger.Error("readiness: listing paused resources failed; answering not ready", zap.Error(err))
+		problem(w, 503, fencegate.CodeStoreUnavailable, "store: "+err.Error())
+		return
+	}
+	for _, c := range s.Ready {
+		if err := c(ctx); err != nil {
+			problem(w, 503, fencegate.CodeRegistryUnavailable, err.Error())
+			return
+		}
+	}
+	_, _ = io.WriteString(w, "ok\n")
+}

@@ -1,0 +1,155 @@
+package adminapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/store"
+)
+
+// ReconcileRequest is the body of POST /v1/reconcile.
+type ReconcileRequest struct {
+	Resource    string `json:"resource"`
+	OperationID string `json:"operationId"`
+	// Applied: the mutation took effect (false: proven not applied).
+	Applied bool `json:"applied"`
+	// Status and Body are the response replays return (Applied only).
+	Status int    `json:"status,omitempty"`
+	Body   string `json:"body,omitempty"`
+	// Reason is logged.
+	Reason string `json:"reason,omitempty"`
+}
+
+// resourceBody is the body of POST /v1/pause and /v1/resume.
+type resourceBody struct {
+	Resource string `json:"resource"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// receipts answers ?resource=R&op=ID with the receipts of that operation.
+func (s *server) receipts(w http.ResponseWriter, req *http.Request) {
+	q := req.URL.Query()
+	res, op := q.Get("resource"), q.Get("op")
+	if res == "" || op == "" {
+		problem(w, 400, fencegate.CodeInvalidRequest, "query parameters resource and op are required")
+		return
+	}
+	list, err := s.Proxy.Receipts(req.Context(), res, op)
+	if err != nil {
+		storeProblem(w, err)
+		return
+	}
+	writeJSON(w, 200, list)
+}
+
+func (s *server) record(w http.ResponseWriter, req *http.Request) {
+	rec, err := s.Proxy.Record(req.Context(), chi.URLParam(req, "*"))
+	if err != nil {
+		storeProblem(w, err)
+		return
+	}
+	writeJSON(w, 200, rec)
+}
+
+func (s *server) unknown(w http.ResponseWriter, req *http.Request) {
+	list, err := s.Proxy.Unknown(req.Context())
+	writeList(w, list, err)
+}
+
+func (s *server) paused(w http.ResponseWriter, req *http.Request) {
+	list, err := s.Proxy.Paused(req.Context())
+	if err != nil {
+		s.Logger.Error("admin: listing paused resources failed", zap.Error(err))
+	}
+	writeList(w, list, err)
+}
+
+func (s *server) quarantine(w http.ResponseWriter, req *http.Request) {
+	list, err := s.Proxy.Quarantined(req.Context(), req.URL.Query().Get("resource"))
+	writeList(w, list, err)
+}
+
+func (s *server) reconcile(w http.ResponseWriter, req *http.Request) {
+	var rr ReconcileRequest
+	if !decodeBody(w, req, &rr) {
+		return
+	}
+	if rr.Resource == "" || rr.OperationID == "" {
+		problem(w, 400, fencegate.CodeInvalidRequest, "resource and operationId are required")
+		return
+	}
+	out, err := s.Proxy.Reconcile(req.Context(), rr.Resource, rr.OperationID, rr.Applied, rr.Status, []byte(rr.Body))
+	if err != nil {
+		storeProblem(w, err)
+		return
+	}
+	s.Logger.Warn("mutation reconciled by operator", zap.String("resource", rr.Resource), zap.String("operationId", rr.OperationID),
+		zap.Bool("applied", rr.Applied), zap.String("reason", rr.Reason))
+	writeJSON(w, 200, out)
+}
+
+func (s *server) pause(w http.ResponseWriter, req *http.Request) {
+	var b resourceBody
+	if !decodeBody(w, req, &b) {
+		return
+	}
+	rec, err := s.Proxy.Pause(req.Context(), b.Resource, b.Detail)
+	if err != nil {
+		storeProblem(w, err)
+		return
+	}
+	s.Logger.Warn("resource paused by operator", zap.String("resource", b.Resource), zap.String("detail", b.Detail))
+	writeJSON(w, 200, rec)
+}
+
+func (s *server) resume(w http.ResponseWriter, req *http.Request) {
+	var b resourceBody
+	if !decodeBody(w, req, &b) {
+		return
+	}
+	rec, err := s.Proxy.Resume(req.Context(), b.Resource)
+	if err != nil {
+		storeProblem(w, err)
+		return
+	}
+	s.Logger.Warn("resource resumed by operator; the highest fence is kept", zap.String("resource", b.Resource), zap.Uint64("highestFence", rec.HighestFence))
+	writeJSON(w, 200, rec)
+}
+
+func (s *server) trustReload(w http.ResponseWriter, req *http.Request) {
+	var b struct {
+		Force bool `json:"force"`
+	}
+	if req.ContentLength != 0 && !decodeBody(w, req, &b) {
+		return
+	}
+	changed, err := s.Proxy.ReloadTrust(b.Force)
+	if err != nil {
+		status := 500
+		if errors.Is(err, proxy.ErrKeyInUse) {
+			status = 409
+		}
+		problem(w, status, fencegate.CodeConflict, err.Error())
+		return
+	}
+	writeJSON(w, 200, map[string]any{"changed": changed, "kids": s.Proxy.TrustKeyIDs()})
+}
+
+// storeProblem answers a store error with the status its kind calls for.
+func storeProblem(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, store.ErrInvalidInput):
+		problem(w, 400, fencegate.CodeInvalidRequest, err.Error())
+	case errors.Is(err, store.ErrNotFound):
+		problem(w, 404, fencegate.CodeNotFound, err.Error())
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotPaused), errors.Is(err, store.ErrStillInFlight), errors.Is(err, store.ErrNotInFlight):
+		problem(w, 409, fencegate.CodeConflict, err.Error())
+	default:
+		problem(w, 503, fencegate.CodeStoreUnavailable, err.Error())
+	}
+}

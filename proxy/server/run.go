@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// Run serves both listeners and runs the sidecar's background loops
+// (proxy.Proxy.Run) until ctx ends or a listener fails. Then, in order, it
+// drains in-flight requests (so their mutations settle), stops the loops
+// and waits for them, and only then closes the store: nothing the Server
+// started still uses the store when it closes. It returns the first
+// failure: a listener's, else a drain that did not finish within the
+// shutdown timeout (the store then closes under the requests still in
+// flight; their mutations may be left unknown), else closing the store's.
+// Every failure is logged. Call Run once.
+func (s *Server) Run(ctx context.Context) error {
+	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLoops()
+	var loops, listeners sync.WaitGroup
+	loops.Go(func() { _ = s.proxy.Run(loopCtx) })
+
+	errc := make(chan error, 2)
+	listeners.Go(func() {
+		if s.in.TLSConfig != nil {
+			errc <- s.in.ServeTLS(s.inLn, "", "")
+		} else {
+			errc <- s.in.Serve(s.inLn)
+		}
+	})
+	listeners.Go(func() { errc <- s.admin.Serve(s.adminLn) })
+
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	if err != nil {
+		s.log.Error("a listener failed; shutting down", zap.Error(err))
+		err = fmt.Errorf("proxy: serve: %w", err)
+	}
+	if serr := s.drain(); err == nil {
+		err = serr
+	}
+	listeners.Wait()
+	stopLoops()
+	loops.Wait()
+	if cerr := s.store.Close(); cerr != nil {
+		s.log.Error("closing the store failed", zap.Error(cerr))
+		if err == nil {
+			err = fmt.Errorf("proxy: close store: %w", cerr)
+		}
+	}
+	return err
+}
+
+// drain shuts both listeners down, waiting up to the shutdown timeout for
+// the requests in flight. It returns the first listener's failure.
+func (s *Server) drain() error {
+	sctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout)
+	defer cancel()
+	var err error
+	for _, srv := range []struct {
+		name string
+		srv  *http.Server
+	}{{"inbound", s.in}, {"admin", s.admin}} {
+		if serr := srv.srv.Shutdown(sctx); serr != nil {
+			s.log.Error("shutdown of the "+srv.name+" listener did not finish: requests still in flight (the store closes under them; their mutations may be left unknown until reconciled)",
+				zap.Duration("timeout", s.shutdownTimeout), zap.Error(serr))
+			if err == nil {
+				err = fmt.Errorf("proxy: shutdown of the %s listener: %w", srv.name, serr)
+			}
+		}
+	}
+	return err
+}

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/adminapi"
+	"github.com/fencegate/fencegate/store"
+)
+
+// Server is a sidecar assembled from a proxy.Config, with both listeners
+// bound. Call Run once.
+type Server struct {
+	proxy   *proxy.Proxy
+	store   store.Store
+	in      *http.Server
+	admin   *http.Server
+	inLn    net.Listener
+	adminLn net.Listener
+	log     *zap.Logger
+	// shutdownTimeout bounds the drain of in-flight requests in Run.
+	shutdownTimeout time.Duration
+}
+
+// DefaultShutdownTimeout bounds how long Run drains in-flight requests.
+const DefaultShutdownTimeout = 30 * time.Second
+
+// New opens what cfg names (the store, the registry client, the admin
+// token, TLS files) and binds both listeners. forceDowngrade names the
+// routes ("PUT /v1/x/{id}") allowed to leave enforce mode although the
+// ledger says they were enforced. On an error, whatever New had opened is
+// closed again.
+func New(cfg proxy.Config, log *zap.Logger, forceDowngrade []string) (*Server, error) {
+	return build(cfg, log, forceDowngrade, openStore)
+}
+
+// build is New with the store opener as a parameter (tests wrap the store).
+func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
+	open func(proxy.Config, *zap.Logger) (store.Store, error)) (_ *Server, err error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	// One cleanup for every error below: close what was opened, newest first.
+	var opened []io.Closer
+	defer func() {
+		if err != nil {
+			for i := len(opened) - 1; i >= 0; i-- {
+				_ = opened[i].Close()
+			}
+		}
+	}()
+	s := &Server{log: log, shutdownTimeout: DefaultShutdownTimeout}
+	if s.store, err = open(cfg, log); err != nil {
+		return nil, err
+	}
+	opened = append(opened, s.store)
+
+	var ready []adminapi.ReadyCheck
+	opts := proxy.Options{Config: cfg, Store: s.store, Logger: log, ForceDowngrade: forceDowngrade}
+	if cfg.Registry.URL != "" {
+		var copts []client.Option
+		if cfg.Registry.CertFile != "" || cfg.Registry.CAFile != "" || strings.HasPrefix(cfg.Registry.URL, "https://") {
+			copts = append(copts, client.WithTLSFiles(cfg.Registry.CertFile, cfg.Registry.KeyFile, cfg.Registry.CAFile))
+		}
+		reg, err := client.New(cfg.Registry.URL, copts...)
+		if err != nil {
+			return nil, fmt.Errorf("server: registry client: %w", err)
+		}
+		opts.Status = reg
+		ready = append(ready, func(ctx context.Context) error { return reg.Ready(ctx) })
+	}
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	opts.Metrics = promReg
+	adminToken := ""
+	if cfg.Admin.TokenFile != "" {
+		raw, err := os.ReadFile(cfg.Admin.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: admin token: %w", err)
+		}
+		adminToken = strings.TrimSpace(string(raw))
+	}
+	if s.proxy, err = proxy.New(opts); err != nil {
+		return nil, err
+	}
+	adminHandler, err := adminapi.New(adminapi.Options{Proxy: s.proxy, Token: adminToken, Gatherer: promReg, Ready: ready, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	s.in = &http.Server{
+		Handler:           s.proxy,
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		ReadTimeout:       cfg.Server.ReadTimeout,
+		WriteTimeout:      cfg.Server.WriteTimeout,
+		IdleTimeout:       cfg.Server.IdleTimeout,
+		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
+	if cfg.TLS.Enabled() {
+		if s.in.TLSConfig, err = cfg.TLS.Config(); err != nil {
+			return nil, err
+		}
+	}
+	s.admin = &http.Server{Handler: adminHandler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	if s.inLn, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("proxy: listen: %w", err)
+	}
+	opened = append(opened, s.inLn)
+	if s.adminLn, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
+		return nil, fmt.Errorf("proxy: admin listen: %w", err)
+	}
+	return s, nil
+}
+
+// Addr and AdminAddr are the bound listen addresses.
+func (s *Server) Addr() string      { return s.inLn.Addr().String() }
+func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
+
+// Proxy is the assembled sidecar.
+func (s *Server) Proxy() *proxy.Proxy { return s.proxy }

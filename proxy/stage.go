@@ -1,0 +1,40 @@
+package proxy
+
+// stage is how far a protected mutation (an attempt) has gone through the
+// pipeline. Stages only move forward, each set at one place:
+//
+//	routed    ServeHTTP   the request matched a route (the zero value);
+//	                      nothing read, nothing written
+//	admitted  admit       identity, grant and status are established;
+//	                      still nothing read or written
+//	bodyRead  readBody    the body was read from the client, whole or in
+//	                      part (an unreadable or oversized body is in this
+//	                      stage too: what was read is gone from the stream)
+//	begun     forward     the store decided PROCEED and holds an in-flight
+//	                      marker (an Abort after a send that never left
+//	                      withdraws it; the attempt stays begun)
+//	sent      forward     the request reached, or may have reached, the
+//	                      backend: it is never forwarded a second time
+//	settled   markUnknown the store holds the outcome: a receipt
+//	          / forward   (Commit) or an unknown mutation (MarkUnknown)
+//
+// refuse and passShadow decide on it: a body in hand must be drained or
+// handed on (bodyRead), a request already sent must not be sent again
+// (sent).
+type stage uint8
+
+// The stages, in order.
+const (
+	stageRouted stage = iota
+	stageAdmitted
+	stageBodyRead
+	stageBegun
+	stageSent
+	stageSettled
+)
+
+// bodyRead reports whether the body was (at least partly) read from the client.
+func (a *attempt) bodyRead() bool { return a.stage >= stageBodyRead }
+
+// sent reports whether the request reached, or may have reached, the backend.
+func (a *attempt) sent() bool { return a.stage >= stageSent }

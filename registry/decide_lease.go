@@ -1,0 +1,130 @@
+package registry
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/fencegate/fencegate/verify"
+)
+
+// DecideRenew is Renew's decision, a pure function over snap (see
+// LeaseSnapshot). A HELD lease is extended by in.TTL from in.Now, or by its
+// own TTL (the ttlMs of its grant) when in.TTL is zero; the policy's TTL
+// bounds apply either way. A lease that is no longer held is refused
+// (NotHeld), never re-granted, and the change records its observed end.
+func DecideRenew(snap LeaseSnapshot, in RenewInput) (RenewResult, Change, error) {
+	if in.TTL < 0 || (in.TTL > 0 && in.TTL < time.Millisecond) {
+		return RenewResult{}, Change{}, fmt.Errorf("%w: renew ttl %s: want 0 (the lease's own) or at least 1ms", ErrInvalidInput, in.TTL)
+	}
+	l, err := snap.owned(in.Lease, in.Owner)
+	if err != nil {
+		return RenewResult{}, Change{}, err
+	}
+	m, gen := snap.Meta.current(), snap.Policy.Generation
+	if st := LeaseState(l, m, gen, in.Now); st != verify.StateHeld {
+		ch := closeLease(&l, snap.Resource, st, endedAt(l, st, in.Now))
+		return RenewResult{View: view(l, m, gen, in.Now), NotHeld: true}, ch, nil
+	}
+	ttl := in.TTL
+	if ttl == 0 {
+		if l.TTLMs == 0 || l.TTLMs > math.MaxInt64/uint64(time.Millisecond) {
+			return RenewResult{}, Change{}, fmt.Errorf("%w: lease %s has no usable TTL (%dms) to renew by", ErrBackend, l.Lease, l.TTLMs)
+		}
+		ttl = time.Duration(l.TTLMs) * time.Millisecond
+	}
+	if err := snap.Policy.Check(l.Owner, l.OpClass, ttl); err != nil {
+		return RenewResult{}, Change{}, err
+	}
+	m.Revision++
+	l.ExpiresAt = ms(in.Now) + ttl.Milliseconds()
+	return RenewResult{View: view(l, m, gen, in.Now)}, Change{Meta: &m, Leases: []LeaseRecord{l}}, nil
+}
+
+// DecideRelease is Release's decision, a pure function over snap. A HELD
+// lease becomes RELEASED and frees its resource; a lease that is no longer
+// held keeps its state (its observed end is recorded if not yet written):
+// a release is idempotent and never turns an expired lease into a
+// released one.
+func DecideRelease(snap LeaseSnapshot, in ReleaseInput) (ReleaseResult, Change, error) {
+	l, err := snap.owned(in.Lease, in.Owner)
+	if err != nil {
+		return ReleaseResult{}, Change{}, err
+	}
+	m, gen := snap.Meta.current(), snap.Policy.Generation
+	var ch Change
+	released := false
+	switch st := LeaseState(l, m, gen, in.Now); st {
+	case verify.StateHeld:
+		m.Revision++
+		ch = closeLease(&l, snap.Resource, verify.StateReleased, ms(in.Now))
+		ch.Meta = &m
+		released = true
+	case verify.StateExpired, verify.StateRevoked:
+		ch = closeLease(&l, snap.Resource, st, endedAt(l, st, in.Now))
+	}
+	return ReleaseResult{View: view(l, m, gen, in.Now), Released: released}, ch, nil
+}
+
+// DecideStatus is a status read over snap: the lease with its effective
+// state at now and the registry's current values. It writes nothing.
+func DecideStatus(snap LeaseSnapshot, now time.Time) (LeaseView, error) {
+	if snap.Lease == nil {
+		return LeaseView{}, fmt.Errorf("%w: lease", ErrNotFound)
+	}
+	return view(*snap.Lease, snap.Meta.current(), snap.Policy.Generation, now), nil
+}
+
+// DecideResource is a resource read over snap: its record (a resource
+// never granted reads as fence 0) and its holder with its state at now.
+func DecideResource(snap ResourceSnapshot, resource string, now time.Time) (ResourceView, error) {
+	rec := snap.Resource
+	if rec.Resource == "" {
+		rec.Resource = resource
+	}
+	if rec.Resource != resource {
+		return ResourceView{}, fmt.Errorf("%w: record of %q read for %q", ErrBackend, rec.Resource, resource)
+	}
+	m, gen := snap.Meta.current(), snap.Policy.Generation
+	v := ResourceView{Record: rec, PolicyGeneration: gen, Meta: m}
+	if h := snap.Holder; rec.Holder != "" && h != nil {
+		if h.Lease != rec.Holder {
+			return ResourceView{}, fmt.Errorf("%w: holder %s of %q read as lease %s", ErrBackend, rec.Holder, resource, h.Lease)
+		}
+		hv := view(*h, m, gen, now)
+		v.Holder = &hv
+	}
+	return v, nil
+}
+
+// owned is the snapshot's lease for a renew or release by owner.
+func (s LeaseSnapshot) owned(id, owner string) (LeaseRecord, error) {
+	switch {
+	case s.Lease == nil:
+		return LeaseRecord{}, fmt.Errorf("%w: lease %q", ErrNotFound, id)
+	case s.Lease.Lease != id:
+		return LeaseRecord{}, fmt.Errorf("%w: lease %q read as %q", ErrBackend, id, s.Lease.Lease)
+	case s.Resource != nil && s.Resource.Resource != s.Lease.Resource:
+		return LeaseRecord{}, fmt.Errorf("%w: record of %q read for lease %s of %q", ErrBackend, s.Resource.Resource, id, s.Lease.Resource)
+	case s.Lease.Owner != owner:
+		return LeaseRecord{}, fmt.Errorf("%w: lease %q", ErrNotOwner, id)
+	}
+	return *s.Lease, nil
+}
+
+// closeLease records the end of a lease whose stored state is still HELD
+// (state st at end) and frees its resource when the lease is its holder.
+// A lease whose end is already stored changes nothing.
+func closeLease(l *LeaseRecord, rec *ResourceRecord, st string, end int64) Change {
+	if l.State != verify.StateHeld {
+		return Change{}
+	}
+	l.State, l.EndedAt = st, end
+	ch := Change{Leases: []LeaseRecord{*l}}
+	if rec != nil && rec.Holder == l.Lease {
+		r := *rec
+		r.FreedAt = end
+		ch.Resource = &r
+	}
+	return ch
+}
