@@ -60,6 +60,7 @@ func TestAuthenticationAndStatusCodes(t *testing.T) {
 	tok, g := f.crafted("doc/1", "worker-a", 5)
 	otherTok, otherG := f.crafted("doc/1", "worker-a", 6)
 	expired := f.issuer.StatusFor(tok, g, time.Now().Add(-time.Hour))
+	unknownTok, _ := f.crafted("item/3", "worker-a", 1) // signed with the registry's key, never issued by it
 
 	cases := []struct {
 		name   string
@@ -76,6 +77,7 @@ func TestAuthenticationAndStatusCodes(t *testing.T) {
 		{"wrong owner", call{path: "/v1/items/1", owner: "worker-b", grant: string(held.Grant)}, 403, fencegate.CodeOwnerMismatch},
 		{"wrong resource", call{path: "/v1/items/9", owner: "worker-a", grant: string(held.Grant)}, 403, fencegate.CodeResourceMismatch},
 		{"released", call{path: "/v1/items/2", owner: "worker-a", grant: string(released.Grant)}, 403, fencegate.CodeGrantNotHeld},
+		{"unknown to the registry", call{path: "/v1/items/3", owner: "worker-a", grant: string(unknownTok)}, 403, fencegate.CodeGrantNotHeld},
 		{"proof missing", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok)}, 403, fencegate.CodeStatusStale},
 		{"proof expired", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: string(f.issuer.SignStatus(expired))}, 403, fencegate.CodeStatusStale},
 		{"proof of another grant", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(otherTok, otherG)}, 403, fencegate.CodeStatusStale},

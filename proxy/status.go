@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/verify"
 )
 
 // StatusSource reads a grant's current status proof from the registry in
-// one linearizable read. *client.Client implements it via StatusByDigest.
+// one linearizable read. The SDK's *client.Client implements it. A grant the
+// registry does not know is an error with a Code() method answering
+// fencegate.CodeNotFound (the SDK's *client.Error is one); any other error
+// means the status cannot be established.
 type StatusSource interface {
 	StatusByDigest(ctx context.Context, digest string) (*fencegate.Lease, error)
 }
@@ -54,7 +56,7 @@ func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, 
 		l, err := s.src.StatusByDigest(cctx, digest)
 		cancel()
 		switch {
-		case errors.Is(err, client.ErrNotFound):
+		case notFound(err):
 			return reject(fencegate.CodeGrantNotHeld, "the registry does not know this grant")
 		case err != nil:
 			return reject(fencegate.CodeRegistryUnavailable, "grant status cannot be established: "+err.Error()).with("retryable", true)
@@ -84,4 +86,10 @@ func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, 
 		return fromVerify(err)
 	}
 	return nil
+}
+
+// notFound reports whether err carries the registry's NOT_FOUND code.
+func notFound(err error) bool {
+	var coded interface{ Code() fencegate.Code }
+	return errors.As(err, &coded) && coded.Code() == fencegate.CodeNotFound
 }
