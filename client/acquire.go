@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -128,10 +129,10 @@ func uncertain(err error) bool {
 // time the request that established it was sent.
 func (h *Holder) acquire(ctx context.Context) (*Lease, time.Time, error) {
 	cfg := &h.cfg
-	clock := h.clock
+	clk := h.clock
 	var waitUntil time.Time
 	if cfg.wait > 0 {
-		waitUntil = clock.Now().Add(cfg.wait)
+		waitUntil = clk.Now().Add(cfg.wait)
 	}
 	lost := 0
 	for {
@@ -140,11 +141,12 @@ func (h *Holder) acquire(ctx context.Context) (*Lease, time.Time, error) {
 		}
 		var chunk time.Duration
 		if !waitUntil.IsZero() {
-			chunk = min(waitUntil.Sub(clock.Now()), cfg.waitChunk)
+			chunk = min(waitUntil.Sub(clk.Now()), cfg.waitChunk)
 			if dl, ok := ctx.Deadline(); ok {
 				// Leave time for the answer to come back before ctx ends:
 				// a cancelled waiting acquire has an unknown outcome.
-				chunk = min(chunk, time.Until(dl)*9/10)
+				// (A context's deadline is on the process's clock.)
+				chunk = min(chunk, clock.Until(clock.Real(), dl)*9/10)
 			}
 			chunk = chunk.Truncate(time.Millisecond)
 			if chunk < time.Millisecond {
@@ -152,7 +154,7 @@ func (h *Holder) acquire(ctx context.Context) (*Lease, time.Time, error) {
 			}
 		}
 		actx, cancel := context.WithTimeout(ctx, chunk+cfg.attemptTimeout)
-		sent := clock.Now()
+		sent := clk.Now()
 		l, err := h.c.Acquire(actx, AcquireRequest{
 			Resource: h.resource, RequestID: h.requestID, TTL: cfg.ttl, OpClass: cfg.opClass, Wait: chunk,
 		})
@@ -166,7 +168,7 @@ func (h *Holder) acquire(ctx context.Context) (*Lease, time.Time, error) {
 			return nil, time.Time{}, &StateError{State: StateExpired, Cause: fmt.Errorf(
 				"client: request %s was granted lease %s, which is now %s; use a new request ID", h.requestID, l.Lease, l.State)}
 		case errors.Is(err, ErrLeaseHeld):
-			if chunk > 0 && clock.Now().Before(waitUntil) && ctx.Err() == nil {
+			if chunk > 0 && clk.Now().Before(waitUntil) && ctx.Err() == nil {
 				continue // another waiting round, same request ID
 			}
 			return nil, time.Time{}, fmt.Errorf("client: acquire %s: %w", h.resource, err)
@@ -197,7 +199,7 @@ func (h *Holder) acquire(ctx context.Context) (*Lease, time.Time, error) {
 		if lost++; lost >= maxLostAcquires {
 			return nil, time.Time{}, fmt.Errorf("client: acquire %s: %d attempts lost, none granted: %w", h.resource, lost, err)
 		}
-		if !sleep(clock, h.jittered(cfg.retryInterval), ctx.Done()) {
+		if !clock.Sleep(clk, h.jittered(cfg.retryInterval), ctx.Done()) {
 			return nil, time.Time{}, fmt.Errorf("client: acquire %s: %w", h.resource, ctx.Err())
 		}
 	}
@@ -209,7 +211,7 @@ func (h *Holder) acquire(ctx context.Context) (*Lease, time.Time, error) {
 // returns an *AcquireUnknownError. When ctx ends it still tries once more
 // with a short detached context and releases a grant it finds.
 func (h *Holder) lookup(ctx context.Context, safeAfter time.Time, cause error) (*Lease, time.Time, bool, error) {
-	clock := h.clock
+	clk := h.clock
 	last := cause
 	sentAt := safeAfter.Add(-(h.cfg.ttl + h.cfg.safetyMargin))
 	for {
@@ -220,7 +222,7 @@ func (h *Holder) lookup(ctx context.Context, safeAfter time.Time, cause error) (
 			return nil, time.Time{}, false, &AcquireUnknownError{RequestID: h.requestID, SentAt: sentAt, SafeAfter: safeAfter, Err: errors.Join(last, ctx.Err())}
 		}
 		lctx, cancel := context.WithTimeout(ctx, h.cfg.attemptTimeout)
-		sent := clock.Now()
+		sent := clk.Now()
 		l, err := h.c.Lookup(lctx, h.requestID)
 		cancel()
 		switch {
@@ -232,12 +234,12 @@ func (h *Holder) lookup(ctx context.Context, safeAfter time.Time, cause error) (
 			return nil, time.Time{}, false, fmt.Errorf("client: look up request %s: %w", h.requestID, err)
 		}
 		last = err
-		now := clock.Now()
+		now := clk.Now()
 		if !now.Before(safeAfter) {
 			return nil, time.Time{}, false, &AcquireUnknownError{RequestID: h.requestID, SentAt: sentAt, SafeAfter: safeAfter, Err: last}
 		}
 		wait := min(h.jittered(h.cfg.retryInterval), safeAfter.Sub(now))
-		if !sleep(clock, wait, ctx.Done()) {
+		if !clock.Sleep(clk, wait, ctx.Done()) {
 			continue // reports through ctx.Err() above
 		}
 	}

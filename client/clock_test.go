@@ -1,84 +1,19 @@
 package client_test
 
 import (
-	"sync"
+	"context"
 	"testing"
 	"time"
+
+	"github.com/fencegate/fencegate/clock/clocktest"
 )
 
-// fakeClock is a manual clock: time moves only by Advance.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	at   time.Time
-	ch   chan time.Time
-	done bool
-}
+// fakeClock is the Holders' manual clock in these tests: a clocktest.Clock
+// with the waits the keeper needs.
+type fakeClock struct{ *clocktest.Clock }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 7, 19, 9, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), ch: make(chan time.Time, 1)}
-	if d <= 0 {
-		t.done = true
-		t.ch <- c.now
-	} else {
-		c.timers = append(c.timers, t)
-	}
-	stop := func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		was := !t.done
-		t.done = true
-		return was
-	}
-	return t.ch, stop
-}
-
-// Advance moves the clock and fires every timer that is due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	keep := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.done:
-		case !t.at.After(c.now):
-			t.done = true
-			t.ch <- c.now
-		default:
-			keep = append(keep, t)
-		}
-	}
-	c.timers = keep
-}
-
-// pending is the number of timers not yet fired or stopped.
-func (c *fakeClock) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, t := range c.timers {
-		if !t.done {
-			n++
-		}
-	}
-	return n
+	return &fakeClock{clocktest.New(time.Date(2026, 7, 19, 9, 0, 0, 0, time.UTC))}
 }
 
 // advanceIdle waits until something (the Holder's keeper) waits on a timer
@@ -86,7 +21,11 @@ func (c *fakeClock) pending() int {
 // would land before its next timer exists.
 func (c *fakeClock) advanceIdle(t *testing.T, d time.Duration) {
 	t.Helper()
-	waitFor(t, 5*time.Second, "the keeper to wait on the clock", func() bool { return c.pending() > 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if !c.WaitPending(ctx, 1) {
+		t.Fatal("timed out waiting for the keeper to wait on the clock")
+	}
 	c.Advance(d)
 }
 
@@ -99,7 +38,7 @@ func (c *fakeClock) stepUntil(t *testing.T, step time.Duration, what string, con
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		if c.pending() > 0 {
+		if c.Pending() > 0 {
 			c.Advance(step)
 		}
 		time.Sleep(2 * time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -30,7 +31,7 @@ import (
 type Holder struct {
 	c         *Client
 	cfg       holdConfig
-	clock     Clock
+	clock     clock.Clock
 	resource  string
 	requestID string
 
@@ -471,7 +472,8 @@ func (h *Holder) keep() {
 		var timer <-chan time.Time
 		stopTimer := func() bool { return false }
 		if !wake.IsZero() {
-			timer, stopTimer = h.clock.NewTimer(wake.Sub(now))
+			t := h.clock.NewTimer(wake.Sub(now))
+			timer, stopTimer = t.C(), t.Stop
 		}
 		select {
 		case <-timer:

@@ -3,7 +3,10 @@ package client
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
+
+	"github.com/fencegate/fencegate/clock"
 )
 
 // HoldOption configures Client.Hold.
@@ -23,7 +26,7 @@ type holdConfig struct {
 	marginSet      bool
 	attemptTimeout time.Duration
 	retryInterval  time.Duration
-	clock          Clock
+	clock          clock.Clock
 	random         func() float64
 	onTransition   []func(Transition)
 	lifetime       context.Context
@@ -158,8 +161,10 @@ func WithRetryInterval(d time.Duration) HoldOption {
 	}
 }
 
-// WithClock sets the Holder's clock (default RealClock()).
-func WithClock(c Clock) HoldOption {
+// WithClock sets the Holder's clock (default clock.Real()). The local clock
+// is only ever a safety brake: it can take a lease out of use, never put it
+// back (only the registry's answers do). Inject a clocktest.Clock in tests.
+func WithClock(c clock.Clock) HoldOption {
 	return func(h *holdConfig) error { h.clock = c; return nil }
 }
 
@@ -208,9 +213,12 @@ func (c *holdConfig) setDefaults() {
 		c.retryInterval = min(max(c.ttl/10, 10*time.Millisecond), 2*time.Second)
 	}
 	if c.clock == nil {
-		c.clock = realClock{}
+		c.clock = clock.Real()
 	}
 	if c.random == nil {
 		c.random = defaultRandom
 	}
 }
+
+// defaultRandom is the default jitter source: uniform in [0, 1).
+func defaultRandom() float64 { return rand.Float64() }

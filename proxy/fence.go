@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -66,7 +67,7 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 	case store.DecisionBusy:
 		retry := time.Second
 		if res.Mutation != nil {
-			retry = max(time.Until(res.Mutation.Deadline), time.Second)
+			retry = max(clock.Until(p.clk, res.Mutation.Deadline), time.Second)
 		}
 		p.refuse(w, a, reject(res.Code(), "another mutation of this resource is still in flight").with("retryable", true), retry)
 	default:
@@ -127,25 +128,25 @@ func inputRejection(ie *store.InputError) *rejection {
 // begin calls Begin, waiting while another mutation of the resource is in
 // flight (up to the route's BusyWait).
 func (p *Proxy) begin(a *attempt, in store.BeginInput) (store.BeginResult, error) {
-	deadline := time.Now().Add(a.rt.BusyWait)
+	deadline := p.now().Add(a.rt.BusyWait)
 	backoff := 2 * time.Millisecond
 	for {
 		in.Now = p.now()
 		in.Deadline = in.Now.Add(p.cfg.Backend.Timeout + 5*time.Second)
-		start := time.Now()
+		start := p.now()
 		res, err := p.store.Begin(a.req.Context(), in)
-		p.m.storeDur.WithLabelValues("begin").Observe(time.Since(start).Seconds())
-		if err != nil || res.Decision != store.DecisionBusy || !time.Now().Before(deadline) {
+		p.m.storeDur.WithLabelValues("begin").Observe(clock.Since(p.clk, start).Seconds())
+		if err != nil || res.Decision != store.DecisionBusy || !p.now().Before(deadline) {
 			return res, err
 		}
 		// Only a waiter registers for the wake-up (a settle between Begin and
 		// here is caught by the backoff timer), so decisions that do not wait
 		// leave nothing behind per resource.
 		signal := p.settleSignal(a.resource)
-		t := time.NewTimer(min(backoff, time.Until(deadline)))
+		t := p.clk.NewTimer(min(backoff, clock.Until(p.clk, deadline)))
 		select {
 		case <-signal:
-		case <-t.C:
+		case <-t.C():
 		case <-a.req.Context().Done():
 			t.Stop()
 			return res, nil
@@ -191,7 +192,7 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.req.Context()), p.cfg.Backend.Timeout)
 	defer cancel()
-	start := time.Now()
+	start := p.now()
 	resp, err := p.send(ctx, a, ref)
 	if !errors.Is(err, errNotSent) {
 		a.stage = stageSent
@@ -228,7 +229,7 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 		p.refuse(w, a, rej, 0)
 		return
 	}
-	p.m.backendDur.WithLabelValues(a.rt.key).Observe(time.Since(start).Seconds())
+	p.m.backendDur.WithLabelValues(a.rt.key).Observe(clock.Since(p.clk, start).Seconds())
 	cin := store.CommitInput{OpRef: ref, BackendStatus: resp.status, Response: resp.stored(a.rt.ResponseStoreLimit), Now: p.now()}
 	if ie := (*store.InputError)(nil); errors.As(cin.Validate(), &ie) && ie.Field == "response.header" {
 		// stored keeps only what the store accepts; if the store's rules
@@ -237,9 +238,9 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 			zap.String("resource", a.resource), zap.Error(ie))
 		cin.Response.Header, cin.Response.Truncated = nil, true
 	}
-	cstart := time.Now()
+	cstart := p.now()
 	rc, err := p.store.Commit(sctx, cin)
-	p.m.storeDur.WithLabelValues("commit").Observe(time.Since(cstart).Seconds())
+	p.m.storeDur.WithLabelValues("commit").Observe(clock.Since(p.clk, cstart).Seconds())
 	if err != nil {
 		// The backend applied it but the receipt is not stored: unknown.
 		p.log.Error("store Commit failed after the backend answered: the mutation is unknown until reconciled", zap.String("resource", a.resource), zap.Error(err))

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/fencegate/fencegate/clock"
 	"net/http"
 	"net/http/httputil"
 	"time"
@@ -24,7 +25,9 @@ type passThrough struct {
 func (pt *passThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var deadline time.Time
 	if pt.writeTimeout > 0 {
-		deadline = time.Now().Add(pt.writeTimeout)
+		// A socket deadline is on the process's clock, whatever the
+		// sidecar's Clock is.
+		deadline = clock.Real().Now().Add(pt.writeTimeout)
 	}
 	// A ResponseWriter without deadlines (ErrNotSupported) has no server
 	// timeout to lift either. The server clears the deadline once the

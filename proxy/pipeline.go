@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
 )
@@ -122,11 +123,11 @@ func (p *Proxy) admit(a *attempt) *rejection {
 	}
 	a.caller = caller
 
-	start := time.Now()
+	start := p.now()
 	bundle := p.trust.current()
 	a.token = []byte(tok)
 	g, digest, err := verify.ParseAndVerifyGrant(a.token, bundle, p.verOpts...)
-	p.m.verifyDur.Observe(time.Since(start).Seconds())
+	p.m.verifyDur.Observe(clock.Since(p.clk, start).Seconds())
 	if err != nil {
 		return fromVerify(err)
 	}
@@ -134,7 +135,7 @@ func (p *Proxy) admit(a *attempt) *rejection {
 	if err := verify.CheckBinding(g, a.resource, caller); err != nil {
 		return fromVerify(err)
 	}
-	if rej := p.status.check(a.req.Context(), a.rt, bundle, g, digest, []byte(proof), p.now); rej != nil {
+	if rej := p.status.check(a.req.Context(), a.rt, bundle, g, digest, []byte(proof), p.clk); rej != nil {
 		return p.supersededOr(a, rej)
 	}
 	p.trust.noteUse(a.token, time.Duration(g.TTLMs)*time.Millisecond)

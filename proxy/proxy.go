@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
@@ -29,8 +30,8 @@ type Options struct {
 	Status StatusSource
 	// Transport forwards to the backend (default: a tuned http.Transport).
 	Transport http.RoundTripper
-	// Clock is the sidecar's time (default time.Now).
-	Clock   func() time.Time
+	// Clock is the sidecar's time and timers (default clock.Real()).
+	Clock   clock.Clock
 	Logger  *zap.Logger
 	Metrics prometheus.Registerer
 	// ForceDowngrade names routes ("PUT /v1/x/{id}") that may leave
@@ -51,7 +52,7 @@ type Proxy struct {
 	tr       http.RoundTripper
 	pass     *passThrough
 	fwd      forwardedRule
-	now      func() time.Time
+	clk      clock.Clock
 	log      *zap.Logger
 	m        *metrics
 	verOpts  []verify.Option
@@ -73,7 +74,7 @@ func New(o Options) (*Proxy, error) {
 		return nil, errors.New("proxy: a store is required")
 	}
 	if o.Clock == nil {
-		o.Clock = time.Now
+		o.Clock = clock.Real()
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -85,7 +86,7 @@ func New(o Options) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
-	p := &Proxy{cfg: cfg, store: o.Store, now: o.Clock, log: o.Logger, m: m, waiters: map[string]chan struct{}{}}
+	p := &Proxy{cfg: cfg, store: o.Store, clk: o.Clock, log: o.Logger, m: m, waiters: map[string]chan struct{}{}}
 	p.verOpts = []verify.Option{verify.WithMaxTokenBytes(cfg.Trust.MaxTokenBytes)}
 	if p.router, err = newRouter(cfg.Routes); err != nil {
 		return nil, err
@@ -179,3 +180,6 @@ func (p *Proxy) settleSignal(resource string) <-chan struct{} {
 	}
 	return ch
 }
+
+// now is the sidecar's time.
+func (p *Proxy) now() time.Time { return p.clk.Now() }

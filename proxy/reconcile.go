@@ -22,14 +22,14 @@ import (
 // unknown mutations through the routes' effect-query endpoints, until ctx
 // ends.
 func (p *Proxy) reconcileLoop(ctx context.Context) {
-	tk := time.NewTicker(p.cfg.Reconcile.Interval)
+	tk := p.clk.NewTicker(p.cfg.Reconcile.Interval)
 	defer tk.Stop()
 	for {
 		p.reconcileOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-tk.C:
+		case <-tk.C():
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -76,9 +77,9 @@ func (p *Proxy) compactOnce(ctx context.Context) (store.CompactResult, error) {
 	c := p.cfg.Retention
 	var total store.CompactResult
 	for range maxCompactBatches {
-		start := time.Now()
+		start := p.now()
 		res, err := p.store.Compact(ctx, store.CompactInput{Now: p.now(), MaxAge: c.MaxAge, MaxPerResource: c.MaxPerResource, MaxDeletes: c.BatchSize})
-		p.m.storeDur.WithLabelValues("compact").Observe(time.Since(start).Seconds())
+		p.m.storeDur.WithLabelValues("compact").Observe(clock.Since(p.clk, start).Seconds())
 		if err != nil {
 			return total, fmt.Errorf("proxy: compaction: %w", err)
 		}
@@ -104,7 +105,7 @@ func (p *Proxy) compactOnce(ctx context.Context) (store.CompactResult, error) {
 
 // compactLoop runs compactOnce every retention interval until ctx ends.
 func (p *Proxy) compactLoop(ctx context.Context) {
-	t := time.NewTicker(p.cfg.Retention.Interval)
+	t := p.clk.NewTicker(p.cfg.Retention.Interval)
 	defer t.Stop()
 	for {
 		cctx, cancel := context.WithTimeout(ctx, p.cfg.Retention.Interval)
@@ -121,7 +122,7 @@ func (p *Proxy) compactLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

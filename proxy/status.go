@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -35,9 +36,10 @@ type statusChecker struct {
 	ended *endedGrants
 }
 
-func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, g *verify.Grant, digest string, proof []byte, now func() time.Time) *rejection {
-	start := time.Now()
-	defer func() { s.m.statusDur.WithLabelValues(rt.Status.Mode).Observe(time.Since(start).Seconds()) }()
+func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, g *verify.Grant, digest string, proof []byte, clk clock.Clock) *rejection {
+	now := clk.Now
+	start := now()
+	defer func() { s.m.statusDur.WithLabelValues(rt.Status.Mode).Observe(clock.Since(clk, start).Seconds()) }()
 	var token []byte
 	switch rt.Status.Mode {
 	case StatusProof:

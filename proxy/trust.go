@@ -18,6 +18,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -31,7 +32,7 @@ var ErrKeyInUse = errors.New("proxy: trust bundle reload drops a key still in us
 type trust struct {
 	path    string
 	allowHS bool
-	now     func() time.Time
+	clk     clock.Clock
 	log     *zap.Logger
 	m       *metrics
 
@@ -41,8 +42,8 @@ type trust struct {
 	inUse  map[string]time.Time // kid -> a grant signed with it may be held until
 }
 
-func newTrust(path string, allowHS bool, now func() time.Time, log *zap.Logger, m *metrics) (*trust, error) {
-	t := &trust{path: path, allowHS: allowHS, now: now, log: log, m: m, inUse: map[string]time.Time{}}
+func newTrust(path string, allowHS bool, clk clock.Clock, log *zap.Logger, m *metrics) (*trust, error) {
+	t := &trust{path: path, allowHS: allowHS, clk: clk, log: log, m: m, inUse: map[string]time.Time{}}
 	b, sum, err := t.load()
 	if err != nil {
 		return nil, err
@@ -81,7 +82,7 @@ func (t *trust) noteUse(token []byte, ttl time.Duration) {
 	if kid == "" {
 		return
 	}
-	until := t.now().Add(ttl)
+	until := t.clk.Now().Add(ttl)
 	t.mu.Lock()
 	if until.After(t.inUse[kid]) {
 		t.inUse[kid] = until
@@ -122,7 +123,7 @@ func (t *trust) reload(force bool) (bool, error) {
 		return false, nil
 	}
 	newKids := b.KeyIDs()
-	now := t.now()
+	now := t.clk.Now()
 	var dropped []string
 	for kid, until := range t.inUse {
 		if !now.Before(until) {
@@ -151,13 +152,13 @@ func (t *trust) reload(force bool) (bool, error) {
 
 // watch polls the file every interval until ctx ends.
 func (t *trust) watch(ctx context.Context, interval time.Duration) {
-	tk := time.NewTicker(interval)
+	tk := t.clk.NewTicker(interval)
 	defer tk.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tk.C:
+		case <-tk.C():
 			if _, err := t.reload(false); err != nil && !errors.Is(err, ErrKeyInUse) {
 				t.log.Error("trust bundle reload failed; keeping the current bundle", zap.Error(err))
 			}

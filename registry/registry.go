@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/verify"
 )
@@ -22,12 +23,10 @@ type Options struct {
 	Signer  *keys.Signer
 	// Issuer is the "iss" of every grant and proof.
 	Issuer string
-	// Clock is the registry's time. Default: the process's monotonic clock
-	// anchored at the wall time of New, so a wall-clock step while running
-	// never shortens or extends a lease.
-	Clock func() time.Time
-	// After waits like time.After (injected for simulation).
-	After func(time.Duration) <-chan time.Time
+	// Clock is the registry's time and timers. Default: clock.Monotonic(),
+	// the process's monotonic clock anchored at the wall time of New, so a
+	// wall-clock step while running never shortens or extends a lease.
+	Clock clock.Clock
 	// Rand is the source of lease and grant IDs (default crypto/rand).
 	Rand io.Reader
 	// DefaultTTL applies when an acquire gives none; MinTTL and MaxTTL bound
@@ -72,11 +71,7 @@ func New(opts Options) (*Registry, error) {
 		opts.Issuer = DefaultIssuer
 	}
 	if opts.Clock == nil {
-		boot := time.Now()
-		opts.Clock = func() time.Time { return boot.Add(time.Since(boot)) }
-	}
-	if opts.After == nil {
-		opts.After = time.After
+		opts.Clock = clock.Monotonic()
 	}
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
@@ -110,8 +105,11 @@ func setDefault(d *time.Duration, v time.Duration) {
 	}
 }
 
-// Now is the registry's clock.
-func (r *Registry) Now() time.Time { return r.opt.Clock() }
+// Now is the registry's time.
+func (r *Registry) Now() time.Time { return r.opt.Clock.Now() }
+
+// Clock is the registry's clock.
+func (r *Registry) Clock() clock.Clock { return r.opt.Clock }
 
 // Signer is the registry's signer.
 func (r *Registry) Signer() *keys.Signer { return r.opt.Signer }
@@ -135,6 +133,8 @@ type BusyError struct {
 	Resource string
 	// HolderExpiresAt is when the current holder's lease expires unless renewed.
 	HolderExpiresAt time.Time
+	// At is the registry's time when it found the resource held.
+	At time.Time
 }
 
 func (e *BusyError) Error() string {
@@ -187,31 +187,38 @@ func (r *Registry) Acquire(ctx context.Context, req AcquireRequest) (Result, err
 			return Result{}, err
 		}
 		if res.Busy {
-			return Result{}, r.busy(res)
+			return Result{}, r.busy(res, at)
 		}
 		return r.granted(res, at, false, time.Time{})
 	}
 
 	start := r.Now()
-	deadline := r.opt.After(req.Wait)
+	deadline := r.opt.Clock.NewTimer(req.Wait)
+	defer deadline.Stop()
 	ch := r.waiters.enqueue(req.Resource)
 	defer r.waiters.leave(req.Resource, ch)
-	var expiry <-chan time.Time
+	var expiry clock.Timer
+	var expired <-chan time.Time
+	defer func() {
+		if expiry != nil {
+			expiry.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return Result{}, ctx.Err()
-		case <-deadline:
+		case <-deadline.C():
 			res, at, err := r.tryAcquire(ctx, in) // one last look: it may have just freed
 			if err != nil {
 				return Result{}, err
 			}
 			if res.Busy {
-				return Result{}, r.busy(res)
+				return Result{}, r.busy(res, at)
 			}
 			return r.granted(res, at, true, start)
 		case <-ch:
-		case <-expiry:
+		case <-expired:
 		}
 		res, at, err := r.tryAcquire(ctx, in)
 		if err != nil {
@@ -220,7 +227,11 @@ func (r *Registry) Acquire(ctx context.Context, req AcquireRequest) (Result, err
 		if !res.Busy {
 			return r.granted(res, at, true, start)
 		}
-		expiry = r.opt.After(time.Duration(res.Holder.ExpiresAt-ms(r.Now())) * time.Millisecond)
+		if expiry != nil {
+			expiry.Stop()
+		}
+		expiry = r.opt.Clock.NewTimer(time.Duration(res.Holder.ExpiresAt-ms(r.Now())) * time.Millisecond)
+		expired = expiry.C()
 	}
 }
 
@@ -250,9 +261,9 @@ func (r *Registry) tryAcquire(ctx context.Context, in AcquireInput) (AcquireResu
 	return res, in.Now, nil
 }
 
-func (r *Registry) busy(res AcquireResult) error {
+func (r *Registry) busy(res AcquireResult, at time.Time) error {
 	r.m.busy.Inc()
-	return &BusyError{Resource: res.Holder.Resource, HolderExpiresAt: time.UnixMilli(res.Holder.ExpiresAt)}
+	return &BusyError{Resource: res.Holder.Resource, HolderExpiresAt: time.UnixMilli(res.Holder.ExpiresAt), At: at}
 }
 
 func (r *Registry) granted(res AcquireResult, decidedAt time.Time, waited bool, start time.Time) (Result, error) {

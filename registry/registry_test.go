@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/registry/registrytest"
@@ -32,7 +33,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 }
 
 func TestLeaseState(t *testing.T) {
-	now := registrytest.Start
+	now := clocktest.Start
 	held := registry.LeaseRecord{State: verify.StateHeld, IssuerEpoch: 2, PolicyGeneration: 5, ExpiresAt: now.UnixMilli() + 1}
 	m := registry.Meta{IssuerEpoch: 2}
 	cases := []struct {

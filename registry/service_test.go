@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/registry/registrytest"
@@ -14,14 +15,14 @@ import (
 )
 
 // newService is a Registry over a new memory backend whose clock stands
-// still at t0 unless *now is moved.
-func newService(t *testing.T, now *time.Time) (*registry.Registry, *prometheus.Registry) {
+// still at now.
+func newService(t *testing.T, now time.Time) (*registry.Registry, *prometheus.Registry) {
 	t.Helper()
 	be := memory.NewBackend()
 	t.Cleanup(func() { be.Close() })
 	prom := prometheus.NewRegistry()
 	reg, err := registry.New(registry.Options{Backend: be, Signer: registrytest.NewKeys(t).Signer,
-		Clock: func() time.Time { return *now }, Metrics: prom})
+		Clock: clocktest.New(now), Metrics: prom})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +49,7 @@ func counter(t *testing.T, prom *prometheus.Registry, name string) float64 {
 // time equalling now, so a retry in the same millisecond counted and
 // logged twice; the decision now says so: ReleaseResult.Released.)
 func TestReleaseCountedOnce(t *testing.T) {
-	now := t0
-	reg, prom := newService(t, &now)
+	reg, prom := newService(t, t0)
 	ctx := context.Background()
 	a, err := reg.Acquire(ctx, registry.AcquireRequest{Resource: "r", Owner: "o", RequestID: "q-1"})
 	if err != nil {
@@ -69,8 +69,7 @@ func TestReleaseCountedOnce(t *testing.T) {
 // A registry that has written nothing yet is at issuer epoch 1, as its
 // proofs and grants say: Meta (GET /v1/admin/meta) used to read 0 there.
 func TestMetaOfNewRegistry(t *testing.T) {
-	now := t0
-	reg, _ := newService(t, &now)
+	reg, _ := newService(t, t0)
 	m, err := reg.Meta(context.Background())
 	if err != nil || m.IssuerEpoch != 1 {
 		t.Errorf("meta of a new registry: %+v, %v; want issuer epoch 1", m, err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
 	proxyserver "github.com/fencegate/fencegate/proxy/server"
@@ -37,6 +38,7 @@ const (
 )
 
 type demo struct {
+	clk     clock.Clock
 	out     io.Writer
 	start   time.Time
 	lease   time.Duration
@@ -50,7 +52,7 @@ type demo struct {
 }
 
 func (d *demo) say(who, format string, a ...any) {
-	fmt.Fprintf(d.out, "  [%5.2fs] %-9s %s\n", time.Since(d.start).Seconds(), who, fmt.Sprintf(format, a...))
+	fmt.Fprintf(d.out, "  [%5.2fs] %-9s %s\n", clock.Since(d.clk, d.start).Seconds(), who, fmt.Sprintf(format, a...))
 }
 
 func runDemo(ctx context.Context, args []string, out io.Writer) error {
@@ -84,7 +86,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	d := &demo{out: out, lease: *lease, pause: *pause, backend: newLegacyBackend(), http: &http.Client{Timeout: 10 * time.Second}}
+	d := &demo{clk: clock.Real(), out: out, lease: *lease, pause: *pause, backend: newLegacyBackend(), http: &http.Client{Timeout: 10 * time.Second}}
 	fmt.Fprintf(out, "fencegate demo: a stale lock holder against a legacy service, on the embedded default (bbolt)\n")
 	fmt.Fprintf(out, "Time is scaled down: the story's 10 s lease is %s here, its 2-minute pause %s.\n\n", d.lease, d.pause)
 
@@ -197,7 +199,7 @@ func (d *demo) startParts(ctx context.Context, dir string, log *zap.Logger) (fun
 	go func() { _ = ps.Run(pctx); close(pdone) }()
 	stops = append(stops, func() { pcancel(); <-pdone })
 	d.sidecar, d.admin = "http://"+ps.Addr(), "http://"+ps.AdminAddr()
-	d.start = time.Now()
+	d.start = d.clk.Now()
 	return func() {
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
@@ -245,7 +247,8 @@ func (d *demo) act(ctx context.Context, target string, n int, fenced bool) (bool
 	}
 	d.say("worker-a", "acquires %s: fence %d, lease %s, locked=true", demoResource, la.FenceToken, d.lease)
 	d.say("worker-a", "computes total=1200, then stalls (a GC pause) for %s ...", d.pause)
-	woke := time.After(d.pause)
+	woke := d.clk.NewTimer(d.pause)
+	defer woke.Stop()
 
 	lb, err := b.Acquire(ctx, client.AcquireRequest{Resource: demoResource, RequestID: fmt.Sprintf("act%d-b", n), TTL: 10 * d.lease, Wait: 10 * d.lease})
 	if err != nil {
@@ -258,7 +261,7 @@ func (d *demo) act(ctx context.Context, target string, n int, fenced bool) (bool
 	}
 	d.say("worker-b", "writes total=1350 -> %s", outcome(st, pd, rc))
 
-	<-woke
+	<-woke.C()
 	d.say("worker-a", "wakes up; locked=true is still in memory; writes its old total=1200")
 	st, pd, rc, err = d.write(ctx, target, "worker-a", la, "total=1200", fenced)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/clock"
 )
 
 // exitOwnershipLost is grant run's exit code when the lease was lost while
@@ -156,12 +157,12 @@ func stopCommand(cmd *exec.Cmd, exited <-chan error, grace time.Duration) error 
 	if err := signalGroup(cmd, syscall.SIGTERM); err != nil {
 		_ = signalGroup(cmd, syscall.SIGKILL)
 	}
-	t := time.NewTimer(grace)
+	t := clock.Real().NewTimer(grace)
 	defer t.Stop()
 	var err error
 	select {
 	case err = <-exited:
-	case <-t.C:
+	case <-t.C():
 		_ = signalGroup(cmd, syscall.SIGKILL)
 		err = <-exited
 	}

@@ -26,6 +26,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fencegate/fencegate/clock"
 )
 
 // Mode is what the proxy does to traffic.
@@ -331,9 +333,9 @@ func (p *Proxy) pump(src, dst net.Conn, counter *atomic.Int64, drop func() bool)
 // forward writes a chunk, after the delay when in mode Delay.
 func (p *Proxy) forward(dst net.Conn, b []byte, counter *atomic.Int64) bool {
 	if ok, d := p.fault(Delay); ok && d > 0 {
-		t := time.NewTimer(d)
+		t := clock.Real().NewTimer(d) // bytes move between real sockets: real time
 		select {
-		case <-t.C:
+		case <-t.C():
 		case <-p.done:
 			t.Stop()
 			return false

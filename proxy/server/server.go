@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/store"
@@ -72,7 +73,7 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 	opened = append(opened, s.store)
 
 	var ready []adminapi.ReadyCheck
-	opts := proxy.Options{Config: cfg, Store: s.store, Logger: log, ForceDowngrade: forceDowngrade}
+	opts := proxy.Options{Config: cfg, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade}
 	if cfg.Registry.URL != "" {
 		var copts []client.Option
 		if cfg.Registry.CertFile != "" || cfg.Registry.CAFile != "" || strings.HasPrefix(cfg.Registry.URL, "https://") {

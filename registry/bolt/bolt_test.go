@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/bolt"
 	"github.com/fencegate/fencegate/registry/registrytest"
@@ -26,9 +28,9 @@ func TestConformance(t *testing.T) {
 }
 
 // newRegistry returns a Registry over be with a fresh key and metrics.
-func newRegistry(t testing.TB, be registry.Backend, k registrytest.Keys, clock func() time.Time) *registry.Registry {
+func newRegistry(t testing.TB, be registry.Backend, k registrytest.Keys, clk clock.Clock) *registry.Registry {
 	t.Helper()
-	reg, err := registry.New(registry.Options{Backend: be, Signer: k.Signer, Clock: clock, Metrics: prometheus.NewRegistry()})
+	reg, err := registry.New(registry.Options{Backend: be, Signer: k.Signer, Clock: clk, Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatalf("registry.New: %v", err)
 	}
@@ -42,7 +44,7 @@ func TestReopenKeepsEveryFence(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "registry.db")
 	k := registrytest.NewKeys(t)
-	clock := registrytest.NewClock(time.Time{})
+	clock := clocktest.New(time.Time{})
 	const resources, rounds = 20, 5
 
 	last := map[string]uint64{}
@@ -61,7 +63,7 @@ func TestReopenKeepsEveryFence(t *testing.T) {
 				t.Errorf("round %d: %s LastFence %d, last issued %d", round, name, v.Record.LastFence, last[name])
 			}
 		}
-		reg := newRegistry(t, be, k, clock.Now)
+		reg := newRegistry(t, be, k, clock)
 		for i := range rounds {
 			for r := range resources {
 				name := fmt.Sprintf("reopen/r%02d", r)
@@ -156,8 +158,8 @@ func TestCorruptRecord(t *testing.T) {
 		t.Fatalf("open: %v", err)
 	}
 	k := registrytest.NewKeys(t)
-	clock := registrytest.NewClock(time.Time{})
-	reg := newRegistry(t, be, k, clock.Now)
+	clock := clocktest.New(time.Time{})
+	reg := newRegistry(t, be, k, clock)
 	if _, err := reg.Acquire(ctx, registry.AcquireRequest{Resource: "corrupt/r1", Owner: "o", RequestID: "c-1"}); err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
@@ -179,7 +181,7 @@ func TestCorruptRecord(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer be.Close()
-	reg = newRegistry(t, be, k, clock.Now)
+	reg = newRegistry(t, be, k, clock)
 	clock.Advance(time.Hour)
 	if _, err := reg.Acquire(ctx, registry.AcquireRequest{Resource: "corrupt/r1", Owner: "o2", RequestID: "c-2"}); !errors.Is(err, registry.ErrBackend) {
 		t.Errorf("acquire over a corrupt record: %v, want ErrBackend", err)

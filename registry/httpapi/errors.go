@@ -11,12 +11,13 @@ import (
 	"github.com/fencegate/fencegate/registry"
 )
 
-// toProblem maps a registry error to problem details.
+// toProblem maps a registry error to problem details and a Retry-After (a
+// busy resource's is its holder's time left, on the registry's clock).
 func toProblem(err error) (*fencegate.Problem, time.Duration) {
 	var busy *registry.BusyError
 	switch {
 	case errors.As(err, &busy):
-		retry := max(time.Until(busy.HolderExpiresAt), time.Second)
+		retry := max(busy.HolderExpiresAt.Sub(busy.At), time.Second)
 		return fencegate.NewProblem(fencegate.CodeLeaseHeld, err.Error()).
 			With("resource", busy.Resource).
 			With("holderExpiresAt", busy.HolderExpiresAt.UTC().Format(time.RFC3339Nano)), retry

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
@@ -27,7 +28,7 @@ type fixture struct {
 	srv     *httptest.Server
 	reg     *registry.Registry
 	backend registry.Backend
-	now     time.Time
+	clock   *clocktest.Clock
 }
 
 func newFixture(t testing.TB, idc identity.Config) *fixture {
@@ -37,8 +38,8 @@ func newFixture(t testing.TB, idc identity.Config) *fixture {
 		t.Fatal(err)
 	}
 	signer, _ := keys.NewSigner(k)
-	f := &fixture{backend: memory.NewBackend(), now: time.UnixMilli(1_800_000_000_000)}
-	f.reg, err = registry.New(registry.Options{Backend: f.backend, Signer: signer, Clock: func() time.Time { return f.now }})
+	f := &fixture{backend: memory.NewBackend(), clock: clocktest.New(time.UnixMilli(1_800_000_000_000))}
+	f.reg, err = registry.New(registry.Options{Backend: f.backend, Signer: signer, Clock: f.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestProblems(t *testing.T) {
 func TestRenewExpiredCarriesSignedState(t *testing.T) {
 	f := newFixture(t, identity.Config{Mode: identity.ModeInsecureHeader})
 	l := f.acquire(t, "worker-a", "inv/1", "req-1")
-	f.now = f.now.Add(2 * time.Second)
+	f.clock.Advance(2 * time.Second)
 	resp := f.do(t, "POST", "/v1/leases/"+l.Lease+"/renew", "worker-a", "", "")
 	d, err := fencegate.ReadProblem(resp)
 	if err != nil {

@@ -31,7 +31,7 @@ func TestRenewWithoutTTLKeepsLeaseTTL(t *testing.T) {
 	}
 	renew := func(what, ctype, body string, want time.Duration) {
 		t.Helper()
-		f.now = f.now.Add(time.Second)
+		f.clock.Advance(time.Second)
 		resp := f.do(t, "POST", "/v1/leases/"+l.Lease+"/renew", "worker-a", ctype, body)
 		if resp.StatusCode != http.StatusOK {
 			b, _ := io.ReadAll(resp.Body)
@@ -41,7 +41,7 @@ func TestRenewWithoutTTLKeepsLeaseTTL(t *testing.T) {
 		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 			t.Fatal(err)
 		}
-		if wantAt := f.now.Add(want).UTC(); !got.ExpiresAt.Equal(wantAt) || got.TTLMs != uint64(ttl.Milliseconds()) {
+		if wantAt := f.clock.Now().Add(want).UTC(); !got.ExpiresAt.Equal(wantAt) || got.TTLMs != uint64(ttl.Milliseconds()) {
 			t.Errorf("%s: expiresAt %s ttlMs %d, want %s (now + %s) and ttlMs %d", what, got.ExpiresAt, got.TTLMs, wantAt, want, ttl.Milliseconds())
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/registry"
 )
@@ -141,7 +142,8 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 
 func (s *server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		start := time.Now()
+		clk := s.Registry.Clock()
+		start := clk.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, req)
 		route := chi.RouteContext(req.Context()).RoutePattern()
@@ -153,10 +155,10 @@ func (s *server) observe(next http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		s.requests.WithLabelValues(route, req.Method, fmt.Sprint(status), rec.code).Inc()
-		s.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		s.latency.WithLabelValues(route).Observe(clock.Since(clk, start).Seconds())
 		if status >= 400 {
 			s.Logger.Info("request rejected", zap.String("method", req.Method), zap.String("route", route),
-				zap.Int("status", status), zap.String("code", rec.code), zap.Duration("took", time.Since(start)))
+				zap.Int("status", status), zap.String("code", rec.code), zap.Duration("took", clock.Since(clk, start)))
 		}
 	})
 }

@@ -57,7 +57,7 @@ func testConcurrentAcquirers(t *testing.T, e *env) {
 						break
 					}
 					if rq.Wait == 0 && errors.Is(err, registry.ErrLeaseHeld) {
-						time.Sleep(50 * time.Microsecond)
+						pause(50 * time.Microsecond)
 						continue
 					}
 					t.Errorf("%s round %d: acquire: %v", owner, r, err)
@@ -142,7 +142,7 @@ func testConcurrentExpiry(t *testing.T, e *env) {
 			default:
 			}
 			e.clock.Advance(20 * time.Millisecond)
-			time.Sleep(200 * time.Microsecond)
+			pause(200 * time.Microsecond)
 		}
 	}()
 
@@ -167,7 +167,7 @@ func testConcurrentExpiry(t *testing.T, e *env) {
 						break
 					}
 					if errors.Is(err, registry.ErrLeaseHeld) {
-						time.Sleep(50 * time.Microsecond)
+						pause(50 * time.Microsecond)
 						continue
 					}
 					t.Errorf("%s round %d: acquire: %v", owner, r, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/verify"
 )
@@ -159,7 +160,7 @@ func testEpochBump(t *testing.T, e *env) {
 // commit or a pause of the registry process would.
 type slowBackend struct {
 	registry.Backend
-	clock *Clock
+	clock *clocktest.Clock
 	delay time.Duration
 }
 

@@ -20,7 +20,7 @@ func waitReq(resource, owner, requestID string, wait time.Duration) registry.Acq
 // settle gives a goroutine that should stay blocked a moment of real time
 // to (wrongly) return, so pending can catch it. It asserts nothing about
 // durations.
-func settle() { time.Sleep(20 * time.Millisecond) }
+func settle() { pause(20 * time.Millisecond) }
 
 // testWaitHandoffOnRelease checks that a waiting acquire gets the lease
 // the moment the holder releases it, with no clock movement.
@@ -55,7 +55,7 @@ func testWaitHandoffOnExpiry(t *testing.T, e *env) {
 	// The waiter arms its deadline and, after finding the lease held, a
 	// timer for the holder's expiry. Wait for both when the implementation
 	// does so; the assertions below hold either way.
-	e.clock.WaitArmed(armed+2, time.Second)
+	waitArmed(e.ctx, e.clock, armed+2, time.Second)
 
 	e.clock.Advance(999 * time.Millisecond)
 	settle()

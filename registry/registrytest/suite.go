@@ -11,6 +11,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/verify"
@@ -137,7 +138,7 @@ type env struct {
 	t      *testing.T
 	keys   Keys
 	opener Opener
-	clock  *Clock
+	clock  *clocktest.Clock
 	ctx    context.Context
 
 	mu   sync.Mutex // guards be, reg, prom, seen
@@ -155,7 +156,7 @@ func newEnv(t *testing.T, k Keys, o Opener) *env {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	e := &env{t: t, keys: k, opener: o, clock: NewClock(time.Time{}), ctx: ctx, seen: map[string][]uint64{}}
+	e := &env{t: t, keys: k, opener: o, clock: clocktest.New(time.Time{}), ctx: ctx, seen: map[string][]uint64{}}
 	e.open()
 	t.Cleanup(func() {
 		e.mu.Lock()
@@ -181,8 +182,7 @@ func (e *env) open() {
 		Backend:     be,
 		Signer:      e.keys.Signer,
 		Issuer:      Issuer,
-		Clock:       e.clock.Now,
-		After:       e.clock.After,
+		Clock:       e.clock,
 		DefaultTTL:  DefaultTTL,
 		MinTTL:      MinTTL,
 		MaxTTL:      MaxTTL,
@@ -474,10 +474,12 @@ func (e *env) goAcquire(ctx context.Context, idx int, req registry.AcquireReques
 // limit.
 func await(t testing.TB, ch <-chan outcome, what string) outcome {
 	t.Helper()
+	limit := realClock.NewTimer(livenessLimit)
+	defer limit.Stop()
 	select {
 	case o := <-ch:
 		return o
-	case <-time.After(livenessLimit):
+	case <-limit.C():
 		t.Fatalf("gave up after %s waiting for %s", livenessLimit, what)
 		return outcome{}
 	}
@@ -515,7 +517,7 @@ func (e *env) newRegistry(t testing.TB, be registry.Backend) *registry.Registry 
 	t.Helper()
 	reg, err := registry.New(registry.Options{
 		Backend: be, Signer: e.keys.Signer, Issuer: Issuer,
-		Clock: e.clock.Now, After: e.clock.After,
+		Clock:      e.clock,
 		DefaultTTL: DefaultTTL, MinTTL: MinTTL, MaxTTL: MaxTTL, MaxWait: MaxWait, MaxProofTTL: MaxProofTTL,
 		Metrics: prometheus.NewRegistry(),
 	})

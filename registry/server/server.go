@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/bolt"
@@ -71,6 +72,7 @@ func New(cfg Config, log *zap.Logger) (_ *Server, err error) {
 		Backend:     s.backend,
 		Signer:      signer,
 		Issuer:      cfg.Issuer,
+		Clock:       clock.Monotonic(),
 		DefaultTTL:  cfg.Leases.DefaultTTL,
 		MinTTL:      cfg.Leases.MinTTL,
 		MaxTTL:      cfg.Leases.MaxTTL,
@@ -235,7 +237,7 @@ func (s *Server) keys() (*keys.Signer, jwk.Set, error) {
 // compactLoop deletes ended leases past the retention period, at start and
 // hourly, until ctx ends.
 func (s *Server) compactLoop(ctx context.Context) {
-	tk := time.NewTicker(time.Hour)
+	tk := s.Registry.Clock().NewTicker(time.Hour)
 	defer tk.Stop()
 	for {
 		if _, err := s.Registry.Compact(ctx, s.cfg.Leases.Retention); err != nil && ctx.Err() == nil {
@@ -244,7 +246,7 @@ func (s *Server) compactLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tk.C:
+		case <-tk.C():
 		}
 	}
 }

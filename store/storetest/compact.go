@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -232,7 +233,7 @@ func runCompact(t *testing.T, newStore Factory) {
 						compactErr = err
 						return
 					}
-					time.Sleep(time.Millisecond) // pacing only: leave the CPU to the writers
+					clock.Sleep(clock.Real(), time.Millisecond, nil) // pacing only: leave the CPU to the writers
 				}
 			})
 			BeginCommitLoop(f, f.s, "busy-", resources, resources*perResource)

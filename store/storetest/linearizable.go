@@ -15,6 +15,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -208,7 +209,7 @@ func (c *linClient) step() {
 		c.settle = append(c.settle, in.Ref())
 	case store.DecisionBusy:
 		// Wait a little for the owner to finish, as a proxy would.
-		time.Sleep(time.Duration(c.rng.IntN(500)) * time.Microsecond)
+		clock.Sleep(clock.Real(), time.Duration(c.rng.IntN(500))*time.Microsecond, nil)
 	case store.DecisionMutationUnknown:
 		m := got.Mutation
 		if c.rng.IntN(2) == 0 {
