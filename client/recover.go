@@ -6,24 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
+
+	"github.com/fencegate/fencegate"
 )
 
 // Receipt is what a worker may learn of a sidecar receipt (everything but
-// the stored response): the proof that a segment was accepted.
-type Receipt struct {
-	ID            string    `json:"id"`
-	Resource      string    `json:"resource"`
-	Fence         uint64    `json:"fence"`
-	Seq           uint64    `json:"seq"`
-	OperationID   string    `json:"operationId"`
-	PayloadDigest string    `json:"payloadDigest"`
-	GrantDigest   string    `json:"grantDigest"`
-	BackendStatus int       `json:"backendStatus"`
-	AcceptedAt    time.Time `json:"acceptedAt"`
-	// Source says how the receipt came to be (forwarded, reconciled ...).
-	Source string `json:"source"`
-}
+// the stored response): the proof that a segment was accepted. It is the
+// contract's wire type.
+type Receipt = fencegate.Receipt
 
 // Sidecar is a client of a sidecar's own worker API
 // (/.fencegate/v1/...), served on the inbound listener to identified
