@@ -19,17 +19,23 @@ import (
 	"github.com/fencegate/fencegate/tlsfiles"
 )
 
+// Mode is a route's rollout mode.
+type Mode string
+
 // Route modes.
 const (
-	ModeOff     = "off"
-	ModeShadow  = "shadow"
-	ModeEnforce = "enforce"
+	ModeOff     Mode = "off"
+	ModeShadow  Mode = "shadow"
+	ModeEnforce Mode = "enforce"
 )
+
+// StatusMode says how a route establishes that a grant is still held.
+type StatusMode string
 
 // Status modes.
 const (
-	StatusProof    = "proof"
-	StatusRegistry = "registry"
+	StatusProof    StatusMode = "proof"
+	StatusRegistry StatusMode = "registry"
 )
 
 // Config is the sidecar's YAML configuration.
@@ -106,7 +112,7 @@ type RouteConfig struct {
 	// Resource is the canonical resource ID template: invoice-batch/{id}.
 	Resource string `yaml:"resource"`
 	// Mode is off, shadow or enforce (default enforce).
-	Mode   string      `yaml:"mode"`
+	Mode   Mode        `yaml:"mode"`
 	Status RouteStatus `yaml:"status"`
 	// IdempotencyKey: the backend honours Idempotency-Key, so a mutation
 	// whose outcome is unknown may be retried with the same payload.
@@ -141,7 +147,7 @@ func (r RouteConfig) answeredBeforeEffect(status int) bool {
 type RouteStatus struct {
 	// Mode is proof (a Fence-Status header) or registry (a linearizable
 	// read from the registry per request). Default registry.
-	Mode string `yaml:"mode"`
+	Mode StatusMode `yaml:"mode"`
 	// MaxAge bounds a proof's age (now - iat).
 	MaxAge time.Duration `yaml:"maxAge"`
 }

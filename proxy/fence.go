@@ -57,7 +57,7 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 			p.passShadow(w, a, "REPLAY", nil, 0)
 			return
 		}
-		p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "replayed", "").Inc()
+		p.m.mutations.WithLabelValues(a.rt.key, string(a.rt.Mode), "replayed", "").Inc()
 		var code fencegate.Code
 		if res.Receipt.Response.Truncated {
 			code = fencegate.CodeReplayIncomplete // accepted, but its answer was not kept whole
@@ -248,7 +248,7 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 		if a.shadow() {
 			// Shadow never changes an answer: the client gets the backend's.
 			p.m.wouldReject.WithLabelValues(a.rt.key, string(fencegate.CodeMutationUnknown)).Inc()
-			p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "passed", string(fencegate.CodeMutationUnknown)).Inc()
+			p.m.mutations.WithLabelValues(a.rt.key, string(a.rt.Mode), "passed", string(fencegate.CodeMutationUnknown)).Inc()
 			p.logDecision(a, "rejected", fencegate.CodeMutationUnknown, "the backend answered but its receipt could not be stored")
 			p.writeForwarded(w, resp, "")
 			return
@@ -263,7 +263,7 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 	if retried {
 		p.m.reconciled.WithLabelValues("idempotent_retry", "applied").Inc()
 	}
-	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "forwarded", "").Inc()
+	p.m.mutations.WithLabelValues(a.rt.key, string(a.rt.Mode), "forwarded", "").Inc()
 	if shadow5xx {
 		p.m.wouldReject.WithLabelValues(a.rt.key, string(fencegate.CodeMutationUnknown)).Inc()
 		p.logDecision(a, "forwarded", fencegate.CodeMutationUnknown, fmt.Sprintf("shadow: the backend's %d is recorded as receipt %s; enforce mode would answer MUTATION_UNKNOWN", resp.status, rc.ID))

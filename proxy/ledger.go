@@ -173,7 +173,7 @@ func (p *Proxy) checkLedger(ctx context.Context, force []string) error {
 				refused = append(refused, fmt.Sprintf("%s (shape %s, enforced since %s, now %s)", r.key, shape, e.EnforcedSince.Format(time.RFC3339), r.Mode))
 				continue
 			}
-			if err := p.forceDowngrade(ctx, shape, r.key+" to "+r.Mode); err != nil {
+			if err := p.forceDowngrade(ctx, shape, r.key+" to "+string(r.Mode)); err != nil {
 				return err
 			}
 		}
@@ -212,7 +212,7 @@ func (p *Proxy) uncheckedAfterRemoval(shape string) string {
 		}
 		for _, r := range p.router.all() {
 			if r.Method == method && r.Mode != ModeEnforce {
-				return "a " + r.Mode + " route of the same method may match its paths (" + r.key + ")"
+				return "a " + string(r.Mode) + " route of the same method may match its paths (" + r.key + ")"
 			}
 		}
 		return ""
@@ -223,7 +223,7 @@ func (p *Proxy) uncheckedAfterRemoval(shape string) string {
 		case r == nil && p.cfg.UnmatchedMutations == "pass":
 			return "its paths match no route and unmatched mutations are passed"
 		case r != nil && r.Mode != ModeEnforce:
-			return "its paths now match " + r.key + " in " + r.Mode + " mode"
+			return "its paths now match " + r.key + " in " + string(r.Mode) + " mode"
 		}
 	}
 	return ""

@@ -81,7 +81,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if rt.Mode == ModeOff {
-		p.m.mutations.WithLabelValues(rt.key, rt.Mode, "passed", "").Inc()
+		p.m.mutations.WithLabelValues(rt.key, string(rt.Mode), "passed", "").Inc()
 		p.pass.ServeHTTP(w, req)
 		return
 	}
@@ -202,7 +202,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, a *attempt, rej *rejection, retry 
 		p.passShadow(w, a, rej.code, rej, retry)
 		return
 	}
-	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "rejected", string(rej.code)).Inc()
+	p.m.mutations.WithLabelValues(a.rt.key, string(a.rt.Mode), "rejected", string(rej.code)).Inc()
 	if a.bodyRead() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(a.req.Body, 64<<10))
 	}
@@ -212,7 +212,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, a *attempt, rej *rejection, retry 
 // passShadow forwards a shadow-mode attempt as it came, counted as passed
 // with the code enforce mode would have answered (or REPLAY).
 func (p *Proxy) passShadow(w http.ResponseWriter, a *attempt, code fencegate.Code, rej *rejection, retry time.Duration) {
-	p.m.mutations.WithLabelValues(a.rt.key, a.rt.Mode, "passed", string(code)).Inc()
+	p.m.mutations.WithLabelValues(a.rt.key, string(a.rt.Mode), "passed", string(code)).Inc()
 	if a.sent() {
 		// forward writes every answer it has; this one is lost.
 		p.writeProblem(w, reject(fencegate.CodeBackendUnavailable, "the backend did not answer"), 0)
@@ -242,7 +242,7 @@ func (p *Proxy) passShadow(w http.ResponseWriter, a *attempt, code fencegate.Cod
 
 func (p *Proxy) logDecision(a *attempt, decision string, code fencegate.Code, detail string) {
 	fields := []zap.Field{
-		zap.String("route", a.rt.key), zap.String("mode", a.rt.Mode), zap.String("resource", a.resource),
+		zap.String("route", a.rt.key), zap.String("mode", string(a.rt.Mode)), zap.String("resource", a.resource),
 		zap.String("decision", decision), zap.String("code", string(code)), zap.Uint64("seq", a.seq),
 		zap.String("caller", a.caller),
 	}
