@@ -341,9 +341,13 @@ func (p *Proxy) forward(dst net.Conn, b []byte, counter *atomic.Int64) bool {
 			return false
 		}
 	}
+	// Counted before the write: once the target has the bytes, its answer
+	// may reach the client (and a test read the counter) before this
+	// goroutine runs again.
+	counter.Add(int64(len(b)))
 	if _, err := dst.Write(b); err != nil {
+		counter.Add(-int64(len(b)))
 		return false
 	}
-	counter.Add(int64(len(b)))
 	return true
 }
