@@ -177,10 +177,49 @@ type RegistryConfig struct {
 
 // StoreConfig selects the fenced store.
 type StoreConfig struct {
-	// Backend is bolt (default, durable) or memory (tests only).
+	// Backend is bolt (default, durable, one per pod), redis (shared by
+	// every replica; see package store/redis) or memory (tests only).
 	Backend string `yaml:"backend"`
 	// Path is the bolt file (default DataDir/store.db).
 	Path string `yaml:"path"`
+	// Redis is the redis backend's server (required for backend redis).
+	Redis RedisStoreConfig `yaml:"redis"`
+}
+
+// RedisStoreConfig is the Redis server of the redis store backend: a single
+// primary, which should run with appendonly yes and appendfsync always for
+// acknowledged writes to survive its crash.
+type RedisStoreConfig struct {
+	// Addr is the server's host:port.
+	Addr string `yaml:"addr"`
+	// Username is the ACL user; empty for the default user.
+	Username string `yaml:"username"`
+	// PasswordFile holds the password (trailing newline ignored); empty
+	// for none.
+	PasswordFile string `yaml:"passwordFile"`
+	// DB is the logical database number (default 0).
+	DB int `yaml:"db"`
+	// Prefix starts every key (default "fg"); services sharing a server
+	// each need their own.
+	Prefix string `yaml:"prefix"`
+	// TLS connects over TLS when Enabled.
+	TLS RedisTLSConfig `yaml:"tls"`
+	// Timeout bounds dialing and each read and write (default: go-redis's,
+	// 5s to dial, 3s to read or write).
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// RedisTLSConfig is the TLS client side of the connection to Redis.
+type RedisTLSConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// CAFile verifies the server (default: the system roots).
+	CAFile string `yaml:"caFile"`
+	// CertFile and KeyFile are a client certificate, for a server that
+	// requires one.
+	CertFile string `yaml:"certFile"`
+	KeyFile  string `yaml:"keyFile"`
+	// ServerName overrides the name verified (default: Addr's host).
+	ServerName string `yaml:"serverName"`
 }
 
 // AdminConfig is the admin listener.
@@ -499,9 +538,11 @@ func (c Config) Validate() error {
 		if c.Store.Path == "" {
 			add("store.path: required for the bolt store (or set dataDir)")
 		}
+	case "redis":
+		c.Store.Redis.validate(add)
 	case "memory":
 	default:
-		add("store.backend: %q is not bolt or memory", c.Store.Backend)
+		add("store.backend: %q is not bolt, redis or memory", c.Store.Backend)
 	}
 	if c.DataDir == "" {
 		add("dataDir: required (the bolt store lives there by default)")
@@ -510,4 +551,28 @@ func (c Config) Validate() error {
 		add("log.level: %v", err)
 	}
 	return errors.Join(errs...)
+}
+
+// validate reports the problems of the redis store's settings.
+func (r RedisStoreConfig) validate(add func(string, ...any)) {
+	if r.Addr == "" {
+		add("store.redis.addr: required for the redis store")
+	} else if _, _, err := net.SplitHostPort(r.Addr); err != nil {
+		add("store.redis.addr: %q: %v", r.Addr, err)
+	}
+	if r.DB < 0 {
+		add("store.redis.db: %d must not be negative", r.DB)
+	}
+	if len(r.Prefix) > 64 || strings.ContainsAny(r.Prefix, "{} \t\r\n") {
+		add("store.redis.prefix: %q must be at most 64 bytes without braces or spaces", r.Prefix)
+	}
+	if r.Timeout < 0 {
+		add("store.redis.timeout: %v must not be negative (0 is the default)", r.Timeout)
+	}
+	if (r.TLS.CertFile == "") != (r.TLS.KeyFile == "") {
+		add("store.redis.tls: certFile and keyFile go together")
+	}
+	if !r.TLS.Enabled && (r.TLS.CAFile != "" || r.TLS.CertFile != "" || r.TLS.ServerName != "") {
+		add("store.redis.tls: files or serverName set without enabled: true")
+	}
 }

@@ -39,7 +39,9 @@ type statusChecker struct {
 func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, g *verify.Grant, digest string, proof []byte, clk clock.Clock) *rejection {
 	now := clk.Now
 	start := now()
-	defer func() { s.m.statusDur.WithLabelValues(string(rt.Status.Mode)).Observe(clock.Since(clk, start).Seconds()) }()
+	defer func() {
+		s.m.statusDur.WithLabelValues(string(rt.Status.Mode)).Observe(clock.Since(clk, start).Seconds())
+	}()
 	var token []byte
 	switch rt.Status.Mode {
 	case StatusProof:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -22,9 +23,13 @@ type Config struct {
 	Listen string `yaml:"listen"`
 	// DataDir holds the bbolt file and generated keys.
 	DataDir string `yaml:"dataDir"`
-	// Backend is bolt (default, durable) or memory (tests only).
+	// Backend is bolt (default, durable), redis (shared, durable when the
+	// server runs with appendonly yes and appendfsync always) or memory
+	// (tests only).
 	Backend string `yaml:"backend"`
-	Issuer  string `yaml:"issuer"`
+	// Redis is the redis backend's connection.
+	Redis  RedisConfig `yaml:"redis"`
+	Issuer string      `yaml:"issuer"`
 	// SigningKey is a private JWK file; empty generates an EdDSA key in
 	// DataDir/keys on first start and reuses it after.
 	SigningKey string `yaml:"signingKey"`
@@ -37,6 +42,18 @@ type Config struct {
 	Proofs      ProofConfig     `yaml:"proofs"`
 	Admin       AdminConfig     `yaml:"admin"`
 	Log         LogConfig       `yaml:"log"`
+}
+
+// RedisConfig is the redis backend's server and key prefix.
+type RedisConfig struct {
+	// Addr is the server's host:port (required for the redis backend).
+	Addr string `yaml:"addr"`
+	// Password authenticates to the server; empty for none.
+	Password string `yaml:"password"`
+	// DB is the logical database number (0 by default).
+	DB int `yaml:"db"`
+	// Prefix is the key prefix, used as a hash tag ("fgreg" when empty).
+	Prefix string `yaml:"prefix"`
 }
 
 // LeaseConfig bounds lease TTLs and waits.
@@ -117,9 +134,21 @@ func (c Config) Validate() error {
 		if c.DataDir == "" {
 			add("dataDir: required for the bolt backend")
 		}
+	case "redis":
+		if c.Redis.Addr == "" {
+			add("redis.addr: required for the redis backend")
+		} else if _, _, err := net.SplitHostPort(c.Redis.Addr); err != nil {
+			add("redis.addr: %q: %v", c.Redis.Addr, err)
+		}
+		if c.Redis.DB < 0 {
+			add("redis.db: must not be negative")
+		}
+		if strings.ContainsAny(c.Redis.Prefix, "{}") {
+			add("redis.prefix: %q must not contain '{' or '}'", c.Redis.Prefix)
+		}
 	case "memory":
 	default:
-		add("backend: %q is not bolt or memory", c.Backend)
+		add("backend: %q is not bolt, redis or memory", c.Backend)
 	}
 	if c.Issuer == "" {
 		add("issuer: must not be empty")

@@ -26,6 +26,7 @@ import (
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
+	"github.com/fencegate/fencegate/registry/redis"
 )
 
 // Server is a started registry.
@@ -128,9 +129,15 @@ func New(cfg Config, log *zap.Logger) (_ *Server, err error) {
 
 // openBackend opens the backend cfg.Backend names.
 func openBackend(cfg Config, log *zap.Logger) (registry.Backend, error) {
-	if cfg.Backend == "memory" {
+	switch cfg.Backend {
+	case "memory":
 		log.Warn("memory backend: fences do not survive a restart; for tests only")
 		return memory.NewBackend(), nil
+	case "redis":
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r := cfg.Redis
+		return redis.OpenBackend(ctx, redis.Options{Addr: r.Addr, Password: r.Password, DB: r.DB, Prefix: r.Prefix})
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: %w", err)

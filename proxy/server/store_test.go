@@ -1,0 +1,74 @@
+package server
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/internal/redistest"
+	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/store/storetest"
+)
+
+// Two sidecars configured with store.backend redis and the same server
+// share one fenced store: a fence one of them accepted makes the other's
+// older fence STALE_OWNER, and its mutation in flight makes a concurrent
+// attempt BUSY.
+func TestRedisStoreIsSharedBetweenSidecars(t *testing.T) {
+	srv := redistest.Start(t, "--requirepass", "s3cret")
+	pw := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, "http://127.0.0.1:1")
+	cfg.Store = proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: srv.Addr(), PasswordFile: pw, Prefix: "svc"}}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	open := func() store.Store {
+		st, err := openStore(cfg, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	a, b := open(), open()
+	ctx := context.Background()
+	if res, err := a.Begin(ctx, storetest.Attempt("item/1", 2, 1, "p")); err != nil || res.Decision != store.DecisionProceed {
+		t.Fatalf("sidecar a: %s %v", res.Decision, err)
+	}
+	if res, err := b.Begin(ctx, storetest.Attempt("item/1", 2, 1, "q")); err != nil || res.Decision != store.DecisionBusy {
+		t.Fatalf("sidecar b, same segment while a's is in flight: %s %v; want BUSY", res.Decision, err)
+	}
+	if res, err := b.Begin(ctx, storetest.Attempt("item/1", 1, 1, "p")); err != nil || res.Decision != store.DecisionStaleOwner {
+		t.Fatalf("sidecar b, older fence: %s %v; want STALE_OWNER", res.Decision, err)
+	}
+}
+
+// A sidecar whose redis store does not answer does not start.
+func TestRedisStoreUnreachableFailsStart(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	cfg := testConfig(t, "http://127.0.0.1:1")
+	cfg.Store = proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: addr}}
+	st, err := openStore(cfg, zap.NewNop())
+	if err == nil {
+		st.Close()
+		t.Fatal("opened a redis store with no server")
+	}
+	if !strings.Contains(err.Error(), "store/redis") {
+		t.Fatalf("error %v does not name the redis store", err)
+	}
+}

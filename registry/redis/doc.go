@@ -1,0 +1,83 @@
+// Package redis is a registry backend on Redis (go-redis v9): the same
+// pure decisions as registry/memory and registry/bolt, applied under
+// Redis optimistic concurrency, so several registry processes can share
+// one Redis primary.
+//
+// # Design: a registry.TxStore over WATCH/MULTI
+//
+// Store implements registry.TxStore, and OpenBackend wraps it with
+// registry.NewTxBackend, like bolt and memory. That reuses the snapshot
+// loaders and decisions of package registry unchanged; implementing
+// registry.Backend directly would mean copying every loader (loadAcquire,
+// loadLease, ...) and writeChange for one backend. The Tx interface maps
+// onto optimistic concurrency without strain:
+//
+//   - a read in the callback is a WATCHed GET: WATCH key and GET key are
+//     pipelined on the step's own connection (one round trip, WATCH first,
+//     so any change of the key after the read makes EXEC fail);
+//   - writes are buffered (a later read in the same step sees them) and
+//     sent in one MULTI/EXEC when the callback returns;
+//   - EXEC refused because a WATCHed key changed writes nothing; the whole
+//     step (reads, decision, seal) runs again on fresh reads, at most
+//     Options.MaxAttempts times, with a short jittered backoff; after the
+//     last conflict the step fails with registry.ErrBackend and
+//     ErrContention: an error, never a decision over a stale snapshot;
+//   - a View is the same without writes: its EXEC (of a PING) only checks
+//     that none of the keys it read changed, so a status proof states a
+//     consistent snapshot, retried like a write;
+//   - EachLease (compaction only) walks the lease keys with SCAN, from
+//     where the previous walk of this Store stopped, examining at most
+//     Options.ScanLimit leases per compaction; each lease it hands over is
+//     a WATCHed read, so a lease changed before EXEC is not deleted.
+//
+// go-redis's own retries are off (MaxRetries -1): a command whose reply
+// was lost may have run, and an EXEC re-sent on a new connection would
+// run without its WATCH. A connection failure fails the step with
+// registry.ErrBackend (its outcome unknown to the caller, as the registry
+// documents for that error); the caller acquires again with the same
+// request ID and gets the same lease back if the write did land.
+//
+// Inside one process, steps are serialized by a mutex (writes
+// exclusively, views shared): they would otherwise all conflict on the
+// meta key (below) and burn attempts against each other. WATCH conflicts
+// then come only from other processes sharing the keyspace.
+//
+// # Keys
+//
+// Every key starts with the prefix (Options.Prefix, default "fgreg") as a
+// hash tag: {fgreg}:schema, {fgreg}:meta, {fgreg}:policies (a hash,
+// pattern -> policy), and one key per record: {fgreg}:res:<resource>,
+// {fgreg}:lease:<id>, {fgreg}:req:<owner>\x00<requestId>,
+// {fgreg}:dig:<digest>. Values are the same JSON as bolt's. The tag is
+// the prefix and not the resource because a step reads the global meta and
+// policies along with the resource's keys, and a MULTI/EXEC (or WATCH)
+// cannot span Cluster slots; with one tag the whole registry is one slot.
+//
+// # The meta key: throughput and Cluster
+//
+// The meta (issuer epoch, revision, global fence floor, policy sequence)
+// is read by every decision and written by every write (the revision
+// counts writes). So every write of the registry conflicts with every
+// other concurrent write, whatever the resources: writes are serialized
+// globally, like bolt's single writer. Throughput is bounded by one
+// step's latency (five WATCHed reads and an EXEC with an fsync: about a
+// millisecond on loopback, see BenchmarkAcquire); several registry
+// processes do not add write throughput, they add conflicts and retries.
+// On a Redis Cluster the registry lives in one slot, on one shard, and
+// gains nothing from the others. A single primary is assumed: replication
+// is asynchronous, so a replica promoted by a failover (Sentinel, Cluster)
+// may lack acknowledged writes and reissue a fence. Do not run the
+// registry on a failover setup without raising the fence floors
+// (RaiseFenceFloor) past every fence issued before the failover.
+//
+// # Durability
+//
+// Fences and leases survive a Redis crash only when the server runs with
+// appendonly yes and appendfsync always: then every EXEC is written to the
+// AOF and fsynced before its reply, so an acquire that returned a fence
+// has it on disk. With appendfsync everysec an acknowledged write can be
+// lost in a power failure, and with persistence off in any restart, after
+// which fences are issued again: fail-open for every sidecar downstream.
+// This package does not (cannot portably: CONFIG may be disabled) check
+// the server's settings; operators must.
+package redis

@@ -1,0 +1,262 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/registry"
+)
+
+// SchemaVersion is the format version of the stored values, kept under
+// the "schema" key.
+const SchemaVersion = 1
+
+// Defaults of Options.
+const (
+	DefaultMaxAttempts = 16
+	DefaultScanBatch   = 256
+	DefaultScanLimit   = 10000
+)
+
+var (
+	// ErrSchema is returned when the keyspace holds another schema version.
+	ErrSchema = errors.New("registry/redis: unsupported schema version")
+	// ErrContention is returned (with registry.ErrBackend) when a step
+	// met a WATCH conflict on every one of its attempts.
+	ErrContention = errors.New("registry/redis: optimistic transaction conflicts")
+)
+
+// Options configure a Store.
+type Options struct {
+	// Addr is the server's host:port (required).
+	Addr string
+	// Password authenticates to the server ("" for none).
+	Password string
+	// DB is the logical database number.
+	DB int
+	// Prefix is the key prefix, used as a hash tag (DefaultPrefix when
+	// empty). It must not contain '{' or '}'.
+	Prefix string
+	// MaxAttempts bounds how many times one step runs when its WATCHed
+	// keys change under it (DefaultMaxAttempts when zero). After the last
+	// conflict the step fails with ErrContention: never a decision.
+	MaxAttempts int
+	// ScanBatch is the COUNT hint of each SCAN of a compaction
+	// (DefaultScanBatch when zero).
+	ScanBatch int
+	// ScanLimit bounds how many leases one compaction examines
+	// (DefaultScanLimit when zero). The scan resumes where the previous
+	// one stopped, so every lease is examined over successive compactions.
+	ScanLimit int
+	// DialTimeout, ReadTimeout and WriteTimeout are go-redis's (its
+	// defaults when zero).
+	DialTimeout, ReadTimeout, WriteTimeout time.Duration
+}
+
+// Store is a Redis-backed registry.TxStore: every Update is one
+// WATCH/read/MULTI/EXEC step retried on conflict, every View a WATCHed
+// read validated by an empty EXEC.
+type Store struct {
+	c           *goredis.Client
+	keys        keyspace
+	maxAttempts int
+	scanBatch   int
+	scanLimit   int
+
+	// mu serializes this process's steps: writes take it exclusively, so
+	// they never conflict with each other and a WATCH conflict can only
+	// come from another process sharing the keyspace; views share it.
+	mu     sync.RWMutex
+	closed bool
+	// cursor is where the next compaction's SCAN resumes (guarded by mu,
+	// held exclusively by Update).
+	cursor uint64
+}
+
+// Open connects to the server, checks it answers and the keyspace's
+// schema version (writing it into a new keyspace).
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if o.Addr == "" {
+		return nil, errors.New("registry/redis: addr is required")
+	}
+	ks, err := newKeyspace(o.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		keys:        ks,
+		maxAttempts: orDefault(o.MaxAttempts, DefaultMaxAttempts),
+		scanBatch:   orDefault(o.ScanBatch, DefaultScanBatch),
+		scanLimit:   orDefault(o.ScanLimit, DefaultScanLimit),
+	}
+	s.c = goredis.NewClient(&goredis.Options{
+		Addr:         o.Addr,
+		Password:     o.Password,
+		DB:           o.DB,
+		DialTimeout:  o.DialTimeout,
+		ReadTimeout:  o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout,
+		// No client-side retry: a command whose reply was lost may have
+		// run, and an EXEC resent without its WATCH would write blind.
+		// A failed step is reported, never replayed.
+		MaxRetries: -1,
+	})
+	if err := s.checkSchema(ctx); err != nil {
+		s.c.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenBackend opens a Store and returns it as a registry.Backend.
+func OpenBackend(ctx context.Context, o Options) (registry.Backend, error) {
+	s, err := Open(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return registry.NewTxBackend(s), nil
+}
+
+func orDefault(v, d int) int {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+func (s *Store) checkSchema(ctx context.Context) error {
+	want := fmt.Sprint(SchemaVersion)
+	if err := s.c.SetNX(ctx, s.keys.schema(), want, 0).Err(); err != nil {
+		return fmt.Errorf("%w: registry/redis: %w", registry.ErrBackend, err)
+	}
+	got, err := s.c.Get(ctx, s.keys.schema()).Result()
+	if err != nil {
+		return fmt.Errorf("%w: registry/redis: %w", registry.ErrBackend, err)
+	}
+	if got != want {
+		return fmt.Errorf("%w: keyspace has %q, this build reads %s", ErrSchema, got, want)
+	}
+	return nil
+}
+
+// Update runs fn as one optimistic transaction: the keys fn reads are
+// WATCHed as it reads them, its writes are buffered and sent in one
+// MULTI/EXEC. When a WATCHed key changed, EXEC writes nothing and fn runs
+// again on fresh reads, at most MaxAttempts times in all.
+func (s *Store) Update(ctx context.Context, fn func(registry.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return registry.ErrClosed
+	}
+	return s.attempt(ctx, func() error { return s.step(ctx, true, fn) })
+}
+
+// View runs fn over a consistent snapshot: its reads are WATCHed, and an
+// EXEC with nothing to write checks that none of them changed before fn's
+// result is returned (else fn runs again).
+func (s *Store) View(ctx context.Context, fn func(registry.Tx) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return registry.ErrClosed
+	}
+	return s.attempt(ctx, func() error { return s.step(ctx, false, fn) })
+}
+
+// errConflict marks an attempt whose EXEC found a WATCHed key changed.
+var errConflict = errors.New("registry/redis: watched key changed")
+
+// attempt runs try until it does not conflict, at most maxAttempts times,
+// with a short jittered backoff between attempts.
+func (s *Store) attempt(ctx context.Context, try func() error) error {
+	for i := range s.maxAttempts {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := try()
+		if !errors.Is(err, errConflict) {
+			return err
+		}
+		if i+1 < s.maxAttempts {
+			backoff := time.Duration(rand.Int64N(int64(time.Millisecond) << min(i, 6)))
+			// Backoff between WATCH attempts waits on a real socket's peer:
+			// real time.
+			t := clock.Real().NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C():
+			}
+		}
+	}
+	return fmt.Errorf("%w: %w after %d attempts", registry.ErrBackend, ErrContention, s.maxAttempts)
+}
+
+// step is one attempt: WATCH the meta, run fn (its reads WATCH their
+// keys), then EXEC the buffered writes (or nothing, for a view).
+func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) error) error {
+	var fnErr error
+	err := s.c.Watch(ctx, func(rtx *goredis.Tx) error {
+		t := newTx(ctx, s, rtx, writable)
+		if fnErr = fn(t); fnErr != nil {
+			return fnErr
+		}
+		_, err := rtx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			if !writable {
+				// Nothing to write: EXEC only checks the WATCHed keys.
+				p.Ping(ctx)
+				return nil
+			}
+			return t.flush(p)
+		})
+		return err
+	}, s.keys.meta())
+	if fnErr != nil {
+		// The decision's own error, or a read's (already wrapped).
+		return fnErr
+	}
+	return s.wrap(err)
+}
+
+// wrap maps a go-redis error to the registry's: a WATCH conflict to
+// errConflict (retried), a closed client to registry.ErrClosed, any other
+// server or connection failure to registry.ErrBackend. Errors of the
+// context pass unchanged.
+func (s *Store) wrap(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, goredis.TxFailedErr):
+		return errConflict
+	case errors.Is(err, goredis.ErrClosed):
+		return registry.ErrClosed
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	default:
+		return fmt.Errorf("%w: registry/redis: %w", registry.ErrBackend, err)
+	}
+}
+
+// Close closes the connections; every later call fails with
+// registry.ErrClosed. The data stays in Redis.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if err := s.c.Close(); err != nil {
+		return fmt.Errorf("registry/redis: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,240 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+// tx is one attempt of a step: a registry.Tx whose reads are WATCHed GETs
+// on the step's connection and whose writes are buffered until flush
+// queues them in the step's MULTI. A read sees the step's own buffered
+// writes first.
+type tx struct {
+	ctx      context.Context
+	s        *Store
+	rtx      *goredis.Tx
+	writable bool
+
+	// strings are buffered string writes by key; nil deletes the key.
+	strings map[string]*string
+	// policies are buffered policy writes by pattern.
+	policies map[string]registry.Policy
+	// order is the order keys were first written, for a deterministic
+	// MULTI.
+	order []string
+}
+
+func newTx(ctx context.Context, s *Store, rtx *goredis.Tx, writable bool) *tx {
+	return &tx{ctx: ctx, s: s, rtx: rtx, writable: writable, strings: map[string]*string{}, policies: map[string]registry.Policy{}}
+}
+
+// watchGet WATCHes key and reads it, in one round trip (WATCH is
+// processed first, so any later change of key makes EXEC fail).
+func (t *tx) watchGet(key string) (string, bool, error) {
+	if v, ok := t.strings[key]; ok {
+		if v == nil {
+			return "", false, nil
+		}
+		return *v, true, nil
+	}
+	var get *goredis.StringCmd
+	_, err := t.rtx.Pipelined(t.ctx, func(p goredis.Pipeliner) error {
+		p.Do(t.ctx, "watch", key)
+		get = p.Get(t.ctx, key)
+		return nil
+	})
+	if errors.Is(err, goredis.Nil) {
+		err = nil
+	}
+	if err != nil {
+		return "", false, t.s.wrap(err)
+	}
+	v, err := get.Result()
+	if errors.Is(err, goredis.Nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, t.s.wrap(err)
+	}
+	return v, true, nil
+}
+
+func getJSON[V any](t *tx, key string) (V, bool, error) {
+	var v V
+	raw, found, err := t.watchGet(key)
+	if err != nil || !found {
+		return v, false, err
+	}
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return v, false, fmt.Errorf("%w: registry/redis: corrupt %q: %v", registry.ErrBackend, key, err)
+	}
+	return v, true, nil
+}
+
+func (t *tx) set(key string, v *string) error {
+	if !t.writable {
+		return fmt.Errorf("%w: registry/redis: write in a read-only transaction", registry.ErrBackend)
+	}
+	if _, ok := t.strings[key]; !ok {
+		t.order = append(t.order, key)
+	}
+	t.strings[key] = v
+	return nil
+}
+
+func (t *tx) putJSON(key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("registry/redis: encode: %w", err)
+	}
+	s := string(raw)
+	return t.set(key, &s)
+}
+
+func (t *tx) Meta() (registry.Meta, error) {
+	m, _, err := getJSON[registry.Meta](t, t.s.keys.meta())
+	return m, err
+}
+func (t *tx) PutMeta(m registry.Meta) error { return t.putJSON(t.s.keys.meta(), m) }
+
+func (t *tx) Resource(id string) (registry.ResourceRecord, bool, error) {
+	return getJSON[registry.ResourceRecord](t, t.s.keys.resource(id))
+}
+func (t *tx) PutResource(r registry.ResourceRecord) error {
+	return t.putJSON(t.s.keys.resource(r.Resource), r)
+}
+
+func (t *tx) Lease(id string) (registry.LeaseRecord, bool, error) {
+	return getJSON[registry.LeaseRecord](t, t.s.keys.lease(id))
+}
+func (t *tx) PutLease(l registry.LeaseRecord) error { return t.putJSON(t.s.keys.lease(l.Lease), l) }
+
+func (t *tx) LeaseByRequest(owner, requestID string) (string, bool, error) {
+	return t.watchGet(t.s.keys.request(owner, requestID))
+}
+func (t *tx) PutRequest(owner, requestID, leaseID string) error {
+	return t.set(t.s.keys.request(owner, requestID), &leaseID)
+}
+
+func (t *tx) LeaseByDigest(d string) (string, bool, error) { return t.watchGet(t.s.keys.digest(d)) }
+func (t *tx) PutDigest(d, leaseID string) error            { return t.set(t.s.keys.digest(d), &leaseID) }
+
+// Policies reads the policy hash (WATCHed as a whole: any policy write
+// conflicts with every step that matched a policy).
+func (t *tx) Policies() ([]registry.Policy, error) {
+	key := t.s.keys.policies()
+	var all *goredis.MapStringStringCmd
+	_, err := t.rtx.Pipelined(t.ctx, func(p goredis.Pipeliner) error {
+		p.Do(t.ctx, "watch", key)
+		all = p.HGetAll(t.ctx, key)
+		return nil
+	})
+	if err != nil {
+		return nil, t.s.wrap(err)
+	}
+	merged := map[string]registry.Policy{}
+	for pattern, raw := range all.Val() {
+		var p registry.Policy
+		if err := json.Unmarshal([]byte(raw), &p); err != nil {
+			return nil, fmt.Errorf("%w: registry/redis: corrupt policy %q: %v", registry.ErrBackend, pattern, err)
+		}
+		merged[pattern] = p
+	}
+	for pattern, p := range t.policies {
+		merged[pattern] = p
+	}
+	out := make([]registry.Policy, 0, len(merged))
+	for _, p := range merged {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (t *tx) PutPolicy(p registry.Policy) error {
+	if !t.writable {
+		return fmt.Errorf("%w: registry/redis: write in a read-only transaction", registry.ErrBackend)
+	}
+	t.policies[p.Pattern] = p
+	return nil
+}
+
+// EachLease walks the lease keys with SCAN, from where the previous walk
+// of this Store stopped (wrapping around once), examining at most
+// ScanLimit leases: then it returns without error, and the next walk
+// continues there. Each lease passed to fn was read with a WATCHed GET, so
+// a compaction deleting it fails and retries if it changed since. A lease
+// created during the walk may be missed; it is young and not compactable
+// anyway.
+func (t *tx) EachLease(fn func(registry.LeaseRecord) error) error {
+	seen := map[string]bool{}
+	start := t.s.cursor
+	cursor, wrapped := start, start == 0
+	for len(seen) < t.s.scanLimit {
+		keys, next, err := t.rtx.Scan(t.ctx, cursor, t.s.keys.leasePattern(), int64(t.s.scanBatch)).Result()
+		if err != nil {
+			return t.s.wrap(err)
+		}
+		for _, key := range keys {
+			if seen[key] || len(seen) >= t.s.scanLimit {
+				continue
+			}
+			seen[key] = true
+			l, found, err := getJSON[registry.LeaseRecord](t, key)
+			if err != nil {
+				return err
+			}
+			if !found {
+				continue // deleted since the SCAN
+			}
+			if err := fn(l); err != nil {
+				return err // the batch is scanned again next time
+			}
+		}
+		if t.writable {
+			t.s.cursor = next // only an Update holds mu exclusively
+		}
+		cursor = next
+		if cursor == 0 {
+			if wrapped {
+				return nil
+			}
+			wrapped = true
+		}
+	}
+	return nil
+}
+
+// DeleteLease deletes a lease and its two index entries.
+func (t *tx) DeleteLease(l registry.LeaseRecord) error {
+	for _, key := range []string{t.s.keys.lease(l.Lease), t.s.keys.request(l.Owner, l.RequestID), t.s.keys.digest(l.Digest)} {
+		if err := t.set(key, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flush queues the buffered writes in the step's MULTI.
+func (t *tx) flush(p goredis.Pipeliner) error {
+	for _, key := range t.order {
+		if v := t.strings[key]; v != nil {
+			p.Set(t.ctx, key, *v, 0)
+		} else {
+			p.Del(t.ctx, key)
+		}
+	}
+	for pattern, pol := range t.policies {
+		raw, err := json.Marshal(pol)
+		if err != nil {
+			return fmt.Errorf("registry/redis: encode: %w", err)
+		}
+		p.HSet(t.ctx, t.s.keys.policies(), pattern, string(raw))
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/fencegate/fencegate/internal/redistest"
+	"github.com/fencegate/fencegate/store/storetest"
+)
+
+// roundTrips is a go-redis hook counting what goes over the wire: one per
+// command sent alone, one per pipeline (a MULTI/EXEC block included).
+type roundTrips struct{ n atomic.Int64 }
+
+func (h *roundTrips) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// benchStore opens a store over a fresh server with a round-trip counter;
+// default server persistence (none) unless args say otherwise.
+func benchStore(b *testing.B, args ...string) (*Store, *roundTrips) {
+	srv := redistest.Start(b, args...)
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+	b.Cleanup(func() { _ = c.Close() })
+	h := &roundTrips{}
+	c.AddHook(h)
+	s, err := New(c, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return s, h
+}
+
+// BenchmarkBeginCommit: one op = Begin (PROCEED) + Commit of the next
+// segment on one resource, over loopback, no persistence. round-trips/op
+// counts what crossed the wire per accepted write (Begin and Commit: a
+// WATCH+read pipeline and a MULTI/EXEC each, plus Record once per loop).
+func BenchmarkBeginCommit(b *testing.B) {
+	s, h := benchStore(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	storetest.BeginCommitLoop(b, s, "bench-", 1, b.N)
+	b.StopTimer()
+	b.ReportMetric(float64(h.n.Load())/float64(b.N), "round-trips/op")
+}
+
+// BenchmarkBeginCommitDurable: the same with appendfsync always, the
+// setting whose acknowledged writes survive a crash (see the fault test).
+func BenchmarkBeginCommitDurable(b *testing.B) {
+	s, h := benchStore(b, "--appendonly", "yes", "--appendfsync", "always")
+	b.ReportAllocs()
+	b.ResetTimer()
+	storetest.BeginCommitLoop(b, s, "bench-", 1, b.N)
+	b.StopTimer()
+	b.ReportMetric(float64(h.n.Load())/float64(b.N), "round-trips/op")
+}
+
+// BenchmarkBeginCommitConcurrent: the same from 64 goroutines, one
+// resource each, sharing one client.
+func BenchmarkBeginCommitConcurrent(b *testing.B) {
+	for _, n := range []int{64} {
+		b.Run("resources="+strconv.Itoa(n), func(b *testing.B) {
+			s, h := benchStore(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			storetest.BeginCommitLoop(b, s, "bench-", n, b.N)
+			b.StopTimer()
+			b.ReportMetric(float64(h.n.Load())/float64(b.N), "round-trips/op")
+		})
+	}
+}

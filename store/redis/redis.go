@@ -1,0 +1,222 @@
+package redis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/fencegate/fencegate/store"
+)
+
+// DefaultPrefix is the key prefix when Options.Prefix is empty.
+const DefaultPrefix = "fg"
+
+// DefaultMaxAttempts bounds the optimistic attempts of one call when
+// Options.MaxAttempts is zero.
+const DefaultMaxAttempts = 100
+
+// MaxPrefixLen is the longest key prefix accepted.
+const MaxPrefixLen = 64
+
+// Options configures a Redis store.
+type Options struct {
+	// Addr is the server's host:port (Open only; required there).
+	Addr string
+	// Username and Password authenticate to the server (Open only; ACL
+	// user, or the legacy requirepass when Username is empty).
+	Username string
+	Password string
+	// DB is the logical database (Open only).
+	DB int
+	// TLS, when set, makes Open connect over TLS with this configuration.
+	TLS *tls.Config
+	// DialTimeout, ReadTimeout and WriteTimeout are the client's timeouts
+	// (Open only); zero keeps go-redis's defaults (5s, 3s, 3s).
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+
+	// Prefix starts every key, so several services can share one server;
+	// DefaultPrefix when empty. It must not contain '{' or '}' (they
+	// would break the per-resource hash tag).
+	Prefix string
+	// MaxResponseBody is the stored response body limit (see
+	// store.BodyLimit).
+	MaxResponseBody int
+	// MaxAttempts bounds the optimistic attempts of one call under
+	// contention (DefaultMaxAttempts when zero); past it the call fails
+	// with ErrContention, writing nothing.
+	MaxAttempts int
+}
+
+// ErrContention is returned when a call lost the optimistic race
+// Options.MaxAttempts times in a row. Nothing was written by that call.
+var ErrContention = errors.New("store/redis: too much contention on the resource")
+
+// Store is the Redis backend. It implements store.Store.
+type Store struct {
+	c           goredis.UniversalClient
+	owned       bool
+	k           keys
+	bodyLimit   int
+	maxAttempts int
+	closed      atomic.Bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the server of opts.Addr, checks it answers PING and
+// returns a store over it; Close closes that client.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Addr == "" {
+		return nil, errors.New("store/redis: open: addr required")
+	}
+	c := goredis.NewClient(&goredis.Options{
+		Addr:         opts.Addr,
+		Username:     opts.Username,
+		Password:     opts.Password,
+		DB:           opts.DB,
+		TLSConfig:    opts.TLS,
+		DialTimeout:  opts.DialTimeout,
+		ReadTimeout:  opts.ReadTimeout,
+		WriteTimeout: opts.WriteTimeout,
+	})
+	s, err := New(c, opts)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	s.owned = true
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("store/redis: open %s: %w", opts.Addr, err)
+	}
+	return s, nil
+}
+
+// New returns a store over a client the caller owns (Close leaves it
+// open). Only opts.Prefix, MaxResponseBody and MaxAttempts are used. The
+// client must reach a single primary (a *redis.Client, or a failover
+// client): a cluster client is refused, see the package comment.
+func New(c goredis.UniversalClient, opts Options) (*Store, error) {
+	if c == nil {
+		return nil, errors.New("store/redis: nil client")
+	}
+	if _, ok := c.(*goredis.ClusterClient); ok {
+		return nil, errors.New("store/redis: Redis Cluster is not supported: use a single primary")
+	}
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if err := ValidatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	if opts.MaxAttempts < 0 {
+		return nil, errors.New("store/redis: maxAttempts must be >= 0")
+	}
+	attempts := opts.MaxAttempts
+	if attempts == 0 {
+		attempts = DefaultMaxAttempts
+	}
+	return &Store{c: c, k: keys{prefix: prefix}, bodyLimit: store.BodyLimit(opts.MaxResponseBody), maxAttempts: attempts}, nil
+}
+
+// ValidatePrefix checks a key prefix: 1..MaxPrefixLen printable ASCII
+// bytes without '{', '}' or spaces.
+func ValidatePrefix(p string) error {
+	if p == "" || len(p) > MaxPrefixLen {
+		return fmt.Errorf("store/redis: prefix must be 1..%d bytes", MaxPrefixLen)
+	}
+	for i := range len(p) {
+		if b := p[i]; b <= ' ' || b >= 0x7f || b == '{' || b == '}' {
+			return fmt.Errorf("store/redis: prefix %q: byte %d not allowed", p, i)
+		}
+	}
+	return nil
+}
+
+// Close implements store.Store. It closes the client only if Open made it.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.owned {
+		if err := s.c.Close(); err != nil {
+			return fmt.Errorf("store/redis: close: %w", err)
+		}
+	}
+	return nil
+}
+
+// enter checks a call may start: ctx not done, store open. It returns the
+// context the call's Redis commands run under: once started, a call is not
+// abandoned half-way because ctx is cancelled (the client's timeouts
+// bound it).
+func (s *Store) enter(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	return context.WithoutCancel(ctx), nil
+}
+
+// wrap marks a Redis (transport, server) error; it is never a decision.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("store/redis: %s: %w", op, err)
+}
+
+// keys builds the store's Redis keys. Every key of one resource carries
+// the hash tag {escaped resource}; see the package comment for the layout.
+type keys struct{ prefix string }
+
+// escape makes s safe inside a key segment: no ':', '{', '}' (and '%'
+// itself escaped), so segments split unambiguously.
+func escape(s string) string {
+	if !strings.ContainsAny(s, "%:{}") {
+		return s
+	}
+	r := strings.NewReplacer("%", "%25", ":", "%3A", "{", "%7B", "}", "%7D")
+	return r.Replace(s)
+}
+
+func (k keys) res(resource string) string      { return k.prefix + ":{" + escape(resource) + "}:" }
+func (k keys) record(resource string) string   { return k.res(resource) + "rec" }
+func (k keys) receipts(resource string) string { return k.res(resource) + "rcpts" }
+func (k keys) quarantine(resource string) string {
+	return k.res(resource) + "q"
+}
+func (k keys) receipt(rk store.ReceiptKey) string {
+	return k.res(rk.Resource) + "rcpt:" + u(rk.Fence) + ":" + u(rk.Seq)
+}
+func (k keys) ops(resource, operationID string) string {
+	return k.res(resource) + "ops:" + escape(operationID)
+}
+
+// Global keys: indexes of resources, counters, the enforcement ledger.
+func (k keys) all() string         { return k.prefix + ":res" }
+func (k keys) unknown() string     { return k.prefix + ":unknown" }
+func (k keys) paused() string      { return k.prefix + ":paused" }
+func (k keys) quarantined() string { return k.prefix + ":quar" }
+func (k keys) nReceipts() string   { return k.prefix + ":n:rcpt" }
+func (k keys) nQuarantine() string { return k.prefix + ":n:quar" }
+func (k keys) bytes() string       { return k.prefix + ":bytes" }
+func (k keys) enforcement() string { return k.prefix + ":enf" }
+
+// member is a receipt's entry in its resource's receipts sorted set: all
+// scores are 0, so members sort by bytes, and fixed-width decimals make
+// that (fence, seq) order.
+func member(fence, seq uint64) string {
+	return fmt.Sprintf("%020d:%020d", fence, seq)
+}
