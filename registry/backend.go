@@ -11,10 +11,9 @@ import (
 // linearizable step of the same shape: load the snapshot the operation's
 // decision reads (keys derived from the input), call the pure decision
 // function of this package (DecideAcquire, DecideRenew, ...), write the
-// Change it returns in the same transaction. A Redis backend implements
-// each with WATCH/MULTI or one Lua script, an etcd backend with one
-// transaction; memory and bbolt implement them with NewTxBackend over a
-// transactional store. Times come in the inputs; backends never read a
+// Change it returns in the same transaction. memory, bbolt and Redis
+// (WATCHed reads, one MULTI/EXEC) implement them with NewTxBackend over a
+// transactional store; an etcd backend would use one transaction. Times come in the inputs; backends never read a
 // clock.
 type Backend interface {
 	// Acquire grants the resource or reports its current holder. The same
@@ -55,9 +54,7 @@ type Backend interface {
 
 // SealFunc signs a grant's claims (see SealGrant). A backend calls it
 // inside its atomic step once the decision has allocated the fence, so the
-// stored lease and the issued grant are written together. (A Redis backend
-// allocates in one script, seals, then stores the token with
-// set-if-absent; a retry returns the stored token.)
+// stored lease and the issued grant are written together.
 type SealFunc func(claims *verify.Grant) (token []byte, err error)
 
 // AcquireInput asks for a lease. LeaseID and GrantID are fresh random IDs

@@ -29,9 +29,9 @@
 //     and DecideDeletePolicy over the meta (and the policy of the pattern);
 //     DecideCompact over candidate leases.
 //
-// A decision reads nothing else and writes only its Change, so a Redis
-// backend implements it with WATCH on those keys and MULTI, or one Lua
-// script, and an etcd backend with one transaction comparing their
+// A decision reads nothing else and writes only its Change, so the Redis
+// backend (registry/redis) implements it with WATCHed reads of those keys
+// and one MULTI/EXEC, and an etcd backend would use with one transaction comparing their
 // revisions. A grant is signed between the decision and the write
 // (SealGrant), inside the same step; a backend refuses to write an
 // unsealed grant. A refusal (busy, not held, denied, bad input) writes

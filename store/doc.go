@@ -6,7 +6,7 @@
 //
 // The package holds domain types, validation, sentinel errors and the pure
 // decision logic; it imports no backend. Backends live in their own packages
-// (store/memory, store/bolt, later Redis) and all of them decide through the
+// (store/memory, store/bolt, store/redis) and all of them decide through the
 // same pure functions in this package:
 //
 //   - Decide (Begin): the decision table of the acceptance pipeline (docs/design.md, "applyFencedMutation"
@@ -16,8 +16,9 @@
 //
 // Each function reads at most the resource's record and one receipt, and
 // returns a Change (record, receipt, quarantine entry) that a backend writes in
-// one atomic step. That shape is what lets a single Redis Lua script implement
-// a decision later: it mirrors Decide, reading the same two keys.
+// one atomic step. That shape is what lets store/redis apply the very same
+// functions under WATCH on those keys and write the Change in MULTI/EXEC, with
+// no second implementation of the rules to drift.
 //
 // # Begin's decision table
 //
