@@ -212,19 +212,28 @@ type sidecar struct {
 	url, admin string
 }
 
-// startSidecar writes cfg (YAML, with LISTEN and ADMIN placeholders filled
-// with free ports) and runs "fencegate proxy --config" on it.
+// sidecarListeningRE matches the sidecar's start line with both bound
+// addresses.
+var sidecarListeningRE = regexp.MustCompile(`listening on (\S+) \(admin (\S+)\)`)
+
+// startSidecar writes cfg (YAML, with LISTEN and ADMIN placeholders) and
+// runs "fencegate proxy --config" on it. Both listeners bind port 0 and the
+// addresses are read from the sidecar's start line: a port picked free and
+// closed beforehand can be taken by another process in between.
 func startSidecar(t *testing.T, cfg string, extra ...string) *sidecar {
 	t.Helper()
-	listen, admin := freePort(t), freePort(t)
-	cfg = strings.NewReplacer("LISTEN", listen, "ADMIN", admin).Replace(cfg)
+	cfg = strings.NewReplacer("LISTEN", "127.0.0.1:0", "ADMIN", "127.0.0.1:0").Replace(cfg)
 	path := filepath.Join(t.TempDir(), "proxy.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := start(t, "proxy", append([]string{"proxy", "--config", path}, extra...)...)
 	p.waitFor(listeningRE, 15*time.Second)
-	return &sidecar{proc: p, url: "http://" + listen, admin: "http://" + admin}
+	m := sidecarListeningRE.FindStringSubmatch(p.Stdout())
+	if m == nil {
+		t.Fatalf("proxy start line lacks its addresses: %q", p.Stdout())
+	}
+	return &sidecar{proc: p, url: "http://" + m[1], admin: "http://" + m[2]}
 }
 
 func writeFile(t *testing.T, path, content string) {

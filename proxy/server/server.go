@@ -88,6 +88,20 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 	}
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if lc := lossChecker(s.store); lc != nil {
+		// A store that lost data (Redis restarted empty or from another
+		// data set) refuses every write; on-call sees it here and in /readyz.
+		ready = append(ready, func(context.Context) error { return lc.GenerationLoss() })
+		promReg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fencegate_proxy_store_data_lost",
+			Help: "1 while the shared store's generation marker shows it lost data: every write is refused until an operator acknowledges.",
+		}, func() float64 {
+			if lc.GenerationLoss() != nil {
+				return 1
+			}
+			return 0
+		}))
+	}
 	opts.Metrics = promReg
 	adminToken := ""
 	if cfg.Admin.TokenFile != "" {
@@ -135,3 +149,21 @@ func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
 
 // Proxy is the assembled sidecar.
 func (s *Server) Proxy() *proxy.Proxy { return s.proxy }
+
+// generationLoss is a store that can tell it lost data (store/redis).
+type generationLoss interface{ GenerationLoss() error }
+
+// lossChecker finds the generationLoss under any wrapping, or nil.
+func lossChecker(st store.Store) generationLoss {
+	for st != nil {
+		if lc, ok := st.(generationLoss); ok {
+			return lc
+		}
+		u, ok := st.(interface{ Unwrap() store.Store })
+		if !ok {
+			return nil
+		}
+		st = u.Unwrap()
+	}
+	return nil
+}

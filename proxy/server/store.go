@@ -15,6 +15,7 @@ import (
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/bolt"
+	"github.com/fencegate/fencegate/store/guard"
 	"github.com/fencegate/fencegate/store/memory"
 	storeredis "github.com/fencegate/fencegate/store/redis"
 	"github.com/fencegate/fencegate/tlsfiles"
@@ -45,15 +46,49 @@ func openStore(cfg proxy.Config, log *zap.Logger) (store.Store, error) {
 		}
 		return st, nil
 	case "redis":
-		return openRedisStore(cfg.Store.Redis, maxBody)
+		return openGuardedRedisStore(cfg, maxBody, log)
 	}
 	return nil, fmt.Errorf("server: store.backend: %q is not bolt, redis or memory", cfg.Store.Backend)
 }
 
-// openRedisStore connects to the redis store's server and checks it
-// answers.
-func openRedisStore(rc proxy.RedisStoreConfig, maxBody int) (store.Store, error) {
+// Local files of the redis backend in dataDir: the generation marker this
+// sidecar last saw (store/redis) and its per-resource checkpoints
+// (store/guard). Deleting redisGenerationFile and restarting is the
+// operator's acknowledgement of a Redis data loss; never delete
+// storeCheckpointFile.
+const (
+	redisGenerationFile = "redis-generation.json"
+	storeCheckpointFile = "store-checkpoint.json"
+)
+
+// openGuardedRedisStore opens the redis store with its generation check
+// and wraps it in the local checkpoint guard, so that a Redis that lost
+// data never makes this sidecar accept a fence below one it saw accepted.
+func openGuardedRedisStore(cfg proxy.Config, maxBody int, log *zap.Logger) (store.Store, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("server: store: %w", err)
+	}
+	st, err := openRedisStore(cfg.Store.Redis, maxBody, filepath.Join(cfg.DataDir, redisGenerationFile))
+	if err != nil {
+		return nil, err
+	}
+	if loss := st.GenerationLoss(); loss != nil {
+		log.Error("redis store LOST DATA: every write is refused (STORE_UNAVAILABLE) until an operator restores Redis and acknowledges; see README, Redis data loss",
+			zap.Error(loss), zap.String("generationFile", filepath.Join(cfg.DataDir, redisGenerationFile)))
+	}
+	g, err := guard.Wrap(st, filepath.Join(cfg.DataDir, storeCheckpointFile))
+	if err != nil {
+		_ = st.Close()
+		return nil, fmt.Errorf("server: store: %w", err)
+	}
+	return g, nil
+}
+
+// openRedisStore connects to the redis store's server, checks it answers
+// and checks its generation marker against genFile.
+func openRedisStore(rc proxy.RedisStoreConfig, maxBody int, genFile string) (*storeredis.Store, error) {
 	opts := storeredis.Options{
+		GenerationFile:  genFile,
 		Addr:            rc.Addr,
 		Username:        rc.Username,
 		DB:              rc.DB,

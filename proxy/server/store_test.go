@@ -72,3 +72,43 @@ func TestRedisStoreUnreachableFailsStart(t *testing.T) {
 		t.Fatalf("error %v does not name the redis store", err)
 	}
 }
+
+// TestRedisDataLossIsVisible: a Redis that restarted empty is seen by the
+// sidecar's store (every write refused) and found through the guard, which
+// is what /readyz and fencegate_proxy_store_data_lost report.
+func TestRedisDataLossIsVisible(t *testing.T) {
+	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+	cfg := testConfig(t, "http://127.0.0.1:1")
+	cfg.Store = proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: srv.Addr(), Prefix: "svc"}}
+	cfg.SetDefaults()
+	st, err := openStore(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	lc := lossChecker(st)
+	if lc == nil {
+		t.Fatal("the redis store is not found under the guard")
+	}
+	ctx := context.Background()
+	if res, err := st.Begin(ctx, storetest.Attempt("item/1", 5, 1, "p")); err != nil || res.Decision != store.DecisionProceed {
+		t.Fatalf("before the loss: %s %v", res.Decision, err)
+	}
+	if lc.GenerationLoss() != nil {
+		t.Fatalf("loss reported before any: %v", lc.GenerationLoss())
+	}
+	srv.Kill()
+	entries, _ := os.ReadDir(srv.Dir())
+	for _, e := range entries {
+		if e.Name() != "redis.log" {
+			_ = os.RemoveAll(filepath.Join(srv.Dir(), e.Name()))
+		}
+	}
+	srv.Restart()
+	if res, err := st.Begin(ctx, storetest.Attempt("item/1", 3, 1, "q")); err == nil {
+		t.Fatalf("a write accepted after Redis lost its data: %s", res.Decision)
+	}
+	if lc.GenerationLoss() == nil {
+		t.Fatal("the loss is not reported")
+	}
+}

@@ -79,5 +79,10 @@
 // lost in a power failure, and with persistence off in any restart, after
 // which fences are issued again: fail-open for every sidecar downstream.
 // This package does not (cannot portably: CONFIG may be disabled) check
-// the server's settings; operators must.
+// the persistence settings; operators must. It does check, at Open, that
+// maxmemory-policy is noeviction (an evicted key forgets issued fences):
+// ErrEvictionPolicy otherwise, unless Options.AllowEviction; when CONFIG
+// is disabled it logs a warning and opens. Out of memory, every write and
+// every view (its confirming MULTI is refused too) fails with ErrBackend,
+// writing nothing.
 package redis

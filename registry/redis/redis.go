@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -58,6 +59,14 @@ type Options struct {
 	// DialTimeout, ReadTimeout and WriteTimeout are go-redis's (its
 	// defaults when zero).
 	DialTimeout, ReadTimeout, WriteTimeout time.Duration
+	// AllowEviction skips Open's check that the server's maxmemory-policy
+	// is noeviction. Set it only when keys cannot be evicted anyway (a
+	// volatile-* policy: the registry sets no TTL) and the server reports
+	// another policy. An evicted key forgets issued fences: fail-open.
+	AllowEviction bool
+	// Logger receives Open's warning when the server does not let it read
+	// maxmemory-policy (CONFIG disabled); slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // Store is a Redis-backed registry.TxStore: every Update is one
@@ -80,8 +89,9 @@ type Store struct {
 	cursor uint64
 }
 
-// Open connects to the server, checks it answers and the keyspace's
-// schema version (writing it into a new keyspace).
+// Open connects to the server, checks that its maxmemory-policy is
+// noeviction (see ErrEvictionPolicy and Options.AllowEviction) and the
+// keyspace's schema version (writing it into a new keyspace).
 func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Addr == "" {
 		return nil, errors.New("registry/redis: addr is required")
@@ -108,6 +118,12 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		// A failed step is reported, never replayed.
 		MaxRetries: -1,
 	})
+	if !o.AllowEviction {
+		if err := checkEviction(ctx, s.c, o.Logger); err != nil {
+			s.c.Close()
+			return nil, err
+		}
+	}
 	if err := s.checkSchema(ctx); err != nil {
 		s.c.Close()
 		return nil, err

@@ -49,6 +49,7 @@
 //	P:n:rcpt, P:n:quar        receipt and quarantine counters (Stats)
 //	P:bytes                   total length of the stored JSON values (Stats)
 //	P:enf                     hash route shape → JSON store.Enforcement
+//	P:gen                     the store's generation marker: a random ID written once (SET NX)
 //
 // The JSON shapes are those store/bolt stores (pinned by its golden test).
 // The escaping keeps every key segment free of ':' and braces, so keys of
@@ -76,7 +77,8 @@
 // # Durability
 //
 // A call returns once EXEC has been answered: the write is as durable as
-// the server makes it. Only appendonly yes with appendfsync always keeps
+// the server makes it. (See "Data loss" for what the sidecar detects when
+// the server loses writes.) Only appendonly yes with appendfsync always keeps
 // every acknowledged write across a server crash (the fault test kills the
 // server with SIGKILL under that setting); the default everysec can lose
 // up to a second of acknowledged writes, and replication to a replica is
@@ -85,6 +87,58 @@
 // again; operators who need the single-pod guarantee of store/bolt across
 // Redis failures must run Redis with fsync always and no failover, or
 // accept that window.
+//
+// # Data loss
+//
+// A Redis that restarted empty (no persistence, files lost, FLUSHALL) or
+// came back from an old RDB/AOF would otherwise let a sidecar accept a
+// fence below one already accepted, or forget an UNKNOWN outcome. Two
+// checks keep that from happening; neither ever lowers or resets a fence.
+//
+// The generation marker P:gen is a random ID written once with SET NX,
+// when the first sidecar opens an empty store. With
+// Options.GenerationFile set (the sidecar uses dataDir/redis-generation.json),
+// Open records the marker in that local file (fsynced), or, when the file
+// already names one, compares: a missing or different marker means the
+// data set is not the one this sidecar wrote to. Every transition then
+// reads the marker in the same pipeline as its WATCH and record GET (one
+// more key, no extra round trip), and so does Record; a mismatch, at
+// Open or on any call, fails the whole store closed: every call returns
+// ErrGenerationChanged (the proxy answers STORE_UNAVAILABLE and logs it)
+// until an operator acknowledges (Options.AcknowledgeGenerationChange, or
+// deleting the local file and restarting, or AcknowledgeGeneration), which
+// adopts the marker Redis now has. A marker missing after a restart is not
+// rewritten by a sidecar that knew the old one, so every replica that saw
+// the old data set stays closed.
+//
+// The marker is written once, so a restore of an older copy of the same
+// data set keeps it: that is caught by the per-resource checkpoints of
+// package store/guard, which the sidecar wraps around this store. Each
+// sidecar keeps locally the highest fence, last segment and outstanding
+// UNKNOWN it saw per resource, and a Begin that finds Redis's record
+// below them is refused FENCE_REGRESSION and pauses the resource. (A
+// global write counter P:epoch, bumped in every MULTI, would catch such a
+// rollback store-wide; it is not kept, because the checkpoints catch it
+// where it matters, per resource, without a hot global key.)
+//
+// What each Redis setting guarantees:
+//
+//   - appendonly yes, appendfsync always, one primary: no acknowledged
+//     write is lost on a crash; the checks only fire on operator error
+//     (files deleted, an old backup restored, FLUSHALL);
+//   - appendfsync everysec: up to a second of acknowledged writes can be
+//     lost on a crash; the checkpoints catch a lost fence or UNKNOWN of a
+//     resource this sidecar touched (a write another replica made and
+//     lost is caught only by that replica's checkpoints);
+//   - a replica promoted by failover (asynchronous replication; WAIT is not
+//     used) can lose acknowledged writes: the marker survives, and the
+//     checkpoints catch what each sidecar saw;
+//   - no persistence: a restart empties the store; the marker catches it.
+//
+// After a loss the operator restores the newest data there is, raises the
+// registry's fence floor (or bumps its epoch) above every fence issued,
+// acknowledges the generation on each sidecar, reconciles unknown
+// outcomes, and resumes the paused resources. Nothing is reset.
 //
 // # Errors
 //

@@ -24,7 +24,22 @@ func (s *Store) Record(ctx context.Context, resource string) (store.Record, erro
 	if err != nil {
 		return store.Record{}, err
 	}
-	b, err := raw(s.c.Get(ctx, s.k.record(resource)), "record")
+	expected, err := s.expect()
+	if err != nil {
+		return store.Record{}, err
+	}
+	var recCmd, genCmd *goredis.StringCmd
+	if _, err := s.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		recCmd = p.Get(ctx, s.k.record(resource))
+		genCmd = s.readGeneration(ctx, p, expected)
+		return nil
+	}); err != nil && !errors.Is(err, goredis.Nil) {
+		return store.Record{}, wrap("record", err)
+	}
+	if err := s.confirmGeneration(genCmd, expected); err != nil {
+		return store.Record{}, err
+	}
+	b, err := raw(recCmd, "record")
 	if err != nil {
 		return store.Record{}, err
 	}

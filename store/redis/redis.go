@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,27 @@ type Options struct {
 	// contention (DefaultMaxAttempts when zero); past it the call fails
 	// with ErrContention, writing nothing.
 	MaxAttempts int
+
+	// AllowEviction skips Open's check that the server's maxmemory-policy
+	// is noeviction (Open only). Set it only when keys cannot be evicted
+	// anyway: a volatile-* policy (the store sets no TTL) on a managed
+	// server that hides CONFIG's answer behind another policy name, say.
+	// An evicted record forgets its highest fence: fail-open.
+	AllowEviction bool
+	// Logger receives Open's warning when the server does not let it read
+	// maxmemory-policy (CONFIG disabled); slog.Default() when nil.
+	Logger *slog.Logger
+
+	// GenerationFile, when set (Open only), is the local file where this
+	// sidecar records the generation marker of the Redis data set it uses
+	// (P:gen); a missing or different marker at Open or on any later call
+	// fails the store closed with ErrGenerationChanged. See the package
+	// comment, "Data loss".
+	GenerationFile string
+	// AcknowledgeGenerationChange makes Open adopt Redis's current
+	// generation marker instead of failing closed: the operator's
+	// acknowledgement of a loss (Open only, with GenerationFile).
+	AcknowledgeGenerationChange bool
 }
 
 // ErrContention is returned when a call lost the optimistic race
@@ -67,12 +89,15 @@ type Store struct {
 	bodyLimit   int
 	maxAttempts int
 	closed      atomic.Bool
+	gen         generation
 }
 
 var _ store.Store = (*Store)(nil)
 
 // Open connects to the server of opts.Addr, checks it answers PING and
-// returns a store over it; Close closes that client.
+// that its maxmemory-policy is noeviction (see ErrEvictionPolicy and
+// Options.AllowEviction), and returns a store over it; Close closes that
+// client.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Addr == "" {
 		return nil, errors.New("store/redis: open: addr required")
@@ -86,6 +111,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		DialTimeout:  opts.DialTimeout,
 		ReadTimeout:  opts.ReadTimeout,
 		WriteTimeout: opts.WriteTimeout,
+		// No client-side retries: a command whose reply was lost may have
+		// run, and an EXEC re-sent on a new connection would run without
+		// its WATCH. The store's own loop retries only a lost race.
+		MaxRetries: -1,
 	})
 	s, err := New(c, opts)
 	if err != nil {
@@ -96,6 +125,18 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("store/redis: open %s: %w", opts.Addr, err)
+	}
+	if !opts.AllowEviction {
+		if err := checkEviction(ctx, c, opts.Logger); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+	}
+	if opts.GenerationFile != "" {
+		if err := s.initGeneration(ctx, opts.GenerationFile, opts.AcknowledgeGenerationChange); err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("store/redis: open %s: %w", opts.Addr, err)
+		}
 	}
 	return s, nil
 }
@@ -166,6 +207,9 @@ func (s *Store) enter(ctx context.Context) (context.Context, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
+	if _, lost := s.expect(); lost != nil {
+		return nil, lost
+	}
 	return context.WithoutCancel(ctx), nil
 }
 
@@ -213,6 +257,7 @@ func (k keys) nReceipts() string   { return k.prefix + ":n:rcpt" }
 func (k keys) nQuarantine() string { return k.prefix + ":n:quar" }
 func (k keys) bytes() string       { return k.prefix + ":bytes" }
 func (k keys) enforcement() string { return k.prefix + ":enf" }
+func (k keys) generation() string  { return k.prefix + ":gen" }
 
 // member is a receipt's entry in its resource's receipts sorted set: all
 // scores are 0, so members sort by bytes, and fixed-width decimals make

@@ -131,10 +131,15 @@ func (s *Store) watchRead(ctx context.Context, tx *goredis.Tx, recKey, qKey, res
 		rcKey = s.k.receipt(*key)
 		watch = append(watch, rcKey)
 	}
-	var recCmd, rcCmd *goredis.StringCmd
-	_, err := tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
+	expected, err := s.expect()
+	if err != nil {
+		return snapshot{}, err
+	}
+	var recCmd, rcCmd, genCmd *goredis.StringCmd
+	_, err = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		p.Do(ctx, watch...)
 		recCmd = p.Get(ctx, recKey)
+		genCmd = s.readGeneration(ctx, p, expected)
 		if key != nil {
 			rcCmd = p.Get(ctx, rcKey)
 		}
@@ -142,6 +147,9 @@ func (s *Store) watchRead(ctx context.Context, tx *goredis.Tx, recKey, qKey, res
 	})
 	if err != nil && !errors.Is(err, goredis.Nil) {
 		return snapshot{}, wrap("read", err)
+	}
+	if err := s.confirmGeneration(genCmd, expected); err != nil {
+		return snapshot{}, err
 	}
 	recRaw, err := raw(recCmd, "read record")
 	if err != nil {

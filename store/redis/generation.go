@@ -1,0 +1,210 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// ErrGenerationChanged is returned (wrapped) by every call of a store whose
+// Redis lost its data: the generation marker is missing or is not the one
+// this sidecar recorded. It wraps none of the store's sentinel errors, so
+// the proxy answers STORE_UNAVAILABLE; it lasts until an operator
+// acknowledges (Options.AcknowledgeGenerationChange, or
+// AcknowledgeGeneration).
+var ErrGenerationChanged = errors.New("store/redis: the Redis store lost data (its generation marker changed)")
+
+// generation tracks the generation marker this store expects: "" when
+// generation checks are off (no Options.GenerationFile).
+type generation struct {
+	mu       sync.Mutex
+	path     string
+	expected string
+	lost     error
+}
+
+// genFile is the local generation file's JSON shape.
+type genFile struct {
+	Generation string `json:"generation"`
+}
+
+// expect returns the generation marker expected, "" if checks are off,
+// or the loss already detected.
+func (s *Store) expect() (string, error) {
+	s.gen.mu.Lock()
+	defer s.gen.mu.Unlock()
+	return s.gen.expected, s.gen.lost
+}
+
+// checkGeneration compares the marker read from Redis (nil: missing) with
+// the one expected and, on a mismatch, fails the store closed.
+func (s *Store) checkGeneration(got []byte, expected string) error {
+	if expected == "" || string(got) == expected {
+		return nil
+	}
+	s.gen.mu.Lock()
+	defer s.gen.mu.Unlock()
+	if s.gen.lost == nil {
+		s.gen.lost = lossError(expected, got)
+	}
+	return s.gen.lost
+}
+
+func lossError(expected string, got []byte) error {
+	if got == nil {
+		return fmt.Errorf("%w: marker missing, want %s (Redis restarted empty or was flushed)", ErrGenerationChanged, expected)
+	}
+	return fmt.Errorf("%w: marker %q, want %s (another data set)", ErrGenerationChanged, got, expected)
+}
+
+// GenerationLoss returns the loss detected (wrapping ErrGenerationChanged),
+// or nil while the store trusts its Redis.
+func (s *Store) GenerationLoss() error {
+	_, err := s.expect()
+	return err
+}
+
+// Generation returns the generation marker the store expects ("" when
+// generation checks are off).
+func (s *Store) Generation() string {
+	g, _ := s.expect()
+	return g
+}
+
+// initGeneration loads the local generation file at path and checks it
+// against Redis's marker, creating the marker (SET NX) when neither
+// exists. With ack, whatever marker Redis has (or a new one) is adopted
+// and recorded: the operator's acknowledgement of a loss.
+func (s *Store) initGeneration(ctx context.Context, path string, ack bool) error {
+	local, err := readGenFile(path)
+	if err != nil {
+		return err
+	}
+	s.gen.mu.Lock()
+	s.gen.path = path
+	s.gen.mu.Unlock()
+	if local != "" && !ack {
+		got, err := raw(s.c.Get(ctx, s.k.generation()), "read generation")
+		if err != nil {
+			return err
+		}
+		s.gen.mu.Lock()
+		s.gen.expected = local
+		s.gen.mu.Unlock()
+		_ = s.checkGeneration(got, local) // a loss fails every call, not Open
+		return nil
+	}
+	return s.AcknowledgeGeneration(ctx)
+}
+
+// AcknowledgeGeneration adopts Redis's current generation marker (writing
+// a new one if it has none) as the expected one, records it in the local
+// generation file and lets calls through again. It is the operator's
+// acknowledgement that Redis lost data; the per-resource checkpoints of
+// store/guard keep refusing fences below what was accepted before.
+func (s *Store) AcknowledgeGeneration(ctx context.Context) error {
+	s.gen.mu.Lock()
+	path := s.gen.path
+	s.gen.mu.Unlock()
+	if path == "" {
+		return errors.New("store/redis: generation checks are off (no generation file)")
+	}
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	if err := s.c.SetNX(ctx, s.k.generation(), hex.EncodeToString(id), 0).Err(); err != nil {
+		return wrap("write generation", err)
+	}
+	got, err := raw(s.c.Get(ctx, s.k.generation()), "read generation")
+	if err != nil {
+		return err
+	}
+	if got == nil {
+		return wrap("read generation", errors.New("marker vanished"))
+	}
+	if err := writeGenFile(path, string(got)); err != nil {
+		return err
+	}
+	s.gen.mu.Lock()
+	defer s.gen.mu.Unlock()
+	s.gen.expected, s.gen.lost = string(got), nil
+	return nil
+}
+
+// readGenFile returns the generation recorded at path, "" if none.
+func readGenFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("store/redis: read generation file: %w", err)
+	}
+	var f genFile
+	if err := json.Unmarshal(b, &f); err != nil || f.Generation == "" {
+		return "", fmt.Errorf("store/redis: generation file %s is corrupt (remove it only to acknowledge a loss)", path)
+	}
+	return f.Generation, nil
+}
+
+// writeGenFile records gen at path durably (temporary file, fsync,
+// rename, directory fsync).
+func writeGenFile(path, gen string) error {
+	b, _ := json.Marshal(genFile{Generation: gen})
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("store/redis: write generation file: %w", err)
+	}
+	name := tmp.Name()
+	_, werr := tmp.Write(b)
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(name, path)
+	}
+	if werr != nil {
+		_ = os.Remove(name)
+		return fmt.Errorf("store/redis: write generation file: %w", werr)
+	}
+	if d, err := os.Open(dir); err == nil {
+		werr = d.Sync()
+		_ = d.Close()
+	}
+	if werr != nil {
+		return fmt.Errorf("store/redis: sync generation file dir: %w", werr)
+	}
+	return nil
+}
+
+// readGeneration queues the marker's GET in a pipeline when checks are on.
+func (s *Store) readGeneration(ctx context.Context, p goredis.Pipeliner, expected string) *goredis.StringCmd {
+	if expected == "" {
+		return nil
+	}
+	return p.Get(ctx, s.k.generation())
+}
+
+// confirmGeneration checks the marker read by readGeneration.
+func (s *Store) confirmGeneration(cmd *goredis.StringCmd, expected string) error {
+	if cmd == nil {
+		return nil
+	}
+	got, err := raw(cmd, "read generation")
+	if err != nil {
+		return err
+	}
+	return s.checkGeneration(got, expected)
+}
