@@ -139,3 +139,19 @@ type LeaseQuery struct {
 	RequestID string
 	Now       time.Time
 }
+
+// Notifier is implemented by a Backend that several registry processes
+// share (registry/redis): it carries "a lease on this resource ended"
+// between them, so a waiting acquire on one process is woken when a lease
+// is released on another. Notifications are only a latency hint: a lost
+// or late one delays a waiter until its own timer (the holder's expiry)
+// and never changes a decision, which is always the backend's.
+type Notifier interface {
+	// Notify tells every process that a lease on resource ended (""
+	// means every resource: an epoch bump or a policy change). It is
+	// called after the ending write committed; an error is only logged.
+	Notify(ctx context.Context, resource string) error
+	// Subscribe returns the resources other processes notified; the
+	// channel is closed when ctx ends or the backend is closed.
+	Subscribe(ctx context.Context) <-chan string
+}

@@ -96,7 +96,25 @@ func New(opts Options) (*Registry, error) {
 		return nil, fmt.Errorf("registry: metrics: %w", err)
 	}
 	r.m = m
+	if n, ok := opts.Backend.(Notifier); ok {
+		// The subscription lives as long as the backend: it is closed
+		// by Backend.Close.
+		go r.waiters.follow(n.Subscribe(context.Background()))
+	}
 	return r, nil
+}
+
+// notifyOthers tells the other registry processes sharing the backend (a
+// Notifier) that a lease on resource ended ("" = every resource). A lost
+// notification only delays their waiters until their own timers.
+func (r *Registry) notifyOthers(ctx context.Context, resource string) {
+	n, ok := r.opt.Backend.(Notifier)
+	if !ok {
+		return
+	}
+	if err := n.Notify(ctx, resource); err != nil {
+		r.log.Warn("lease end not notified to other registry processes", zap.String("resource", resource), zap.Error(err))
+	}
 }
 
 func setDefault(d *time.Duration, v time.Duration) {
@@ -312,6 +330,7 @@ func (r *Registry) Renew(ctx context.Context, owner, lease string, ttl time.Dura
 		r.m.renewals.WithLabelValues("not_held").Inc()
 		if res.View.State == verify.StateExpired {
 			r.m.expiries.Inc()
+			r.notifyOthers(ctx, res.View.Lease.Resource)
 		}
 		out, err := r.prove(res.View, now)
 		if err != nil {
@@ -336,6 +355,9 @@ func (r *Registry) Release(ctx context.Context, owner, lease string) (Result, er
 		r.log.Info("lease released", zap.String("resource", v.Lease.Resource), zap.String("lease", v.Lease.Lease), zap.Uint64("fence", v.Lease.Fence))
 	}
 	r.waiters.notify(v.Lease.Resource)
+	if res.Released {
+		r.notifyOthers(ctx, v.Lease.Resource)
+	}
 	return r.prove(v, now)
 }
 
@@ -368,6 +390,7 @@ func (r *Registry) BumpEpoch(ctx context.Context) (Meta, error) {
 	r.m.revocations.WithLabelValues("epoch").Inc()
 	r.log.Warn("issuer epoch bumped: every older grant is revoked", zap.Uint64("issuerEpoch", m.IssuerEpoch))
 	r.waiters.notifyAll()
+	r.notifyOthers(ctx, "")
 	return m, nil
 }
 

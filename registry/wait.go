@@ -81,3 +81,21 @@ func (w *waitQueues) waiting() int {
 	}
 	return n
 }
+
+// wake wakes the head waiter of resource, or every head when resource is
+// "" (a Notifier's "every resource").
+func (w *waitQueues) wake(resource string) {
+	if resource == "" {
+		w.notifyAll()
+		return
+	}
+	w.notify(resource)
+}
+
+// follow wakes the waiters of every resource received from ch (another
+// process's ended leases, see Notifier) until ch is closed.
+func (w *waitQueues) follow(ch <-chan string) {
+	for resource := range ch {
+		w.wake(resource)
+	}
+}

@@ -70,6 +70,40 @@
 // registry on a failover setup without raising the fence floors
 // (RaiseFenceFloor) past every fence issued before the failover.
 //
+// # Wake-ups across processes
+//
+// A waiting acquire (registry.AcquireRequest.Wait) is woken in its own
+// process when a lease there ends; a lease released on another process
+// sharing the Redis would reach it only at its timer (the holder's
+// expiry). The backend OpenBackend returns implements registry.Notifier:
+// after a committed release (or a renewal that found the lease expired)
+// the registry PUBLISHes "<origin> <resource>" on the channel
+// {prefix}:ended (an epoch bump publishes an empty resource: every
+// waiter), and each Store holds one SUBSCRIBE connection, opened by
+// registry.New and closed by Close, that wakes the head waiter of the
+// resource in its process (its own messages, by origin, are skipped).
+// Pub/sub is at-most-once: a message published while a subscriber is
+// reconnecting is lost. That only costs latency: a woken waiter decides
+// by a fresh acquire, never by the message, and an unwoken one still
+// wakes at its timer. BenchmarkHandoffAcrossProcesses measures a release
+// on one process to the grant on another.
+//
+// # Restoring an older Redis
+//
+// A Redis restored from a backup (an RDB or AOF copied earlier), like a
+// failover to a lagging replica, has forgotten the fences issued since:
+// the registry would issue them again (TestRestoredSnapshotNeedsOperator
+// shows it), and a sidecar holding the old grant would accept writes
+// under a reused fence. The registry cannot tell such a Redis from its
+// last state by itself: the keyspace carries no marker that a restore
+// changes, and a registry process that restarts along with Redis remembers
+// nothing. The recovery is the operator's, before any client is let in:
+// BumpEpoch (every grant issued before is revoked) and RaiseFenceFloor("",
+// floor) with floor at least the highest fence ever issued (from the
+// sidecars' stores or the registry's logs: "grant issued" carries every
+// fence). The next grant's fence then exceeds every fence issued before
+// the restore, and its epoch every epoch.
+//
 // # Durability
 //
 // Fences and leases survive a Redis crash only when the server runs with

@@ -48,6 +48,9 @@ func (k keyspace) request(owner, requestID string) string {
 	return k.tag + "req:" + owner + "\x00" + requestID
 }
 
+// ended is the pub/sub channel of ended leases (see Store.Notify).
+func (k keyspace) ended() string { return k.tag + "ended" }
+
 // digest holds the lease ID of a grant digest.
 func (k keyspace) digest(d string) string { return k.tag + "dig:" + d }
 

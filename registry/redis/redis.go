@@ -87,6 +87,12 @@ type Store struct {
 	// cursor is where the next compaction's SCAN resumes (guarded by mu,
 	// held exclusively by Update).
 	cursor uint64
+
+	// origin marks this Store's notifications (see Notify); subs are its
+	// subscriptions, closed by Close (guarded by mu).
+	origin string
+	subs   []*goredis.PubSub
+	log    *slog.Logger
 }
 
 // Open connects to the server, checks that its maxmemory-policy is
@@ -100,7 +106,17 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	origin, err := newOrigin()
+	if err != nil {
+		return nil, err
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
 	s := &Store{
+		origin:      origin,
+		log:         logger,
 		keys:        ks,
 		maxAttempts: orDefault(o.MaxAttempts, DefaultMaxAttempts),
 		scanBatch:   orDefault(o.ScanBatch, DefaultScanBatch),
@@ -137,7 +153,7 @@ func OpenBackend(ctx context.Context, o Options) (registry.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return registry.NewTxBackend(s), nil
+	return backend{Backend: registry.NewTxBackend(s), s: s}, nil
 }
 
 func orDefault(v, d int) int {
@@ -271,6 +287,10 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	for _, ps := range s.subs {
+		_ = ps.Close()
+	}
+	s.subs = nil
 	if err := s.c.Close(); err != nil {
 		return fmt.Errorf("registry/redis: close: %w", err)
 	}

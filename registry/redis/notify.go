@@ -1,0 +1,99 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fencegate/fencegate/registry"
+)
+
+// backend is the registry.Backend of OpenBackend: the TxStore's backend,
+// plus the Store's cross-process wake-ups (registry.Notifier).
+type backend struct {
+	registry.Backend
+	s *Store
+}
+
+// Notify implements registry.Notifier.
+func (b backend) Notify(ctx context.Context, resource string) error {
+	return b.s.Notify(ctx, resource)
+}
+
+// Subscribe implements registry.Notifier.
+func (b backend) Subscribe(ctx context.Context) <-chan string { return b.s.Subscribe(ctx) }
+
+// subscribeTimeout bounds Subscribe's wait for the server's confirmation.
+const subscribeTimeout = 5 * time.Second
+
+// newOrigin returns a random ID for this Store's own messages, which its
+// subscription skips (its registry already woke its waiters).
+func newOrigin() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("registry/redis: origin ID: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// Notify publishes on the "<prefix>:ended" channel that a lease on
+// resource ended ("" = every resource), for the other processes' waiters.
+// The message is "<origin> <resource>".
+func (s *Store) Notify(ctx context.Context, resource string) error {
+	if err := s.c.Publish(ctx, s.keys.ended(), s.origin+" "+resource).Err(); err != nil {
+		return fmt.Errorf("registry/redis: publish: %w", err)
+	}
+	return nil
+}
+
+// Subscribe opens this Store's one SUBSCRIBE connection to "<prefix>:ended"
+// and returns the resources the other processes publish. It waits for the
+// server's confirmation, so a lease ended after Subscribe returns is
+// delivered. go-redis reconnects and resubscribes a lost connection;
+// messages published meanwhile are lost (a waiter then waits for its
+// timer). The channel is closed when ctx ends or the Store is closed.
+func (s *Store) Subscribe(ctx context.Context) <-chan string {
+	out := make(chan string, 64)
+	ps := s.c.Subscribe(ctx, s.keys.ended())
+	if _, err := ps.ReceiveTimeout(ctx, subscribeTimeout); err != nil {
+		s.log.Warn("registry/redis: subscribe: waiters of this process will not be woken by other processes until it reconnects", "err", err)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ps.Close()
+		close(out)
+		return out
+	}
+	s.subs = append(s.subs, ps)
+	s.mu.Unlock()
+	msgs := ps.Channel()
+	go func() {
+		defer close(out)
+		defer ps.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-msgs:
+				if !ok {
+					return
+				}
+				origin, resource, found := strings.Cut(m.Payload, " ")
+				if !found || origin == s.origin {
+					continue
+				}
+				select {
+				case out <- resource:
+				default:
+					// The follower is behind: this wake-up is dropped, the
+					// waiter's timer still catches the end.
+				}
+			}
+		}
+	}()
+	return out
+}
