@@ -49,7 +49,7 @@ routes:
 identity: {mode: insecure-header}
 trust: {bundle: "`+filepath.Join(dataDir, "keys", "jwks.json")+`"}
 registry: {url: "`+reg.url+`"}
-store: {backend: bolt}
+store: {backend: bolt, service: e2e-registry-restore, claimIdentity: sidecar, claimTTL: 5m} # the restored registry forgets the claim: no renewal within the test
 dataDir: "`+t.TempDir()+`"
 log: {level: warn}
 `)

@@ -67,7 +67,7 @@ routes:
 identity: {mode: insecure-header}
 trust: {bundle: "`+filepath.Join(reg.dataDir, "keys", "jwks.json")+`"}
 registry: {url: "`+reg.url+`"}
-store: {backend: bolt}
+store: {backend: bolt, service: e2e-sidecar, claimIdentity: sidecar}
 dataDir: "`+t.TempDir()+`"
 log: {level: warn}
 `)
@@ -179,6 +179,7 @@ routes:
 identity: {mode: insecure-header}
 trust: {bundle: "` + filepath.Join(reg.dataDir, "keys", "jwks.json") + `"}
 registry: {url: "` + reg.url + `"}
+store: {service: e2e-downgrade, claimIdentity: sidecar}
 dataDir: "` + data + `"
 `
 	}

@@ -369,7 +369,7 @@ routes:
 identity: {mode: insecure-header}
 trust: {bundle: "`+filepath.Join(reg.dataDir, "keys", "jwks.json")+`"}
 registry: {url: "`+reg.url+`"}
-store: {backend: bolt}
+store: {backend: bolt, service: e2e-transparency, claimIdentity: sidecar}
 dataDir: "`+t.TempDir()+`"
 log: {level: warn}
 `)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/tlsfiles"
 )
@@ -184,6 +185,36 @@ type StoreConfig struct {
 	Path string `yaml:"path"`
 	// Redis is the redis backend's server (required for backend redis).
 	Redis RedisStoreConfig `yaml:"redis"`
+	// Service names the protected service whose fences this store keeps
+	// (required for bolt, optional for memory). A local store serves one
+	// replica only: at start the sidecar claims the service by holding a
+	// lease on the resource "fencegate-store/<service>" at the registry,
+	// refuses to start while another sidecar holds it, and refuses writes
+	// (STORE_UNAVAILABLE) whenever it loses it.
+	Service string `yaml:"service"`
+	// ClaimTTL is the claim lease's TTL (default 15s); a second sidecar
+	// waits up to one ClaimTTL (a restarted pod's old claim can expire)
+	// before refusing to start.
+	ClaimTTL time.Duration `yaml:"claimTTL"`
+	// ClaimIdentity is sent in the identity header (X-Fencegate-Identity)
+	// of the claim's registry calls, for a registry in header or
+	// insecure-dev mode (tests, demo). Leave it empty with mTLS: the
+	// client certificate (registry.certFile) is the claim's owner.
+	ClaimIdentity string `yaml:"claimIdentity"`
+}
+
+// DefaultClaimTTL is the default store.claimTTL.
+const DefaultClaimTTL = 15 * time.Second
+
+// ClaimResource is the registry resource a local store's claim on its
+// service holds.
+func (s StoreConfig) ClaimResource() string { return "fencegate-store/" + s.Service }
+
+// Claimed reports whether the sidecar claims store.service at the
+// registry: always for bolt, for memory (tests only) when store.service
+// is set, never for redis (shared by every replica).
+func (s StoreConfig) Claimed() bool {
+	return s.Backend == "bolt" || (s.Backend == "memory" && s.Service != "")
 }
 
 // RedisStoreConfig is the Redis server of the redis store backend: a single
@@ -346,6 +377,7 @@ func (c *Config) SetDefaults() {
 	if c.Store.Path == "" && c.DataDir != "" {
 		c.Store.Path = c.DataDir + "/store.db"
 	}
+	setDur(&c.Store.ClaimTTL, DefaultClaimTTL)
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = "127.0.0.1:8781"
 	}
@@ -538,12 +570,16 @@ func (c Config) Validate() error {
 		if c.Store.Path == "" {
 			add("store.path: required for the bolt store (or set dataDir)")
 		}
+		if c.Store.Service == "" {
+			add("store.service: required for the bolt store: a local store keeps the fences of one replica only, so the sidecar claims the service at the registry and a second replica refuses to start (use store.backend redis for several replicas)")
+		}
 	case "redis":
 		c.Store.Redis.validate(add)
 	case "memory":
 	default:
 		add("store.backend: %q is not bolt, redis or memory", c.Store.Backend)
 	}
+	c.Store.validateClaim(c.Registry.URL, add)
 	if c.DataDir == "" {
 		add("dataDir: required (the bolt store lives there by default)")
 	}
@@ -551,6 +587,25 @@ func (c Config) Validate() error {
 		add("log.level: %v", err)
 	}
 	return errors.Join(errs...)
+}
+
+// validateClaim reports the problems of a local store's claim on its
+// service (store.service, store.claimTTL, registry.url).
+func (s StoreConfig) validateClaim(registryURL string, add func(string, ...any)) {
+	if !s.Claimed() {
+		return
+	}
+	if s.Service != "" {
+		if err := fencegate.ValidateResource(s.ClaimResource()); err != nil || strings.Contains(s.Service, "/") {
+			add("store.service: %q must be at most 240 bytes of [A-Za-z0-9-_.:@~], not \".\" or \"..\" (it names the registry resource %q)", s.Service, s.ClaimResource())
+		}
+	}
+	if s.ClaimTTL <= 0 {
+		add("store.claimTTL: %v must be positive", s.ClaimTTL)
+	}
+	if u, err := url.Parse(registryURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		add("registry.url: required (http(s)://host:port) by the %s store: its claim on store.service %q, which keeps a second replica from starting, lives in the registry", s.Backend, s.Service)
+	}
 }
 
 // validate reports the problems of the redis store's settings.

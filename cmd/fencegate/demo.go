@@ -183,9 +183,12 @@ func (d *demo) startParts(ctx context.Context, dir string, log *zap.Logger) (fun
 		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:    proxy.TrustConfig{Bundle: filepath.Join(rc.DataDir, "keys", "jwks.json")},
 		Registry: proxy.RegistryConfig{URL: d.reg},
-		Store:    proxy.StoreConfig{Backend: "bolt", Path: filepath.Join(dir, "sidecar", "store.db")},
-		Admin:    proxy.AdminConfig{Listen: adminAddr},
-		DataDir:  filepath.Join(dir, "sidecar"),
+		// The demo's registry trusts the identity header: the sidecar claims
+		// its service (one replica per local store) under this name.
+		Store: proxy.StoreConfig{Backend: "bolt", Path: filepath.Join(dir, "sidecar", "store.db"),
+			Service: "demo-invoice-api", ClaimIdentity: "demo-sidecar"},
+		Admin:   proxy.AdminConfig{Listen: adminAddr},
+		DataDir: filepath.Join(dir, "sidecar"),
 	}
 	ps, err := proxyserver.New(pc, log.Named("sidecar"), nil)
 	if err != nil {

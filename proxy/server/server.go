@@ -16,6 +16,7 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/clock"
+	fgidentity "github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/store"
@@ -73,15 +74,26 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 	opened = append(opened, s.store)
 
 	var ready []adminapi.ReadyCheck
+	if cfg.Store.Claimed() {
+		// A local store serves one replica: claim the service at the
+		// registry, or refuse to start.
+		creg, err := registryClient(cfg, cfg.Store.ClaimIdentity)
+		if err != nil {
+			return nil, err
+		}
+		cl, err := claimService(cfg, creg, log)
+		if err != nil {
+			return nil, err
+		}
+		s.store = &claimedStore{Store: s.store, claim: cl}
+		opened[len(opened)-1] = s.store
+		ready = append(ready, func(context.Context) error { return cl.held() })
+	}
 	opts := proxy.Options{Config: cfg, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade}
 	if cfg.Registry.URL != "" {
-		var copts []client.Option
-		if cfg.Registry.CertFile != "" || cfg.Registry.CAFile != "" || strings.HasPrefix(cfg.Registry.URL, "https://") {
-			copts = append(copts, client.WithTLSFiles(cfg.Registry.CertFile, cfg.Registry.KeyFile, cfg.Registry.CAFile))
-		}
-		reg, err := client.New(cfg.Registry.URL, copts...)
+		reg, err := registryClient(cfg, "")
 		if err != nil {
-			return nil, fmt.Errorf("server: registry client: %w", err)
+			return nil, err
 		}
 		opts.Status = reg
 		ready = append(ready, func(ctx context.Context) error { return reg.Ready(ctx) })
@@ -141,6 +153,23 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		return nil, fmt.Errorf("proxy: admin listen: %w", err)
 	}
 	return s, nil
+}
+
+// registryClient is a client of cfg.Registry (mTLS when configured),
+// sending identity in the identity header when it is not empty.
+func registryClient(cfg proxy.Config, identity string) (*client.Client, error) {
+	var copts []client.Option
+	if cfg.Registry.CertFile != "" || cfg.Registry.CAFile != "" || strings.HasPrefix(cfg.Registry.URL, "https://") {
+		copts = append(copts, client.WithTLSFiles(cfg.Registry.CertFile, cfg.Registry.KeyFile, cfg.Registry.CAFile))
+	}
+	if identity != "" {
+		copts = append(copts, client.WithIdentityHeader(fgidentity.DefaultHeader, identity))
+	}
+	reg, err := client.New(cfg.Registry.URL, copts...)
+	if err != nil {
+		return nil, fmt.Errorf("server: registry client: %w", err)
+	}
+	return reg, nil
 }
 
 // Addr and AdminAddr are the bound listen addresses.

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/proxy"
+)
+
+// TestLocalStoreConfigNeedsServiceAndRegistry (issue 10.3): Validate
+// reports a bolt store without store.service or registry.url (the claim
+// lives in the registry), a memory store naming a service without a
+// registry, and a service that cannot name a registry resource; redis and
+// a plain memory store need neither.
+func TestLocalStoreConfigNeedsServiceAndRegistry(t *testing.T) {
+	base := proxy.Config{
+		Listen:   "127.0.0.1:0",
+		Backend:  proxy.BackendConfig{URL: "http://127.0.0.1:8080"},
+		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof}}},
+		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:    proxy.TrustConfig{Bundle: "/tmp/jwks.json"},
+		DataDir:  t.TempDir(),
+	}
+	for _, tc := range []struct {
+		name     string
+		store    proxy.StoreConfig
+		registry string
+		want     []string // substrings of the error; none: valid
+	}{
+		{"bolt bare", proxy.StoreConfig{Backend: "bolt"}, "", []string{"store.service: required for the bolt store", "registry.url: required", "by the bolt store"}},
+		{"bolt no registry", proxy.StoreConfig{Backend: "bolt", Service: "svc"}, "", []string{`registry.url: required (http(s)://host:port) by the bolt store: its claim on store.service "svc"`}},
+		{"bolt ok", proxy.StoreConfig{Backend: "bolt", Service: "svc"}, "http://127.0.0.1:8700", nil},
+		{"bolt bad service", proxy.StoreConfig{Backend: "bolt", Service: "a/b"}, "http://127.0.0.1:8700", []string{`store.service: "a/b"`}},
+		{"bolt bad ttl", proxy.StoreConfig{Backend: "bolt", Service: "svc", ClaimTTL: -time.Second}, "http://127.0.0.1:8700", []string{"store.claimTTL"}},
+		{"memory bare", proxy.StoreConfig{Backend: "memory"}, "", nil},
+		{"memory service", proxy.StoreConfig{Backend: "memory", Service: "svc"}, "", []string{"registry.url: required", "by the memory store"}},
+		{"redis", proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: "127.0.0.1:6379"}}, "", nil},
+	} {
+		c := base
+		c.Store, c.Registry.URL = tc.store, tc.registry
+		c.SetDefaults()
+		err := c.Validate()
+		if len(tc.want) == 0 {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: validated", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v\nlacks %q", tc.name, err, w)
+			}
+		}
+	}
+}

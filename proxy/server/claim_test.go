@@ -1,0 +1,182 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/httpapi"
+	"github.com/fencegate/fencegate/registry/keys"
+	"github.com/fencegate/fencegate/registry/memory"
+)
+
+// startRegistry runs a real registry (header identities) over loopback
+// and saves its JWKS; it returns the registry's URL and the bundle path.
+func startRegistry(t *testing.T) (string, string) {
+	t.Helper()
+	key, err := keys.Generate(jwa.EdDSA, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := keys.NewSigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.New(registry.Options{Backend: memory.NewBackend(), Signer: signer, MinTTL: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := identity.New(identity.Config{Mode: identity.ModeInsecureHeader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, err := keys.Bundle(false, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := httpapi.New(httpapi.Options{Registry: reg, Identity: res, JWKS: jwks, Admin: httpapi.Admin{AllowLoopback: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	bundle := filepath.Join(t.TempDir(), "jwks.json")
+	if err := keys.Save(bundle, jwks); err != nil {
+		t.Fatal(err)
+	}
+	return srv.URL, bundle
+}
+
+// waitReady polls /readyz until its status is want (2xx or not).
+func waitReady(t *testing.T, admin string, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if (resp.StatusCode == http.StatusOK) == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never became ready=%v", want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLostClaimRefusesWrites (issue 10.3): a sidecar with a local bolt
+// store whose claim on its service is released behind its back (and
+// taken by another owner) refuses writes with STORE_UNAVAILABLE, forwards
+// nothing and is not ready; once the other owner lets go, it claims the
+// service again and accepts writes.
+func TestLostClaimRefusesWrites(t *testing.T) {
+	var forwarded atomic.Int64
+	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		forwarded.Add(1)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer back.Close()
+	regURL, bundle := startRegistry(t)
+	dir := t.TempDir()
+	cfg := proxy.Config{
+		Listen:   "127.0.0.1:0",
+		Backend:  proxy.BackendConfig{URL: back.URL, Timeout: 5 * time.Second},
+		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusRegistry}}},
+		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:    proxy.TrustConfig{Bundle: bundle},
+		Registry: proxy.RegistryConfig{URL: regURL},
+		Store:    proxy.StoreConfig{Backend: "bolt", Service: "claim-lost", ClaimTTL: 600 * time.Millisecond, ClaimIdentity: "sidecar-a"},
+		Admin:    proxy.AdminConfig{Listen: "127.0.0.1:0"},
+		DataDir:  dir,
+	}
+	s, err := New(cfg, zap.NewNop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitReady(t, s.AdminAddr(), true)
+
+	worker, err := client.New(regURL, client.WithIdentityHeader(identity.DefaultHeader, "worker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One lease per write: each write is its lease's first segment.
+	put := func(id, body string) error {
+		h, err := worker.Hold(ctx, "item/"+id, client.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Release(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+s.Addr()+"/v1/items/"+id, strings.NewReader(body))
+		req.Header.Set(identity.DefaultHeader, "worker")
+		resp, err := h.Transport().Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := put("1", "a"); err != nil || forwarded.Load() != 1 {
+		t.Fatalf("a write while the claim is held: %v, forwarded %d", err, forwarded.Load())
+	}
+
+	// Behind the sidecar's back: release its claim at the registry and
+	// let another owner take the service.
+	owner, err := client.New(regURL, client.WithIdentityHeader(identity.DefaultHeader, "sidecar-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, ok := s.store.(*claimedStore)
+	if !ok {
+		t.Fatalf("the bolt store is not claimed: %T", s.store)
+	}
+	if _, err := owner.Release(ctx, cs.claim.current().LeaseID()); err != nil {
+		t.Fatal(err)
+	}
+	other, err := client.New(regURL, client.WithIdentityHeader(identity.DefaultHeader, "sidecar-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	thief, err := other.Hold(ctx, cfg.Store.ClaimResource(), client.WithTTL(time.Minute), client.WithWait(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, s.AdminAddr(), false)
+	if err := put("2", "b"); !errors.Is(err, client.ErrStoreUnavailable) {
+		t.Fatalf("a write after the claim was lost: %v, want STORE_UNAVAILABLE", err)
+	}
+	if n := forwarded.Load(); n != 1 {
+		t.Fatalf("the backend saw %d writes, want only the one before the loss", n)
+	}
+
+	// The other owner lets go: the sidecar claims the service again.
+	if err := thief.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, s.AdminAddr(), true)
+	if err := put("3", "c"); err != nil || forwarded.Load() != 2 {
+		t.Fatalf("a write after the claim was taken again: %v, forwarded %d", err, forwarded.Load())
+	}
+}
