@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/fencegate/fencegate/internal/atomicfile"
 )
 
 // Checkpoint is what a sidecar remembers locally about one resource: the
@@ -70,33 +71,8 @@ func save(path string, f file) error {
 	if err != nil {
 		return fmt.Errorf("store/guard: encode checkpoints: %w", err)
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := atomicfile.Write(path, b); err != nil {
 		return fmt.Errorf("store/guard: write checkpoints: %w", err)
-	}
-	name := tmp.Name()
-	_, werr := tmp.Write(b)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(name, path)
-	}
-	if werr != nil {
-		_ = os.Remove(name)
-		return fmt.Errorf("store/guard: write checkpoints: %w", werr)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("store/guard: sync checkpoints dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("store/guard: sync checkpoints dir: %w", err)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/fencegate/fencegate/internal/redisconf"
 )
 
 // ErrEvictionPolicy is returned by Open when the server may evict keys:
@@ -16,33 +18,15 @@ import (
 // operator has ruled that out.
 var ErrEvictionPolicy = errors.New("store/redis: the server's maxmemory-policy may evict keys (want noeviction)")
 
-// checkEviction reads the server's maxmemory-policy and refuses any other
-// than noeviction. A server that does not let it read the policy (CONFIG
-// renamed or denied, as managed services do) is logged and accepted: the
-// operator is then responsible for the policy. A connection error fails.
+// checkEviction refuses a server whose maxmemory-policy may evict keys
+// (see redisconf.CheckNoEviction).
 func checkEviction(ctx context.Context, c goredis.UniversalClient, log *slog.Logger) error {
-	m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
-	var rerr goredis.Error
+	err := redisconf.CheckNoEviction(ctx, c, log, "store/redis")
 	switch {
-	case errors.As(err, &rerr):
-		if log == nil {
-			log = slog.Default()
-		}
-		log.Warn("store/redis: cannot read maxmemory-policy; make sure it is noeviction", "error", err)
-		return nil
+	case errors.Is(err, redisconf.ErrEvicting):
+		return fmt.Errorf("%w: %w", ErrEvictionPolicy, err)
 	case err != nil:
-		return fmt.Errorf("store/redis: open: read maxmemory-policy: %w", err)
-	}
-	p, ok := m["maxmemory-policy"]
-	if !ok {
-		if log == nil {
-			log = slog.Default()
-		}
-		log.Warn("store/redis: the server does not report maxmemory-policy; make sure it is noeviction")
-		return nil
-	}
-	if p != "noeviction" {
-		return fmt.Errorf("%w: it is %s", ErrEvictionPolicy, p)
+		return fmt.Errorf("store/redis: open: %w", err)
 	}
 	return nil
 }

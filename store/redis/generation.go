@@ -9,10 +9,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/fencegate/fencegate/internal/atomicfile"
 )
 
 // ErrGenerationChanged is returned (wrapped) by every call of a store whose
@@ -159,32 +160,8 @@ func readGenFile(path string) (string, error) {
 // rename, directory fsync).
 func writeGenFile(path, gen string) error {
 	b, _ := json.Marshal(genFile{Generation: gen})
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := atomicfile.Write(path, b); err != nil {
 		return fmt.Errorf("store/redis: write generation file: %w", err)
-	}
-	name := tmp.Name()
-	_, werr := tmp.Write(b)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(name, path)
-	}
-	if werr != nil {
-		_ = os.Remove(name)
-		return fmt.Errorf("store/redis: write generation file: %w", werr)
-	}
-	if d, err := os.Open(dir); err == nil {
-		werr = d.Sync()
-		_ = d.Close()
-	}
-	if werr != nil {
-		return fmt.Errorf("store/redis: sync generation file dir: %w", werr)
 	}
 	return nil
 }
