@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/registry"
@@ -119,7 +116,7 @@ func TestOutOfMemoryFailsClosed(t *testing.T) {
 		t.Fatalf("first acquire: %v", err)
 	}
 	a := raw(t, srv)
-	fill(t, a)
+	redistest.Fill(t, a)
 
 	if _, err := reg.Release(ctx, "o", first.View.Lease.Lease); !errors.Is(err, registry.ErrBackend) {
 		t.Errorf("release out of memory: %v, want ErrBackend", err)
@@ -142,7 +139,7 @@ func TestOutOfMemoryFailsClosed(t *testing.T) {
 		t.Errorf("request of the refused acquire: %v, want ErrNotFound", err)
 	}
 
-	free(t, a)
+	redistest.Free(t, a)
 	if _, err := reg.Release(ctx, "o", first.View.Lease.Lease); err != nil {
 		t.Fatalf("release once memory is freed: %v", err)
 	}
@@ -155,45 +152,6 @@ func TestOutOfMemoryFailsClosed(t *testing.T) {
 	}
 	if _, err := reg.Acquire(ctx, registry.AcquireRequest{Resource: "oom/other", Owner: "o", RequestID: "other", TTL: time.Minute}); err != nil {
 		t.Errorf("the refused acquire once memory is freed: %v", err)
-	}
-}
-
-// fill writes filler keys (prefix "filler:") until the server refuses
-// with OOM, with smaller and smaller values, so that it refuses even a
-// small write: the memory in use stays above maxmemory.
-func fill(t *testing.T, c *goredis.Client) {
-	t.Helper()
-	n := 0
-	for _, size := range []int{32 << 10, 1 << 10, 16} {
-		v := strings.Repeat("x", size)
-		for {
-			n++
-			err := c.Set(context.Background(), "filler:"+strconv.Itoa(n), v, 0).Err()
-			if err != nil {
-				if !strings.Contains(err.Error(), "OOM") {
-					t.Fatalf("filling: %v, want OOM", err)
-				}
-				break
-			}
-			if n > 100000 {
-				t.Fatal("the server never ran out of memory")
-			}
-		}
-	}
-}
-
-// free deletes the filler keys, and only them.
-func free(t *testing.T, c *goredis.Client) {
-	t.Helper()
-	ctx := context.Background()
-	it := c.Scan(ctx, 0, "filler:*", 1000).Iterator()
-	for it.Next(ctx) {
-		if err := c.Del(ctx, it.Val()).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
 	}
 }
 

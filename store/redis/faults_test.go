@@ -174,45 +174,6 @@ func TestFrozenServerFailsClosed(t *testing.T) {
 	}
 }
 
-// fill writes filler keys (prefix "filler:") until the server refuses
-// with OOM, with smaller and smaller values, so that it refuses even a
-// small write: the memory in use stays above maxmemory.
-func fill(t *testing.T, c *goredis.Client) {
-	t.Helper()
-	n := 0
-	for _, size := range []int{32 << 10, 1 << 10, 16} {
-		v := strings.Repeat("x", size)
-		for {
-			n++
-			err := c.Set(context.Background(), "filler:"+strconv.Itoa(n), v, 0).Err()
-			if err != nil {
-				if !strings.Contains(err.Error(), "OOM") {
-					t.Fatalf("filling: %v, want OOM", err)
-				}
-				break
-			}
-			if n > 100000 {
-				t.Fatal("the server never ran out of memory")
-			}
-		}
-	}
-}
-
-// free deletes the filler keys, and only them.
-func free(t *testing.T, c *goredis.Client) {
-	t.Helper()
-	ctx := context.Background()
-	it := c.Scan(ctx, 0, "filler:*", 1000).Iterator()
-	for it.Next(ctx) {
-		if err := c.Del(ctx, it.Val()).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // dump returns every key under prefix with its DUMP, to compare states.
 func dump(t *testing.T, c *goredis.Client, prefix string) map[string]string {
 	t.Helper()
@@ -246,7 +207,7 @@ func TestOutOfMemoryFailsClosed(t *testing.T) {
 	if got := begin(t, s, in, storetest.T0); got != store.DecisionProceed {
 		t.Fatalf("Begin: %s", got)
 	}
-	fill(t, a)
+	redistest.Fill(t, a)
 	before := dump(t, a, "oom")
 
 	_, err := s.Commit(ctx, storetest.Answer(in.Ref()))
@@ -271,7 +232,7 @@ func TestOutOfMemoryFailsClosed(t *testing.T) {
 		}
 	}
 
-	free(t, a)
+	redistest.Free(t, a)
 	rc, err := s.Commit(ctx, storetest.Answer(in.Ref()))
 	if err != nil {
 		t.Fatalf("Commit once memory is freed: %v", err)
