@@ -72,12 +72,14 @@ func (s *Store) compactOne(ctx context.Context, resource string, in store.Compac
 			recCmd *goredis.StringCmd
 			nCmd   *goredis.IntCmd
 			qCmd   *goredis.MapStringStringCmd
+			tCmd   *goredis.TimeCmd
 		)
 		_, err := tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			p.Do(ctx, "watch", recKey, zKey, qKey)
 			recCmd = p.Get(ctx, recKey)
 			nCmd = p.ZCard(ctx, zKey)
 			qCmd = p.HGetAll(ctx, qKey)
+			tCmd = s.readTime(ctx, p)
 			return nil
 		})
 		if err != nil && !errors.Is(err, goredis.Nil) {
@@ -100,6 +102,12 @@ func (s *Store) compactOne(ctx context.Context, resource string, in store.Compac
 			}
 			qs = append(qs, q)
 		}
+		srv, err := serverTime(tCmd)
+		if err != nil {
+			return unwatch(ctx, tx, final{err})
+		}
+		in := in
+		in.Now = at(in.Now, srv)
 		lens := map[store.ReceiptKey]int{}
 		plan, err = store.PlanCompaction(rec, int(nCmd.Val()), s.stamps(ctx, tx, resource, lens), qs, in, budget)
 		if err != nil {

@@ -153,10 +153,18 @@
 //
 // # Time
 //
-// The store never reads a clock: every input carries Now, and deadlines
-// are compared with the caller's Now. With several replicas sharing the
-// store, a marker's deadline written by one replica is judged by another
-// replica's clock, so the replicas' clock skew shifts when an in-flight
-// mutation counts as expired; a later change will bound that. (The retry
-// backoff sleeps, but decides nothing.)
+// The store's rules compare times (an in-flight marker's deadline, a
+// receipt's age under retention), and several replicas share the store, so
+// they must compare on one clock. By default every transition decides at
+// the server's TIME, read in the same pipeline as its WATCHed reads (no
+// extra round trip): a Begin's Now becomes TIME and its Deadline TIME plus
+// the window the sidecar asked for, Commit and Resolve stamp receipts with
+// TIME, Compact ages receipts by TIME, and ListUnknown asks TIME first. So
+// a marker written by one replica expires at the same moment for all of
+// them, whatever their clocks' skew (TestReplicasShareTheServerClock).
+// Options.CallerClock keeps each input's Now instead, for tests that drive
+// a virtual clock. Skew still shows in one place, harmlessly: the
+// Retry-After a sidecar computes from a marker's deadline. No decision
+// depends on a sidecar's clock. (The retry backoff sleeps, but decides
+// nothing.)
 package redis

@@ -46,9 +46,11 @@ func (s *Store) RecordEnforcement(ctx context.Context, in store.EnforcementInput
 	var out store.Enforcement
 	err = s.optimistic(ctx, "record enforcement", func(tx *goredis.Tx) error {
 		var get *goredis.StringCmd
+		var timeCmd *goredis.TimeCmd
 		_, err := tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			p.Do(ctx, "watch", key)
 			get = p.HGet(ctx, key, in.Shape)
+			timeCmd = s.readTime(ctx, p)
 			return nil
 		})
 		if err != nil && !errorsIsNil(err) {
@@ -66,6 +68,12 @@ func (s *Store) RecordEnforcement(ctx context.Context, in store.EnforcementInput
 			}
 			cur = &e
 		}
+		srv, err := serverTime(timeCmd)
+		if err != nil {
+			return unwatch(ctx, tx, final{err})
+		}
+		in := in
+		in.Now = at(in.Now, srv)
 		next, changed, err := store.ApplyEnforcement(cur, in)
 		if err != nil {
 			return unwatch(ctx, tx, final{err})

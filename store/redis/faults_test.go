@@ -57,7 +57,7 @@ func (h *execHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis
 // and go-redis's defaults otherwise, with an execHook on its client.
 func openHooked(t *testing.T, srv *redistest.Server, prefix string) (*Store, *execHook) {
 	t.Helper()
-	s, err := Open(context.Background(), Options{Addr: srv.Addr(), Prefix: prefix,
+	s, err := Open(context.Background(), Options{Addr: srv.Addr(), Prefix: prefix, CallerClock: true,
 		DialTimeout: time.Second, ReadTimeout: 150 * time.Millisecond, WriteTimeout: 150 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"time"
 
 	"github.com/fencegate/fencegate/store"
 )
@@ -17,8 +18,8 @@ func (s *Store) Begin(ctx context.Context, in store.BeginInput) (store.BeginResu
 	}
 	key := store.ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}
 	var res store.BeginResult
-	_, q, _, err := s.transition(ctx, "begin", in.Resource, &key, func(rec store.Record, rc *store.Receipt) (store.Change, error) {
-		r, ch, err := store.Decide(rec, rc, in)
+	_, q, _, err := s.transition(ctx, "begin", in.Resource, &key, func(rec store.Record, rc *store.Receipt, srv time.Time) (store.Change, error) {
+		r, ch, err := store.Decide(rec, rc, beginAt(in, srv))
 		res = r
 		return ch, err
 	})
@@ -41,7 +42,9 @@ func (s *Store) Commit(ctx context.Context, in store.CommitInput) (store.Receipt
 		return store.Receipt{}, err
 	}
 	key := store.ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}
-	ch, _, _, err := s.transition(ctx, "commit", in.Resource, &key, func(rec store.Record, rc *store.Receipt) (store.Change, error) {
+	ch, _, _, err := s.transition(ctx, "commit", in.Resource, &key, func(rec store.Record, rc *store.Receipt, srv time.Time) (store.Change, error) {
+		in := in
+		in.Now = at(in.Now, srv)
 		return store.ApplyCommit(rec, rc, in, s.bodyLimit)
 	})
 	if err != nil {
@@ -59,7 +62,9 @@ func (s *Store) MarkUnknown(ctx context.Context, in store.MarkUnknownInput) (sto
 	if err != nil {
 		return store.Mutation{}, err
 	}
-	ch, _, _, err := s.transition(ctx, "mark unknown", in.Resource, nil, func(rec store.Record, _ *store.Receipt) (store.Change, error) {
+	ch, _, _, err := s.transition(ctx, "mark unknown", in.Resource, nil, func(rec store.Record, _ *store.Receipt, srv time.Time) (store.Change, error) {
+		in := in
+		in.Now = at(in.Now, srv)
 		return store.ApplyMarkUnknown(rec, in)
 	})
 	if err != nil {
@@ -78,7 +83,9 @@ func (s *Store) Resolve(ctx context.Context, in store.ResolveInput) (store.Resol
 		return store.ResolveResult{}, err
 	}
 	key := store.ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}
-	ch, _, rec, err := s.transition(ctx, "resolve", in.Resource, &key, func(rec store.Record, rc *store.Receipt) (store.Change, error) {
+	ch, _, rec, err := s.transition(ctx, "resolve", in.Resource, &key, func(rec store.Record, rc *store.Receipt, srv time.Time) (store.Change, error) {
+		in := in
+		in.Now = at(in.Now, srv)
 		return store.ApplyResolve(rec, rc, in, s.bodyLimit)
 	})
 	if err != nil {
@@ -95,7 +102,11 @@ func (s *Store) Abort(ctx context.Context, in store.AbortInput) (store.Record, e
 	if err := in.Validate(); err != nil {
 		return store.Record{}, err
 	}
-	return s.recordTransition(ctx, "abort", in.Resource, func(rec store.Record) (store.Change, error) { return store.ApplyAbort(rec, in) })
+	return s.recordTransition(ctx, "abort", in.Resource, func(rec store.Record, srv time.Time) (store.Change, error) {
+		in := in
+		in.Now = at(in.Now, srv)
+		return store.ApplyAbort(rec, in)
+	})
 }
 
 // Pause implements store.Store.
@@ -103,7 +114,11 @@ func (s *Store) Pause(ctx context.Context, in store.PauseInput) (store.Record, e
 	if err := in.Validate(); err != nil {
 		return store.Record{}, err
 	}
-	return s.recordTransition(ctx, "pause", in.Resource, func(rec store.Record) (store.Change, error) { return store.ApplyPause(rec, in) })
+	return s.recordTransition(ctx, "pause", in.Resource, func(rec store.Record, srv time.Time) (store.Change, error) {
+		in := in
+		in.Now = at(in.Now, srv)
+		return store.ApplyPause(rec, in)
+	})
 }
 
 // Resume implements store.Store.
@@ -111,15 +126,15 @@ func (s *Store) Resume(ctx context.Context, resource string) (store.Record, erro
 	if err := store.ValidateResource(resource); err != nil {
 		return store.Record{}, err
 	}
-	return s.recordTransition(ctx, "resume", resource, func(rec store.Record) (store.Change, error) { return store.ApplyResume(rec, resource) })
+	return s.recordTransition(ctx, "resume", resource, func(rec store.Record, _ time.Time) (store.Change, error) { return store.ApplyResume(rec, resource) })
 }
 
-func (s *Store) recordTransition(ctx context.Context, op, resource string, f func(store.Record) (store.Change, error)) (store.Record, error) {
+func (s *Store) recordTransition(ctx context.Context, op, resource string, f func(store.Record, time.Time) (store.Change, error)) (store.Record, error) {
 	ctx, err := s.enter(ctx)
 	if err != nil {
 		return store.Record{}, err
 	}
-	ch, _, _, err := s.transition(ctx, op, resource, nil, func(rec store.Record, _ *store.Receipt) (store.Change, error) { return f(rec) })
+	ch, _, _, err := s.transition(ctx, op, resource, nil, func(rec store.Record, _ *store.Receipt, srv time.Time) (store.Change, error) { return f(rec, srv) })
 	if err != nil {
 		return store.Record{}, err
 	}

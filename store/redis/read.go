@@ -201,6 +201,9 @@ func (s *Store) ListUnknown(ctx context.Context, now time.Time) ([]store.Mutatio
 	if err != nil {
 		return nil, err
 	}
+	if now, err = s.now(ctx, now); err != nil {
+		return nil, err
+	}
 	recs, err := s.indexedRecords(ctx, s.k.unknown(), "list unknown")
 	if err != nil {
 		return nil, err

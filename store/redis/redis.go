@@ -65,6 +65,14 @@ type Options struct {
 	// maxmemory-policy (CONFIG disabled); slog.Default() when nil.
 	Logger *slog.Logger
 
+	// CallerClock makes every call decide at its input's Now (and a Begin
+	// keep its Deadline) instead of the server's TIME. Leave it off when
+	// several sidecars share the store: with it, in-flight deadlines and
+	// retention are judged by each replica's own clock, and their skew
+	// moves when a mutation counts as expired. Tests that drive a virtual
+	// clock (storetest) set it. See time.go.
+	CallerClock bool
+
 	// GenerationFile, when set (Open only), is the local file where this
 	// sidecar records the generation marker of the Redis data set it uses
 	// (P:gen); a missing or different marker at Open or on any later call
@@ -88,6 +96,7 @@ type Store struct {
 	k           keys
 	bodyLimit   int
 	maxAttempts int
+	callerClock bool
 	closed      atomic.Bool
 	gen         generation
 }
@@ -166,7 +175,7 @@ func New(c goredis.UniversalClient, opts Options) (*Store, error) {
 	if attempts == 0 {
 		attempts = DefaultMaxAttempts
 	}
-	return &Store{c: c, k: keys{prefix: prefix}, bodyLimit: store.BodyLimit(opts.MaxResponseBody), maxAttempts: attempts}, nil
+	return &Store{c: c, k: keys{prefix: prefix}, bodyLimit: store.BodyLimit(opts.MaxResponseBody), maxAttempts: attempts, callerClock: opts.CallerClock}, nil
 }
 
 // ValidatePrefix checks a key prefix: 1..MaxPrefixLen printable ASCII

@@ -21,10 +21,12 @@ func factory(srv *redistest.Server) storetest.Factory {
 	}
 }
 
-// openPrefix opens a store with its own client over srv under prefix.
+// openPrefix opens a store with its own client over srv under prefix. It
+// decides by the caller's clock: the conformance suite drives virtual time
+// (time_test.go covers the server's clock).
 func openPrefix(tb testing.TB, srv *redistest.Server, prefix string) *Store {
 	tb.Helper()
-	s, err := Open(context.Background(), Options{Addr: srv.Addr(), Prefix: prefix})
+	s, err := Open(context.Background(), Options{Addr: srv.Addr(), Prefix: prefix, CallerClock: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

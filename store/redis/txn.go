@@ -63,6 +63,9 @@ type snapshot struct {
 	rec     store.Record
 	recLen  int
 	receipt *store.Receipt
+	// now is the server's TIME, read in the same round trip (zero when
+	// the store decides by the caller's clock: Options.CallerClock).
+	now time.Time
 }
 
 // transition reads the record of resource (and the receipt of key, if
@@ -70,8 +73,11 @@ type snapshot struct {
 // a decision that writes nothing is confirmed by an empty EXEC, so the
 // two reads were one snapshot. It retries a lost race. It returns the
 // change, the quarantine entry as stored (merged), and the record read.
+//
+// f gets the server's time of the snapshot (zero with Options.CallerClock):
+// see at.
 func (s *Store) transition(ctx context.Context, op, resource string, key *store.ReceiptKey,
-	f func(store.Record, *store.Receipt) (store.Change, error)) (store.Change, *store.Quarantine, store.Record, error) {
+	f func(store.Record, *store.Receipt, time.Time) (store.Change, error)) (store.Change, *store.Quarantine, store.Record, error) {
 	var (
 		ch   store.Change
 		q    *store.Quarantine
@@ -85,7 +91,7 @@ func (s *Store) transition(ctx context.Context, op, resource string, key *store.
 			return unwatch(ctx, tx, final{err})
 		}
 		read = snap.rec
-		ch, err = f(snap.rec, snap.receipt)
+		ch, err = f(snap.rec, snap.receipt, snap.now)
 		if err != nil {
 			return unwatch(ctx, tx, final{err})
 		}
@@ -136,6 +142,7 @@ func (s *Store) watchRead(ctx context.Context, tx *goredis.Tx, recKey, qKey, res
 		return snapshot{}, err
 	}
 	var recCmd, rcCmd, genCmd *goredis.StringCmd
+	var timeCmd *goredis.TimeCmd
 	_, err = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		p.Do(ctx, watch...)
 		recCmd = p.Get(ctx, recKey)
@@ -143,6 +150,7 @@ func (s *Store) watchRead(ctx context.Context, tx *goredis.Tx, recKey, qKey, res
 		if key != nil {
 			rcCmd = p.Get(ctx, rcKey)
 		}
+		timeCmd = s.readTime(ctx, p)
 		return nil
 	})
 	if err != nil && !errors.Is(err, goredis.Nil) {
@@ -156,6 +164,9 @@ func (s *Store) watchRead(ctx context.Context, tx *goredis.Tx, recKey, qKey, res
 		return snapshot{}, err
 	}
 	var snap snapshot
+	if snap.now, err = serverTime(timeCmd); err != nil {
+		return snapshot{}, err
+	}
 	if snap.rec, err = decodeRecord(recRaw, resource); err != nil {
 		return snapshot{}, err
 	}

@@ -1,0 +1,78 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/fencegate/fencegate/store"
+)
+
+// One clock for every replica.
+//
+// The store's rules compare times: an in-flight marker's deadline against
+// "now" (BUSY or MUTATION_UNKNOWN), a receipt's age against retention. With
+// several sidecars sharing one Redis, each deciding by its own clock, a
+// deadline written by one replica would be judged by another replica's
+// clock, and their skew would move when a mutation counts as expired. So by
+// default every transition decides at the server's TIME, read in the same
+// pipeline as its WATCHed reads (no extra round trip): the caller's Now is
+// replaced by TIME, and a Begin's Deadline by TIME plus the window the caller
+// asked for (Deadline - Now), so the window keeps its length whatever the
+// sidecar's clock says. Options.CallerClock keeps the caller's Now instead,
+// for tests that drive a virtual clock.
+
+// readTime queues TIME on p, or nothing with Options.CallerClock.
+func (s *Store) readTime(ctx context.Context, p goredis.Pipeliner) *goredis.TimeCmd {
+	if s.callerClock {
+		return nil
+	}
+	return p.Time(ctx)
+}
+
+// serverTime is the answer of a queued TIME (zero when none was queued).
+func serverTime(cmd *goredis.TimeCmd) (time.Time, error) {
+	if cmd == nil {
+		return time.Time{}, nil
+	}
+	t, err := cmd.Result()
+	if err != nil {
+		return time.Time{}, wrap("read time", err)
+	}
+	if t.IsZero() || t.Unix() <= 0 {
+		return time.Time{}, wrap("read time", fmt.Errorf("implausible server time %v", t))
+	}
+	return t.UTC(), nil
+}
+
+// now is the current time a call without a snapshot decides at (ListUnknown):
+// the server's TIME, or caller with Options.CallerClock.
+func (s *Store) now(ctx context.Context, caller time.Time) (time.Time, error) {
+	if s.callerClock {
+		return caller, nil
+	}
+	cmd := s.c.Time(ctx)
+	return serverTime(cmd)
+}
+
+// at is the time a transition decides at: srv, the server's TIME read with
+// its snapshot, or the caller's own when srv is zero (Options.CallerClock).
+func at(caller, srv time.Time) time.Time {
+	if srv.IsZero() {
+		return caller
+	}
+	return srv
+}
+
+// beginAt moves a Begin to the server's time, keeping the length of the
+// in-flight window the caller asked for.
+func beginAt(in store.BeginInput, srv time.Time) store.BeginInput {
+	if srv.IsZero() {
+		return in
+	}
+	window := in.Deadline.Sub(in.Now)
+	in.Now, in.Deadline = srv, srv.Add(window)
+	return in
+}

@@ -1,0 +1,132 @@
+package redis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/internal/redistest"
+	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/store/storetest"
+)
+
+// replicaAt opens a store over srv under prefix whose caller (a sidecar)
+// believes it is skew off the real time: every input it sends carries
+// that Now.
+func replicaAt(t *testing.T, srv *redistest.Server, prefix string, callerClock bool) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{Addr: srv.Addr(), Prefix: prefix, CallerClock: callerClock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestReplicasShareTheServerClock: two replicas whose clocks are an hour
+// apart share the store. Replica 1 (an hour slow) begins a mutation with a
+// one-minute window; replica 2 (an hour fast) then finds it BUSY, not
+// expired, because both decide at Redis's TIME. Under the caller's clock
+// the fast replica would already take it for MUTATION_UNKNOWN, and the slow
+// one would keep a marker BUSY for an hour past its real deadline.
+func TestReplicasShareTheServerClock(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	real := clock.Real().Now().UTC()
+	slow, fast := real.Add(-time.Hour), real.Add(time.Hour)
+	for _, c := range []struct {
+		name        string
+		callerClock bool
+		want        store.Decision
+	}{
+		{"server clock", false, store.DecisionBusy},
+		{"caller clock", true, store.DecisionMutationUnknown},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prefix := "time" + map[bool]string{false: "srv", true: "caller"}[c.callerClock]
+			r1 := replicaAt(t, srv, prefix, c.callerClock)
+			r2 := replicaAt(t, srv, prefix, c.callerClock)
+
+			in := storetest.Attempt("skew/r", 1, 1, "a")
+			in.Now, in.Deadline = slow, slow.Add(time.Minute)
+			res, err := r1.Begin(ctx, in)
+			if err != nil || res.Decision != store.DecisionProceed {
+				t.Fatalf("Begin on the slow replica: %v %v", res.Decision, err)
+			}
+			m := res.Mutation
+			if !c.callerClock {
+				if d := m.BegunAt.Sub(real); d < -5*time.Second || d > 5*time.Second {
+					t.Errorf("marker begun at %v, %v from the real time; want the server's time", m.BegunAt, d)
+				}
+				if w := m.Deadline.Sub(m.BegunAt); w != time.Minute {
+					t.Errorf("marker window %v, want the minute the caller asked for", w)
+				}
+			}
+
+			next := storetest.Attempt("skew/r", 1, 2, "b")
+			next.Now, next.Deadline = fast, fast.Add(time.Minute)
+			res2, err := r2.Begin(ctx, next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res2.Decision != c.want {
+				t.Errorf("the fast replica's Begin while the slow one's mutation runs: %s, want %s", res2.Decision, c.want)
+			}
+
+			unknown, err := r2.ListUnknown(ctx, fast)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if listed := len(unknown) > 0; listed != (c.want == store.DecisionMutationUnknown) {
+				t.Errorf("ListUnknown on the fast replica lists %d; the mutation is %s", len(unknown), c.want)
+			}
+		})
+	}
+}
+
+// TestReceiptsStampedByServer: a receipt's AcceptedAt is the server's time
+// whatever the committing replica's clock says, and retention (maxAge) ages
+// receipts by the server's clock too: a replica whose clock runs three days
+// ahead deletes nothing under a day's retention, where under its own clock
+// it would delete the older segment's receipt (the last one is always kept).
+func TestReceiptsStampedByServer(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name        string
+		callerClock bool
+		deleted     int
+	}{
+		{"server clock", false, 0},
+		{"caller clock", true, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := replicaAt(t, srv, "stamp"+c.name[:1], c.callerClock)
+			real := clock.Real().Now().UTC()
+			for seq := uint64(1); seq <= 2; seq++ {
+				in := storetest.Attempt("stamp/r", 1, seq, "a")
+				in.Now, in.Deadline = real, real.Add(time.Minute)
+				if res, err := s.Begin(ctx, in); err != nil || res.Decision != store.DecisionProceed {
+					t.Fatalf("Begin: %v %v", res.Decision, err)
+				}
+				ans := storetest.Answer(in.Ref())
+				ans.Now = real
+				rc, err := s.Commit(ctx, ans)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := rc.AcceptedAt.Sub(real); d < -5*time.Second || d > 5*time.Second {
+					t.Fatalf("receipt accepted at %v, %v from the real time", rc.AcceptedAt, d)
+				}
+			}
+			r, err := s.Compact(ctx, store.CompactInput{Now: real.Add(72 * time.Hour), MaxAge: 24 * time.Hour, MaxDeletes: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Receipts != c.deleted {
+				t.Errorf("compaction by a replica three days ahead deleted %d receipts, want %d", r.Receipts, c.deleted)
+			}
+		})
+	}
+}
