@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
 
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
@@ -68,7 +70,7 @@ func openGuardedRedisStore(cfg proxy.Config, maxBody int, log *zap.Logger) (stor
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: store: %w", err)
 	}
-	st, err := openRedisStore(cfg.Store.Redis, maxBody, filepath.Join(cfg.DataDir, redisGenerationFile))
+	st, err := openRedisStore(cfg.Store.Redis, maxBody, filepath.Join(cfg.DataDir, redisGenerationFile), log)
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +88,9 @@ func openGuardedRedisStore(cfg proxy.Config, maxBody int, log *zap.Logger) (stor
 
 // openRedisStore connects to the redis store's server, checks it answers
 // and checks its generation marker against genFile.
-func openRedisStore(rc proxy.RedisStoreConfig, maxBody int, genFile string) (*storeredis.Store, error) {
+func openRedisStore(rc proxy.RedisStoreConfig, maxBody int, genFile string, log *zap.Logger) (*storeredis.Store, error) {
 	opts := storeredis.Options{
+		Logger:          slog.New(zapslog.NewHandler(log.Core())),
 		GenerationFile:  genFile,
 		Addr:            rc.Addr,
 		Username:        rc.Username,

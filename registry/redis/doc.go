@@ -90,19 +90,44 @@
 //
 // # Restoring an older Redis
 //
-// A Redis restored from a backup (an RDB or AOF copied earlier), like a
-// failover to a lagging replica, has forgotten the fences issued since:
-// the registry would issue them again (TestRestoredSnapshotNeedsOperator
-// shows it), and a sidecar holding the old grant would accept writes
-// under a reused fence. The registry cannot tell such a Redis from its
-// last state by itself: the keyspace carries no marker that a restore
-// changes, and a registry process that restarts along with Redis remembers
-// nothing. The recovery is the operator's, before any client is let in:
-// BumpEpoch (every grant issued before is revoked) and RaiseFenceFloor("",
-// floor) with floor at least the highest fence ever issued (from the
-// sidecars' stores or the registry's logs: "grant issued" carries every
-// fence). The next grant's fence then exceeds every fence issued before
-// the restore, and its epoch every epoch.
+// A Redis restored from a backup (an RDB or AOF copied earlier), failed
+// over to a lagging replica, or restarted empty has forgotten the fences
+// issued since: the next acquire would hand them out again. Each registry
+// process keeps a watermark (watermark.go): the highest revision, issuer
+// epoch, policy generation and fence it has read, written, or heard another
+// process announce (every committed write PUBLISHes the state it reached on
+// {prefix}:state inside its MULTI, so the announcement exists exactly when
+// the write does). Redis only ever raises those numbers, so a step whose
+// meta read comes back below the watermark proves a rollback, and before
+// that step decides anything the process recovers (recover.go): in one
+// transaction it bumps the issuer epoch above every epoch it saw (every
+// earlier grant, recorded or forgotten, reads REVOKED), raises the global
+// fence floor above every fence it saw or issued, and sets the revision
+// above every revision it saw. Then the step runs again: the first grant
+// after the restore exceeds every fence and epoch issued before it
+// (TestRestoredSnapshotIsRecovered, with a real old RDB and a real old AOF;
+// TestRestartedEmptyIsRecovered; TestRestoreSeenByEveryProcess with two
+// processes). Every process that saw more recovers on its own next step;
+// recoveries only raise, so they compose.
+//
+// Across a restart of the registry process, Options.StateFile (the
+// server's dataDir/redis-state.json) keeps the watermark on disk, saved at
+// most a second late and at Close, plus a fence ceiling reserved
+// FenceReserve above the highest fence issued, fsynced before any fence
+// above the previous ceiling is handed out. At Open the global floor is
+// raised to the ceiling, so a restarted process never reissues a fence it
+// issued, even after a crash and a restore to a copy from its last second
+// (which its saved revision may not reveal). The cost is that fences jump
+// by up to FenceReserve at each restart.
+//
+// What it cannot see: a process that started after the restore with no
+// state file (an empty disk), while no process that saw the lost writes
+// is running, has nothing to compare with, and reissues fences. The
+// sidecars are the last line there: a fence already accepted under another
+// operation root is FENCE_REGRESSION, a lower one STALE_OWNER; the
+// operator then raises the floor (fencegate registry floor) past the
+// highest fence the sidecars report. Keep the registry's dataDir on a
+// persistent volume.
 //
 // # Durability
 //

@@ -51,6 +51,11 @@ func (k keyspace) request(owner, requestID string) string {
 // ended is the pub/sub channel of ended leases (see Store.Notify).
 func (k keyspace) ended() string { return k.tag + "ended" }
 
+// state is the pub/sub channel on which every committed write announces
+// the state it reached (see watermark.go), so every process's watermark
+// covers the other processes' writes.
+func (k keyspace) state() string { return k.tag + "state" }
+
 // digest holds the lease ID of a grant digest.
 func (k keyspace) digest(d string) string { return k.tag + "dig:" + d }
 

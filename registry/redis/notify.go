@@ -50,14 +50,17 @@ func (s *Store) Notify(ctx context.Context, resource string) error {
 }
 
 // Subscribe opens this Store's one SUBSCRIBE connection to "<prefix>:ended"
-// and returns the resources the other processes publish. It waits for the
+// and returns the resources the other processes publish. The same
+// connection hears "<prefix>:state", the other processes' announcements
+// of the state they committed, which raise this process's watermark (see
+// watermark.go). It waits for the
 // server's confirmation, so a lease ended after Subscribe returns is
 // delivered. go-redis reconnects and resubscribes a lost connection;
 // messages published meanwhile are lost (a waiter then waits for its
 // timer). The channel is closed when ctx ends or the Store is closed.
 func (s *Store) Subscribe(ctx context.Context) <-chan string {
 	out := make(chan string, 64)
-	ps := s.c.Subscribe(ctx, s.keys.ended())
+	ps := s.c.Subscribe(ctx, s.keys.ended(), s.keys.state())
 	if _, err := ps.ReceiveTimeout(ctx, subscribeTimeout); err != nil {
 		s.log.Warn("registry/redis: subscribe: waiters of this process will not be woken by other processes until it reconnects", "err", err)
 	}
@@ -86,6 +89,10 @@ func (s *Store) Subscribe(ctx context.Context) <-chan string {
 				if !found || origin == s.origin {
 					continue
 				}
+				if m.Channel == s.keys.state() {
+					s.wm.heard(m.Payload)
+					continue
+				}
 				select {
 				case out <- resource:
 				default:
@@ -97,3 +104,10 @@ func (s *Store) Subscribe(ctx context.Context) <-chan string {
 	}()
 	return out
 }
+
+// Restores reports how many rollbacks of the Redis state this process
+// detected and recovered (see recover.go).
+func (b backend) Restores() uint64 { return b.s.Restores() }
+
+// Seen reports the highest revision and fence this process has seen.
+func (b backend) Seen() (revision, fence uint64) { return b.s.Seen() }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -64,6 +65,21 @@ type Options struct {
 	// volatile-* policy: the registry sets no TTL) and the server reports
 	// another policy. An evicted key forgets issued fences: fail-open.
 	AllowEviction bool
+	// StateFile, when set, is a local file where this process keeps its
+	// watermark (the highest revision, issuer epoch and policy generation
+	// it saw) and a fence ceiling reserved FenceReserve above the highest
+	// fence it issued, fsynced before a fence above the previous ceiling
+	// is issued. A process restarted along with a Redis restored from an
+	// older copy then detects the rollback and raises the fence floor above
+	// every fence it issued (see recover.go). Without it the watermark is
+	// kept in memory only: a rollback under a running process is still
+	// detected; one across its restart is not. The registry server sets
+	// dataDir/redis-state.json.
+	StateFile string
+	// FenceReserve is how far above a fence the ceiling is reserved
+	// (DefaultFenceReserve when zero): a larger reserve saves the state
+	// file less often, and makes fences jump further after a recovery.
+	FenceReserve uint64
 	// Logger receives Open's warning when the server does not let it read
 	// maxmemory-policy (CONFIG disabled); slog.Default() when nil.
 	Logger *slog.Logger
@@ -93,6 +109,11 @@ type Store struct {
 	origin string
 	subs   []*goredis.PubSub
 	log    *slog.Logger
+
+	// wm is what this process saw of the registry's state; a meta read
+	// below it is a rollback (watermark.go, recover.go).
+	wm       *watermark
+	restores atomic.Uint64
 }
 
 // Open connects to the server, checks that its maxmemory-policy is
@@ -114,7 +135,12 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	wm, err := loadWatermark(o.StateFile, uint64(orDefault(int(o.FenceReserve), DefaultFenceReserve)))
+	if err != nil {
+		return nil, err
+	}
 	s := &Store{
+		wm:          wm,
 		origin:      origin,
 		log:         logger,
 		keys:        ks,
@@ -141,6 +167,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		}
 	}
 	if err := s.checkSchema(ctx); err != nil {
+		s.c.Close()
+		return nil, err
+	}
+	if err := s.liftFloor(ctx); err != nil {
 		s.c.Close()
 		return nil, err
 	}
@@ -182,7 +212,15 @@ func (s *Store) checkSchema(ctx context.Context) error {
 // WATCHed as it reads them, its writes are buffered and sent in one
 // MULTI/EXEC. When a WATCHed key changed, EXEC writes nothing and fn runs
 // again on fresh reads, at most MaxAttempts times in all.
+//
+// A step that finds the registry's state rolled back (errRolledBack: Redis
+// restored from an older copy, or restarted empty) first recovers (see
+// recover.go), then runs again.
 func (s *Store) Update(ctx context.Context, fn func(registry.Tx) error) error {
+	return s.recovering(ctx, func() error { return s.update(ctx, fn) })
+}
+
+func (s *Store) update(ctx context.Context, fn func(registry.Tx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -194,13 +232,35 @@ func (s *Store) Update(ctx context.Context, fn func(registry.Tx) error) error {
 // View runs fn over a consistent snapshot: its reads are WATCHed, and an
 // EXEC with nothing to write checks that none of them changed before fn's
 // result is returned (else fn runs again).
+// A rolled-back state is recovered first, like in Update.
 func (s *Store) View(ctx context.Context, fn func(registry.Tx) error) error {
+	return s.recovering(ctx, func() error { return s.view(ctx, fn) })
+}
+
+func (s *Store) view(ctx context.Context, fn func(registry.Tx) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return registry.ErrClosed
 	}
 	return s.attempt(ctx, func() error { return s.step(ctx, false, fn) })
+}
+
+// recovering runs step; when it found the state rolled back, it recovers
+// and runs it again (a second rollback in a row is an error: the state
+// keeps going back under this process).
+func (s *Store) recovering(ctx context.Context, step func() error) error {
+	err := step()
+	if !errors.Is(err, errRolledBack) {
+		return err
+	}
+	if err := s.recoverRollback(ctx, err); err != nil {
+		return err
+	}
+	if err = step(); errors.Is(err, errRolledBack) {
+		return fmt.Errorf("%w: %w", registry.ErrBackend, err)
+	}
+	return err
 }
 
 // errConflict marks an attempt whose EXEC found a WATCHed key changed.
@@ -242,14 +302,31 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 		if fnErr = fn(t); fnErr != nil {
 			return fnErr
 		}
+		if writable {
+			// The ceiling on disk covers the fences this step issues
+			// before they can be handed out.
+			if fnErr = s.wm.reserveUpTo(t.maxFence); fnErr != nil {
+				return fnErr
+			}
+		}
 		_, err := rtx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 			if !writable {
 				// Nothing to write: EXEC only checks the WATCHed keys.
 				p.Ping(ctx)
 				return nil
 			}
-			return t.flush(p)
+			if err := t.flush(p); err != nil {
+				return err
+			}
+			if t.meta != nil {
+				// Inside the MULTI: announced exactly when committed.
+				p.Publish(ctx, s.keys.state(), s.wm.announce(s.origin, *t.meta, t.maxFence))
+			}
+			return nil
 		})
+		if err == nil && writable {
+			s.wm.wrote(t.meta, t.maxFence)
+		}
 		return err
 	}, s.keys.meta())
 	if fnErr != nil {
@@ -291,8 +368,11 @@ func (s *Store) Close() error {
 		_ = ps.Close()
 	}
 	s.subs = nil
+	// The state file gets the latest revision seen, so a restart finds a
+	// rollback to any copy older than this moment.
+	saveErr := s.wm.save()
 	if err := s.c.Close(); err != nil {
 		return fmt.Errorf("registry/redis: close: %w", err)
 	}
-	return nil
+	return saveErr
 }

@@ -28,6 +28,11 @@ type tx struct {
 	// order is the order keys were first written, for a deterministic
 	// MULTI.
 	order []string
+	// meta is the meta this step writes (nil if none), and maxFence the
+	// highest LastFence of the resources it writes: the watermark learns
+	// them once EXEC succeeded.
+	meta     *registry.Meta
+	maxFence uint64
 }
 
 func newTx(ctx context.Context, s *Store, rtx *goredis.Tx, writable bool) *tx {
@@ -97,17 +102,40 @@ func (t *tx) putJSON(key string, v any) error {
 	return t.set(key, &s)
 }
 
+// Meta reads the meta and checks it against the process's watermark: a
+// meta below what this process saw is errRolledBack, before any decision
+// is taken on it.
 func (t *tx) Meta() (registry.Meta, error) {
-	m, _, err := getJSON[registry.Meta](t, t.s.keys.meta())
-	return m, err
+	if t.meta != nil {
+		return *t.meta, nil
+	}
+	m, found, err := getJSON[registry.Meta](t, t.s.keys.meta())
+	if err != nil {
+		return m, err
+	}
+	return m, t.s.wm.check(m, found)
 }
-func (t *tx) PutMeta(m registry.Meta) error { return t.putJSON(t.s.keys.meta(), m) }
+func (t *tx) PutMeta(m registry.Meta) error {
+	if err := t.putJSON(t.s.keys.meta(), m); err != nil {
+		return err
+	}
+	t.meta = &m
+	return nil
+}
 
 func (t *tx) Resource(id string) (registry.ResourceRecord, bool, error) {
-	return getJSON[registry.ResourceRecord](t, t.s.keys.resource(id))
+	r, found, err := getJSON[registry.ResourceRecord](t, t.s.keys.resource(id))
+	if found && err == nil {
+		t.s.wm.seeFence(r.LastFence)
+	}
+	return r, found, err
 }
 func (t *tx) PutResource(r registry.ResourceRecord) error {
-	return t.putJSON(t.s.keys.resource(r.Resource), r)
+	if err := t.putJSON(t.s.keys.resource(r.Resource), r); err != nil {
+		return err
+	}
+	t.maxFence = max(t.maxFence, r.LastFence)
+	return nil
 }
 
 func (t *tx) Lease(id string) (registry.LeaseRecord, bool, error) {

@@ -48,12 +48,22 @@ type Config struct {
 type RedisConfig struct {
 	// Addr is the server's host:port (required for the redis backend).
 	Addr string `yaml:"addr"`
-	// Password authenticates to the server; empty for none.
+	// Password authenticates to the server; empty for none. Prefer
+	// PasswordFile, which keeps the secret out of the config (a mounted
+	// Secret).
 	Password string `yaml:"password"`
+	// PasswordFile is a file holding the password (trailing newlines
+	// dropped), like the sidecar's store.redis.passwordFile.
+	PasswordFile string `yaml:"passwordFile"`
 	// DB is the logical database number (0 by default).
 	DB int `yaml:"db"`
 	// Prefix is the key prefix, used as a hash tag ("fgreg" when empty).
 	Prefix string `yaml:"prefix"`
+	// StateFile is where this process remembers the highest registry state
+	// it saw and a fence ceiling above every fence it issued, to detect a
+	// Redis restored from an older copy across its own restart (default
+	// DataDir/redis-state.json; on a persistent volume for that to hold).
+	StateFile string `yaml:"stateFile"`
 }
 
 // LeaseConfig bounds lease TTLs and waits.
@@ -139,6 +149,9 @@ func (c Config) Validate() error {
 			add("redis.addr: required for the redis backend")
 		} else if _, _, err := net.SplitHostPort(c.Redis.Addr); err != nil {
 			add("redis.addr: %q: %v", c.Redis.Addr, err)
+		}
+		if c.Redis.Password != "" && c.Redis.PasswordFile != "" {
+			add("redis: password and passwordFile are exclusive")
 		}
 		if c.Redis.DB < 0 {
 			add("redis.db: must not be negative")

@@ -107,3 +107,38 @@ func TestRedisBackendUnreachable(t *testing.T) {
 		t.Fatal("server.New succeeded with no redis to talk to")
 	}
 }
+
+// TestRedisPasswordFileAndStateFile: the password comes from a file (a
+// mounted Secret), exclusive with an inline one; a wrong one refuses to
+// start. The process keeps its watermark in dataDir/redis-state.json.
+func TestRedisPasswordFileAndStateFile(t *testing.T) {
+	srv := redistest.Start(t, "--requirepass", "s3cret")
+	ctx := context.Background()
+	c := redisConfig(t, srv.Addr())
+	pw := filepath.Join(t.TempDir(), "password")
+	os.WriteFile(pw, []byte("s3cret\n"), 0o600)
+	c.Redis.PasswordFile = pw
+	c.Redis.Password = "inline"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "passwordFile") {
+		t.Fatalf("password and passwordFile together accepted: %v", err)
+	}
+	c.Redis.Password = ""
+	s, err := server.New(c, nil)
+	if err != nil {
+		t.Fatalf("server.New with the password file: %v", err)
+	}
+	if _, err := s.Registry.Acquire(ctx, registry.AcquireRequest{Resource: "srv/r", Owner: "o", RequestID: "q1", TTL: time.Minute}); err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	cancel()
+	_ = s.Run(runCtx)
+	if b, err := os.ReadFile(filepath.Join(c.DataDir, "redis-state.json")); err != nil || !strings.Contains(string(b), `"fenceCeiling"`) {
+		t.Errorf("state file after a stop: %q %v", b, err)
+	}
+
+	os.WriteFile(pw, []byte("wrong\n"), 0o600)
+	if _, err := server.New(c, nil); err == nil {
+		t.Fatal("server started with a wrong redis password")
+	}
+}

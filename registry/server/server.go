@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
@@ -137,7 +139,23 @@ func openBackend(cfg Config, log *zap.Logger) (registry.Backend, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		r := cfg.Redis
-		return redis.OpenBackend(ctx, redis.Options{Addr: r.Addr, Password: r.Password, DB: r.DB, Prefix: r.Prefix})
+		password := r.Password
+		if r.PasswordFile != "" {
+			b, err := os.ReadFile(r.PasswordFile)
+			if err != nil {
+				return nil, fmt.Errorf("server: redis.passwordFile: %w", err)
+			}
+			password = strings.TrimRight(string(b), "\r\n")
+		}
+		state := r.StateFile
+		if state == "" {
+			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+				return nil, fmt.Errorf("server: %w", err)
+			}
+			state = filepath.Join(cfg.DataDir, "redis-state.json")
+		}
+		return redis.OpenBackend(ctx, redis.Options{Addr: r.Addr, Password: password, DB: r.DB, Prefix: r.Prefix,
+			StateFile: state, Logger: slog.New(zapslog.NewHandler(log.Core()))})
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
