@@ -238,6 +238,12 @@ type RedisStoreConfig struct {
 	// Timeout bounds dialing and each read and write (default: go-redis's,
 	// 5s to dial, 3s to read or write).
 	Timeout time.Duration `yaml:"timeout"`
+	// MinReplicas, when positive, makes every store write wait (WAIT)
+	// until that many replicas acknowledged it, at most ReplicaTimeout
+	// (default 1s); fewer fails the write closed (STORE_UNAVAILABLE). Set it
+	// to the number of replicas a failover may promote.
+	MinReplicas    int           `yaml:"minReplicas"`
+	ReplicaTimeout time.Duration `yaml:"replicaTimeout"`
 }
 
 // RedisTLSConfig is the TLS client side of the connection to Redis.
@@ -623,6 +629,9 @@ func (r RedisStoreConfig) validate(add func(string, ...any)) {
 	}
 	if r.Timeout < 0 {
 		add("store.redis.timeout: %v must not be negative (0 is the default)", r.Timeout)
+	}
+	if r.MinReplicas < 0 || r.ReplicaTimeout < 0 {
+		add("store.redis: minReplicas and replicaTimeout must not be negative")
 	}
 	if (r.TLS.CertFile == "") != (r.TLS.KeyFile == "") {
 		add("store.redis.tls: certFile and keyFile go together")

@@ -100,6 +100,8 @@ func openRedisStore(rc proxy.RedisStoreConfig, maxBody int, genFile string, log 
 		DialTimeout:     rc.Timeout,
 		ReadTimeout:     rc.Timeout,
 		WriteTimeout:    rc.Timeout,
+		MinReplicas:     rc.MinReplicas,
+		ReplicaTimeout:  rc.ReplicaTimeout,
 	}
 	if rc.PasswordFile != "" {
 		b, err := os.ReadFile(rc.PasswordFile)

@@ -135,8 +135,13 @@
 // appendonly yes and appendfsync always: then every EXEC is written to the
 // AOF and fsynced before its reply, so an acquire that returned a fence
 // has it on disk. With appendfsync everysec an acknowledged write can be
-// lost in a power failure, and with persistence off in any restart, after
-// which fences are issued again: fail-open for every sidecar downstream.
+// lost in a power failure, and with persistence off in any restart; a
+// failover to an asynchronous replica can lose them too. The watermark
+// (above) then meets the lost state with an epoch bump and a floor, as far
+// as the running processes saw it. Options.MinReplicas closes the failover
+// case: a write is answered only once that many replicas acknowledged it
+// (WAIT after EXEC), so a failover to one of them keeps every fence
+// answered (TestMinReplicas).
 // This package does not (cannot portably: CONFIG may be disabled) check
 // the persistence settings; operators must. It does check, at Open, that
 // maxmemory-policy is noeviction (an evicted key forgets issued fences):

@@ -9,6 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/fencegate/fencegate/internal/redisconf"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -63,6 +64,9 @@ func (s *Store) recoverRollback(ctx context.Context, cause error) error {
 				p.Set(ctx, s.keys.meta(), string(raw), 0)
 				return nil
 			})
+			if err == nil {
+				err = redisconf.WaitReplicas(ctx, rtx, s.minReplicas, s.replicaWait)
+			}
 			return err
 		}, s.keys.meta()))
 	})

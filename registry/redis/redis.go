@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/internal/redisconf"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -80,6 +81,15 @@ type Options struct {
 	// (DefaultFenceReserve when zero): a larger reserve saves the state
 	// file less often, and makes fences jump further after a recovery.
 	FenceReserve uint64
+	// MinReplicas, when positive, makes every write wait (WAIT on the
+	// step's connection, one more round trip) until that many replicas
+	// acknowledged it, at most ReplicaTimeout (1s when zero): a grant is
+	// answered only once it is on them, so a failover to one of them does
+	// not hand its fence out again. Fewer is registry.ErrBackend (the
+	// write is on the primary: its outcome is unknown to the caller, who
+	// acquires again with the same request ID).
+	MinReplicas    int
+	ReplicaTimeout time.Duration
 	// Logger receives Open's warning when the server does not let it read
 	// maxmemory-policy (CONFIG disabled); slog.Default() when nil.
 	Logger *slog.Logger
@@ -114,6 +124,9 @@ type Store struct {
 	// below it is a rollback (watermark.go, recover.go).
 	wm       *watermark
 	restores atomic.Uint64
+
+	minReplicas int
+	replicaWait time.Duration
 }
 
 // Open connects to the server, checks that its maxmemory-policy is
@@ -141,6 +154,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	s := &Store{
 		wm:          wm,
+		minReplicas: o.MinReplicas,
+		replicaWait: o.ReplicaTimeout,
 		origin:      origin,
 		log:         logger,
 		keys:        ks,
@@ -326,6 +341,7 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 		})
 		if err == nil && writable {
 			s.wm.wrote(t.meta, t.maxFence)
+			err = redisconf.WaitReplicas(ctx, rtx, s.minReplicas, s.replicaWait)
 		}
 		return err
 	}, s.keys.meta())

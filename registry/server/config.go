@@ -64,6 +64,12 @@ type RedisConfig struct {
 	// Redis restored from an older copy across its own restart (default
 	// DataDir/redis-state.json; on a persistent volume for that to hold).
 	StateFile string `yaml:"stateFile"`
+	// MinReplicas, when positive, answers a write (a grant, a renewal,
+	// ...) only once that many replicas acknowledged it (WAIT), at most
+	// ReplicaTimeout (default 1s): a failover to one of them then does not
+	// issue its fence again. Fewer fails the call (503).
+	MinReplicas    int           `yaml:"minReplicas"`
+	ReplicaTimeout time.Duration `yaml:"replicaTimeout"`
 }
 
 // LeaseConfig bounds lease TTLs and waits.
@@ -152,6 +158,9 @@ func (c Config) Validate() error {
 		}
 		if c.Redis.Password != "" && c.Redis.PasswordFile != "" {
 			add("redis: password and passwordFile are exclusive")
+		}
+		if c.Redis.MinReplicas < 0 || c.Redis.ReplicaTimeout < 0 {
+			add("redis: minReplicas and replicaTimeout must not be negative")
 		}
 		if c.Redis.DB < 0 {
 			add("redis.db: must not be negative")

@@ -155,7 +155,7 @@ func openBackend(cfg Config, log *zap.Logger) (registry.Backend, error) {
 			state = filepath.Join(cfg.DataDir, "redis-state.json")
 		}
 		return redis.OpenBackend(ctx, redis.Options{Addr: r.Addr, Password: password, DB: r.DB, Prefix: r.Prefix,
-			StateFile: state, Logger: slog.New(zapslog.NewHandler(log.Core()))})
+			StateFile: state, MinReplicas: r.MinReplicas, ReplicaTimeout: r.ReplicaTimeout, Logger: slog.New(zapslog.NewHandler(log.Core()))})
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: %w", err)

@@ -82,11 +82,15 @@
 // every acknowledged write across a server crash (the fault test kills the
 // server with SIGKILL under that setting); the default everysec can lose
 // up to a second of acknowledged writes, and replication to a replica is
-// asynchronous, so a failover can lose acknowledged writes too (WAIT is not
-// used). A lost Begin or Commit can make a resource accept a segment
-// again; operators who need the single-pod guarantee of store/bolt across
-// Redis failures must run Redis with fsync always and no failover, or
-// accept that window.
+// asynchronous, so a failover can lose acknowledged writes too, unless
+// Options.MinReplicas makes every write wait (WAIT, on the transaction's
+// connection, after EXEC) until that many replicas acknowledged it; a
+// write they do not acknowledge within ReplicaTimeout fails closed
+// (redisconf.ErrNotReplicated; TestMinReplicas). A lost Begin or Commit can
+// make a resource accept a segment again; operators who need the single-pod
+// guarantee of store/bolt across Redis failures run Redis with fsync always
+// and either no failover or MinReplicas equal to the replicas a failover
+// may promote.
 //
 // # Data loss
 //
@@ -130,9 +134,10 @@
 //     lost on a crash; the checkpoints catch a lost fence or UNKNOWN of a
 //     resource this sidecar touched (a write another replica made and
 //     lost is caught only by that replica's checkpoints);
-//   - a replica promoted by failover (asynchronous replication; WAIT is not
-//     used) can lose acknowledged writes: the marker survives, and the
-//     checkpoints catch what each sidecar saw;
+//   - a replica promoted by failover (asynchronous replication) can lose
+//     acknowledged writes: the marker survives, and the checkpoints catch
+//     what each sidecar saw; with MinReplicas covering every replica a
+//     failover may promote, it loses none;
 //   - no persistence: a restart empties the store; the marker catches it.
 //
 // After a loss the operator restores the newest data there is, raises the

@@ -91,6 +91,9 @@ func (s *Store) RecordEnforcement(ctx context.Context, in store.EnforcementInput
 			p.IncrBy(ctx, s.k.bytes(), int64(len(nb)-len(b)))
 			return nil
 		})
+		if err == nil {
+			err = s.replicated(ctx, tx)
+		}
 		return err
 	})
 	if err != nil {

@@ -65,6 +65,19 @@ type Options struct {
 	// maxmemory-policy (CONFIG disabled); slog.Default() when nil.
 	Logger *slog.Logger
 
+	// MinReplicas, when positive, makes every call that wrote wait (WAIT,
+	// on the transaction's connection, one more round trip) until that
+	// many replicas acknowledged its writes, at most ReplicaTimeout
+	// (redisconf.DefaultReplicaTimeout when zero); fewer is an error
+	// wrapping redisconf.ErrNotReplicated, which the sidecar answers like
+	// any store failure (STORE_UNAVAILABLE, nothing forwarded). The write
+	// is on the primary all the same, so a Begin that failed this way
+	// leaves its marker: BUSY, then MUTATION_UNKNOWN. Set it to the number
+	// of replicas a failover may promote. See the package comment,
+	// "Durability".
+	MinReplicas    int
+	ReplicaTimeout time.Duration
+
 	// CallerClock makes every call decide at its input's Now (and a Begin
 	// keep its Deadline) instead of the server's TIME. Leave it off when
 	// several sidecars share the store: with it, in-flight deadlines and
@@ -97,6 +110,8 @@ type Store struct {
 	bodyLimit   int
 	maxAttempts int
 	callerClock bool
+	minReplicas int
+	replicaWait time.Duration
 	closed      atomic.Bool
 	gen         generation
 }
@@ -175,7 +190,8 @@ func New(c goredis.UniversalClient, opts Options) (*Store, error) {
 	if attempts == 0 {
 		attempts = DefaultMaxAttempts
 	}
-	return &Store{c: c, k: keys{prefix: prefix}, bodyLimit: store.BodyLimit(opts.MaxResponseBody), maxAttempts: attempts, callerClock: opts.CallerClock}, nil
+	return &Store{c: c, k: keys{prefix: prefix}, bodyLimit: store.BodyLimit(opts.MaxResponseBody), maxAttempts: attempts, callerClock: opts.CallerClock,
+		minReplicas: opts.MinReplicas, replicaWait: opts.ReplicaTimeout}, nil
 }
 
 // ValidatePrefix checks a key prefix: 1..MaxPrefixLen printable ASCII

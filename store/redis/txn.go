@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/internal/redisconf"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -123,6 +124,9 @@ func (s *Store) transition(ctx context.Context, op, resource string, key *store.
 			}
 			return nil
 		})
+		if err == nil && len(w) > 0 {
+			err = s.replicated(ctx, tx)
+		}
 		return err
 	})
 	return ch, q, read, err
@@ -256,4 +260,14 @@ func setIndex(ctx context.Context, p goredis.Pipeliner, key, resource string, pr
 	} else {
 		p.SRem(ctx, key, resource)
 	}
+}
+
+// replicated waits for Options.MinReplicas replicas to acknowledge the
+// writes tx's connection just made (nothing when MinReplicas is zero). Its
+// failure is final: the EXEC ran, so the call is not retried.
+func (s *Store) replicated(ctx context.Context, tx *goredis.Tx) error {
+	if err := redisconf.WaitReplicas(ctx, tx, s.minReplicas, s.replicaWait); err != nil {
+		return final{wrap("replicate", err)}
+	}
+	return nil
 }
