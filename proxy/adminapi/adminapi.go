@@ -19,8 +19,12 @@ import (
 	"github.com/fencegate/fencegate/proxy"
 )
 
-// ReadyCheck is an extra readiness check (e.g. the registry answers).
-type ReadyCheck func(ctx context.Context) error
+// ReadyCheck is an extra readiness check (e.g. the registry answers): a
+// failing Check makes /readyz answer 503 with Code.
+type ReadyCheck struct {
+	Code  fencegate.Code
+	Check func(ctx context.Context) error
+}
 
 // Options are the admin API's dependencies. Proxy is required.
 type Options struct {
@@ -31,7 +35,10 @@ type Options struct {
 	// Gatherer, when set, is served on /metrics.
 	Gatherer prometheus.Gatherer
 	// Ready are checked by /readyz after the store.
-	Ready  []ReadyCheck
+	Ready []ReadyCheck
+	// Store, when set (a shared store that detects data loss), serves
+	// POST /v1/store/acknowledge-loss.
+	Store  StoreLoss
 	Logger *zap.Logger
 }
 
@@ -71,6 +78,9 @@ func New(o Options) (http.Handler, error) {
 		r.Post("/pause", s.pause)
 		r.Post("/resume", s.resume)
 		r.Post("/trust/reload", s.trustReload)
+		if o.Store != nil {
+			r.Post("/store/acknowledge-loss", s.acknowledgeLoss)
+		}
 	})
 	return r, nil
 }
@@ -102,8 +112,8 @@ func (s *server) readyz(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	for _, c := range s.Ready {
-		if err := c(ctx); err != nil {
-			problem(w, 503, fencegate.CodeRegistryUnavailable, err.Error())
+		if err := c.Check(ctx); err != nil {
+			problem(w, 503, c.Code, err.Error())
 			return
 		}
 	}

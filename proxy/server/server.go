@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/clock"
 	fgidentity "github.com/fencegate/fencegate/identity"
@@ -87,7 +88,7 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		}
 		s.store = &claimedStore{Store: s.store, claim: cl}
 		opened[len(opened)-1] = s.store
-		ready = append(ready, func(context.Context) error { return cl.held() })
+		ready = append(ready, adminapi.ReadyCheck{Code: fencegate.CodeStoreUnavailable, Check: func(context.Context) error { return cl.held() }})
 	}
 	opts := proxy.Options{Config: cfg, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade}
 	if cfg.Registry.URL != "" {
@@ -96,14 +97,14 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 			return nil, err
 		}
 		opts.Status = reg
-		ready = append(ready, func(ctx context.Context) error { return reg.Ready(ctx) })
+		ready = append(ready, adminapi.ReadyCheck{Code: fencegate.CodeRegistryUnavailable, Check: reg.Ready})
 	}
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if lc := lossChecker(s.store); lc != nil {
 		// A store that lost data (Redis restarted empty or from another
 		// data set) refuses every write; on-call sees it here and in /readyz.
-		ready = append(ready, func(context.Context) error { return lc.GenerationLoss() })
+		ready = append(ready, adminapi.ReadyCheck{Code: fencegate.CodeStoreUnavailable, Check: lc.CheckGeneration})
 		promReg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegate_proxy_store_data_lost",
 			Help: "1 while the shared store's generation marker shows it lost data: every write is refused until an operator acknowledges.",
@@ -126,7 +127,8 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 	if s.proxy, err = proxy.New(opts); err != nil {
 		return nil, err
 	}
-	adminHandler, err := adminapi.New(adminapi.Options{Proxy: s.proxy, Token: adminToken, Gatherer: promReg, Ready: ready, Logger: log})
+	adminHandler, err := adminapi.New(adminapi.Options{Proxy: s.proxy, Token: adminToken, Gatherer: promReg, Ready: ready, Logger: log,
+		Store: lossChecker(s.store)})
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +182,7 @@ func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
 func (s *Server) Proxy() *proxy.Proxy { return s.proxy }
 
 // generationLoss is a store that can tell it lost data (store/redis).
-type generationLoss interface{ GenerationLoss() error }
+type generationLoss = adminapi.StoreLoss
 
 // lossChecker finds the generationLoss under any wrapping, or nil.
 func lossChecker(st store.Store) generationLoss {

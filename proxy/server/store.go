@@ -55,8 +55,9 @@ func openStore(cfg proxy.Config, log *zap.Logger) (store.Store, error) {
 
 // Local files of the redis backend in dataDir: the generation marker this
 // sidecar last saw (store/redis) and its per-resource checkpoints
-// (store/guard). Deleting redisGenerationFile and restarting is the
-// operator's acknowledgement of a Redis data loss; never delete
+// (store/guard). The operator acknowledges a Redis data loss through the
+// admin API (POST /v1/store/acknowledge-loss, fencegate store
+// acknowledge-loss), which rewrites redisGenerationFile; never delete
 // storeCheckpointFile.
 const (
 	redisGenerationFile = "redis-generation.json"

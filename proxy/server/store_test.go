@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/storetest"
 )
@@ -110,5 +114,67 @@ func TestRedisDataLossIsVisible(t *testing.T) {
 	}
 	if lc.GenerationLoss() == nil {
 		t.Fatal("the loss is not reported")
+	}
+}
+
+// TestAcknowledgeRedisLoss drives the operator's acknowledgement over the
+// real admin listener: after Redis restarted empty the sidecar is not
+// ready and reports the loss; POST /v1/store/acknowledge-loss adopts the
+// new data set, and it is ready again.
+func TestAcknowledgeRedisLoss(t *testing.T) {
+	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+	cfg := testConfig(t, "http://127.0.0.1:1")
+	cfg.Store = proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: srv.Addr(), Prefix: "ack"}}
+	cfg.SetDefaults()
+	s, err := New(cfg, zap.NewNop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	admin := "http://" + s.AdminAddr()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(admin + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, body := get("/readyz"); st != 200 {
+		t.Fatalf("/readyz before the loss: %d %s", st, body)
+	}
+	srv.Kill()
+	entries, _ := os.ReadDir(srv.Dir())
+	for _, e := range entries {
+		if e.Name() != "redis.log" {
+			_ = os.RemoveAll(filepath.Join(srv.Dir(), e.Name()))
+		}
+	}
+	srv.Restart()
+	if st, body := get("/readyz"); st != 503 || !strings.Contains(body, "STORE_UNAVAILABLE") {
+		t.Fatalf("/readyz after Redis restarted empty: %d %s", st, body)
+	}
+	if _, body := get("/metrics"); !strings.Contains(body, "fencegate_proxy_store_data_lost 1") {
+		t.Fatal("fencegate_proxy_store_data_lost is not 1 after the loss")
+	}
+	resp, err := http.Post(admin+"/v1/store/acknowledge-loss", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var ack adminapi.StoreLossAnswer
+	if resp.StatusCode != 200 || json.Unmarshal(b, &ack) != nil || !strings.Contains(ack.Acknowledged, "marker missing") || ack.Generation == "" {
+		t.Fatalf("acknowledge: %d %s", resp.StatusCode, b)
+	}
+	if st, body := get("/readyz"); st != 200 {
+		t.Fatalf("/readyz after the acknowledgement: %d %s", st, body)
+	}
+	if _, body := get("/metrics"); !strings.Contains(body, "fencegate_proxy_store_data_lost 0") {
+		t.Fatal("fencegate_proxy_store_data_lost is not back to 0")
 	}
 }

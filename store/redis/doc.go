@@ -109,7 +109,8 @@
 // more key, no extra round trip), and so does Record; a mismatch, at
 // Open or on any call, fails the whole store closed: every call returns
 // ErrGenerationChanged (the proxy answers STORE_UNAVAILABLE and logs it)
-// until an operator acknowledges (Options.AcknowledgeGenerationChange, or
+// until an operator acknowledges (the sidecar admin API's POST
+// /v1/store/acknowledge-loss, Options.AcknowledgeGenerationChange, or
 // deleting the local file and restarting, or AcknowledgeGeneration), which
 // adopts the marker Redis now has. A marker missing after a restart is not
 // rewritten by a sidecar that knew the old one, so every replica that saw

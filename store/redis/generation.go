@@ -185,3 +185,19 @@ func (s *Store) confirmGeneration(cmd *goredis.StringCmd, expected string) error
 	}
 	return s.checkGeneration(got, expected)
 }
+
+// CheckGeneration reads Redis's marker now and returns the loss, if any,
+// like a transition would: readiness probes call it, so a Redis that
+// restarted empty shows before the next write is refused. A Redis error is
+// returned as it is (the store is unreachable, not known to have lost data).
+func (s *Store) CheckGeneration(ctx context.Context) error {
+	expected, err := s.expect()
+	if err != nil || expected == "" {
+		return err
+	}
+	got, err := raw(s.c.Get(ctx, s.k.generation()), "read generation")
+	if err != nil {
+		return err
+	}
+	return s.checkGeneration(got, expected)
+}
