@@ -49,6 +49,7 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 	}
 	switch res.Decision {
 	case store.DecisionProceed:
+		a.cov.fence = true // Begin PROCEEDed for this request's (fence, seq)
 		p.forward(w, a, res)
 	case store.DecisionReplay:
 		if a.shadow() { // shadow never answers from the store: the backend sees every request
@@ -203,6 +204,9 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 	defer scancel()
 	if errors.Is(err, errNotSent) {
 		// Abort withdraws the marker; the attempt stays begun (never sent).
+		// A shadow pass that follows is outside the fence: not counted as
+		// fenced (coverage.go).
+		a.cov.fence = false
 		if _, aerr := p.store.Abort(sctx, store.AbortInput{OpRef: ref, Now: p.now()}); aerr != nil {
 			p.log.Error("store Abort failed; the mutation will count as unknown at its deadline", zap.Error(aerr))
 		}

@@ -173,7 +173,7 @@ func storableValue(v string) bool {
 // the client nor the receipt gets them.
 func (p *Proxy) send(ctx context.Context, a *attempt, ref store.OpRef) (*backendResponse, error) {
 	var connected bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected = true }})
+	ctx = httptrace.WithClientTrace(a.markContext(ctx), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected = true }})
 	out, err := http.NewRequestWithContext(ctx, a.req.Method, p.backend.String(), bytes.NewReader(a.body))
 	if err != nil {
 		return nil, errors.Join(errNotSent, err)

@@ -4,6 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
 	mutations    *prometheus.CounterVec
+	backendMuts  *prometheus.CounterVec
 	wouldReject  *prometheus.CounterVec
 	verifyDur    prometheus.Histogram
 	statusDur    *prometheus.HistogramVec
@@ -35,6 +36,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "fencegate_proxy_mutations_total",
 			Help: "Protected mutations by route, mode, decision (forwarded, replayed, rejected, passed) and code.",
 		}, []string{"route", "mode", "decision", "code"}),
+		backendMuts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fencegate_proxy_backend_mutations_total",
+			Help: "Mutations handed to the backend, by mode (enforce, shadow, off, unmatched, upgrade, unmarked) and whether grant authentication (auth) and the fence check (fence) passed (passed, skipped). In enforce mode anything but passed/passed is a bug.",
+		}, []string{"mode", "auth", "fence"}),
 		wouldReject: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fencegate_proxy_shadow_would_reject_total",
 			Help: "Shadow-mode mutations that enforce mode would have rejected, by route and code.",
@@ -87,7 +92,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "fencegate_proxy_store_bytes", Help: "Size of the fenced store (bolt: file size; memory: estimated heap).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.mutations, m.wouldReject, m.verifyDur, m.statusDur, m.storeDur, m.backendDur,
+	for _, c := range []prometheus.Collector{m.mutations, m.backendMuts, m.wouldReject, m.verifyDur, m.statusDur, m.storeDur, m.backendDur,
 		m.inFlight, m.trustReloads, m.reconciled, m.unknown, m.oldest, m.paused, m.unknownTime,
 		m.compacted, m.storeResources, m.storeReceipts, m.storeQuarantined, m.storeBytes} {
 		if err := reg.Register(c); err != nil {

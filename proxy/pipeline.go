@@ -29,6 +29,9 @@ type attempt struct {
 	seq      uint64
 	body     []byte
 	payload  string
+	// cov is what reached the backend passed (coverage.go): admit sets
+	// auth, fence sets fence.
+	cov covMark
 	// stage is how far the attempt has gone (stage.go); refuse and
 	// passShadow decide on it.
 	stage stage
@@ -57,6 +60,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			"protocol upgrades (Upgrade, h2c, HTTP2-Settings, the HTTP/2 preface) are refused unless an upgrades entry allows this GET"))
 		return
 	case verdictRead:
+		if len(p.upgrades) > 0 {
+			if upgrade, _, _ := upgradeSignals(req.Method, req.Header); upgrade {
+				// An allowed upgrade: its tunnel is not fenced; counted.
+				req = withMark(req, markUpgrade)
+			}
+		}
 		p.pass.ServeHTTP(w, req)
 		return
 	}
@@ -73,7 +82,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		// CONNECT opens a tunnel: it is never passed unchecked.
 		if p.cfg.UnmatchedMutations == "pass" && req.Method != http.MethodConnect {
 			p.m.mutations.WithLabelValues("unmatched", "pass", "passed", "").Inc()
-			p.pass.ServeHTTP(w, req)
+			p.pass.ServeHTTP(w, withMark(req, markUnmatched))
 			return
 		}
 		p.m.mutations.WithLabelValues("unmatched", "reject", "rejected", string(fencegate.CodeRouteNotProtected)).Inc()
@@ -82,7 +91,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if rt.Mode == ModeOff {
 		p.m.mutations.WithLabelValues(rt.key, string(rt.Mode), "passed", "").Inc()
-		p.pass.ServeHTTP(w, req)
+		p.pass.ServeHTTP(w, withMark(req, markOff))
 		return
 	}
 	a := &attempt{rt: rt, resource: resource, req: req}
@@ -140,6 +149,7 @@ func (p *Proxy) admit(a *attempt) *rejection {
 	}
 	p.trust.noteUse(a.token, time.Duration(g.TTLMs)*time.Millisecond)
 	a.stage = stageAdmitted
+	a.cov.auth = true // signature, claims, binding and status all passed
 	return p.readBody(a)
 }
 
@@ -237,7 +247,7 @@ func (p *Proxy) passShadow(w http.ResponseWriter, a *attempt, code fencegate.Cod
 			a.req.ContentLength = int64(len(a.body))
 		}
 	}
-	p.pass.ServeHTTP(w, a.req)
+	p.pass.ServeHTTP(w, a.req.WithContext(a.markContext(a.req.Context())))
 }
 
 func (p *Proxy) logDecision(a *attempt, decision string, code fencegate.Code, detail string) {

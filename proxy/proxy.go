@@ -55,6 +55,7 @@ type Proxy struct {
 	clk      clock.Clock
 	log      *zap.Logger
 	m        *metrics
+	cov      *coverage
 	verOpts  []verify.Option
 
 	waitMu  sync.Mutex
@@ -115,6 +116,10 @@ func New(o Options) (*Proxy, error) {
 	if p.tr == nil {
 		p.tr = newTransport(cfg.Backend)
 	}
+	// Every path to the backend uses p.tr: counting there is counting what
+	// reached the backend (coverage.go).
+	p.cov = newCoverage(m.backendMuts, o.Logger)
+	p.tr = &coverageTransport{next: p.tr, cov: p.cov}
 	if p.fwd, err = newForwardedRule(cfg.Forwarded); err != nil {
 		return nil, err
 	}
