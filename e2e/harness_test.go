@@ -49,6 +49,7 @@ type proc struct {
 	stderr bytes.Buffer
 	done   chan struct{}
 	err    error
+	stdin  io.WriteCloser // nil unless started with stdin
 }
 
 type lockedWriter struct {
@@ -66,8 +67,22 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // and its output is logged when the test fails.
 func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
+	return startProgram(t, name, binary, false, args...)
+}
+
+// startProgram runs the program bin with args, like start; with stdin, the
+// process reads from p.stdin (closed at cleanup).
+func startProgram(t *testing.T, name, bin string, stdin bool, args ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, name: name, done: make(chan struct{})}
-	p.cmd = exec.Command(binary, args...)
+	p.cmd = exec.Command(bin, args...)
+	if stdin {
+		w, err := p.cmd.StdinPipe()
+		if err != nil {
+			t.Fatalf("start %s: %v", name, err)
+		}
+		p.stdin = w
+	}
 	// An orphaned grandchild may hold the output pipes: never wait on it.
 	p.cmd.WaitDelay = 2 * time.Second
 	p.cmd.Stdout = lockedWriter{&p.mu, &p.stdout}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,11 +34,8 @@ func TestRegistryRestoredFromOldSnapshot(t *testing.T) {
 	}
 	reg = startRegistry(t, dataDir, "--listen", addr)
 
-	back := &legacy{stop: make(chan struct{})}
-	srv := httptest.NewServer(back)
-	defer srv.Close()
-	defer close(back.stop)
-	bsrv := srv.URL
+	back := startLedgerBackend(t)
+	bsrv := back.URL()
 	sc := startSidecar(t, `
 listen: LISTEN
 admin: {listen: ADMIN}
@@ -122,7 +118,6 @@ log: {level: warn}
 	if st, code := put("worker-c", c.Grant, "C again"); st != 409 || code != "FENCE_REGRESSION" {
 		t.Fatalf("a write on the paused resource: %d %s", st, code)
 	}
-	if v, writes := back.get(); v != "A" || writes != 1 {
-		t.Fatalf("backend holds %q after %d writes, want only worker-a's write", v, writes)
-	}
+	back.wantBodies(t, accountsPath("9"), "A")
+	checkFinalData(t, sc.admin, back, "9", a.Grant, c.Grant)
 }

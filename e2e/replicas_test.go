@@ -175,16 +175,14 @@ func (l *appendLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // write and no write applied twice.
 func TestReplicasConcurrentOwners(t *testing.T) {
 	reg := startRegistry(t, "")
-	back := &appendLog{}
-	srv := httptest.NewServer(back)
-	defer srv.Close()
+	back := startLedgerBackend(t)
 	redis := redistest.Start(t)
 	var scs []*sidecar
 	for range 3 {
 		scs = append(scs, startSidecar(t, `
 listen: LISTEN
 admin: {listen: ADMIN}
-backend: {url: "`+srv.URL+`", timeout: 2s}
+backend: {url: "`+back.URL()+`", timeout: 2s}
 routes:
   - {method: PUT, path: "/v1/accounts/{id}", resource: "account/{id}", status: {mode: proof, maxAge: 5s}}
 identity: {mode: insecure-header}
@@ -219,6 +217,7 @@ log: {level: warn}
 	}
 	var prev *client.Lease
 	prevOwner := ""
+	var grants []string
 	for round := range 8 {
 		owner := fmt.Sprintf("worker-%d", round)
 		c, _ := client.New(reg.url, client.WithIdentityHeader("X-Fencegate-Identity", owner))
@@ -232,6 +231,7 @@ log: {level: warn}
 		if err != nil {
 			t.Fatal(err)
 		}
+		grants = append(grants, l.Grant)
 		var wg sync.WaitGroup
 		if prev != nil { // the previous owner's late segments, with proofs still fresh
 			for seg := 4; seg <= 6; seg++ {
@@ -245,15 +245,17 @@ log: {level: warn}
 		wg.Wait()
 		prev, prevOwner = l, owner
 	}
-	back.mu.Lock()
-	applied := append([]string(nil), back.applied...)
-	back.mu.Unlock()
-	if len(applied) != len(accepted) {
-		t.Fatalf("backend applied %d writes, the sidecars accepted %d", len(applied), len(accepted))
+	// The shared final-data check, through any replica's admin API (they
+	// share the store): the backend holds exactly the receipts, in (fence,
+	// segment) order, each once.
+	receipts := checkFinalData(t, scs[0].admin, back, "shared", grants...)
+	applied := back.bodies(accountsPath("shared"))
+	if len(applied) != len(accepted) || len(receipts) != len(accepted) {
+		t.Fatalf("backend applied %d writes, the sidecars answered %d as accepted, the store holds %d receipts", len(applied), len(accepted), len(receipts))
 	}
 	for i, w := range applied {
 		if !accepted[w] {
-			t.Errorf("applied %q was never accepted", w)
+			t.Errorf("applied %q was never answered as accepted", w)
 		}
 		if i > 0 && w <= applied[i-1] {
 			t.Errorf("applied out of (fence, segment) order: %q after %q", w, applied[i-1])
