@@ -189,6 +189,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s.c.Close()
 		return nil, err
 	}
+	s.wm.startFlusher(func(err error) {
+		s.log.Error("registry/redis: saving the state file failed; a restore across a restart of this process may go unseen", "error", err)
+	})
 	return s, nil
 }
 
@@ -386,6 +389,7 @@ func (s *Store) Close() error {
 	s.subs = nil
 	// The state file gets the latest revision seen, so a restart finds a
 	// rollback to any copy older than this moment.
+	s.wm.stopFlusher()
 	saveErr := s.wm.save()
 	if err := s.c.Close(); err != nil {
 		return fmt.Errorf("registry/redis: close: %w", err)

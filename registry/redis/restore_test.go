@@ -82,13 +82,15 @@ func TestRestoredSnapshotIsRecovered(t *testing.T) {
 			restart   bool // a new registry process after the restore
 			crash     bool // ... after the old one stopped without Close
 			stateFile bool
-			detected  bool // the rollback is seen: epoch bumped
-			covered   bool // the next fence exceeds every fence issued
+			detected  string // the rollback is seen (epoch bumped): yes, no, or either
+			covered   bool   // the next fence exceeds every fence issued
 		}{
-			{"process kept running", false, false, false, true, true},
-			{"process restarted with its state file", true, false, true, true, true},
-			{"process crashed, restarted with its state file", true, true, true, false, true},
-			{"process restarted without a state file", true, false, false, false, false},
+			{"process kept running", false, false, false, "yes", true},
+			{"process restarted with its state file", true, false, true, "yes", true},
+			// The state file may be up to a second stale after a crash:
+			// the rollback may go unseen, the fence ceiling covers it.
+			{"process crashed, restarted with its state file", true, true, true, "either", true},
+			{"process restarted without a state file", true, false, false, "no", false},
 		} {
 			t.Run(persistence.name+"/"+c.name, func(t *testing.T) {
 				srv := redistest.Start(t, persistence.args...)
@@ -120,8 +122,9 @@ func TestRestoredSnapshotIsRecovered(t *testing.T) {
 				}
 				l := res.View.Lease
 				restores := be.(interface{ Restores() uint64 }).Restores()
-				if covered, detected := l.Fence > highest, l.IssuerEpoch > epoch && restores > 0; covered != c.covered || detected != c.detected {
-					t.Fatalf("first grant after restoring a copy taken at fences %v (then %v were issued): fence %d epoch %d (before: epoch %d), %d restores detected; want fence above %d: %t, rollback detected: %t",
+				covered, detected := l.Fence > highest, l.IssuerEpoch > epoch && restores > 0
+				if covered != c.covered || (c.detected != "either" && detected != (c.detected == "yes")) {
+					t.Fatalf("first grant after restoring a copy taken at fences %v (then %v were issued): fence %d epoch %d (before: epoch %d), %d restores detected; want fence above %d: %t, rollback detected: %s",
 						before, after, l.Fence, l.IssuerEpoch, epoch, restores, highest, c.covered, c.detected)
 				}
 				if !c.covered {

@@ -19,8 +19,8 @@ import (
 // with a StateFile reserves its fence ceiling (Options.FenceReserve).
 const DefaultFenceReserve = 1024
 
-// stateSaveInterval bounds how stale the StateFile's revision may get while
-// the ceiling does not move: a write saves it when the last save is older.
+// stateSaveInterval bounds how stale the StateFile may get while the
+// ceiling does not move: a background flusher saves it when it changed.
 const stateSaveInterval = time.Second
 
 // errRolledBack is returned by a step whose meta read found the registry's
@@ -45,6 +45,10 @@ type watermark struct {
 	file    string
 	reserve uint64
 	saved   time.Time
+	// dirty: the state changed since the last save (the flusher saves it).
+	dirty bool
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // watermarkState is the state file's content (JSON).
@@ -95,6 +99,9 @@ func (w *watermark) check(m registry.Meta, found bool) error {
 
 // raise lifts the watermark to m (called with mu held).
 func (w *watermark) raise(m registry.Meta) {
+	if m.Revision > w.state.Revision || m.IssuerEpoch > w.state.Epoch || m.PolicySeq > w.state.PolicySeq {
+		w.dirty = true
+	}
 	w.state.Revision = max(w.state.Revision, m.Revision)
 	w.state.Epoch = max(w.state.Epoch, m.IssuerEpoch)
 	w.state.PolicySeq = max(w.state.PolicySeq, m.PolicySeq)
@@ -103,7 +110,9 @@ func (w *watermark) raise(m registry.Meta) {
 // seeFence records a fence read or written.
 func (w *watermark) seeFence(f uint64) {
 	w.mu.Lock()
-	w.state.MaxFence = max(w.state.MaxFence, f)
+	if f > w.state.MaxFence {
+		w.state.MaxFence, w.dirty = f, true
+	}
 	w.mu.Unlock()
 }
 
@@ -115,7 +124,9 @@ func (w *watermark) wrote(m *registry.Meta, fence uint64) {
 	if m != nil {
 		w.raise(*m)
 	}
-	w.state.MaxFence = max(w.state.MaxFence, fence)
+	if fence > w.state.MaxFence {
+		w.state.MaxFence, w.dirty = fence, true
+	}
 }
 
 // reserveUpTo makes sure the state file's ceiling covers fence before a step
@@ -146,8 +157,53 @@ func (w *watermark) saveLocked(now time.Time) error {
 	if err := atomicfile.Write(w.file, b); err != nil {
 		return fmt.Errorf("%w: registry/redis: state file: %w", registry.ErrBackend, err)
 	}
-	w.saved = now
+	w.saved, w.dirty = now, false
 	return nil
+}
+
+// flush runs until close(w.stop): every stateSaveInterval it saves the
+// state file if the watermark moved, so the file is at most that stale
+// even when no write comes to save it (a crash loses at most that much).
+// Without a state file it is not started.
+func (w *watermark) flush(log func(error)) {
+	defer close(w.done)
+	t := clock.Real().NewTicker(stateSaveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C():
+			w.mu.Lock()
+			var err error
+			if w.dirty {
+				err = w.saveLocked(clock.Real().Now())
+			}
+			w.mu.Unlock()
+			if err != nil {
+				log(err)
+			}
+		}
+	}
+}
+
+// startFlusher starts flush (a state file only).
+func (w *watermark) startFlusher(log func(error)) {
+	if w.file == "" {
+		return
+	}
+	w.stop, w.done = make(chan struct{}), make(chan struct{})
+	go w.flush(log)
+}
+
+// stopFlusher stops flush and waits for it.
+func (w *watermark) stopFlusher() {
+	if w.stop == nil {
+		return
+	}
+	close(w.stop)
+	<-w.done
+	w.stop = nil
 }
 
 // announce is the message a committed write publishes on the state
@@ -179,7 +235,9 @@ func (w *watermark) heard(payload string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.raise(registry.Meta{Revision: n[0], IssuerEpoch: n[1], PolicySeq: n[2]})
-	w.state.MaxFence = max(w.state.MaxFence, n[3])
+	if n[3] > w.state.MaxFence {
+		w.state.MaxFence, w.dirty = n[3], true
+	}
 }
 
 // save writes the state file now (nothing without one).
