@@ -165,6 +165,11 @@ type TrustConfig struct {
 	MinIssuerEpoch uint64 `yaml:"minIssuerEpoch"`
 	// ClockSkew tolerates a proof's iat this far in the future (default 1s).
 	ClockSkew time.Duration `yaml:"clockSkew"`
+	// VerifyCacheEntries bounds the cache of verified signatures (keyed by
+	// the exact token bytes; everything that depends on time, the request
+	// or learned state is still checked on every request). Unset: 10000;
+	// 0 turns the cache off.
+	VerifyCacheEntries *int `yaml:"verifyCacheEntries"`
 }
 
 // RegistryConfig is how the sidecar reaches the registry (status mode registry).
@@ -376,6 +381,10 @@ func (c *Config) SetDefaults() {
 	if c.Trust.MaxTokenBytes == 0 {
 		c.Trust.MaxTokenBytes = DefaultMaxTokenBytes
 	}
+	if c.Trust.VerifyCacheEntries == nil {
+		n := DefaultVerifyCacheEntries
+		c.Trust.VerifyCacheEntries = &n
+	}
 	setDur(&c.Registry.Timeout, 2*time.Second)
 	if c.Store.Backend == "" {
 		c.Store.Backend = "bolt"
@@ -557,6 +566,9 @@ func (c Config) Validate() error {
 		add("trust.maxTokenBytes: %d must be positive", c.Trust.MaxTokenBytes)
 	}
 	dur("trust.clockSkew", c.Trust.ClockSkew)
+	if n := c.Trust.VerifyCacheEntries; n != nil && *n < 0 {
+		add("trust.verifyCacheEntries: %d must not be negative (0 turns the cache off)", *n)
+	}
 	dur("registry.timeout", c.Registry.Timeout)
 	dur("server.readHeaderTimeout", c.Server.ReadHeaderTimeout)
 	dur("server.readTimeout", c.Server.ReadTimeout)

@@ -104,6 +104,12 @@ func New(o Options) (*Proxy, error) {
 	if p.trust, err = newTrust(cfg.Trust.Bundle, cfg.Trust.AllowHS256, o.Clock, o.Logger, m); err != nil {
 		return nil, err
 	}
+	if n := cfg.Trust.VerifyCacheEntries; n != nil {
+		p.trust.setCacheEntries(*n)
+	}
+	if err := o.Metrics.Register(p.trust.collector()); err != nil {
+		return nil, fmt.Errorf("proxy: metrics: %w", err)
+	}
 	var maxAge time.Duration
 	for _, r := range cfg.Routes {
 		maxAge = max(maxAge, r.Status.MaxAge)

@@ -36,13 +36,14 @@ type statusChecker struct {
 	ended *endedGrants
 }
 
-func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, g *verify.Grant, digest string, proof []byte, clk clock.Clock) *rejection {
+func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g *verify.Grant, digest string, proof []byte, clk clock.Clock) *rejection {
 	now := clk.Now
 	start := now()
 	defer func() {
 		s.m.statusDur.WithLabelValues(string(rt.Status.Mode)).Observe(clock.Since(clk, start).Seconds())
 	}()
-	var token []byte
+	var st *verify.Status
+	var err error
 	switch rt.Status.Mode {
 	case StatusProof:
 		if len(proof) == 0 {
@@ -51,23 +52,24 @@ func (s *statusChecker) check(ctx context.Context, rt *route, b *verify.Bundle, 
 		if s.ended.ended(digest, now()) {
 			return reject(fencegate.CodeGrantNotHeld, "the registry has said this grant is no longer held; its older HELD proof is refused")
 		}
-		token = proof
+		// A worker sends the same proof for about a second: cached.
+		st, err = view.status(proof, s.opts)
 	default:
 		if s.src == nil {
 			return reject(fencegate.CodeRegistryUnavailable, "no registry configured")
 		}
 		cctx, cancel := context.WithTimeout(ctx, s.timeout)
-		l, err := s.src.StatusByDigest(cctx, digest)
+		l, rerr := s.src.StatusByDigest(cctx, digest)
 		cancel()
 		switch {
-		case notFound(err):
+		case notFound(rerr):
 			return reject(fencegate.CodeGrantNotHeld, "the registry does not know this grant")
-		case err != nil:
-			return reject(fencegate.CodeRegistryUnavailable, "grant status cannot be established: "+err.Error()).with("retryable", true)
+		case rerr != nil:
+			return reject(fencegate.CodeRegistryUnavailable, "grant status cannot be established: "+rerr.Error()).with("retryable", true)
 		}
-		token = []byte(l.Status)
+		// Each registry answer is fresh: verified, never cached.
+		st, err = verify.ParseAndVerifyStatus([]byte(l.Status), view.bundle, s.opts...)
 	}
-	st, err := verify.ParseAndVerifyStatus(token, b, s.opts...)
 	if err != nil {
 		if rt.Status.Mode == StatusRegistry {
 			// The registry answered something we cannot verify: fail closed.

@@ -29,6 +29,11 @@ var ErrKeyInUse = errors.New("proxy: trust bundle reload drops a key still in us
 // trust holds the current trust bundle and reloads it from its file. A
 // reload that drops the key of a grant seen within that grant's TTL is
 // refused (old and new keys must overlap during a rotation) unless forced.
+//
+// Each bundle in turn has a generation, and verifications go through a
+// cache keyed by token and generation (verifycache.go): a reload makes
+// every cached verification miss, so a dropped key refuses its tokens on
+// the next request.
 type trust struct {
 	path    string
 	allowHS bool
@@ -38,12 +43,23 @@ type trust struct {
 
 	mu     sync.RWMutex
 	bundle *verify.Bundle
+	gen    uint64 // generation of bundle: +1 at each reload that changes it
 	sum    [32]byte
 	inUse  map[string]time.Time // kid -> a grant signed with it may be held until
+	cache  *verifyCache
+}
+
+// trustView is one bundle and its generation, taken once per request, so
+// the grant and its proof are verified with the same bundle.
+type trustView struct {
+	bundle *verify.Bundle
+	gen    uint64
+	cache  *verifyCache
 }
 
 func newTrust(path string, allowHS bool, clk clock.Clock, log *zap.Logger, m *metrics) (*trust, error) {
-	t := &trust{path: path, allowHS: allowHS, clk: clk, log: log, m: m, inUse: map[string]time.Time{}}
+	t := &trust{path: path, allowHS: allowHS, clk: clk, log: log, m: m, inUse: map[string]time.Time{},
+		cache: newVerifyCache(DefaultVerifyCacheEntries)}
 	b, sum, err := t.load()
 	if err != nil {
 		return nil, err
@@ -75,14 +91,53 @@ func (t *trust) current() *verify.Bundle {
 	return t.bundle
 }
 
-// noteUse records that a grant signed by the key of token was accepted and
-// may be held for ttl more.
-func (t *trust) noteUse(token []byte, ttl time.Duration) {
-	kid := kidOf(token)
+// view is the bundle to verify a request with, its generation and the cache.
+func (t *trust) view() trustView {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return trustView{bundle: t.bundle, gen: t.gen, cache: t.cache}
+}
+
+// setCacheEntries replaces the verification cache by one of at most n
+// entries; n <= 0 disables it. Call it before serving.
+func (t *trust) setCacheEntries(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cache = newVerifyCache(n)
+}
+
+func (t *trust) cacheStats() VerifyCacheStats {
+	t.mu.RLock()
+	c := t.cache
+	t.mu.RUnlock()
+	return c.stats()
+}
+
+// grant verifies a grant with the view's bundle (through the cache).
+func (v trustView) grant(token []byte, opts []verify.Option) (*verify.Grant, string, string, error) {
+	return v.cache.grant(token, v.bundle, v.gen, opts)
+}
+
+// status verifies a proof with the view's bundle (through the cache).
+func (v trustView) status(token []byte, opts []verify.Option) (*verify.Status, error) {
+	return v.cache.status(token, v.bundle, v.gen, opts)
+}
+
+// noteUse records that a grant signed by the key kid was accepted and may
+// be held for ttl more. The time kept is rounded up to the next whole
+// second, so the write lock is taken about once a second per kid, not on
+// every request; a key is protected a little longer, never shorter.
+func (t *trust) noteUse(kid string, ttl time.Duration) {
 	if kid == "" {
 		return
 	}
-	until := t.clk.Now().Add(ttl)
+	until := t.clk.Now().Add(ttl + time.Second).Truncate(time.Second)
+	t.mu.RLock()
+	cur := t.inUse[kid]
+	t.mu.RUnlock()
+	if !until.After(cur) {
+		return
+	}
 	t.mu.Lock()
 	if until.After(t.inUse[kid]) {
 		t.inUse[kid] = until
@@ -91,7 +146,7 @@ func (t *trust) noteUse(token []byte, ttl time.Duration) {
 }
 
 // kidOf reads the kid of a compact JWS's protected header (after the token
-// was verified).
+// was verified; the cache keeps it, so this runs once per grant).
 func kidOf(token []byte) string {
 	head, _, ok := bytes.Cut(token, []byte("."))
 	if !ok {
@@ -145,6 +200,8 @@ func (t *trust) reload(force bool) (bool, error) {
 		t.log.Warn("trust bundle reload FORCED: keys behind grants still held are dropped", zap.Strings("kids", dropped))
 	}
 	t.bundle, t.sum = b, sum
+	t.gen++
+	t.cache.reset()
 	t.m.trustReloads.WithLabelValues("ok").Inc()
 	t.log.Info("trust bundle reloaded", zap.Strings("kids", newKids))
 	return true, nil

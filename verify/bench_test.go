@@ -27,6 +27,27 @@ func BenchmarkParseAndVerifyGrant(b *testing.B) {
 	}
 }
 
+// BenchmarkParseAndVerifyStatus is a proof's full verification per
+// algorithm (what the sidecar does on a verification cache miss; the
+// cached path is proxy's BenchmarkVerifyToken).
+func BenchmarkParseAndVerifyStatus(b *testing.B) {
+	for _, alg := range []jwa.SignatureAlgorithm{jwa.EdDSA, jwa.ES256, jwa.HS256} {
+		b.Run(alg.String(), func(b *testing.B) {
+			is := verifytest.NewIssuer(b, alg)
+			bundle := is.Bundle()
+			g := is.Grant()
+			tok := is.SignStatus(is.StatusFor(is.Sign(g), g, verifytest.T0))
+			b.SetBytes(int64(len(tok)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := verify.ParseAndVerifyStatus(tok, bundle); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkGrantAndStatus is the whole of applyFencedMutation steps 2-3 for
 // one request: grant, binding, proof and status check.
 func BenchmarkGrantAndStatus(b *testing.B) {

@@ -54,7 +54,8 @@ type Bundle struct {
 
 type bundleKey struct {
 	alg jwa.SignatureAlgorithm
-	// raw is what jws.Verify gets: ed25519.PublicKey, *ecdsa.PublicKey or
+	// raw is the key checkSignature uses, decoded once when the bundle is
+	// built (never per check): ed25519.PublicKey, *ecdsa.PublicKey or
 	// a private copy of the HS256 secret.
 	raw any
 }

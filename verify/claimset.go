@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 )
@@ -19,11 +18,11 @@ type claim struct {
 // string claim a non-empty JSON string and every integer claim a JSON
 // integer in [0, 2^64-1] decoded exactly, without float64.
 func decodeClaims(payload []byte, schema string, claims []claim) *Error {
-	members, order, e := decodeObject(payload, "payload")
+	obj, e := decodeObject(payload, "payload")
 	if e != nil {
 		return e
 	}
-	raw, ok := members["schema"]
+	raw, ok := obj.get("schema")
 	if !ok {
 		return invalid(ErrMissingClaim, `claim "schema" is missing`)
 	}
@@ -34,13 +33,13 @@ func decodeClaims(payload []byte, schema string, claims []claim) *Error {
 	if got != schema {
 		return invalid(ErrWrongSchema, fmt.Sprintf("schema %q, want %q", got, schema))
 	}
-	for _, name := range order {
-		if !hasClaim(claims, name) {
-			return invalid(ErrUnknownClaim, fmt.Sprintf("unknown claim %q", name))
+	for _, m := range obj.members {
+		if !hasClaim(claims, m.name) {
+			return invalid(ErrUnknownClaim, fmt.Sprintf("unknown claim %q", m.name))
 		}
 	}
 	for _, c := range claims {
-		raw, ok := members[c.name]
+		raw, ok := obj.get(c.name)
 		if !ok {
 			return invalid(ErrMissingClaim, fmt.Sprintf("claim %q is missing", c.name))
 		}
@@ -76,7 +75,7 @@ func hasClaim(claims []claim, name string) bool {
 
 // rawUint decodes raw as a JSON integer in [0, 2^64-1]: digits only, so no
 // sign, fraction or exponent, and parsed exactly.
-func rawUint(raw json.RawMessage) (uint64, bool) {
+func rawUint(raw string) (uint64, bool) {
 	if len(raw) == 0 {
 		return 0, false
 	}
@@ -88,7 +87,7 @@ func rawUint(raw json.RawMessage) (uint64, bool) {
 	if len(raw) > 1 && raw[0] == '0' {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(string(raw), 10, 64)
+	n, err := strconv.ParseUint(raw, 10, 64)
 	if err != nil {
 		return 0, false
 	}

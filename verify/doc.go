@@ -13,8 +13,10 @@
 // form with canonical base64url; a protected header with exactly alg, kid
 // and typ (no "crit", no header-supplied keys, no duplicate members); an alg
 // in the allow-list; a kid that names exactly one key of the bundle whose
-// own alg matches the header; the exact typ; the signature (jws.Verify with
-// that one key and alg); then the payload: a JSON object with exactly the
+// own alg matches the header; the exact typ; the signature with that one
+// key and alg (the standard library's Ed25519, ECDSA P-256 or HMAC-SHA256
+// over the segments already split, which is what jws.Verify computes,
+// without parsing the token a second time); then the payload: a JSON object with exactly the
 // schema's claims (unknown claims are rejected), the exact schema, no
 // duplicate members, non-empty strings and integers decoded exactly as
 // uint64 (never through float64, so fence tokens above 2^53 are exact).

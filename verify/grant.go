@@ -21,8 +21,9 @@ package verify
 //  6. alg equal to that key's own alg, so an HS256 token cannot borrow the
 //     kid of an EdDSA or ES256 key [ErrAlgNotAllowed];
 //  7. typ exactly "lockGrant.v1" [ErrWrongSchema];
-//  8. the signature, verified by jws.Verify with exactly that one key and
-//     alg; keys are never taken from the token [ErrBadSignature];
+//  8. the signature, verified with exactly that one key and alg over the
+//     signing input as sent (an ES256 signature must be exactly 64 bytes,
+//     r||s); keys are never taken from the token [ErrBadSignature];
 //  9. the payload: one flat JSON object in valid UTF-8 [ErrMalformed],
 //     without duplicate members [ErrDuplicateMember], with schema exactly
 //     "lockGrant.v1" [ErrWrongSchema], no member that is not a Grant claim

@@ -1,14 +1,12 @@
 package verify
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
-
-	"github.com/lestrrat-go/jwx/v2/jws"
 )
 
 // MaxTokenBytes is the default size limit of a token, checked before any
@@ -31,6 +29,12 @@ func WithMaxTokenBytes(n int) Option {
 		}
 	}
 }
+
+// TokenLimit returns the size limit in bytes that opts set (MaxTokenBytes
+// when none does): a token longer than this is refused before anything
+// else. Callers that do work per token before verifying (hashing it for a
+// cache) check it first, so an oversized token costs them nothing.
+func TokenLimit(opts ...Option) int { return buildOptions(opts).maxTokenBytes }
 
 func buildOptions(opts []Option) options {
 	o := options{maxTokenBytes: MaxTokenBytes}
@@ -58,8 +62,9 @@ const (
 // payload non-empty); a strict protected header (a JSON object without
 // duplicate members, only alg, kid and typ, all strings); alg in the
 // allow-list; kid in the bundle; alg equal to the key's own alg; typ equal
-// to wantTyp; and finally the signature, checked by jws.Verify with exactly
-// that key and alg.
+// to wantTyp; and finally the signature, checked with exactly that key and
+// alg over the segments already split here (checkSignature: what
+// jws.Verify does, without parsing the token again).
 func verifyCompact(token []byte, b *Bundle, wantTyp string, o options) ([]byte, *Error) {
 	if len(token) > o.maxTokenBytes {
 		return nil, invalid(ErrOversized, fmt.Sprintf("token of %d bytes exceeds the limit of %d", len(token), o.maxTokenBytes))
@@ -71,38 +76,41 @@ func verifyCompact(token []byte, b *Bundle, wantTyp string, o options) ([]byte, 
 	if e != nil {
 		return nil, e
 	}
-	hdrJSON, err := decodeSegment(segs[0])
+	// One buffer for the three decoded segments.
+	buf := make([]byte, 0, b64.DecodedLen(len(segs[0]))+b64.DecodedLen(len(segs[1]))+b64.DecodedLen(len(segs[2])))
+	hdrJSON, err := decodeSegment(&buf, segs[0])
 	if err != nil {
 		return nil, invalid(ErrMalformed, "protected header: "+err.Error())
 	}
-	payload, err := decodeSegment(segs[1])
+	payload, err := decodeSegment(&buf, segs[1])
 	if err != nil {
 		return nil, invalid(ErrMalformed, "payload: "+err.Error())
 	}
-	if _, err := decodeSegment(segs[2]); err != nil {
+	sig, err := decodeSegment(&buf, segs[2])
+	if err != nil {
 		return nil, invalid(ErrMalformed, "signature: "+err.Error())
 	}
 
-	members, order, e := decodeObject(hdrJSON, "protected header")
+	hdr, e := decodeObject(hdrJSON, "protected header")
 	if e != nil {
 		return nil, e
 	}
-	for _, name := range order {
-		switch name {
+	for _, m := range hdr.members {
+		switch m.name {
 		case hdrAlg, hdrKid, hdrTyp:
 		default:
-			return nil, invalid(ErrForbiddenHeader, fmt.Sprintf("protected header member %q", name))
+			return nil, invalid(ErrForbiddenHeader, fmt.Sprintf("protected header member %q", m.name))
 		}
 	}
-	alg, e := headerString(members, hdrAlg)
+	alg, e := headerString(hdr, hdrAlg)
 	if e != nil {
 		return nil, e
 	}
-	kid, e := headerString(members, hdrKid)
+	kid, e := headerString(hdr, hdrKid)
 	if e != nil {
 		return nil, e
 	}
-	typ, e := headerString(members, hdrTyp)
+	typ, e := headerString(hdr, hdrTyp)
 	if e != nil {
 		return nil, e
 	}
@@ -127,13 +135,11 @@ func verifyCompact(token []byte, b *Bundle, wantTyp string, o options) ([]byte, 
 		return nil, invalid(ErrWrongSchema, fmt.Sprintf("typ %q, want %q", typ, wantTyp))
 	}
 
-	verified, err := jws.Verify(token, jws.WithKey(key.alg, key.raw), jws.WithCompact())
-	if err != nil {
+	// The signing input is the header and payload segments as sent, with
+	// the dot between them: a prefix of the token.
+	input := token[:len(segs[0])+1+len(segs[1])]
+	if !checkSignature(key, input, sig) {
 		return nil, invalid(ErrBadSignature, fmt.Sprintf("signature does not verify with kid %q", kid))
-	}
-	if !bytes.Equal(verified, payload) {
-		// Cannot happen with canonical segments; refuse rather than guess.
-		return nil, invalid(ErrMalformed, "payload differs from the verified payload")
 	}
 	return payload, nil
 }
@@ -171,17 +177,21 @@ func splitCompact(token []byte) ([3][]byte, *Error) {
 	return segs, nil
 }
 
-func decodeSegment(seg []byte) ([]byte, error) {
-	out := make([]byte, b64.DecodedLen(len(seg)))
+// decodeSegment decodes seg into the free capacity of *buf (which must
+// have room for it) and returns the decoded bytes.
+func decodeSegment(buf *[]byte, seg []byte) ([]byte, error) {
+	start := len(*buf)
+	out := (*buf)[start : start+b64.DecodedLen(len(seg))]
 	n, err := b64.Decode(out, seg)
 	if err != nil {
 		return nil, errors.New("invalid base64url")
 	}
-	return out[:n], nil
+	*buf = (*buf)[:start+n]
+	return out[:n:n], nil
 }
 
-func headerString(members map[string]json.RawMessage, name string) (string, *Error) {
-	raw, ok := members[name]
+func headerString(o object, name string) (string, *Error) {
+	raw, ok := o.get(name)
 	if !ok {
 		return "", nil
 	}
@@ -192,49 +202,101 @@ func headerString(members map[string]json.RawMessage, name string) (string, *Err
 	return s, nil
 }
 
-// decodeObject decodes a single JSON object into its members, keeping each
-// member's raw value. It refuses invalid UTF-8, invalid or truncated JSON,
-// anything but one object (trailing data included) and duplicate member
-// names (compared after unescaping). The member names are also returned in
-// document order.
+// object is a decoded JSON object: its text and its members in document
+// order. Names and raw values are substrings of src, so decoding a token
+// costs one copy of its text rather than an allocation per member.
+type object struct {
+	src     string
+	members []member
+}
+
+// member is one member of an object: its unescaped name and its raw JSON
+// value.
+type member struct {
+	name string
+	raw  string
+}
+
+// get returns the raw value of the member name.
+func (o object) get(name string) (string, bool) {
+	for _, m := range o.members {
+		if m.name == name {
+			return m.raw, true
+		}
+	}
+	return "", false
+}
+
+// pairwiseLimit is the member count up to which duplicates are found by
+// comparing every pair; larger objects (never a valid token) use a map,
+// so the check stays linear.
+const pairwiseLimit = 32
+
+// decodeObject decodes a single JSON object into its members, in document
+// order, each with its raw value. It refuses invalid UTF-8, invalid or
+// truncated JSON, anything but one object (trailing data included) and
+// duplicate member names (compared after unescaping).
 //
 // The whole input is validated by json.Valid first; the walk below then
 // only finds the extents of already-valid values, which is much cheaper
 // than json.Decoder's token API.
-func decodeObject(data []byte, what string) (map[string]json.RawMessage, []string, *Error) {
+func decodeObject(data []byte, what string) (object, *Error) {
 	if !utf8.Valid(data) {
-		return nil, nil, invalid(ErrMalformed, what+": not valid UTF-8")
+		return object{}, invalid(ErrMalformed, what+": not valid UTF-8")
 	}
 	if !json.Valid(data) {
-		return nil, nil, invalid(ErrMalformed, what+": invalid or truncated JSON")
+		return object{}, invalid(ErrMalformed, what+": invalid or truncated JSON")
 	}
 	i := skipSpace(data, 0)
 	if data[i] != '{' {
-		return nil, nil, invalid(ErrMalformed, what+": not a JSON object")
+		return object{}, invalid(ErrMalformed, what+": not a JSON object")
 	}
-	members := make(map[string]json.RawMessage, 16)
-	order := make([]string, 0, 16)
+	o := object{src: string(data), members: make([]member, 0, 16)}
+	var seen map[string]struct{}
 	i = skipSpace(data, i+1)
 	for data[i] != '}' {
 		if data[i] == ',' {
 			i = skipSpace(data, i+1)
 		}
 		end := skipString(data, i)
-		name, ok := rawString(data[i:end])
+		name, ok := rawString(o.src[i:end])
 		if !ok {
-			return nil, nil, invalid(ErrMalformed, what+": bad member name")
+			return object{}, invalid(ErrMalformed, what+": bad member name")
 		}
 		i = skipSpace(data, end)
 		i = skipSpace(data, i+1) // ':'
 		end = skipValue(data, i)
-		if _, dup := members[name]; dup {
-			return nil, nil, invalid(ErrDuplicateMember, fmt.Sprintf("%s: member %q occurs more than once", what, name))
+		if o.has(name, &seen) {
+			return object{}, invalid(ErrDuplicateMember, fmt.Sprintf("%s: member %q occurs more than once", what, name))
 		}
-		members[name] = json.RawMessage(data[i:end])
-		order = append(order, name)
+		o.members = append(o.members, member{name: name, raw: o.src[i:end]})
 		i = skipSpace(data, end)
 	}
-	return members, order, nil
+	return o, nil
+}
+
+// has reports whether o already has a member name, and notes name in
+// *seen once o is too large for pairwise comparison.
+func (o *object) has(name string, seen *map[string]struct{}) bool {
+	if len(o.members) < pairwiseLimit {
+		for _, m := range o.members {
+			if m.name == name {
+				return true
+			}
+		}
+		return false
+	}
+	if *seen == nil {
+		*seen = make(map[string]struct{}, 2*len(o.members))
+		for _, m := range o.members {
+			(*seen)[m.name] = struct{}{}
+		}
+	}
+	if _, dup := (*seen)[name]; dup {
+		return true
+	}
+	(*seen)[name] = struct{}{}
+	return false
 }
 
 // The skip helpers walk JSON that json.Valid has accepted.
@@ -295,18 +357,19 @@ func skipValue(data []byte, i int) int {
 	}
 }
 
-// rawString decodes raw as a JSON string.
-func rawString(raw json.RawMessage) (string, bool) {
+// rawString decodes raw as a JSON string. Without escapes the result is
+// a substring of raw (no copy).
+func rawString(raw string) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if strings.IndexByte(raw, '\\') < 0 {
 		// No escapes: the bytes between the quotes are the string (the
 		// input is known to be valid UTF-8 JSON).
-		return string(raw[1 : len(raw)-1]), true
+		return raw[1 : len(raw)-1], true
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		return "", false
 	}
 	return s, true

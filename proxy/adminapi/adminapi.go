@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -68,6 +69,7 @@ func New(o Options) (http.Handler, error) {
 	if o.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
 	}
+	r.Route("/debug/pprof", routePprof)
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/receipts", s.receipts)
 		r.Get("/resources/*", s.record)
@@ -118,4 +120,25 @@ func (s *server) readyz(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	_, _ = io.WriteString(w, "ok\n")
+}
+
+// routePprof serves Go's profiles (net/http/pprof) under /debug/pprof/,
+// behind adminOnly like every admin route: a profile shows request
+// contents (goroutine stacks hold headers), and a CPU profile or trace
+// costs CPU for its whole duration. The admin listener's write timeout
+// (30 s) bounds a profile's duration: ask for less, e.g.
+// /debug/pprof/profile?seconds=20.
+//
+// Importing net/http/pprof also registers these handlers on
+// http.DefaultServeMux; no listener of fencegate serves that mux.
+func routePprof(r chi.Router) {
+	r.Get("/", pprof.Index)
+	r.Get("/cmdline", pprof.Cmdline)
+	r.Get("/profile", pprof.Profile)
+	r.Get("/symbol", pprof.Symbol)
+	r.Post("/symbol", pprof.Symbol)
+	r.Get("/trace", pprof.Trace)
+	// heap, allocs, goroutine, block, mutex, threadcreate: pprof.Index
+	// serves a named profile from the path.
+	r.Get("/{profile}", pprof.Index)
 }

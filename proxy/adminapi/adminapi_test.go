@@ -108,12 +108,20 @@ func TestAdminOnly(t *testing.T) {
 		{"unparsable remote address", withToken, "not-an-address", "", false},
 		{"IPv4-mapped outside address", withToken, "[::ffff:10.1.2.3]:1", "", false},
 	} {
-		for _, route := range []struct{ method, path string }{
-			{"GET", "/metrics"}, {"GET", "/v1/paused"}, {"POST", "/v1/resume"}, {"POST", "/v1/trust/reload"}, {"GET", "/no/such/route"},
+		for _, route := range []struct {
+			method, path string
+			okStatus     int // the answer to an admitted caller; 0: anything but ADMIN_REQUIRED
+		}{
+			{"GET", "/metrics", 0}, {"GET", "/v1/paused", 0}, {"POST", "/v1/resume", 0}, {"POST", "/v1/trust/reload", 0}, {"GET", "/no/such/route", 0},
+			{"GET", "/debug/pprof/", 200}, {"GET", "/debug/pprof/cmdline", 200}, {"GET", "/debug/pprof/goroutine?debug=1", 200},
+			{"GET", "/debug/pprof/heap", 200}, {"GET", "/debug/pprof/symbol", 200}, {"POST", "/debug/pprof/symbol", 200},
 		} {
 			st, code := call(c.h, route.method, route.path, c.remote, c.token)
 			if denied := st == 403 && code == fencegate.CodeAdminRequired; denied == c.ok {
 				t.Errorf("%s: %s %s answered %d %s", c.name, route.method, route.path, st, code)
+			}
+			if c.ok && route.okStatus != 0 && st != route.okStatus {
+				t.Errorf("%s: %s %s answered %d %s, want %d", c.name, route.method, route.path, st, code, route.okStatus)
 			}
 		}
 	}

@@ -9,12 +9,18 @@ import (
 )
 
 // BenchmarkBeginCommit: one op = Begin (PROCEED) + Commit of the next
-// segment on one resource, default options (GroupCommit), fsync on.
+// segment, from one goroutine per resource (1, then 64 resources), default
+// options (GroupCommit), fsync on. The same benchmark, by the same name,
+// runs on every backend (store/memory, store/bolt, store/redis).
 func BenchmarkBeginCommit(b *testing.B) {
-	s := openWith(b, Options{})
-	b.ReportAllocs()
-	b.ResetTimer()
-	storetest.BeginCommitLoop(b, s, "bench-", 1, b.N)
+	for _, n := range []int{1, 64} {
+		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
+			s := openWith(b, Options{})
+			b.ReportAllocs()
+			b.ResetTimer()
+			storetest.BeginCommitLoop(b, s, "bench-", n, b.N)
+		})
+	}
 }
 
 // BenchmarkCommitThroughput measures accepted mutations ("commits": one

@@ -8,18 +8,13 @@ import (
 )
 
 // BenchmarkBeginCommit: one op = Begin (PROCEED) + Commit of the next
-// segment on one resource.
+// segment, from one goroutine per resource (1, then 64 resources). The
+// same benchmark, by the same name, runs on every backend (store/memory,
+// store/bolt, store/redis), so benchstat can set them side by side:
+//
+//	go test ./store/memory -run '^$' -bench BeginCommit -benchmem -count 6 > memory.txt
 func BenchmarkBeginCommit(b *testing.B) {
-	s := newStore(b)
-	b.ReportAllocs()
-	b.ResetTimer()
-	storetest.BeginCommitLoop(b, s, "bench-", 1, b.N)
-}
-
-// BenchmarkBeginCommitConcurrent: the same from 64 goroutines, one resource
-// each.
-func BenchmarkBeginCommitConcurrent(b *testing.B) {
-	for _, n := range []int{64} {
+	for _, n := range []int{1, 64} {
 		b.Run("resources="+strconv.Itoa(n), func(b *testing.B) {
 			s := newStore(b)
 			b.ReportAllocs()

@@ -51,35 +51,26 @@ func benchStore(b *testing.B, args ...string) (*Store, *roundTrips) {
 }
 
 // BenchmarkBeginCommit: one op = Begin (PROCEED) + Commit of the next
-// segment on one resource, over loopback, no persistence. round-trips/op
-// counts what crossed the wire per accepted write (Begin and Commit: a
-// WATCH+read pipeline and a MULTI/EXEC each, plus Record once per loop).
+// segment, from one goroutine per resource (1, then 64 resources) sharing
+// one client, over loopback, no persistence. The same benchmark, by the
+// same name, runs on every backend (store/memory, store/bolt,
+// store/redis). round-trips/op counts what crossed the wire per accepted
+// write (Begin and Commit: a WATCH+read pipeline and a MULTI/EXEC each,
+// plus Record once per resource).
 func BenchmarkBeginCommit(b *testing.B) {
-	s, h := benchStore(b)
-	b.ReportAllocs()
-	b.ResetTimer()
-	storetest.BeginCommitLoop(b, s, "bench-", 1, b.N)
-	b.StopTimer()
-	b.ReportMetric(float64(h.n.Load())/float64(b.N), "round-trips/op")
+	beginCommit(b)
 }
 
 // BenchmarkBeginCommitDurable: the same with appendfsync always, the
 // setting whose acknowledged writes survive a crash (see the fault test).
 func BenchmarkBeginCommitDurable(b *testing.B) {
-	s, h := benchStore(b, "--appendonly", "yes", "--appendfsync", "always")
-	b.ReportAllocs()
-	b.ResetTimer()
-	storetest.BeginCommitLoop(b, s, "bench-", 1, b.N)
-	b.StopTimer()
-	b.ReportMetric(float64(h.n.Load())/float64(b.N), "round-trips/op")
+	beginCommit(b, "--appendonly", "yes", "--appendfsync", "always")
 }
 
-// BenchmarkBeginCommitConcurrent: the same from 64 goroutines, one
-// resource each, sharing one client.
-func BenchmarkBeginCommitConcurrent(b *testing.B) {
-	for _, n := range []int{64} {
+func beginCommit(b *testing.B, args ...string) {
+	for _, n := range []int{1, 64} {
 		b.Run("resources="+strconv.Itoa(n), func(b *testing.B) {
-			s, h := benchStore(b)
+			s, h := benchStore(b, args...)
 			b.ReportAllocs()
 			b.ResetTimer()
 			storetest.BeginCommitLoop(b, s, "bench-", n, b.N)
