@@ -24,7 +24,7 @@ func TestMinReplicas(t *testing.T) {
 	primary := redistest.Start(t)
 	replica := redistest.StartReplica(t, primary)
 	ctx := context.Background()
-	be, err := redis.OpenBackend(ctx, redis.Options{Addr: primary.Addr(), MinReplicas: 1, ReplicaTimeout: 300 * time.Millisecond})
+	be, err := redis.OpenBackend(ctx, redis.Options{Addr: primary.Addr(), MinReplicas: 1, ReplicaTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestMinReplicas(t *testing.T) {
 	replica := redistest.StartReplica(t, primary)
 	ctx := context.Background()
 	s, err := Open(ctx, Options{Addr: primary.Addr(), Prefix: "repl", CallerClock: true,
-		MinReplicas: 1, ReplicaTimeout: 300 * time.Millisecond})
+		MinReplicas: 1, ReplicaTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
