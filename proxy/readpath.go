@@ -110,13 +110,26 @@ func asciiLower(s string) string {
 // (the Kelvin sign for k) never matches an allowed name.
 func asciiEqualFold(a, b string) bool { return asciiLower(a) == asciiLower(b) }
 
-// fieldKey is a header field name as a lenient backend may see it: case
-// folded, '_' read as '-' (CGI and WSGI map both to '_').
-func fieldKey(name string) string {
-	return strings.ReplaceAll(asciiLower(name), "_", "-")
+// appendFieldKey appends a header field name as a lenient backend may see
+// it: case folded, '_' read as '-' (CGI and WSGI map both to '_').
+// Callers pass a stack buffer and compare string(b) (a map index or a
+// switch on it does not allocate), so classifying a request's header costs
+// nothing per field.
+func appendFieldKey(b []byte, name string) []byte {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '_':
+			c = '-'
+		}
+		b = append(b, c)
+	}
+	return b
 }
 
-// overrideFields are the method-override header names (as fieldKey spells them).
+// overrideFields are the method-override header names (as appendFieldKey spells them).
 var overrideFields = map[string]bool{
 	"x-http-method-override": true,
 	"x-http-method":          true,
@@ -141,8 +154,9 @@ func listTokens(values []string) []string {
 // is never allowed) and the protocols its Upgrade fields list.
 func upgradeSignals(method string, h http.Header) (upgrade, h2 bool, protocols []string) {
 	var conn []string
+	var buf [64]byte
 	for k, vs := range h {
-		switch fieldKey(k) {
+		switch string(appendFieldKey(buf[:0], k)) {
 		case "upgrade":
 			upgrade = true
 			protocols = append(protocols, listTokens(vs)...)
@@ -220,8 +234,9 @@ func containsFold(list []string, s string) bool {
 // classify is the read-path decision for a request of method on path
 // (the escaped path, as routes match it) with header h.
 func classify(method, path string, h http.Header, rules []upgradeRule) verdict {
+	var buf [64]byte
 	for k := range h {
-		if overrideFields[fieldKey(k)] {
+		if overrideFields[string(appendFieldKey(buf[:0], k))] {
 			return verdictOverride
 		}
 	}
