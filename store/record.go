@@ -111,8 +111,11 @@ func (m *Mutation) Expired(now time.Time) bool {
 
 // Unsettled reports whether the mutation needs reconciliation at now: it is
 // UNKNOWN, or IN_FLIGHT past its deadline.
+//
+// A nil mutation (none in flight) is settled: a record read from an index
+// of mutations in flight may have settled since the index was read.
 func (m *Mutation) Unsettled(now time.Time) bool {
-	return m.State == MutationUnknown || m.Expired(now)
+	return m != nil && (m.State == MutationUnknown || m.Expired(now))
 }
 
 func (m *Mutation) matches(r OpRef) bool {
