@@ -6,6 +6,7 @@ package memory
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/fencegate/fencegate/registry"
@@ -84,6 +85,38 @@ func (s *Store) View(_ context.Context, fn func(registry.Tx) error) error {
 	return fn(tx)
 }
 
+// Snapshot is a copy of a Store's whole state: a backup an operator could
+// restore (the simulation restores one to reproduce a registry put back to
+// an older state, which forgets the fences issued since).
+type Snapshot struct{ data tables }
+
+// clone is a deep copy of committed tables (the records are plain values).
+func (t tables) clone() tables {
+	return tables{
+		meta:      t.meta,
+		resources: maps.Clone(t.resources),
+		leases:    maps.Clone(t.leases),
+		requests:  maps.Clone(t.requests),
+		digests:   maps.Clone(t.digests),
+		policies:  maps.Clone(t.policies),
+	}
+}
+
+// Snapshot copies the store's state.
+func (s *Store) Snapshot() *Snapshot {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return &Snapshot{data: s.data.clone()}
+}
+
+// Restore puts the store back to snap (a copy of it: a snapshot can be
+// restored more than once).
+func (s *Store) Restore(snap *Snapshot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data = snap.data.clone()
+}
+
 // Close makes every later call fail with registry.ErrClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()
@@ -138,20 +171,23 @@ func (t *tx) LeaseByDigest(d string) (string, bool, error) {
 	return get(t.stage.digests, t.base.digests, d)
 }
 func (t *tx) PutDigest(d, id string) error { return t.put(func() { t.stage.digests[d] = id }) }
+
+// Policies and EachLease go in key order, not map order: the
+// deterministic simulation runs a round the same way every time.
 func (t *tx) Policies() ([]registry.Policy, error) {
 	merged := maps.Clone(t.base.policies)
 	maps.Copy(merged, t.stage.policies)
 	out := make([]registry.Policy, 0, len(merged))
-	for _, p := range merged {
-		out = append(out, p)
+	for _, k := range slices.Sorted(maps.Keys(merged)) {
+		out = append(out, merged[k])
 	}
 	return out, nil
 }
 func (t *tx) EachLease(fn func(registry.LeaseRecord) error) error {
 	merged := maps.Clone(t.base.leases)
 	maps.Copy(merged, t.stage.leases)
-	for _, l := range merged {
-		if err := fn(l); err != nil {
+	for _, k := range slices.Sorted(maps.Keys(merged)) {
+		if err := fn(merged[k]); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,290 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/verify"
+)
+
+// owner is a scripted worker. It acquires the lease, then runs its plan
+// (writes of segments 1..k, renewals, a release), each step a gap after
+// the one before. It waits for each write's answer, resending the same
+// segment with the same payload when the answer is lost or says to retry;
+// it stops for good on an answer that says it no longer owns the resource.
+// It never checks its own lease before sending: a paused owner sends
+// anyway, which is what the sidecar is for.
+type owner struct {
+	r    *round
+	id   int
+	name string
+	plan []event
+	step int
+
+	reqN     int // acquire request IDs used
+	attempts int
+	holding  bool
+	done     bool
+	released bool
+	grant    string
+	proof    string
+	lease    string
+	fence    uint64
+
+	seq     uint64 // next segment
+	waiting uint64 // token of the write awaiting an answer (0: none)
+	tries   int
+}
+
+// acquire sends an acquire (the script's event; retries follow from it).
+func (o *owner) acquire(e event) {
+	if o.holding || o.done {
+		return
+	}
+	o.reqN++
+	o.send(e.Net, fmt.Sprintf("req-%s-%d", o.name, o.reqN), true)
+}
+
+// send is one acquire attempt under request ID id. Only the first attempt
+// of a request meets the network's faults; a retry reuses the request ID,
+// so a lost answer is recovered with the same grant.
+func (o *owner) send(n netPlan, id string, first bool) {
+	r := o.r
+	if !first {
+		n = netPlan{}
+	}
+	o.attempts++
+	if r.now() > horizon || o.attempts > 100 {
+		o.done = true
+		return
+	}
+	if n.ReqDrop {
+		r.logf("%s: acquire %s lost on its way", o.name, id)
+		r.after(answerTimeout, "acquire retry", func() { o.send(n, id, false) })
+		return
+	}
+	r.after(n.ReqDelay, "acquire at registry", func() {
+		res, err := r.reg.Acquire(context.Background(), registry.AcquireRequest{Resource: mainResource, Owner: o.name,
+			RequestID: id, TTL: r.sc.Config.TTL})
+		var busy *registry.BusyError
+		switch {
+		case errors.As(err, &busy):
+			r.logf("%s: acquire %s: held until %s", o.name, id, busy.HolderExpiresAt.Sub(r.start))
+			retry := min(busy.HolderExpiresAt.Sub(r.start), r.now()+pollInterval)
+			r.at(retry, "acquire poll", func() { o.send(n, id, false) })
+			return
+		case err != nil:
+			r.logf("%s: acquire %s failed: %v", o.name, id, err)
+			o.done = true
+			return
+		}
+		g := r.or.granted(res)
+		r.logf("%s: acquire %s: lease %s fence %d (%s)", o.name, id, g.lease, g.fence, res.View.State)
+		if n.RespDrop {
+			r.logf("%s: acquire answer lost", o.name)
+			r.after(answerTimeout, "acquire retry", func() { o.send(n, id, false) })
+			return
+		}
+		r.after(n.RespDelay, "acquire answer", func() {
+			if o.holding || o.done {
+				return
+			}
+			if res.View.State != verify.StateHeld {
+				// A repeated request ID returned a lease that ended: ask anew.
+				o.reqN++
+				o.send(netPlan{}, fmt.Sprintf("req-%s-%d", o.name, o.reqN), false)
+				return
+			}
+			o.holding = true
+			o.grant, o.proof, o.lease, o.fence = string(res.Grant), string(res.Status), g.lease, g.fence
+			o.next()
+		})
+	})
+}
+
+// next schedules the next step of the plan.
+func (o *owner) next() {
+	if o.done || o.step >= len(o.plan) {
+		o.done = true
+		return
+	}
+	e := o.plan[o.step]
+	o.r.after(e.At, "plan step", func() { o.run(e) })
+}
+
+func (o *owner) run(e event) {
+	if o.done {
+		return
+	}
+	r := o.r
+	r.logf("%v", e)
+	switch e.Kind {
+	case evRenew:
+		o.step++
+		o.renew(e.Net)
+		o.next()
+	case evRelease:
+		o.step++
+		o.released = true
+		o.next() // only a zombie write can follow
+		r.after(e.Net.ReqDelay, "release at registry", func() {
+			res, err := r.reg.Release(context.Background(), o.name, o.lease)
+			if err == nil {
+				r.or.proved(res)
+				if res.View.State == verify.StateReleased {
+					r.or.end(o.lease, r.now(), "released")
+				}
+			}
+			r.logf("%s: released lease %s: %v", o.name, o.lease, err)
+		})
+	case evWrite:
+		if o.released && !e.Zombie {
+			o.done = true
+			return
+		}
+		o.tries = 0
+		if e.Skip {
+			o.skip(e)
+		}
+		o.write(e)
+	}
+}
+
+func (o *owner) renew(n netPlan) {
+	r := o.r
+	if n.ReqDrop {
+		r.logf("%s: renew lost on its way", o.name)
+		return
+	}
+	r.after(n.ReqDelay, "renew at registry", func() {
+		res, err := r.reg.Renew(context.Background(), o.name, o.lease, 0)
+		if err != nil {
+			r.logf("%s: renew: %v", o.name, err)
+			if errors.Is(err, registry.ErrNotHeld) {
+				r.or.proved(res)
+				if !n.RespDrop {
+					// The SDK's holder goes EXPIRED on this answer: no new effects.
+					r.after(n.RespDelay, "renew refused", func() { o.lost() })
+				}
+			}
+			return
+		}
+		r.or.touch(res)
+		r.logf("%s: renewed lease %s until %s", o.name, o.lease, time.UnixMilli(res.View.Lease.ExpiresAt).Sub(r.start))
+		if n.RespDrop {
+			return
+		}
+		r.after(n.RespDelay, "renew answer", func() { o.proof = string(res.Status) })
+	})
+}
+
+// lost: the registry said the lease is no longer held. The owner stops,
+// unless it is a zombie, whose one late write is the point.
+func (o *owner) lost() {
+	if o.released {
+		return
+	}
+	o.r.logf("%s: stops (the registry says the lease is not held)", o.name)
+	o.done = true
+}
+
+// skip sends, at once and without waiting for its answer, the segment
+// after the current one: out of order.
+func (o *owner) skip(e event) {
+	r := o.r
+	proof := ""
+	if r.sc.Config.Proof {
+		proof = o.proof
+	}
+	w := newWire(mainPath, o.name, o.grant, proof, o.seq+1, []byte(fmt.Sprintf("%s/f%d/s%d/skipped-ahead", o.name, o.fence, o.seq+1)))
+	out := r.serve(w, e.Replica, bfNone, false)
+	r.logf("%s: segment %d sent before %d at replica %d -> %v", o.name, o.seq+1, o.seq, e.Replica%len(r.sidecars), out)
+}
+
+// write sends the current segment (again, on a retry: same payload).
+func (o *owner) write(e event) {
+	r := o.r
+	if o.done {
+		return
+	}
+	o.tries++
+	if o.tries > 4 || r.now() > horizon {
+		r.logf("%s: gives up segment %d", o.name, o.seq)
+		o.done = true
+		return
+	}
+	n, fault := e.Net, e.Fault
+	if o.tries > 1 {
+		n, fault = netPlan{}, bfNone
+	}
+	proof := ""
+	if r.sc.Config.Proof {
+		proof = o.proof
+	}
+	seq := o.seq
+	w := newWire(mainPath, o.name, o.grant, proof, seq, []byte(fmt.Sprintf("%s/f%d/s%d", o.name, o.fence, seq)))
+	r.seq++
+	token := r.seq
+	o.waiting = token
+	r.after(answerTimeout, "write timeout", func() {
+		if o.waiting == token && !o.done {
+			r.logf("%s: no answer for segment %d: sends it again", o.name, seq)
+			o.write(e)
+		}
+	})
+	deliver := func(n netPlan, fault backendFault, dup bool) {
+		out := r.serve(w, e.Replica, fault, n.StatusDrop)
+		how := ""
+		if dup {
+			how = " (duplicate)"
+		}
+		r.logf("%s: segment %d (fence %d)%s at replica %d -> %v", o.name, seq, o.fence, how, e.Replica%len(r.sidecars), out)
+		if n.RespDrop {
+			return
+		}
+		r.after(n.RespDelay, "write answer", func() { o.answered(e, token, out) })
+	}
+	if n.ReqDrop {
+		r.logf("%s: segment %d lost on its way", o.name, seq)
+	} else {
+		r.after(n.ReqDelay, "delivery", func() { deliver(n, fault, false) })
+	}
+	if n.Dup {
+		r.after(n.ReqDelay+n.DupDelay, "duplicate delivery", func() { deliver(netPlan{}, bfNone, true) })
+	}
+}
+
+// answered handles the answer to the write with token.
+func (o *owner) answered(e event, token uint64, out outcome) {
+	if o.waiting != token || o.done {
+		return
+	}
+	o.waiting = 0
+	r := o.r
+	switch {
+	case e.Zombie:
+		r.logf("%s: zombie write answered %v", o.name, out)
+		o.done = true
+	case out.status < 300, out.code == fencegate.CodeReplayIncomplete:
+		o.seq++
+		o.step++
+		o.next()
+	case out.code == fencegate.CodeMutationUnknown:
+		r.after(2*time.Second, "retry after unknown", func() { o.write(e) })
+	case out.code == fencegate.CodeStatusStale && r.sc.Config.Proof:
+		o.renew(netPlan{})
+		r.after(50*time.Millisecond, "retry with a fresh proof", func() { o.write(e) })
+	case out.code == fencegate.CodeRegistryUnavailable, out.code == fencegate.CodeResourceBusy,
+		out.code == fencegate.CodeBackendUnavailable, out.code == fencegate.CodeStoreUnavailable,
+		out.status == http.StatusBadGateway:
+		r.after(200*time.Millisecond, "retry", func() { o.write(e) })
+	default:
+		r.logf("%s: stops (%s)", o.name, out)
+		o.done = true
+	}
+}

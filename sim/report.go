@@ -1,0 +1,80 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// MaxUnknownBudget is the design's target for time in UNKNOWN (15 min).
+const MaxUnknownBudget = 15 * time.Minute
+
+// Gate is the verdict: "" when every invariant held, else what broke.
+func (r *Report) Gate() string {
+	var bad []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{
+		{r.Stale, "stale writes accepted"},
+		{r.Forged, "forged writes accepted"},
+		{r.AuthChanged, "auth failures changed a highest fence"},
+		{r.Skipped, "mutations skipped authentication or the fence check"},
+		{r.Gaps, "segment gaps accepted"},
+		{r.Regressions, "regressions accepted"},
+		{r.DataMismatch, "backend data differs from the receipts"},
+	} {
+		if c.n > 0 {
+			bad = append(bad, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if r.MaxUnknown > MaxUnknownBudget {
+		bad = append(bad, fmt.Sprintf("time in UNKNOWN %s > %s", r.MaxUnknown, MaxUnknownBudget))
+	}
+	if r.Accepted == 0 {
+		bad = append(bad, "no write was accepted: the simulation tested nothing")
+	}
+	return strings.Join(bad, "; ")
+}
+
+// Write prints the table, the failure (if any) and the gate line.
+func (r *Report) Write(w io.Writer) {
+	if f := r.Failure; f != nil {
+		fmt.Fprintf(w, "FIRST FAILING ROUND %d (%d events); replay: the same --seed with --round %d\n", f.Round, f.Events, f.Round)
+		for _, v := range f.Violations {
+			fmt.Fprintln(w, "  violation:", v)
+		}
+		fmt.Fprintf(w, "shortest failing history (%d of %d events):\n", len(f.ShrunkEvents), f.Events)
+		for _, e := range f.ShrunkEvents {
+			fmt.Fprintln(w, "  script", e)
+		}
+		for _, l := range f.ShrunkHistory {
+			fmt.Fprintln(w, "  ", l)
+		}
+		fmt.Fprintln(w)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+	row("rounds", r.Rounds)
+	row("writes attempted", r.Attempted)
+	row("accepted", r.Accepted)
+	row("stale accepted", r.Stale)
+	row("forged accepted", r.Forged)
+	row("auth failures that changed a highest fence", r.AuthChanged)
+	row("protected mutations that skipped authentication or the fence check", r.Skipped)
+	row("segment gaps accepted", r.Gaps)
+	row("regressions accepted", r.Regressions)
+	row("max virtual time in UNKNOWN", r.MaxUnknown)
+	row("handoff latency p50/p99 (virtual)", fmt.Sprintf("%s / %s (%d hand-offs)", r.HandoffP50, r.HandoffP99, r.Handoffs))
+	tw.Flush()
+	if r.HistoryHash != "" {
+		fmt.Fprintln(w, "history", r.HistoryHash)
+	}
+	if g := r.Gate(); g != "" {
+		fmt.Fprintln(w, "gate: FAIL", g)
+	} else {
+		fmt.Fprintln(w, "gate: PASS")
+	}
+}

@@ -1,0 +1,272 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/keys"
+	"github.com/fencegate/fencegate/registry/memory"
+	"github.com/fencegate/fencegate/store"
+	storemem "github.com/fencegate/fencegate/store/memory"
+	"github.com/fencegate/fencegate/verify"
+)
+
+// materials are what every round of a run shares and never changes: the
+// registry's signing key, the trust bundle file the sidecars load, and the
+// attacker's key (trusted by nobody).
+type materials struct {
+	signer     *keys.Signer
+	forger     *keys.Signer // a key of its own (unknown kid)
+	forgerSame *keys.Signer // another key under the trusted key's kid (bad signature)
+	bundlePath string
+	// forgerBundle also trusts the forger's key (SabotageTrustForger).
+	forgerBundle string
+	dir          string
+}
+
+// newMaterials derives the keys from seed (Ed25519 key generation reads
+// only its random source, so the keys, and every signature, are the same
+// for the same seed) and writes the trust bundle to a temporary directory.
+func newMaterials(seed uint64) (*materials, error) {
+	gen := func(stream uint64) (jwk.Key, error) {
+		var s [32]byte
+		for i := range 4 {
+			v := mix(seed, stream*4+uint64(i))
+			for b := range 8 {
+				s[i*8+b] = byte(v >> (8 * b))
+			}
+		}
+		return keys.Generate(jwa.EdDSA, rand.NewChaCha8(s))
+	}
+	key, err := gen(1)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	fk, err := gen(2)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	fs, err := gen(3)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	if err := fs.Set(jwk.KeyIDKey, key.KeyID()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	m := &materials{}
+	for _, p := range []struct {
+		k   jwk.Key
+		dst **keys.Signer
+	}{{key, &m.signer}, {fk, &m.forger}, {fs, &m.forgerSame}} {
+		if *p.dst, err = keys.NewSigner(p.k); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+	}
+	bundle, err := keys.Bundle(false, key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	if m.dir, err = os.MkdirTemp("", "fencegate-sim-"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	m.bundlePath = filepath.Join(m.dir, "jwks.json")
+	m.forgerBundle = filepath.Join(m.dir, "jwks-with-forger.json")
+	both, err := keys.Bundle(false, key, fk)
+	if err == nil {
+		err = keys.Save(m.bundlePath, bundle)
+	}
+	if err == nil {
+		err = keys.Save(m.forgerBundle, both)
+	}
+	if err != nil {
+		os.RemoveAll(m.dir)
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	return m, nil
+}
+
+func (m *materials) close() { os.RemoveAll(m.dir) }
+
+// mix is SplitMix64 over (a, b): independent streams from one seed.
+func mix(a, b uint64) uint64 {
+	z := a ^ (b+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// sidecar is one sidecar process: a proxy.Proxy over the shared store,
+// through a handle that dies with the process.
+type sidecar struct {
+	p    *proxy.Proxy
+	st   *processStore
+	life int // how many processes this replica has had
+	// sent counts the mutations this process handed to the backend that
+	// may have reached it (all but refused connections), as the backend
+	// saw them: the sidecar's own Coverage must say the same.
+	sent uint64
+}
+
+// processStore is the shared store as one sidecar process sees it. When
+// the process dies (crash), its later calls fail without touching the
+// store: a dead process writes nothing, so a mutation it had begun stays
+// in flight until its deadline, as after a real crash.
+type processStore struct {
+	store.Store
+	dead bool
+	sab  Sabotage
+}
+
+// Record is the store's read; under SabotageReadWrites it also pauses the
+// resource (a broken backend whose read path writes), so the answers that
+// only read the store (a stale owner's refinement) change a record.
+func (s *processStore) Record(ctx context.Context, resource string) (store.Record, error) {
+	if s.sab == SabotageReadWrites && !s.dead {
+		_, _ = s.Store.Pause(ctx, store.PauseInput{Resource: resource, Reason: store.PauseOperator, Detail: "sabotage", Now: time.UnixMilli(0)})
+	}
+	return s.Store.Record(ctx, resource)
+}
+
+var errProcessDead = errors.New("sim: the sidecar process died")
+
+func (s *processStore) Begin(ctx context.Context, in store.BeginInput) (store.BeginResult, error) {
+	if s.dead {
+		return store.BeginResult{}, errProcessDead
+	}
+	return s.Store.Begin(ctx, in)
+}
+func (s *processStore) Commit(ctx context.Context, in store.CommitInput) (store.Receipt, error) {
+	if s.dead {
+		return store.Receipt{}, errProcessDead
+	}
+	return s.Store.Commit(ctx, in)
+}
+func (s *processStore) MarkUnknown(ctx context.Context, in store.MarkUnknownInput) (store.Mutation, error) {
+	if s.dead {
+		return store.Mutation{}, errProcessDead
+	}
+	return s.Store.MarkUnknown(ctx, in)
+}
+func (s *processStore) Abort(ctx context.Context, in store.AbortInput) (store.Record, error) {
+	if s.dead {
+		return store.Record{}, errProcessDead
+	}
+	return s.Store.Abort(ctx, in)
+}
+
+// Route and resource names of a round.
+const (
+	mainResource  = "item/main"
+	mainPath      = "/v1/items/main"
+	otherResource = "item/other"
+	backendURL    = "http://backend.sim"
+)
+
+// proxyConfig is the sidecar configuration of a round.
+func proxyConfig(m *materials, rc roundConfig, sab Sabotage) proxy.Config {
+	mode, bundle := proxy.ModeEnforce, m.bundlePath
+	switch sab {
+	case SabotageShadow:
+		mode = proxy.ModeShadow
+	case SabotageTrustForger:
+		bundle = m.forgerBundle
+	}
+	st := proxy.RouteStatus{Mode: proxy.StatusRegistry, MaxAge: rc.MaxAge}
+	if rc.Proof {
+		st.Mode = proxy.StatusProof
+	}
+	return proxy.Config{
+		Listen:  "127.0.0.1:0",
+		Backend: proxy.BackendConfig{URL: backendURL, Timeout: backendTimeout},
+		Routes: []proxy.RouteConfig{{
+			Method: http.MethodPut, Path: "/v1/items/{id}", Resource: "item/{id}", Mode: mode,
+			Status: st, IdempotencyKey: rc.Idempotent, BusyWait: busyWait,
+		}},
+		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:    proxy.TrustConfig{Bundle: bundle},
+		Registry: proxy.RegistryConfig{URL: "http://registry.sim"},
+		Store:    proxy.StoreConfig{Backend: "memory"},
+		DataDir:  m.dir, // holds no enforcement.json: nothing to import
+	}
+}
+
+// newRegistry builds the real registry over registry/memory's store, whose
+// snapshots the simulation restores: a registry put back to an older state
+// (design section 10) forgets the fences it issued since, and issues them
+// again.
+func newRegistry(m *materials, clk simClock, rnd io.Reader) (*registry.Registry, *memory.Store, error) {
+	rs := memory.New()
+	r, err := registry.New(registry.Options{
+		Backend: registry.NewTxBackend(rs), Signer: m.signer, Clock: clk, Rand: rnd,
+		Metrics: discardMetrics{},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: registry: %w", ErrSetup, err)
+	}
+	return r, rs, nil
+}
+
+// newSharedStore is the fenced store every replica of a round shares.
+func newSharedStore() store.Store { return storemem.New(storemem.Options{}) }
+
+// registryStatus is the sidecars' StatusSource: a status read by digest
+// at the real registry, through the simulated network (a lost read is an
+// error, so the sidecar answers REGISTRY_UNAVAILABLE).
+type registryStatus struct{ r *round }
+
+type notFoundError struct{}
+
+func (notFoundError) Error() string        { return "registry: not found" }
+func (notFoundError) Code() fencegate.Code { return fencegate.CodeNotFound }
+
+func (s registryStatus) StatusByDigest(ctx context.Context, digest string) (*fencegate.Lease, error) {
+	r := s.r
+	if r.cur.statusDrop {
+		return nil, errors.New("sim: the status read was lost in the network")
+	}
+	res, err := r.reg.Status(context.Background(), registry.LeaseQuery{Digest: digest})
+	if errors.Is(err, registry.ErrNotFound) {
+		return nil, notFoundError{}
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := res.Status
+	if r.sabotage == SabotageStatusLies && res.View.State != verify.StateHeld {
+		// The broken part: a registry that says HELD for a lease that
+		// is not (signed with the registry's own key, so it verifies).
+		claims := res.StatusClaims
+		claims.State = verify.StateHeld
+		claims.ExpiresAt = claims.IssuedAt + uint64(registry.DefaultMaxProofTTL/time.Millisecond)
+		if st, err = r.m.signer.Sign(verify.StatusSchema, &claims); err != nil {
+			return nil, err
+		}
+	}
+	return &fencegate.Lease{Lease: res.View.Lease.Lease, Resource: res.View.Lease.Resource, State: res.View.State,
+		FenceToken: res.View.Lease.Fence, GrantDigest: res.View.Lease.Digest, Status: string(st)}, nil
+}
+
+// discardMetrics is the Metrics registerer of every part in a round: the
+// collectors are made and updated as in production, but not registered
+// anywhere (a registry per round per part costs a tenth of the run, and
+// nothing reads them: the sidecars' coverage is read with Coverage()).
+type discardMetrics struct{}
+
+func (discardMetrics) Register(prometheus.Collector) error  { return nil }
+func (discardMetrics) MustRegister(...prometheus.Collector) {}
+func (discardMetrics) Unregister(prometheus.Collector) bool { return true }
