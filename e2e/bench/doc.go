@@ -1,0 +1,52 @@
+// Command bench measures fencegate side by side with what a user would run
+// without it (issue 12):
+//
+//	go run ./e2e/bench            # default run: 6-7 minutes on 2 cores, plus about 2 for a cold build
+//	go run ./e2e/bench -quick     # about a minute: a smoke run
+//	go run ./e2e/bench -arms redis -reps 1   # the baselines and the matching arms only
+//
+// It builds the fencegate binary once and runs every server as its own
+// process on a loopback port it bound itself (port 0, the address read from
+// the start line; only redis-server, which cannot bind port 0, gets a port
+// picked free just before): a small Go backend ("bench backend", this binary
+// re-executed), a tuned httputil.ReverseProxy ("bench plainproxy") and
+// "fencegate proxy" sidecars in enforce mode over the memory, bolt and
+// Redis stores, in registry and proof status modes, with EdDSA grants and
+// one registry-mode row each for ES256 and HS256. The same load (1 KiB PUTs,
+// each worker owning one resource and sending segments 1, 2, 3, ... through
+// the SDK's Transport, which adds the grant headers and, in proof mode,
+// refreshes the Fence-Status proof as any worker would) goes to every arm,
+// the arms alternating round-robin in every repetition so drift hits them
+// alike: closed loop at 16 and 64 workers, then an open loop at half the
+// plain proxy's best closed-loop rate with latency counted from each
+// request's intended start (no coordinated omission).
+//
+// What is measured per arm: requests per second; p50/p99/p99.9 latency and
+// the same added over the direct arm of the same repetition; core-seconds
+// per 1,000 requests of the proxy, of the registry and of redis-server
+// (utime+stime from /proc/PID/stat around the measured window), of the
+// backend and of the load generator itself; non-2xx answers (a run with
+// any is marked invalid); and per proxy, its peak RSS (VmHWM) and its VmRSS
+// growth per 100k requests over the whole benchmark. Then the lease handoff (release -> the waiting
+// acquirer's grant -> its first accepted write through the sidecar) and
+// acquire+release throughput on every registry backend.
+//
+// Where taskset exists and the machine has two CPUs or more, the load
+// generator runs on the last CPU and every server on the others, so the
+// generator does not steal the servers' CPU; RESULTS.md says which.
+//
+// A proxy that exits during the run (a crash) makes its runs invalid and
+// its panic is quoted in RESULTS.md's notes.
+//
+// Output: RESULTS.md (machine, date, commit, load averages, CPU pressure,
+// the tables),
+// results.json (every run) and latency.svg (added latency per arm) in -out
+// (default e2e/bench). Progress, one line per run, goes to stderr.
+//
+// Files: main.go (flags, phases), results.go (runs and table rows), servers.go (the backend and plain proxy
+// subcommands), procs.go (child processes, pinning), stack.go (registries,
+// sidecars, redis, configs), arms.go (the arms), load.go (the load
+// generator), stats.go (percentiles, summaries), procstat.go (/proc),
+// handoff.go, throughput.go (registry acquire+release), machine.go,
+// report.go (markdown and JSON), plot.go (SVG).
+package main

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/fencegate/fencegate/clock"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		if err := subcommand(os.Args[1], os.Args[2:]); err != errNoSubcommand {
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
+	opts, err := parseOptions(os.Args[1:], os.Stderr)
+	if err != nil {
+		os.Exit(2)
+	}
+	if opts.Pin && os.Getenv(pinEnv) == "" {
+		tasksetPath, _ := exec.LookPath("taskset")
+		if p := planPinning(true, runtime.NumCPU(), tasksetPath); p.Enabled {
+			if err := reexecPinned(p); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, opts, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+var errNoSubcommand = fmt.Errorf("bench: no subcommand")
+
+// subcommand runs the server subcommands this binary is re-executed with.
+func subcommand(name string, args []string) error {
+	switch name {
+	case "backend":
+		return runBackend(args)
+	case "plainproxy":
+		return runPlainProxy(args)
+	}
+	return errNoSubcommand
+}
+
+// options are the command's flags.
+type options struct {
+	Quick        bool          `json:"quick"`
+	Reps         int           `json:"reps"`
+	Duration     time.Duration `json:"duration"`
+	Warmup       time.Duration `json:"warmup"`
+	Handoffs     int           `json:"handoffs"`
+	TputDuration time.Duration `json:"throughputDuration"`
+	Out          string        `json:"-"`
+	Pin          bool          `json:"pin"`
+	Arms         string        `json:"arms,omitempty"`
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&o.Quick, "quick", false, "smoke run of about a minute: 1 repetition, 1 s per run, 100 handoffs")
+	fs.IntVar(&o.Reps, "reps", 3, "repetitions of the round-robin over the arms")
+	fs.DurationVar(&o.Duration, "duration", 2500*time.Millisecond, "measured time of each run (default: 90 runs of 3.5 s with the warm-up fit 10 minutes from a fresh clone on 2 busy cores, first build included)")
+	fs.DurationVar(&o.Warmup, "warmup", time.Second, "unmeasured warm-up before each run")
+	fs.IntVar(&o.Handoffs, "handoffs", 1000, "lease handoffs measured")
+	fs.DurationVar(&o.TputDuration, "tput-duration", 3*time.Second, "time of each registry acquire+release throughput run")
+	fs.StringVar(&o.Out, "out", "", "output directory for RESULTS.md, results.json and latency.svg (default: e2e/bench of the module)")
+	fs.BoolVar(&o.Pin, "pin", true, "pin the load generator and the servers to different CPUs with taskset where possible")
+	fs.StringVar(&o.Arms, "arms", "", "only the arms whose name matches this regular expression (direct and plain-proxy always run: they are the baselines)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.Quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		quick := map[string]func(){
+			"reps":          func() { o.Reps = 1 },
+			"duration":      func() { o.Duration = time.Second },
+			"warmup":        func() { o.Warmup = 300 * time.Millisecond },
+			"handoffs":      func() { o.Handoffs = 100 },
+			"tput-duration": func() { o.TputDuration = time.Second },
+		}
+		for name, f := range quick {
+			if !set[name] {
+				f()
+			}
+		}
+	}
+	if _, err := regexp.Compile(o.Arms); err != nil {
+		fmt.Fprintln(stderr, "bench: -arms:", err)
+		return o, err
+	}
+	if o.Reps < 1 || o.Duration <= 0 || o.Warmup < 0 || o.Handoffs < 1 || o.TputDuration <= 0 {
+		fmt.Fprintln(stderr, "bench: -reps, -duration, -handoffs and -tput-duration must be positive")
+		return o, fmt.Errorf("bench: bad flags")
+	}
+	return o, nil
+}
+
+// report is everything a run produced: results.json, and RESULTS.md
+// rendered from it.
+type report struct {
+	Machine       machineInfo        `json:"machine"`
+	Options       options            `json:"options"`
+	Pinning       pinning            `json:"pinning"`
+	LoadAvgStart  string             `json:"loadAvgStart"`
+	LoadAvgEnd    string             `json:"loadAvgEnd"`
+	PressureStart string             `json:"cpuPressureStart"`
+	PressureEnd   string             `json:"cpuPressureEnd"`
+	Elapsed       float64            `json:"elapsedSeconds"`
+	OpenRate      float64            `json:"openLoopRate"`
+	Arms          []*arm             `json:"arms"`
+	Runs          []runRecord        `json:"runs"`
+	Rows          []armRow           `json:"rows"`
+	Memory        []memoryRow        `json:"proxyMemory"`
+	Handoff       *handoffResult     `json:"handoff,omitempty"`
+	Throughput    []throughputResult `json:"registryThroughput,omitempty"`
+	Notes         []string           `json:"notes,omitempty"`
+}
+
+// run is the whole benchmark.
+func run(ctx context.Context, o options, progress io.Writer) error {
+	ck := clock.Real()
+	began := ck.Now()
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	if o.Out == "" {
+		o.Out = filepath.Join(root, "e2e", "bench")
+	}
+	rep := &report{Options: o, LoadAvgStart: loadAvg(), PressureStart: cpuPressure()}
+	rep.Machine = readMachine(root, ck)
+	tasksetPath, _ := exec.LookPath("taskset")
+	if n, err := strconv.Atoi(os.Getenv(cpusEnv)); err == nil && os.Getenv(pinEnv) != "" {
+		// This is the re-executed load generator, already on its CPU.
+		rep.Pinning = planPinning(true, n, tasksetPath)
+	} else if rep.Pinning = planPinning(o.Pin, runtime.NumCPU(), tasksetPath); rep.Pinning.Enabled {
+		// Pinning the servers alone would crowd them onto the CPUs the
+		// unpinned load generator also uses: pin all or nothing.
+		rep.Pinning = pinning{Note: "not pinned: the load generator was not re-executed under taskset"}
+	}
+	fmt.Fprintf(progress, "bench: %s; load average %s\n", rep.Pinning.Note, rep.LoadAvgStart)
+
+	dir, err := os.MkdirTemp("", "fencegate-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	s := &stack{ck: ck, dir: dir, root: root, self: self, registries: map[string]*registryProc{},
+		procs: &children{pin: rep.Pinning, ck: ck}}
+	defer s.procs.stopAll()
+	fmt.Fprintln(progress, "bench: building fencegate")
+	if s.bin, err = buildFencegate(root, dir); err != nil {
+		return err
+	}
+	if err := s.startAll(); err != nil {
+		return err
+	}
+	arms, err := s.buildArms(regexp.MustCompile(o.Arms))
+	if err != nil {
+		return err
+	}
+	rep.Arms = arms
+	base := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        4096,
+		MaxIdleConnsPerHost: 1024,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+
+	if err := s.runArms(ctx, o, arms, base, rep, progress); err != nil {
+		return err
+	}
+	if ctx.Err() == nil {
+		h, err := s.runHandoff(ctx, o, arms, base, progress)
+		if err != nil {
+			rep.Notes = append(rep.Notes, "handoff: "+err.Error())
+			fmt.Fprintln(progress, "bench: handoff:", err)
+		}
+		rep.Handoff = h
+	}
+	if ctx.Err() == nil {
+		rep.Throughput = s.runThroughput(ctx, o, base, progress)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	rep.Rows, rep.Memory = buildRows(rep.Runs), buildMemory(rep.Runs)
+	rep.LoadAvgEnd, rep.PressureEnd = loadAvg(), cpuPressure()
+	rep.Elapsed = clock.Since(ck, began).Seconds()
+	if err := writeOutputs(o.Out, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "bench: done in %.0f s; wrote %s\n", rep.Elapsed, filepath.Join(o.Out, "RESULTS.md"))
+	return nil
+}
+
+// startAll starts the backend, plain proxy, redis-server and registries.
+func (s *stack) startAll() error {
+	if err := s.startBackend(); err != nil {
+		return err
+	}
+	if err := s.startPlainProxy(); err != nil {
+		return err
+	}
+	if err := s.startRedis(); err != nil {
+		return err
+	}
+	for _, r := range []struct{ name, backend, alg string }{
+		{"EdDSA", "bolt", "EdDSA"}, {"ES256", "bolt", "ES256"}, {"HS256", "bolt", "HS256"},
+		{"memory", "memory", "EdDSA"}, {"redis", "redis", "EdDSA"},
+	} {
+		if _, err := s.startRegistry(r.name, r.backend, r.alg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loads are the loads of a repetition; the open loop's rate is set once
+// the plain proxy's closed-loop maximum is known.
+func loads(o options, openRate float64) []loadSpec {
+	return []loadSpec{
+		{Mode: "closed", Workers: 16, Warmup: o.Warmup, Duration: o.Duration},
+		{Mode: "closed", Workers: 64, Warmup: o.Warmup, Duration: o.Duration},
+		{Mode: "open", Workers: 64, Rate: openRate, Warmup: o.Warmup, Duration: o.Duration},
+	}
+}
+
+// runArms runs every load on every arm, round-robin, o.Reps times. Each
+// repetition starts at the next arm, so no arm always follows the same one.
+func (s *stack) runArms(ctx context.Context, o options, arms []*arm, base http.RoundTripper, rep *report, progress io.Writer) error {
+	for r := 1; r <= o.Reps; r++ {
+		for _, a := range arms {
+			if err := a.acquire(ctx, 64, base); err != nil {
+				return err
+			}
+		}
+		for li := range 3 {
+			spec := loads(o, rep.OpenRate)[li]
+			if spec.Mode == "open" && rep.OpenRate == 0 {
+				var best float64
+				for _, run := range rep.Runs {
+					if run.Arm == "plain-proxy" && run.valid() {
+						best = math.Max(best, run.RPS)
+					}
+				}
+				if best == 0 {
+					return fmt.Errorf("bench: the plain proxy had no valid closed-loop run: no open-loop rate")
+				}
+				rep.OpenRate = math.Round(best / 2)
+				spec.Rate = rep.OpenRate
+			}
+			for i := range arms {
+				a := arms[(i+r-1)%len(arms)]
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				rec := s.measure(ctx, a, spec, r)
+				rep.Runs = append(rep.Runs, rec)
+				if note := a.exitNote(); note != "" {
+					rep.Notes = append(rep.Notes, note)
+					fmt.Fprintln(progress, "bench:", note)
+				}
+				mark := ""
+				if !rec.valid() {
+					mark = fmt.Sprintf("  INVALID non2xx=%d errors=%d missed=%d %s", rec.Non2xx, rec.Errors, rec.Missed, rec.FirstError)
+				}
+				fmt.Fprintf(progress, "rep %d/%d %-12s %-24s %8.0f rps  p50 %7.2f ms  p99 %7.2f ms%s\n",
+					r, o.Reps, rec.Load, a.Name, rec.RPS, rec.Latency.P50, rec.Latency.P99, mark)
+			}
+		}
+		for _, a := range arms {
+			a.release(ctx)
+		}
+	}
+	return nil
+}
+
+// measure runs spec on arm a and takes the CPU and memory snapshots of
+// every process involved around the measured window.
+func (s *stack) measure(ctx context.Context, a *arm, spec loadSpec, r int) runRecord {
+	pids := map[string]int{"backend": s.backend.pid(), "loadgen": os.Getpid()}
+	if a.proxy != nil {
+		pids["proxy"] = a.proxy.pid()
+	}
+	if a.Kind == "fencegate" {
+		pids["registry"] = a.registry.proc.pid()
+	}
+	if a.redis {
+		pids["redis"] = s.redis.pid()
+	}
+	cpu0, cpu1 := map[string]float64{}, map[string]float64{}
+	var mem0, mem1 memKB
+	snap := func(into map[string]float64, mem *memKB) func() {
+		return func() {
+			for role, pid := range pids {
+				if v, err := readCPUSeconds(pid); err == nil {
+					into[role] = v
+				}
+			}
+			if a.proxy != nil {
+				if m, err := readMem(a.proxy.pid()); err == nil {
+					*mem = m
+				}
+			}
+		}
+	}
+	res := runLoad(ctx, s.ck, a, spec, hooks{start: snap(cpu0, &mem0), end: snap(cpu1, &mem1)})
+	rec := runRecord{Rep: r, Load: loadName(spec), Arm: a.Name, Workers: spec.Workers, TargetRate: spec.Rate,
+		Requests: len(res.Samples), Seconds: spec.Duration.Seconds(), Non2xx: res.Non2xx, Errors: res.Errors,
+		Missed: res.Missed, Answered: res.Answered, FirstError: res.FirstError, CPU: map[string]float64{}}
+	rec.RPS = float64(rec.Requests) / rec.Seconds
+	rec.Latency = summarize(res.Samples)
+	for role := range pids {
+		d, ok0 := cpu0[role]
+		e, ok1 := cpu1[role]
+		if ok0 && ok1 && rec.Requests > 0 {
+			rec.CPU[role] = (e - d) / float64(rec.Requests) * 1000
+		}
+		if role == "loadgen" && ok0 && ok1 {
+			rec.LoadgenSeconds = e - d
+		}
+	}
+	if a.proxy != nil {
+		rec.ProxyRSSStart, rec.ProxyRSSEnd, rec.ProxyPeakRSS = mem0.RSS, mem1.RSS, mem1.HWM
+	}
+	return rec
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// writeOutputs writes results.json, latency.svg and RESULTS.md into dir.
+func writeOutputs(dir string, rep *report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bench: results.json: %w", err)
+	}
+	files := map[string][]byte{
+		"results.json": append(js, '\n'),
+		"latency.svg":  []byte(renderSVG(rep.Rows)),
+		"RESULTS.md":   []byte(renderMarkdown(rep)),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+	}
+	return nil
+}
+
+// fmtNum formats v with prec decimals, "–" for NaN.
+func fmtNum(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "–"
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64)
+}
+
+// fmtSpread is "median (min–max)", or the median alone for one repetition.
+func fmtSpread(s spread, prec int) string {
+	if s.N <= 1 || s.Min == s.Max {
+		return fmtNum(s.Median, prec)
+	}
+	return fmtNum(s.Median, prec) + " (" + fmtNum(s.Min, prec) + "–" + fmtNum(s.Max, prec) + ")"
+}
+
+// renderMarkdown is RESULTS.md.
+func renderMarkdown(rep *report) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	m := rep.Machine
+	p("# fencegate benchmark results\n\n")
+	p("Written by `go run ./e2e/bench` (see [doc.go](doc.go) for what each arm and column is). ")
+	p("Options: %d repetition(s), %s measured after %s warm-up per run, %d handoffs, %s per registry throughput run%s.\n\n",
+		rep.Options.Reps, rep.Options.Duration, rep.Options.Warmup, rep.Options.Handoffs, rep.Options.TputDuration,
+		map[bool]string{true: " (-quick)", false: ""}[rep.Options.Quick])
+	p("## Machine\n\n| | |\n|---|---|\n")
+	p("| CPU | %s, %d CPUs |\n| memory | %s |\n| kernel | %s |\n| Go | %s |\n| date | %s |\n", m.CPUModel, m.CPUs, m.MemTotal, m.Kernel, m.GoVersion, m.Date)
+	commit := m.Commit
+	if m.Dirty {
+		commit += " (with uncommitted changes)"
+	}
+	p("| commit | %s |\n| pinning | %s |\n| load average (1/5/15 min) at start | %s |\n| load average at end | %s |\n| CPU pressure (PSI some) at start | %s |\n| CPU pressure at end | %s |\n| elapsed | %.0f s |\n\n",
+		commit, rep.Pinning.Note, rep.LoadAvgStart, rep.LoadAvgEnd, rep.PressureStart, rep.PressureEnd, rep.Elapsed)
+	if busy(rep.LoadAvgStart, m.CPUs) || busy(rep.LoadAvgEnd, m.CPUs) {
+		p("**The machine was busy**: other work shared its %d CPUs (load average and CPU pressure above: the share of time some task waited for a CPU). Absolute figures are pessimistic and noisier; the arms alternate round-robin, so each repetition's noise hits them alike and the ratios and added latencies are the figures to compare.\n\n", m.CPUs)
+	}
+	var rejected []string
+	for _, r := range rep.Rows {
+		if r.Rejected > 0 && !slices.Contains(rejected, r.Arm) {
+			rejected = append(rejected, r.Arm)
+		}
+	}
+	if len(rejected) > 0 {
+		p("**Invalid arms**: %s had runs with non-2xx answers or errors; their figures are not comparable. See [Notes](#notes).\n\n", strings.Join(rejected, ", "))
+	}
+	p("## Arms\n\n")
+	p("Every run sends 1 KiB PUTs; each worker owns one resource and sends segments 1, 2, 3, ... with its grant headers through the SDK's Transport (in proof mode it also refreshes the `Fence-Status` proof as the SDK does). ")
+	p("Each cell is the median of the repetitions, with the range in parentheses. `+p50` etc. are the arm's latency percentiles minus the direct arm's in the same repetition. ")
+	p("CPU columns are core-seconds per 1,000 requests of each process (utime+stime from /proc): the proxy, the registry (fencegate arms: status reads in registry mode, proofs in proof mode), redis-server (redis store), the backend and the load generator itself. ")
+	p("The proxy's memory is in its own table below. A run with any non-2xx answer, error, or (open loop) a backlog at the end of more than 1%% of the window's schedule (the arm did not keep the rate: \"missed\") is invalid.\n\n")
+	p("The open loop runs at half the plain proxy's best closed-loop rate, %s requests/s, 64 workers each on a fixed schedule; latency counts from each request's intended start, and counts every request answered during the window, so an arm that cannot keep the rate shows its growing backlog as latency (and its rps is what it managed).\n\n", fmtNum(rep.OpenRate, 0))
+	var loadsSeen []string
+	for _, r := range rep.Rows {
+		if len(loadsSeen) == 0 || loadsSeen[len(loadsSeen)-1] != r.Load {
+			found := false
+			for _, l := range loadsSeen {
+				found = found || l == r.Load
+			}
+			if !found {
+				loadsSeen = append(loadsSeen, r.Load)
+			}
+		}
+	}
+	for _, load := range loadsSeen {
+		p("### %s\n\n", load)
+		p("| arm | rps | × plain | +p50 ms | +p99 ms | +p99.9 ms | proxy | registry | redis | backend | loadgen | non-2xx | valid |\n")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		var direct *armRow
+		for i, r := range rep.Rows {
+			if r.Load != load {
+				continue
+			}
+			if r.Arm == "direct" {
+				direct = &rep.Rows[i]
+			}
+			cpu := func(role string) string {
+				s, ok := r.CPU[role]
+				if !ok {
+					return "–"
+				}
+				return fmtNum(s.Median, 3)
+			}
+			valid := "yes"
+			switch {
+			case r.Rejected > 0:
+				valid = fmt.Sprintf("**NO**: non-2xx or errors (%d/%d runs)", r.Rejected, r.Runs)
+			case r.Behind > 0:
+				valid = fmt.Sprintf("rate not kept (%d/%d runs, %d missed)", r.Behind, r.Runs, r.Missed)
+			}
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
+				r.Arm, fmtSpread(r.RPS, 0), fmtSpread(r.Ratio, 2), fmtSpread(r.AddP50, 2), fmtSpread(r.AddP99, 2), fmtSpread(r.AddP999, 2),
+				cpu("proxy"), cpu("registry"), cpu("redis"), cpu("backend"), cpu("loadgen"),
+				r.Non2xx+r.Errors, valid)
+		}
+		if direct != nil {
+			p("\nDirect (absolute, what the + columns are added to): p50 %s ms, p99 %s ms, p99.9 %s ms.\n\n",
+				fmtSpread(direct.P50, 2), fmtSpread(direct.P99, 2), fmtSpread(direct.P999, 2))
+		}
+	}
+	p("![added latency per arm](latency.svg)\n\n")
+	if len(rep.Memory) > 0 {
+		p("## Proxy memory\n\n")
+		p("Peak RSS (VmHWM) of each proxy process over the whole benchmark, and its VmRSS from the first measured window's start to the last one's end, with the growth per 100,000 requests answered in between (warm-ups included).\n\n")
+		p("| proxy | peak RSS MiB | first RSS MiB | last RSS MiB | requests | growth MiB/100k |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, m := range rep.Memory {
+			p("| %s | %s | %s | %s | %d | %s |\n", m.Arm, fmtNum(m.PeakRSSMiB, 1), fmtNum(m.FirstMiB, 1), fmtNum(m.LastMiB, 1), m.Answered, fmtNum(m.GrowthMiB, 2))
+		}
+		p("\n")
+	}
+	if h := rep.Handoff; h != nil && h.Handoffs > 0 {
+		p("## Lease handoff\n\n")
+		p("%d handoffs of one resource between two owners through `%s` (registry %s): the next owner's acquire is already waiting at the registry when the holder releases. ", h.Handoffs, h.Arm, h.Registry)
+		p("Times from the release call to the waiting acquirer's grant, and to its first write accepted by the sidecar (segment 1 under the new fence).\n\n")
+		p("| | p50 ms | p99 ms | p99.9 ms | max ms |\n|---|---:|---:|---:|---:|\n")
+		p("| release → grant | %s | %s | %s | %s |\n", fmtNum(h.ToGrant.P50, 2), fmtNum(h.ToGrant.P99, 2), fmtNum(h.ToGrant.P999, 2), fmtNum(h.ToGrant.Max, 2))
+		p("| release → first accepted write | %s | %s | %s | %s |\n\n", fmtNum(h.ToWrite.P50, 2), fmtNum(h.ToWrite.P99, 2), fmtNum(h.ToWrite.P999, 2), fmtNum(h.ToWrite.Max, 2))
+	}
+	if len(rep.Throughput) > 0 {
+		p("## Registry acquire+release throughput\n\n")
+		p("Each worker acquires a lease on its own resource and releases it, in a loop, with the SDK's low-level client (`Acquire`, `Release`). The bolt and redis backends are durable (bbolt fsync; redis-server with appendonly yes, appendfsync always).\n\n")
+		p("| backend | concurrency | acquire+release /s | registry core-s/1k | redis core-s/1k | errors |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, t := range rep.Throughput {
+			redis := "–"
+			if t.Backend == "redis" {
+				redis = fmtNum(t.RedisCPU, 3)
+			}
+			p("| %s | %d | %s | %s | %s | %d |\n", t.Backend, t.Concurrency, fmtNum(t.PerSecond, 0), fmtNum(t.RegistryCPU, 3), redis, t.Errors)
+		}
+		p("\n")
+	}
+	if len(rep.Notes) > 0 {
+		p("## Notes\n\n")
+		for _, n := range rep.Notes {
+			p("- %s\n", n)
+		}
+		p("\n")
+	}
+	p("The data of every run: [results.json](results.json).\n")
+	return b.String()
+}
+
+// busy reports a 1-minute load average above half the CPUs.
+func busy(loadavg string, cpus int) bool {
+	f := strings.Fields(loadavg)
+	if len(f) == 0 {
+		return false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return err == nil && v > float64(cpus)/2
+}
