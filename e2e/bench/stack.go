@@ -133,7 +133,7 @@ func (s *stack) startRedis() error {
 func (s *stack) waitRedis(c *child, addr string) error {
 	deadline := s.ck.Now().Add(10 * time.Second)
 	for s.ck.Now().Before(deadline) {
-		if redisPing(addr) == nil {
+		if redistest.Ping(addr) == nil {
 			return nil
 		}
 		select {
@@ -145,25 +145,6 @@ func (s *stack) waitRedis(c *child, addr string) error {
 	return fmt.Errorf("%w: redis-server on %s: no PONG in 10s", errChild, addr)
 }
 
-func redisPing(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(clock.Real().Now().Add(time.Second))
-	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("bench: redis PING answered %q", line)
-	}
-	return nil
-}
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

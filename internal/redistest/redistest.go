@@ -163,7 +163,7 @@ func (s *Server) start() error {
 	clk := clock.Real()
 	deadline := clk.Now().Add(readyTimeout)
 	for {
-		if err := ping(s.Addr()); err == nil {
+		if err := Ping(s.Addr()); err == nil {
 			return nil
 		}
 		select {
@@ -179,9 +179,10 @@ func (s *Server) start() error {
 	}
 }
 
-// ping sends PING in RESP and expects +PONG (or NOAUTH); a server still
-// loading its data answers LOADING and is not ready.
-func ping(addr string) error {
+// Ping sends PING in RESP to addr and expects +PONG (or NOAUTH): the
+// server is up. A server still loading its data answers LOADING and is not
+// ready. (The benchmark harness starts its own servers and waits with it.)
+func Ping(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package adminapi_test
 import (
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,26 +13,15 @@ import (
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/store/memory"
+	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
 // newProxy is a real sidecar pipeline over the memory store.
 func newProxy(t *testing.T) *proxy.Proxy {
 	t.Helper()
 	dir := t.TempDir()
-	k, err := keys.Generate(jwa.EdDSA, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := keys.Bundle(false, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bundle := filepath.Join(dir, "jwks.json")
-	if err := keys.Save(bundle, set); err != nil {
-		t.Fatal(err)
-	}
+	bundle := verifytest.BundleFile(t, verifytest.NewIssuer(t, jwa.EdDSA))
 	cfg := proxy.Config{
 		Listen:   "127.0.0.1:0",
 		Backend:  proxy.BackendConfig{URL: "http://127.0.0.1:1", Timeout: time.Minute},

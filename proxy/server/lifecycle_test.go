@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -12,8 +11,8 @@ import (
 
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
 // guardedStore is the real store, watched: it fails the test when Close
@@ -97,18 +96,7 @@ func (g *guardedStore) Close() error {
 func testConfig(t *testing.T, backendURL string) proxy.Config {
 	t.Helper()
 	dir := t.TempDir()
-	k, err := keys.Generate(jwa.EdDSA, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := keys.Bundle(false, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bundle := filepath.Join(dir, "jwks.json")
-	if err := keys.Save(bundle, set); err != nil {
-		t.Fatal(err)
-	}
+	bundle := verifytest.BundleFile(t, verifytest.NewIssuer(t, jwa.EdDSA))
 	return proxy.Config{
 		Listen:   "127.0.0.1:0",
 		Backend:  proxy.BackendConfig{URL: backendURL, Timeout: time.Minute},

@@ -5,17 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/fencegate/fencegate/identity"
-	"github.com/fencegate/fencegate/proxy"
-	"github.com/fencegate/fencegate/registry/keys"
 )
 
 // TestRunReturnsShutdownError: when the drain of in-flight requests
@@ -30,29 +24,7 @@ func TestRunReturnsShutdownError(t *testing.T) {
 	defer back.Close()
 	defer close(release) // runs before back.Close
 
-	dir := t.TempDir()
-	k, err := keys.Generate(jwa.EdDSA, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := keys.Bundle(false, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bundle := filepath.Join(dir, "jwks.json")
-	if err := keys.Save(bundle, set); err != nil {
-		t.Fatal(err)
-	}
-	cfg := proxy.Config{
-		Listen:   "127.0.0.1:0",
-		Backend:  proxy.BackendConfig{URL: back.URL, Timeout: time.Minute},
-		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof}}},
-		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
-		Trust:    proxy.TrustConfig{Bundle: bundle},
-		Store:    proxy.StoreConfig{Backend: "memory"},
-		Admin:    proxy.AdminConfig{Listen: "127.0.0.1:0"},
-		DataDir:  dir,
-	}
+	cfg := testConfig(t, back.URL)
 	core, logs := observer.New(zap.InfoLevel)
 	s, err := New(cfg, zap.New(core), nil)
 	if err != nil {

@@ -11,6 +11,7 @@ package verifytest
 import (
 	"crypto/ed25519"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -124,6 +125,26 @@ func BundleOf(t testing.TB, issuers ...*Issuer) *verify.Bundle {
 		t.Fatalf("verifytest: bundle: %v", err)
 	}
 	return b
+}
+
+// BundleFile writes the issuers' keys as a JWKS file in a new temporary
+// directory (secrets included, for HS256 issuers), as a sidecar's
+// trust.bundle reads it, and returns its path.
+func BundleFile(t testing.TB, issuers ...*Issuer) string {
+	t.Helper()
+	ks := make([]jwk.Key, 0, len(issuers))
+	for _, is := range issuers {
+		ks = append(ks, is.key)
+	}
+	set, err := keys.Bundle(true, ks...)
+	if err != nil {
+		t.Fatalf("verifytest: bundle: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "jwks.json")
+	if err := keys.Save(path, set); err != nil {
+		t.Fatalf("verifytest: bundle file: %v", err)
+	}
+	return path
 }
 
 func containsAlg(list []jwa.SignatureAlgorithm, a jwa.SignatureAlgorithm) bool {
