@@ -7,11 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
@@ -69,7 +69,13 @@ func New(o Options) (http.Handler, error) {
 	if o.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
 	}
-	r.Route("/debug/pprof", routePprof)
+	// Go's profiles (chi's middleware.Profiler: /debug/pprof/..., and
+	// expvar's /debug/vars), behind adminOnly like every admin route: a
+	// profile shows request contents (goroutine stacks hold headers), and a
+	// CPU profile or trace costs CPU for its whole duration. The admin
+	// listener's write timeout (30 s) bounds a profile: ask for less,
+	// /debug/pprof/profile?seconds=20.
+	r.Mount("/debug", middleware.Profiler())
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/receipts", s.receipts)
 		r.Get("/resources/*", s.record)
@@ -120,25 +126,4 @@ func (s *server) readyz(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	_, _ = io.WriteString(w, "ok\n")
-}
-
-// routePprof serves Go's profiles (net/http/pprof) under /debug/pprof/,
-// behind adminOnly like every admin route: a profile shows request
-// contents (goroutine stacks hold headers), and a CPU profile or trace
-// costs CPU for its whole duration. The admin listener's write timeout
-// (30 s) bounds a profile's duration: ask for less, e.g.
-// /debug/pprof/profile?seconds=20.
-//
-// Importing net/http/pprof also registers these handlers on
-// http.DefaultServeMux; no listener of fencegate serves that mux.
-func routePprof(r chi.Router) {
-	r.Get("/", pprof.Index)
-	r.Get("/cmdline", pprof.Cmdline)
-	r.Get("/profile", pprof.Profile)
-	r.Get("/symbol", pprof.Symbol)
-	r.Post("/symbol", pprof.Symbol)
-	r.Get("/trace", pprof.Trace)
-	// heap, allocs, goroutine, block, mutex, threadcreate: pprof.Index
-	// serves a named profile from the path.
-	r.Get("/{profile}", pprof.Index)
 }

@@ -246,3 +246,21 @@ func TestAdminWithToken(t *testing.T) {
 		t.Fatalf("new grant epoch %d fence %d", b.IssuerEpoch, b.FenceToken)
 	}
 }
+
+// TestProfilesNeedAdmin: /debug/pprof/ and /debug/vars answer the admin
+// token, and ADMIN_REQUIRED to a worker or a wrong token.
+func TestProfilesNeedAdmin(t *testing.T) {
+	f := newFixture(t, identity.Config{Mode: identity.ModeInsecureHeader})
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/goroutine", "/debug/vars"} {
+		if resp := f.do(t, "GET", path, "", "", "", "Authorization", "Bearer s3cret"); resp.StatusCode != 200 {
+			t.Errorf("%s with the admin token: %d", path, resp.StatusCode)
+		}
+		for _, c := range [][]string{{"worker-a"}, {"", "Authorization", "Bearer nope"}} {
+			resp := f.do(t, "GET", path, c[0], "", "", c[1:]...)
+			p, err := fencegate.ReadProblem(resp)
+			if resp.StatusCode != 403 || err != nil || p.Code != fencegate.CodeAdminRequired {
+				t.Errorf("%s as %q %v: %d %v, want 403 ADMIN_REQUIRED", path, c[0], c[1:], resp.StatusCode, err)
+			}
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -97,6 +98,10 @@ func New(o Options) (http.Handler, error) {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
 	}
 	r.Get("/.well-known/jwks.json", s.jwks)
+	// Go's profiles for operators (chi's middleware.Profiler:
+	// /debug/pprof/..., /debug/vars), behind the admin check: a profile
+	// shows request contents, and a CPU profile costs CPU while it runs.
+	r.With(s.adminOnly).Mount("/debug", middleware.Profiler())
 	r.Route("/v1", func(r chi.Router) {
 		r.Post("/leases", s.acquire)
 		r.Get("/requests/{requestID}", s.lookup)
