@@ -55,13 +55,16 @@ func openStore(cfg proxy.Config, log *zap.Logger) (store.Store, error) {
 
 // Local files of the redis backend in dataDir: the generation marker this
 // sidecar last saw (store/redis) and its per-resource checkpoints
-// (store/guard). The operator acknowledges a Redis data loss through the
-// admin API (POST /v1/store/acknowledge-loss, fencegate store
+// (store/guard, a bbolt file). The operator acknowledges a Redis data loss
+// through the admin API (POST /v1/store/acknowledge-loss, fencegate store
 // acknowledge-loss), which rewrites redisGenerationFile; never delete
-// storeCheckpointFile.
+// storeCheckpointFile. legacyCheckpointFile is the JSON checkpoint file of
+// earlier versions: imported at start, then renamed with
+// guard.ImportedSuffix, so an upgraded sidecar keeps its checkpoints.
 const (
-	redisGenerationFile = "redis-generation.json"
-	storeCheckpointFile = "store-checkpoint.json"
+	redisGenerationFile  = "redis-generation.json"
+	storeCheckpointFile  = "store-checkpoint.db"
+	legacyCheckpointFile = "store-checkpoint.json"
 )
 
 // openGuardedRedisStore opens the redis store with its generation check
@@ -79,7 +82,8 @@ func openGuardedRedisStore(cfg proxy.Config, maxBody int, log *zap.Logger) (stor
 		log.Error("redis store LOST DATA: every write is refused (STORE_UNAVAILABLE) until an operator restores Redis and acknowledges; see README, Redis data loss",
 			zap.Error(loss), zap.String("generationFile", filepath.Join(cfg.DataDir, redisGenerationFile)))
 	}
-	g, err := guard.Wrap(st, filepath.Join(cfg.DataDir, storeCheckpointFile))
+	g, err := guard.WrapOptions(st, filepath.Join(cfg.DataDir, storeCheckpointFile),
+		guard.Options{ImportJSON: filepath.Join(cfg.DataDir, legacyCheckpointFile)})
 	if err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("server: store: %w", err)

@@ -1,13 +1,8 @@
 package guard
 
 import (
-	"encoding/json"
-	"errors"
+	"encoding/binary"
 	"fmt"
-	"io/fs"
-	"os"
-
-	"github.com/fencegate/fencegate/internal/atomicfile"
 )
 
 // Checkpoint is what a sidecar remembers locally about one resource: the
@@ -33,46 +28,38 @@ type Checkpoint struct {
 // unknown reports whether an UNKNOWN mutation is outstanding.
 func (c Checkpoint) unknown() bool { return c.UnknownSeq != 0 }
 
-// file is the checkpoint file's JSON shape.
-type file struct {
-	Version   int                   `json:"version"`
-	Clock     uint64                `json:"clock"`
-	Resources map[string]Checkpoint `json:"resources"`
+// The stored value of a checkpoint: a format byte, then Fence, Seq,
+// UnknownFence, UnknownSeq and Touched as big-endian uint64, then a flags
+// byte (bit 0: SawPause). Fixed size, so a torn or foreign value is
+// recognised by its length alone.
+const (
+	cpFormat   = 1
+	cpSize     = 1 + 5*8 + 1
+	flagPaused = 1
+)
+
+// encode returns the stored value of c.
+func (c Checkpoint) encode() []byte {
+	b := make([]byte, 0, cpSize)
+	b = append(b, cpFormat)
+	for _, v := range []uint64{c.Fence, c.Seq, c.UnknownFence, c.UnknownSeq, c.Touched} {
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	var flags byte
+	if c.SawPause {
+		flags |= flagPaused
+	}
+	return append(b, flags)
 }
 
-const fileVersion = 1
-
-// load reads the checkpoint file at path; a missing file is an empty one.
-func load(path string) (file, error) {
-	f := file{Version: fileVersion, Resources: map[string]Checkpoint{}}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return f, nil
+// decodeCheckpoint parses a stored value; anything but exactly the shape
+// encode writes is ErrCorrupt.
+func decodeCheckpoint(b []byte) (Checkpoint, error) {
+	if len(b) != cpSize || b[0] != cpFormat || b[cpSize-1]&^flagPaused != 0 {
+		return Checkpoint{}, fmt.Errorf("%w: checkpoint value of %d bytes", ErrCorrupt, len(b))
 	}
-	if err != nil {
-		return file{}, fmt.Errorf("store/guard: read checkpoints: %w", err)
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		return file{}, fmt.Errorf("store/guard: checkpoints %s are corrupt: %w", path, err)
-	}
-	if f.Version != fileVersion {
-		return file{}, fmt.Errorf("store/guard: checkpoints %s: version %d, want %d", path, f.Version, fileVersion)
-	}
-	if f.Resources == nil {
-		f.Resources = map[string]Checkpoint{}
-	}
-	return f, nil
-}
-
-// save writes f to path durably: a temporary file, fsynced, renamed over
-// path, and the directory fsynced.
-func save(path string, f file) error {
-	b, err := json.Marshal(f)
-	if err != nil {
-		return fmt.Errorf("store/guard: encode checkpoints: %w", err)
-	}
-	if err := atomicfile.Write(path, b); err != nil {
-		return fmt.Errorf("store/guard: write checkpoints: %w", err)
-	}
-	return nil
+	u := func(i int) uint64 { return binary.BigEndian.Uint64(b[1+8*i:]) }
+	c := Checkpoint{Fence: u(0), Seq: u(1), UnknownFence: u(2), UnknownSeq: u(3), Touched: u(4)}
+	c.SawPause = b[cpSize-1]&flagPaused != 0
+	return c, nil
 }

@@ -7,6 +7,8 @@ import (
 	"hash/fnv"
 	"sync"
 
+	"go.etcd.io/bbolt"
+
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -19,6 +21,22 @@ type Options struct {
 	// MaxEntries bounds the resources checkpointed (DefaultMaxEntries when
 	// zero); the least recently used checkpoint is dropped past it.
 	MaxEntries int
+	// ImportJSON names a JSON checkpoint file of an earlier version
+	// (rewritten whole on every change) to import at Wrap: its checkpoints
+	// are merged into the checkpoint file, then it is renamed with
+	// ImportedSuffix. A missing file is nothing to import; a corrupt one
+	// fails Wrap.
+	ImportJSON string
+}
+
+// Counters are counters of a checkpoint file since it was opened in this
+// process (shared by the guards that name it).
+type Counters struct {
+	// Writes counts checkpoint changes committed.
+	Writes uint64
+	// TxCommits counts committed bbolt write transactions: concurrent
+	// changes share one, and its fsyncs.
+	TxCommits uint64
 }
 
 // Store is a store.Store that checks every Begin of a checkpointed
@@ -26,31 +44,40 @@ type Options struct {
 // Methods it does not override go to the inner store unchanged.
 type Store struct {
 	store.Store
-	path string
-	max  int
+	d   *checkpointDB
+	max int
 
 	// stripes serialise the guarded calls of one resource, so that a
 	// checkpoint never lags a concurrent call's effect (a Resolve
 	// clearing an UNKNOWN while a Begin compares).
-	stripes [64]sync.Mutex
+	stripes [nStripes]sync.Mutex
 
-	mu sync.Mutex
-	f  file
+	mu     sync.RWMutex // checkpoint reads and writes hold R; Close takes W
+	closed bool
 }
 
 // lock takes the stripe of resource and returns its unlock.
 func (g *Store) lock(resource string) func() {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(resource))
-	m := &g.stripes[h.Sum32()%uint32(len(g.stripes))]
+	m := &g.stripes[stripe(resource)]
 	m.Lock()
 	return m.Unlock
 }
 
+// nStripes is the number of stripes serialising calls by resource.
+const nStripes = 64
+
+// stripe returns the index of resource's stripe.
+func stripe(resource string) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(resource))
+	return h.Sum32() % nStripes
+}
+
 var _ store.Store = (*Store)(nil)
 
-// Wrap returns inner guarded by the checkpoints kept in the file at
-// checkpointPath (created on the first change; its directory must exist).
+// Wrap returns inner guarded by the checkpoints kept in the bbolt file at
+// checkpointPath (created if missing; its directory must exist). Guards of
+// one process that name the same file share it.
 func Wrap(inner store.Store, checkpointPath string) (*Store, error) {
 	return WrapOptions(inner, checkpointPath, Options{})
 }
@@ -66,26 +93,62 @@ func WrapOptions(inner store.Store, checkpointPath string, opts Options) (*Store
 	if opts.MaxEntries < 0 {
 		return nil, fmt.Errorf("store/guard: maxEntries must be >= 0")
 	}
-	f, err := load(checkpointPath)
-	if err != nil {
-		return nil, err
-	}
 	m := opts.MaxEntries
 	if m == 0 {
 		m = DefaultMaxEntries
 	}
-	return &Store{Store: inner, path: checkpointPath, max: m, f: f}, nil
+	d, err := openDB(checkpointPath)
+	if err != nil {
+		return nil, err
+	}
+	if opts.ImportJSON != "" {
+		if err := importLegacy(d, opts.ImportJSON, m); err != nil {
+			_ = d.release()
+			return nil, err
+		}
+	}
+	return &Store{Store: inner, d: d, max: m}, nil
 }
 
 // Unwrap returns the store the guard wraps.
 func (g *Store) Unwrap() store.Store { return g.Store }
 
-// Checkpoint returns the checkpoint of resource, if any.
-func (g *Store) Checkpoint(resource string) (Checkpoint, bool) {
+// Close closes the inner store and releases the checkpoint file.
+func (g *Store) Close() error {
+	err := g.Store.Close()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	c, ok := g.f.Resources[resource]
-	return c, ok
+	if g.closed {
+		return err
+	}
+	g.closed = true
+	return errors.Join(err, g.d.release())
+}
+
+// Counters returns the counters of the checkpoint file.
+func (g *Store) Counters() Counters {
+	return Counters{Writes: g.d.group.writes.Load(), TxCommits: g.d.group.txCommits.Load()}
+}
+
+// Checkpoint returns the checkpoint of resource, if any (none if it cannot
+// be read: Begin then fails).
+func (g *Store) Checkpoint(resource string) (Checkpoint, bool) {
+	c, ok, err := g.checkpoint(resource)
+	return c, ok && err == nil
+}
+
+// checkpoint reads the checkpoint of resource.
+func (g *Store) checkpoint(resource string) (c Checkpoint, ok bool, err error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return Checkpoint{}, false, store.ErrClosed
+	}
+	err = g.d.db.View(func(tx *bbolt.Tx) error {
+		c, ok, err = get(tx, resource)
+		return err
+	})
+	return c, ok, errClosedDB(err)
 }
 
 // Begin implements store.Store. For a checkpointed resource it reads the
@@ -99,7 +162,11 @@ func (g *Store) Begin(ctx context.Context, in store.BeginInput) (store.BeginResu
 		return g.Store.Begin(ctx, in) // the inner store answers bad input
 	}
 	defer g.lock(in.Resource)()
-	if cp, ok := g.Checkpoint(in.Resource); ok {
+	cp, ok, err := g.checkpoint(in.Resource)
+	if err != nil {
+		return store.BeginResult{}, fmt.Errorf("store/guard: begin: %w", err)
+	}
+	if ok {
 		rec, err := g.Store.Record(ctx, in.Resource)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return store.BeginResult{}, fmt.Errorf("store/guard: begin: %w", err)
@@ -292,40 +359,37 @@ func (g *Store) adopt(rec store.Record) error {
 	})
 }
 
-// update applies f to the checkpoint of resource (a new one if none) and
-// saves the file if it changed, dropping the least recently used
-// checkpoint past the bound.
+// update applies f to the checkpoint of resource (a new one if none) and,
+// if that changes it, writes it durably before returning, dropping the
+// least recently used checkpoint past the bound. The comparison runs in a
+// read-only transaction first, so a call that changes nothing costs no
+// fsync; a change is applied again on the latest state inside the group
+// transaction, whose fsyncs it shares with concurrent changes.
 func (g *Store) update(resource string, f func(*Checkpoint)) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	old, had := g.f.Resources[resource]
-	c := old
-	f(&c)
-	c.Touched = old.Touched
-	if had && c == old {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return store.ErrClosed
+	}
+	changed := true
+	err := g.d.db.View(func(tx *bbolt.Tx) error {
+		old, had, err := get(tx, resource)
+		if err != nil {
+			return err
+		}
+		c := old
+		f(&c)
+		changed = !had || c != old
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store/guard: read checkpoint: %w", errClosedDB(err))
+	}
+	if !changed {
 		return nil
 	}
-	g.f.Clock++
-	c.Touched = g.f.Clock
-	g.f.Resources[resource] = c
-	for len(g.f.Resources) > g.max {
-		var oldest string
-		var t uint64
-		for r, e := range g.f.Resources {
-			if oldest == "" || e.Touched < t {
-				oldest, t = r, e.Touched
-			}
-		}
-		delete(g.f.Resources, oldest)
-	}
-	if err := save(g.path, g.f); err != nil {
-		// Keep memory as it was: the next change writes everything again.
-		if had {
-			g.f.Resources[resource] = old
-		} else {
-			delete(g.f.Resources, resource)
-		}
-		return err
+	if err := g.d.group.do(func(tx *bbolt.Tx) error { return put(tx, resource, f, g.max) }); err != nil {
+		return fmt.Errorf("store/guard: write checkpoint: %w", err)
 	}
 	return nil
 }

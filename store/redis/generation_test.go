@@ -31,7 +31,7 @@ func openSidecar(t *testing.T, addr, dataDir string, ack bool) sidecar {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	g, err := guard.Wrap(st, filepath.Join(dataDir, "store-checkpoint.json"))
+	g, err := guard.Wrap(st, filepath.Join(dataDir, "store-checkpoint.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
