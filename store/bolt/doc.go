@@ -9,7 +9,15 @@
 // Concurrent writes, typically on different resources, are grouped so they
 // share one transaction and its fsyncs: by default (GroupCommit) a single
 // committer goroutine takes every write waiting when the previous transaction
-// finishes, without a timer, so a lone writer pays no added latency.
+// finishes, without a timer, so a lone writer pays no added latency. Before
+// it closes a group it yields to the goroutines that are runnable, for as
+// long as that brings more writes: a writer's send hands the CPU straight to
+// the committer, so on a process with fewer CPUs than busy goroutines (the
+// sidecar pinned to one CPU) it would otherwise commit nearly every write
+// alone, two fdatasyncs each, and throughput fell as workers were added
+// (issue 12; see grouper.gather). Grouping changes how many writes share a
+// transaction, never when a call returns: only after its transaction is on
+// disk.
 // BoltBatch uses bbolt's DB.Batch (timer-based, MaxBatchDelay) and NoGrouping
 // one transaction per call; both exist for comparison (see the benchmarks).
 // A write whose function fails is rolled back with its group, and every

@@ -3,6 +3,7 @@ package bolt
 import (
 	"context"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -150,5 +151,58 @@ func waitQueued(t *testing.T, s *Store, n int) {
 			t.Fatalf("only %d of %d writes queued", len(s.group.reqs), n)
 		}
 		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// Writers that are runnable when the committer takes the first write of a
+// group join that group. On one CPU a writer's send hands the CPU straight
+// to the committer (the goroutine it wakes runs next), so without gather
+// the committer would close the group at that one write, and the others,
+// runnable behind it, would wait for its whole transaction (two
+// fdatasyncs): the sidecar's collapse at 64 workers (issue 12). Each round
+// makes n writers runnable at once; without gather every round takes two
+// transactions (one write, then the rest), with it one. The race detector
+// shuffles the scheduler on purpose, so a round may still split now and
+// then: the bound allows a few such rounds, not one per round.
+func TestGroupCommitTakesRunnableWriters(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s := openWith(t, Options{})
+	ctx := context.Background()
+	const rounds, n = 16, 32
+	var txs uint64
+	for round := range rounds {
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		results := make([]store.BeginResult, n)
+		errs := make([]error, n)
+		resource := func(i int) string { return "run" + strconv.Itoa(round) + "-" + strconv.Itoa(i) }
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				results[i], errs[i] = s.Begin(ctx, storetest.Attempt(resource(i), 1, 1, "a"))
+			}()
+		}
+		before := s.Counters()
+		close(start) // all n writers are runnable at once
+		wg.Wait()
+		for i := range n {
+			if errs[i] != nil || results[i].Decision != store.DecisionProceed {
+				t.Fatalf("round %d: Begin %d: %s %v", round, i, results[i].Decision, errs[i])
+			}
+			if rec, err := s.Record(ctx, resource(i)); err != nil || rec.InFlight == nil {
+				t.Fatalf("round %d: record %d: %+v, %v", round, i, rec, err)
+			}
+		}
+		d := s.Counters()
+		if w := d.Writes - before.Writes; w != n {
+			t.Fatalf("round %d: %d writes, want %d", round, w, n)
+		}
+		txs += d.TxCommits - before.TxCommits
+	}
+	t.Logf("%d rounds of %d runnable writers: %d transactions", rounds, n, txs)
+	if limit := uint64(rounds + rounds/4); txs > limit {
+		t.Fatalf("%d rounds of %d runnable writers took %d transactions; want at most %d (one per round, a few split)", rounds, n, txs, limit)
 	}
 }
