@@ -11,6 +11,8 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/fencegate/fencegate/internal/boltgroup"
+
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -69,7 +71,7 @@ type Store struct {
 	db        *bbolt.DB
 	bodyLimit int
 	grouping  Grouping
-	group     *grouper
+	group     *boltgroup.Committer
 
 	mu     sync.RWMutex // writers hold R while in flight; Close takes W
 	closed bool
@@ -106,7 +108,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, bodyLimit: store.BodyLimit(opts.MaxResponseBody), grouping: opts.Grouping}
 	if opts.Grouping == GroupCommit {
-		s.group = newGrouper(db, opts.MaxGroup)
+		s.group = boltgroup.New(db, opts.MaxGroup)
 	}
 	return s, nil
 }
@@ -120,7 +122,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	if s.group != nil {
-		s.group.close()
+		s.group.Close()
 	}
 	return s.db.Close()
 }
@@ -166,7 +168,7 @@ func (s *Store) write(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	}
 	switch s.grouping {
 	case GroupCommit:
-		return s.group.do(counted)
+		return s.group.Do(counted)
 	case BoltBatch:
 		return s.db.Batch(counted)
 	default:

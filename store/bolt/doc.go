@@ -15,7 +15,7 @@
 // the committer, so on a process with fewer CPUs than busy goroutines (the
 // sidecar pinned to one CPU) it would otherwise commit nearly every write
 // alone, two fdatasyncs each, and throughput fell as workers were added
-// (issue 12; see grouper.gather). Grouping changes how many writes share a
+// (issue 12; see internal/boltgroup). Grouping changes how many writes share a
 // transaction, never when a call returns: only after its transaction is on
 // disk.
 // BoltBatch uses bbolt's DB.Batch (timer-based, MaxBatchDelay) and NoGrouping

@@ -146,9 +146,9 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 func waitQueued(t *testing.T, s *Store, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for len(s.group.reqs) < n {
+	for s.group.Queued() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d writes queued", len(s.group.reqs), n)
+			t.Fatalf("only %d of %d writes queued", s.group.Queued(), n)
 		}
 		time.Sleep(100 * time.Microsecond)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/fencegate/fencegate/internal/boltgroup"
+
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -55,7 +57,7 @@ type checkpointDB struct {
 	db    *bbolt.DB
 	key   string
 	refs  int // under dbsMu
-	group *grouper
+	group *boltgroup.Committer
 }
 
 var (
@@ -84,7 +86,7 @@ func openDB(path string) (*checkpointDB, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store/guard: checkpoints %s: %w", path, err)
 	}
-	d := &checkpointDB{db: db, key: key, refs: 1, group: newGrouper(db, maxGroup)}
+	d := &checkpointDB{db: db, key: key, refs: 1, group: boltgroup.New(db, maxGroup)}
 	dbs[key] = d
 	return d, nil
 }
@@ -98,7 +100,7 @@ func (d *checkpointDB) release() error {
 		return nil
 	}
 	delete(dbs, d.key)
-	d.group.close()
+	d.group.Close()
 	if err := d.db.Close(); err != nil {
 		return fmt.Errorf("store/guard: close checkpoints: %w", err)
 	}
@@ -176,7 +178,7 @@ func counter(meta *bbolt.Bucket, key []byte) (uint64, error) {
 // put applies f to the checkpoint of resource in tx (a new one if none),
 // writes it if it changed as the most recently used, and drops the least
 // recently used checkpoints past max. It re-reads everything, so it may
-// run again in another transaction (see grouper).
+// run again in another transaction (see boltgroup.Committer.Do).
 func put(tx *bbolt.Tx, resource string, f func(*Checkpoint), max int) error {
 	old, had, err := get(tx, resource)
 	if err != nil {
@@ -235,9 +237,10 @@ func put(tx *bbolt.Tx, resource string, f func(*Checkpoint), max int) error {
 
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
-// errClosedDB maps bbolt's closed-database error to store.ErrClosed.
+// errClosedDB maps bbolt's closed-database error, and a closed committer,
+// to store.ErrClosed.
 func errClosedDB(err error) error {
-	if errors.Is(err, bbolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, bbolt.ErrDatabaseNotOpen) || errors.Is(err, boltgroup.ErrClosed) {
 		return store.ErrClosed
 	}
 	return err

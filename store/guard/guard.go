@@ -127,7 +127,8 @@ func (g *Store) Close() error {
 
 // Counters returns the counters of the checkpoint file.
 func (g *Store) Counters() Counters {
-	return Counters{Writes: g.d.group.writes.Load(), TxCommits: g.d.group.txCommits.Load()}
+	writes, txs := g.d.group.Stats()
+	return Counters{Writes: writes, TxCommits: txs}
 }
 
 // Checkpoint returns the checkpoint of resource, if any (none if it cannot
@@ -388,7 +389,7 @@ func (g *Store) update(resource string, f func(*Checkpoint)) error {
 	if !changed {
 		return nil
 	}
-	if err := g.d.group.do(func(tx *bbolt.Tx) error { return put(tx, resource, f, g.max) }); err != nil {
+	if err := g.d.group.Do(func(tx *bbolt.Tx) error { return put(tx, resource, f, g.max) }); err != nil {
 		return fmt.Errorf("store/guard: write checkpoint: %w", err)
 	}
 	return nil

@@ -28,7 +28,7 @@ func TestConcurrentBeginsShareCommits(t *testing.T) {
 	var once sync.Once
 	blocked := make(chan error, 1)
 	go func() {
-		blocked <- g.d.group.do(func(*bbolt.Tx) error {
+		blocked <- g.d.group.Do(func(*bbolt.Tx) error {
 			once.Do(func() { close(entered) })
 			<-release
 			return nil
@@ -89,9 +89,9 @@ func TestConcurrentBeginsShareCommits(t *testing.T) {
 func waitQueued(t *testing.T, g *Store, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for len(g.d.group.reqs) < n {
+	for g.d.group.Queued() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d writes queued", len(g.d.group.reqs), n)
+			t.Fatalf("only %d of %d writes queued", g.d.group.Queued(), n)
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
