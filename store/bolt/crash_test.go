@@ -3,23 +3,21 @@
 package bolt
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.etcd.io/bbolt"
 
+	"github.com/fencegate/fencegate/internal/crashtest"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/storetest"
 )
@@ -175,69 +173,22 @@ func TestCrashSafety(t *testing.T) {
 	}
 }
 
-// runCrashChild starts the child, kills it with SIGKILL at a random moment
-// and returns what it reported.
+// runCrashChild runs the child on path and kills it at a random moment:
+// most rounds after it started working, some early, during Open or its
+// first transactions. It returns what it reported.
 func runCrashChild(t *testing.T, path string, rng *rand.Rand) ([]crashLine, bool) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), crashEnv+"="+path)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		lines   []crashLine
-		bad     []string
-		working = make(chan struct{})
-		done    = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stdout)
-		first := true
-		for sc.Scan() {
-			l, ok := parseCrashLine(sc.Text())
-			if !ok {
-				if strings.HasPrefix(sc.Text(), "ERR") {
-					bad = append(bad, sc.Text())
-				}
-				continue
-			}
-			lines = append(lines, l)
-			if first {
-				first = false
-				close(working)
-			}
-		}
-	}()
-	// Most rounds kill a working child after a random while; some kill it
-	// early, during Open or its first transactions.
 	started := rng.IntN(5) > 0
-	if started {
-		select {
-		case <-working:
-		case <-done:
-		case <-time.After(30 * time.Second):
+	after := 60 * time.Millisecond
+	if !started {
+		after = 20 * time.Millisecond
+	}
+	out, _ := crashtest.Run(t, "TestHelperProcess", []string{crashEnv + "=" + path}, rng, !started, after)
+	var lines []crashLine
+	for _, o := range out {
+		if l, ok := parseCrashLine(o); ok {
+			lines = append(lines, l)
 		}
-		time.Sleep(time.Duration(rng.IntN(60_000)) * time.Microsecond)
-	} else {
-		time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("kill: %v", err)
-	}
-	<-done
-	err = cmd.Wait()
-	if len(bad) > 0 {
-		t.Fatalf("child failed: %v", bad)
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("child ended by %v, not by SIGKILL", err)
 	}
 	return lines, started
 }

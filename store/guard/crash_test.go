@@ -3,23 +3,21 @@
 package guard_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.etcd.io/bbolt"
 
+	"github.com/fencegate/fencegate/internal/crashtest"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/bolt"
 	"github.com/fencegate/fencegate/store/guard"
@@ -155,62 +153,19 @@ func TestCrashKeepsCheckpoints(t *testing.T) {
 // while of work and returns what it reported.
 func runCrashChild(t *testing.T, dir string, rng *rand.Rand) []crashLine {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		lines   []crashLine
-		bad     []string
-		working = make(chan struct{})
-		done    = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) > 0 && f[0] == "ERR" {
-				bad = append(bad, sc.Text())
-				continue
-			}
-			if len(f) != 4 {
-				continue
-			}
-			fence, err1 := strconv.ParseUint(f[2], 10, 64)
-			seq, err2 := strconv.ParseUint(f[3], 10, 64)
-			if err1 != nil || err2 != nil {
-				continue
-			}
-			if len(lines) == 0 {
-				close(working)
-			}
-			lines = append(lines, crashLine{kind: f[0], resource: f[1], fence: fence, seq: seq})
+	out, _ := crashtest.Run(t, "TestHelperProcess", []string{crashEnv + "=" + dir}, rng, false, 80*time.Millisecond)
+	var lines []crashLine
+	for _, o := range out {
+		f := strings.Fields(o)
+		if len(f) != 4 {
+			continue
 		}
-	}()
-	select {
-	case <-working:
-	case <-done:
-	case <-time.After(30 * time.Second):
-	}
-	time.Sleep(time.Duration(rng.IntN(80_000)) * time.Microsecond)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("kill: %v", err)
-	}
-	<-done
-	err = cmd.Wait()
-	if len(bad) > 0 {
-		t.Fatalf("child failed: %v", bad)
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("child ended by %v, not by SIGKILL", err)
+		fence, err1 := strconv.ParseUint(f[2], 10, 64)
+		seq, err2 := strconv.ParseUint(f[3], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		lines = append(lines, crashLine{kind: f[0], resource: f[1], fence: fence, seq: seq})
 	}
 	return lines
 }
