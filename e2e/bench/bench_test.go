@@ -365,8 +365,12 @@ func TestSmokeQuick(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Runs) != 10*3 {
-		t.Errorf("%d runs, want 30 (10 arms x 3 loads)", len(rep.Runs))
+	perLoad := map[string]int{}
+	for _, r := range rep.Runs {
+		perLoad[r.Load]++
+	}
+	if perLoad["closed-16"] != 10 || perLoad["closed-64"] != 10 || perLoad[openOwnLoad] != 10 || perLoad[openFixedLoad] < 2 || len(perLoad) != 5 {
+		t.Errorf("runs per load %v, want 10 arms under closed-16, closed-64, the plain-rate open loop and open-own, and at least direct and plain-proxy under open-1k", perLoad)
 	}
 	for _, r := range rep.Runs {
 		if r.Non2xx+r.Errors > 0 {

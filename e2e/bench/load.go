@@ -20,7 +20,10 @@ var payload = bytes.Repeat([]byte("fencegate-bench-"), 64)
 type loadSpec struct {
 	// Mode is "closed" (each worker sends its next request when the last
 	// one answered) or "open" (each worker follows a fixed schedule).
-	Mode    string
+	Mode string
+	// Label names the load in tables instead of its mode and rate: the
+	// per-arm open-loop phases run each arm at a rate of its own.
+	Label   string
 	Workers int
 	// Rate is the open loop's total request rate (per second).
 	Rate float64

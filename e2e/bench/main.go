@@ -84,8 +84,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.BoolVar(&o.Quick, "quick", false, "smoke run of about a minute: 1 repetition, 1 s per run, 100 handoffs")
 	fs.IntVar(&o.Reps, "reps", 3, "repetitions of the round-robin over the arms")
-	fs.DurationVar(&o.Duration, "duration", 2500*time.Millisecond, "measured time of each run (default: 90 runs of 3.5 s with the warm-up fit 10 minutes from a fresh clone on 2 busy cores, first build included)")
-	fs.DurationVar(&o.Warmup, "warmup", time.Second, "unmeasured warm-up before each run")
+	fs.DurationVar(&o.Duration, "duration", 2*time.Second, "measured time of each run (default: about 135 runs of 2.75 s with the warm-up fit 10 minutes from a fresh clone on 2 busy cores, first build included)")
+	fs.DurationVar(&o.Warmup, "warmup", 750*time.Millisecond, "unmeasured warm-up before each run")
 	fs.IntVar(&o.Handoffs, "handoffs", 1000, "lease handoffs measured")
 	fs.DurationVar(&o.TputDuration, "tput-duration", 3*time.Second, "time of each registry acquire+release throughput run")
 	fs.StringVar(&o.Out, "out", "", "output directory for RESULTS.md, results.json and latency.svg (default: e2e/bench of the module)")
@@ -133,6 +133,7 @@ type report struct {
 	PressureEnd   string             `json:"cpuPressureEnd"`
 	Elapsed       float64            `json:"elapsedSeconds"`
 	OpenRate      float64            `json:"openLoopRate"`
+	OpenPlan      []openPlan         `json:"openOwnAnd1kPlan"`
 	Arms          []*arm             `json:"arms"`
 	Runs          []runRecord        `json:"runs"`
 	Rows          []armRow           `json:"rows"`
@@ -199,6 +200,9 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 	}
 
 	if err := s.runArms(ctx, o, arms, base, rep, progress); err != nil {
+		return err
+	}
+	if err := s.runOpenPhases(ctx, o, arms, base, rep, progress); err != nil {
 		return err
 	}
 	if ctx.Err() == nil {
@@ -282,28 +286,36 @@ func (s *stack) runArms(ctx context.Context, o options, arms []*arm, base http.R
 				spec.Rate = rep.OpenRate
 			}
 			for i := range arms {
-				a := arms[(i+r-1)%len(arms)]
-				if ctx.Err() != nil {
-					return ctx.Err()
+				if err := s.runOne(ctx, o, arms[(i+r-1)%len(arms)], spec, r, rep, progress); err != nil {
+					return err
 				}
-				rec := s.measure(ctx, a, spec, r)
-				rep.Runs = append(rep.Runs, rec)
-				if note := a.exitNote(); note != "" {
-					rep.Notes = append(rep.Notes, note)
-					fmt.Fprintln(progress, "bench:", note)
-				}
-				mark := ""
-				if !rec.valid() {
-					mark = fmt.Sprintf("  INVALID non2xx=%d errors=%d missed=%d %s", rec.Non2xx, rec.Errors, rec.Missed, rec.FirstError)
-				}
-				fmt.Fprintf(progress, "rep %d/%d %-12s %-24s %8.0f rps  p50 %7.2f ms  p99 %7.2f ms%s\n",
-					r, o.Reps, rec.Load, a.Name, rec.RPS, rec.Latency.P50, rec.Latency.P99, mark)
 			}
 		}
 		for _, a := range arms {
 			a.release(ctx)
 		}
 	}
+	return nil
+}
+
+// runOne measures spec on arm a in repetition r, records the run and
+// prints its progress line.
+func (s *stack) runOne(ctx context.Context, o options, a *arm, spec loadSpec, r int, rep *report, progress io.Writer) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	rec := s.measure(ctx, a, spec, r)
+	rep.Runs = append(rep.Runs, rec)
+	if note := a.exitNote(); note != "" {
+		rep.Notes = append(rep.Notes, note)
+		fmt.Fprintln(progress, "bench:", note)
+	}
+	mark := ""
+	if !rec.valid() {
+		mark = fmt.Sprintf("  INVALID non2xx=%d errors=%d missed=%d %s", rec.Non2xx, rec.Errors, rec.Missed, rec.FirstError)
+	}
+	fmt.Fprintf(progress, "rep %d/%d %-12s %-24s %8.0f rps  p50 %7.2f ms  p99 %7.2f ms%s\n",
+		r, o.Reps, rec.Load, a.Name, rec.RPS, rec.Latency.P50, rec.Latency.P99, mark)
 	return nil
 }
 

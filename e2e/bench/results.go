@@ -45,13 +45,15 @@ func (r runRecord) behind() bool {
 // armRow is the table row of one arm under one load: every quantity as
 // the median of the repetitions with its range.
 type armRow struct {
-	Load  string `json:"load"`
-	Arm   string `json:"arm"`
-	RPS   spread `json:"rps"`
-	Ratio spread `json:"rpsRatioToPlainProxy"`
-	P50   spread `json:"p50Ms"`
-	P99   spread `json:"p99Ms"`
-	P999  spread `json:"p999Ms"`
+	Load string `json:"load"`
+	Arm  string `json:"arm"`
+	// Rate is the open loop's target rate (the same in every repetition).
+	Rate  float64 `json:"targetRate,omitempty"`
+	RPS   spread  `json:"rps"`
+	Ratio spread  `json:"rpsRatioToPlainProxy"`
+	P50   spread  `json:"p50Ms"`
+	P99   spread  `json:"p99Ms"`
+	P999  spread  `json:"p999Ms"`
 	// Added* are the arm's percentiles minus the direct arm's, per
 	// repetition.
 	AddP50     spread            `json:"addedP50Ms"`
@@ -100,6 +102,7 @@ func buildRows(runs []runRecord) []armRow {
 				continue
 			}
 			row.Runs++
+			row.Rate = r.TargetRate
 			row.Non2xx += r.Non2xx
 			row.Errors += r.Errors
 			row.Missed += r.Missed
@@ -144,6 +147,9 @@ func buildRows(runs []runRecord) []armRow {
 
 // loadName labels a load in tables and JSON.
 func loadName(spec loadSpec) string {
+	if spec.Label != "" {
+		return spec.Label
+	}
 	if spec.Mode == "open" {
 		return fmt.Sprintf("open-%d@%.0f/s", spec.Workers, spec.Rate)
 	}

@@ -145,7 +145,6 @@ func (s *stack) waitRedis(c *child, addr string) error {
 	return fmt.Errorf("%w: redis-server on %s: no PONG in 10s", errChild, addr)
 }
 
-
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
