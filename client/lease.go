@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencegate/fencegate"
@@ -34,6 +35,10 @@ type Holder struct {
 	clock     clock.Clock
 	resource  string
 	requestID string
+
+	// prefetching: a background request for the next proof is out
+	// (prefetchProof).
+	prefetching atomic.Bool
 
 	mu    sync.Mutex
 	state State

@@ -272,7 +272,10 @@ func (h *Holder) onRejection(rej *RejectionError) {
 // proofFor returns a status proof fresh enough for a sidecar demanding
 // maxAge: the last one while it is, else a new one from the registry.
 func (h *Holder) proofFor(ctx context.Context, maxAge time.Duration) (string, error) {
-	if p := h.freshProof(maxAge); p != "" {
+	if p, ahead := h.freshProof(maxAge); p != "" {
+		if ahead {
+			h.prefetchProof()
+		}
 		return p, nil
 	}
 	sent := h.clock.Now()
@@ -291,18 +294,45 @@ func (h *Holder) proofFor(ctx context.Context, maxAge time.Duration) (string, er
 	return l.Status, nil
 }
 
-func (h *Holder) freshProof(maxAge time.Duration) string {
+// freshProof returns the last proof while it is usable (or ""), and
+// whether it is past half of that usable window: time to fetch the next
+// one ahead (prefetchProof), so no request waits for the registry while a
+// usable proof is at hand.
+func (h *Holder) freshProof(maxAge time.Duration) (proof string, ahead bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.proof == "" {
-		return ""
+		return "", false
 	}
 	// The proof's iat is no earlier than proofSent, so its age is at most
 	// now - proofSent and it is valid at least until proofSent + proofLife.
 	// Keep a fifth in reserve for the way to the sidecar.
 	limit := min(maxAge, h.proofLife)
-	if h.clock.Now().Sub(h.proofSent) < limit-limit/5 {
-		return h.proof
+	usable := limit - limit/5
+	if age := h.clock.Now().Sub(h.proofSent); age < usable {
+		return h.proof, age >= usable/2
 	}
-	return ""
+	return "", false
+}
+
+// prefetchProof asks the registry for the next proof in the background, one
+// request at a time. A HELD answer becomes the proof the next requests
+// carry; any other answer (the lease expired, was revoked) is applied as
+// always, so the holder learns it earlier. A failed call changes nothing:
+// the current proof stays usable until its reserve, and a request that
+// then needs a new one asks synchronously and sees the error itself.
+func (h *Holder) prefetchProof() {
+	if !h.prefetching.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer h.prefetching.Store(false)
+		sent := h.clock.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.attemptTimeout)
+		l, err := h.c.Status(ctx, h.LeaseID())
+		cancel()
+		if err == nil {
+			h.observe(opStatus, sent, l, nil)
+		}
+	}()
 }
