@@ -43,22 +43,20 @@ type request struct {
 	err chan error
 }
 
-// New starts a committer over db with at most max writes per transaction
-// (max >= 1).
-func New(db *bbolt.DB, max int) *Committer {
-	max = maxInt(max, 1)
+// New starts a committer over db with at most limit writes per
+// transaction (at least 1).
+func New(db *bbolt.DB, limit int) *Committer {
+	limit = max(limit, 1)
 	c := &Committer{
 		db:   db,
-		max:  max,
-		reqs: make(chan *request, max),
+		max:  limit,
+		reqs: make(chan *request, limit),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
 	go c.run()
 	return c
 }
-
-func maxInt(a, b int) int { return max(a, b) }
 
 // Do runs fn in a group transaction and returns when it is committed and
 // on disk, or failed (ErrClosed after Close). fn may run more than once:

@@ -9,10 +9,12 @@ package crashtest
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -86,4 +88,34 @@ func Run(t testing.TB, helper string, env []string, rng *rand.Rand, early bool, 
 		t.Fatalf("crashtest: the child ended by %v, not by SIGKILL", err)
 	}
 	return lines, len(lines) > 0
+}
+
+// The child's side. A child is a test function that runs only when Run
+// started it: Child gates it, Report prints what returned, Fail stops it
+// with a line Run turns into the parent's failure.
+
+// Child returns the value of env when this test binary runs as a crash-test
+// child (Run sets it), and skips t in a normal run.
+func Child(t *testing.T, env string) string {
+	v := os.Getenv(env)
+	if v == "" {
+		t.Skip("the child of a crash test; runs only under crashtest.Run")
+	}
+	return v
+}
+
+var reportMu sync.Mutex
+
+// Report prints one report line on stdout, whole (safe for concurrent use).
+func Report(format string, args ...any) {
+	reportMu.Lock()
+	defer reportMu.Unlock()
+	fmt.Printf(format+"\n", args...)
+}
+
+// Fail reports that the child found something wrong ("ERR ..." fails the
+// parent's test) and ends the child.
+func Fail(format string, args ...any) {
+	Report("ERR "+format, args...)
+	os.Exit(3)
 }

@@ -5,13 +5,10 @@ package bolt
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,27 +34,14 @@ const (
 // TestHelperProcess is the child of TestCrashSafety; it does nothing in a
 // normal run.
 func TestHelperProcess(t *testing.T) {
-	path := os.Getenv(crashEnv)
-	if path == "" {
-		t.Skip("helper process of TestCrashSafety")
-	}
-	crashChild(path)
+	crashChild(crashtest.Child(t, crashEnv))
 }
 
 func crashChild(path string) {
-	fail := func(format string, args ...any) {
-		fmt.Printf("ERR "+format+"\n", args...)
-		os.Exit(3)
-	}
+	fail, report := crashtest.Fail, crashtest.Report
 	s, err := Open(path, Options{})
 	if err != nil {
 		fail("open: %v", err)
-	}
-	var out sync.Mutex
-	report := func(format string, args ...any) {
-		out.Lock()
-		fmt.Printf(format+"\n", args...)
-		out.Unlock()
 	}
 	for i := range crashResources {
 		go func() {

@@ -5,13 +5,10 @@ package guard_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,18 +40,11 @@ const (
 // TestHelperProcess is the child of TestCrashKeepsCheckpoints; it does
 // nothing in a normal run.
 func TestHelperProcess(t *testing.T) {
-	dir := os.Getenv(crashEnv)
-	if dir == "" {
-		t.Skip("helper process of TestCrashKeepsCheckpoints")
-	}
-	crashChild(dir)
+	crashChild(crashtest.Child(t, crashEnv))
 }
 
 func crashChild(dir string) {
-	fail := func(format string, args ...any) {
-		fmt.Printf("ERR "+format+"\n", args...)
-		os.Exit(3)
-	}
+	fail, report := crashtest.Fail, crashtest.Report
 	inner, err := bolt.Open(filepath.Join(dir, "inner.db"), bolt.Options{})
 	if err != nil {
 		fail("open inner: %v", err)
@@ -62,12 +52,6 @@ func crashChild(dir string) {
 	g, err := guard.Wrap(inner, filepath.Join(dir, "cp.db"))
 	if err != nil {
 		fail("wrap: %v", err)
-	}
-	var out sync.Mutex
-	report := func(format string, args ...any) {
-		out.Lock()
-		fmt.Printf(format+"\n", args...)
-		out.Unlock()
 	}
 	ctx := context.Background()
 	settle := func(ref store.OpRef, unknown bool) {
