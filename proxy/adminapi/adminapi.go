@@ -2,12 +2,9 @@ package adminapi
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -17,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
 )
 
@@ -96,13 +94,7 @@ func New(o Options) (http.Handler, error) {
 // adminOnly lets through callers presenting the token, and loopback callers.
 func (s *server) adminOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok && s.Token != "" &&
-			subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) == 1 {
-			next.ServeHTTP(w, req)
-			return
-		}
-		host, _, err := net.SplitHostPort(req.RemoteAddr)
-		if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsLoopback() {
+		if identity.BearerMatches(req, s.Token) || identity.FromLoopback(req) {
 			next.ServeHTTP(w, req)
 			return
 		}

@@ -2,16 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -263,8 +260,7 @@ func (s *server) adminOnly(next http.Handler) http.Handler {
 
 func (s *server) isAdmin(req *http.Request) bool {
 	a := s.Admin
-	if tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok && a.Token != "" &&
-		subtle.ConstantTimeCompare([]byte(tok), []byte(a.Token)) == 1 {
+	if identity.BearerMatches(req, a.Token) {
 		return true
 	}
 	if len(a.Identities) > 0 {
@@ -272,13 +268,7 @@ func (s *server) isAdmin(req *http.Request) bool {
 			return true
 		}
 	}
-	if a.AllowLoopback {
-		host, _, err := net.SplitHostPort(req.RemoteAddr)
-		if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsLoopback() {
-			return true
-		}
-	}
-	return false
+	return a.AllowLoopback && identity.FromLoopback(req)
 }
 
 func (s *server) ready(w http.ResponseWriter, req *http.Request) {
