@@ -62,3 +62,19 @@ func Pool(path string) (*x509.CertPool, error) {
 	}
 	return pool, nil
 }
+
+// ConfigWith is Config with the client-certificate policy given: a listener
+// that serves some routes without a client certificate (health, metrics,
+// JWKS) asks for tls.VerifyClientCertIfGiven and checks the peer's
+// certificate itself on every route that needs an identity. A certificate
+// that is given is still verified against ClientCAFile.
+func (s Server) ConfigWith(auth tls.ClientAuthType) (*tls.Config, error) {
+	tc, err := s.Config()
+	if err != nil {
+		return nil, err
+	}
+	if s.ClientCAFile != "" {
+		tc.ClientAuth = auth
+	}
+	return tc, nil
+}
