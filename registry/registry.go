@@ -37,7 +37,13 @@ type Options struct {
 	// MaxProofTTL bounds a status proof's lifetime (exp - iat); a proof
 	// never outlives its lease either.
 	MaxProofTTL time.Duration
-	Logger      *zap.Logger
+	// ProofReuse lets a status read answer with a proof signed at most this
+	// long ago when it states exactly what the read found (proofcache.go
+	// says why that stays linearizable). Default MaxProofTTL/20 (250 ms);
+	// negative: sign every answer. At most MaxProofTTL/4, and below every
+	// sidecar route's status.maxAge (default 5 s).
+	ProofReuse time.Duration
+	Logger     *zap.Logger
 	// Metrics is where the registry's collectors are registered (required
 	// to be non-global in tests: pass prometheus.NewRegistry()).
 	Metrics prometheus.Registerer
@@ -50,6 +56,8 @@ const (
 	DefaultMaxTTL      = 10 * time.Minute
 	DefaultMaxWait     = 60 * time.Second
 	DefaultMaxProofTTL = 5 * time.Second
+	// DefaultProofReuseDivisor: the default ProofReuse is MaxProofTTL over it.
+	DefaultProofReuseDivisor = 20
 	DefaultIssuer      = "fencegate-registry"
 )
 
@@ -60,6 +68,8 @@ type Registry struct {
 	m       *metrics
 	waiters *waitQueues
 	randMu  sync.Mutex
+	// proofs reuses recent status proofs (nil: sign every answer).
+	proofs *proofCache
 }
 
 // New returns a Registry over opts.Backend.
@@ -84,13 +94,20 @@ func New(opts Options) (*Registry, error) {
 	if opts.MinTTL > opts.MaxTTL || opts.DefaultTTL < opts.MinTTL || opts.DefaultTTL > opts.MaxTTL {
 		return nil, fmt.Errorf("%w: TTL bounds: need minTTL <= defaultTTL <= maxTTL", ErrInvalidInput)
 	}
+	if opts.ProofReuse == 0 {
+		opts.ProofReuse = opts.MaxProofTTL / DefaultProofReuseDivisor
+	}
+	if opts.ProofReuse > opts.MaxProofTTL/4 {
+		return nil, fmt.Errorf("%w: proof reuse %s exceeds a quarter of the proof TTL %s", ErrInvalidInput, opts.ProofReuse, opts.MaxProofTTL)
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = prometheus.NewRegistry()
 	}
-	r := &Registry{opt: opts, log: opts.Logger, waiters: newWaitQueues()}
+	r := &Registry{opt: opts, log: opts.Logger, waiters: newWaitQueues(),
+		proofs: newProofCache(opts.ProofReuse, defaultProofCacheEntries)}
 	m, err := newMetrics(opts.Metrics, func() float64 { return float64(r.waiters.waiting()) })
 	if err != nil {
 		return nil, fmt.Errorf("registry: metrics: %w", err)
@@ -369,7 +386,7 @@ func (r *Registry) Status(ctx context.Context, q LeaseQuery) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return r.prove(v, q.Now)
+	return r.proveReusing(v, q.Now)
 }
 
 // Resource reads a resource's fence sequence and holder.
