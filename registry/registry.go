@@ -58,7 +58,7 @@ const (
 	DefaultMaxProofTTL = 5 * time.Second
 	// DefaultProofReuseDivisor: the default ProofReuse is MaxProofTTL over it.
 	DefaultProofReuseDivisor = 20
-	DefaultIssuer      = "fencegate-registry"
+	DefaultIssuer            = "fencegate-registry"
 )
 
 // Registry is the grant registry service. It is safe for concurrent use.
