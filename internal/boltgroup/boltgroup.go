@@ -26,6 +26,32 @@ import (
 // ErrClosed is returned by Do once the committer is closed.
 var ErrClosed = errors.New("boltgroup: committer closed")
 
+// NoWrite wraps the error of a write function that failed before it wrote
+// anything (a decision to write nothing, a rejected request). Such a
+// failure does not roll back the writes grouped with it: Do returns err to
+// its caller alone and the rest of the group commits. Only a function that
+// knows it wrote nothing may use it: a write it did make would be
+// committed.
+func NoWrite(err error) error { return &noWriteError{err} }
+
+type noWriteError struct{ err error }
+
+func (e *noWriteError) Error() string { return e.err.Error() }
+func (e *noWriteError) Unwrap() error { return e.err }
+
+// errNothingToCommit rolls back a group in which no function wrote.
+var errNothingToCommit = errors.New("boltgroup: nothing to commit")
+
+// outcome is a function's own result inside a group: nil, or the error it
+// returned wrapped in NoWrite, unwrapped.
+func outcome(err error) (own error, poisons bool) {
+	var nw *noWriteError
+	if errors.As(err, &nw) {
+		return nw.err, false
+	}
+	return err, err != nil
+}
+
 // Committer is a group committer over one bbolt file.
 type Committer struct {
 	db   *bbolt.DB
@@ -147,19 +173,39 @@ func (c *Committer) gather() {
 }
 
 func (c *Committer) commit(batch []*request) {
+	own := make([]error, len(batch))
 	err := c.db.Update(func(tx *bbolt.Tx) error {
-		for _, r := range batch {
-			if err := safely(r.fn, tx); err != nil {
-				return err
+		wrote := false
+		for i, r := range batch {
+			e, poisons := outcome(safely(r.fn, tx))
+			if poisons {
+				return e
 			}
+			own[i], wrote = e, wrote || e == nil
+		}
+		if !wrote {
+			return errNothingToCommit
 		}
 		return nil
 	})
-	if err == nil || len(batch) == 1 {
-		c.count(err, len(batch))
-		for _, r := range batch {
-			r.err <- err
+	if errors.Is(err, errNothingToCommit) {
+		err = nil
+	}
+	if err == nil {
+		n := 0
+		for i, r := range batch {
+			if own[i] == nil {
+				n++
+			}
+			r.err <- own[i]
 		}
+		if n > 0 {
+			c.count(nil, n)
+		}
+		return
+	}
+	if len(batch) == 1 {
+		batch[0].err <- err
 		return
 	}
 	// One function failed and took the group down: run each alone, so one
@@ -167,6 +213,7 @@ func (c *Committer) commit(batch []*request) {
 	for _, r := range batch {
 		err := c.db.Update(func(tx *bbolt.Tx) error { return safely(r.fn, tx) })
 		c.count(err, 1)
+		err, _ = outcome(err)
 		r.err <- err
 	}
 }

@@ -1,7 +1,14 @@
 // Package bolt is the embedded durable registry backend on bbolt: one file,
-// one read-write transaction per operation, fsync on every commit (bbolt's
-// default, never disabled here), so a granted fence survives kill -9 and
-// power loss and is never issued twice.
+// fsync on every commit (bbolt's default, never disabled here), so a granted
+// fence survives kill -9 and power loss and is never issued twice.
+//
+// Operations that arrive together share one read-write transaction and its
+// fsyncs (internal/boltgroup's group commit): each runs on the state the
+// ones before it in the group left, and none is answered before the group
+// is on disk, so the order of the group is a serial order of operations
+// like any other. An operation that decides to write nothing (a busy
+// resource, an idempotent retry) leaves its group alone; one that fails
+// after writing takes the group down, and each member is run again alone.
 //
 // Layout: a "meta" bucket (schema version and the registry-wide Meta), and
 // one bucket per table (resources, leases, requests, digests, policies)
@@ -17,6 +24,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/fencegate/fencegate/internal/boltgroup"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -37,9 +45,13 @@ var (
 // ErrSchema is returned when the file's schema version is not SchemaVersion.
 var ErrSchema = errors.New("registry/bolt: unsupported schema version")
 
+// MaxGroup caps the operations sharing one transaction.
+const MaxGroup = 128
+
 // Store is a bbolt-backed registry.TxStore.
 type Store struct {
-	db *bbolt.DB
+	db    *bbolt.DB
+	group *boltgroup.Committer
 }
 
 // Open opens or creates the registry file at path. The file is locked:
@@ -69,7 +81,7 @@ func Open(path string, timeout time.Duration) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("registry/bolt: %w", err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, group: boltgroup.New(db, MaxGroup)}, nil
 }
 
 // OpenBackend opens path and returns it as a registry.Backend.
@@ -84,12 +96,27 @@ func OpenBackend(path string, timeout time.Duration) (registry.Backend, error) {
 // DB exposes the bbolt handle (for stats in benchmarks).
 func (s *Store) DB() *bbolt.DB { return s.db }
 
-// Update runs fn in one read-write transaction, committed with fsync.
+// Update runs fn in a read-write transaction, possibly shared with other
+// operations (group commit), and returns once it is committed with fsync.
+// fn may run more than once (boltgroup.Committer.Do); only the last run
+// counts.
 func (s *Store) Update(ctx context.Context, fn func(registry.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Update(func(btx *bbolt.Tx) error { return fn(tx{btx}) })
+	err := s.group.Do(func(btx *bbolt.Tx) error {
+		t := tx{t: btx, wrote: new(bool)}
+		if err := fn(t); err != nil {
+			if !*t.wrote {
+				return boltgroup.NoWrite(err)
+			}
+			return err
+		}
+		return nil
+	})
+	if errors.Is(err, boltgroup.ErrClosed) {
+		return registry.ErrClosed
+	}
 	return wrap(err)
 }
 
@@ -98,7 +125,7 @@ func (s *Store) View(ctx context.Context, fn func(registry.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return wrap(s.db.View(func(btx *bbolt.Tx) error { return fn(tx{btx}) }))
+	return wrap(s.db.View(func(btx *bbolt.Tx) error { return fn(tx{t: btx}) }))
 }
 
 func wrap(err error) error {
@@ -108,10 +135,26 @@ func wrap(err error) error {
 	return err
 }
 
-// Close closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the committer and closes the file; callers must have
+// stopped calling Update.
+func (s *Store) Close() error {
+	s.group.Close()
+	return s.db.Close()
+}
 
-type tx struct{ t *bbolt.Tx }
+// tx is a registry.Tx over a bbolt transaction. wrote records whether any
+// write was made through it (nil in read-only transactions), so a failed
+// operation that wrote nothing can leave its group alone.
+type tx struct {
+	t     *bbolt.Tx
+	wrote *bool
+}
+
+// bucket returns a bucket to write to, noting the write.
+func (t tx) bucket(name []byte) *bbolt.Bucket {
+	*t.wrote = true
+	return t.t.Bucket(name)
+}
 
 func getJSON[V any](t *bbolt.Tx, bucket []byte, key string) (V, bool, error) {
 	var v V
@@ -125,38 +168,38 @@ func getJSON[V any](t *bbolt.Tx, bucket []byte, key string) (V, bool, error) {
 	return v, true, nil
 }
 
-func putJSON(t *bbolt.Tx, bucket []byte, key string, v any) error {
+func putJSON(b *bbolt.Bucket, key string, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("registry/bolt: encode: %w", err)
 	}
-	return t.Bucket(bucket).Put([]byte(key), raw)
+	return b.Put([]byte(key), raw)
 }
 
 func (t tx) Meta() (registry.Meta, error) {
 	m, _, err := getJSON[registry.Meta](t.t, bMeta, string(kMeta))
 	return m, err
 }
-func (t tx) PutMeta(m registry.Meta) error { return putJSON(t.t, bMeta, string(kMeta), m) }
+func (t tx) PutMeta(m registry.Meta) error { return putJSON(t.bucket(bMeta), string(kMeta), m) }
 func (t tx) Resource(id string) (registry.ResourceRecord, bool, error) {
 	return getJSON[registry.ResourceRecord](t.t, bResources, id)
 }
 func (t tx) PutResource(r registry.ResourceRecord) error {
-	return putJSON(t.t, bResources, r.Resource, r)
+	return putJSON(t.bucket(bResources), r.Resource, r)
 }
 func (t tx) Lease(id string) (registry.LeaseRecord, bool, error) {
 	return getJSON[registry.LeaseRecord](t.t, bLeases, id)
 }
-func (t tx) PutLease(l registry.LeaseRecord) error { return putJSON(t.t, bLeases, l.Lease, l) }
+func (t tx) PutLease(l registry.LeaseRecord) error { return putJSON(t.bucket(bLeases), l.Lease, l) }
 func (t tx) LeaseByRequest(owner, req string) (string, bool, error) {
 	return getString(t.t, bRequests, owner+"\x00"+req)
 }
 func (t tx) PutRequest(owner, req, id string) error {
-	return t.t.Bucket(bRequests).Put([]byte(owner+"\x00"+req), []byte(id))
+	return t.bucket(bRequests).Put([]byte(owner+"\x00"+req), []byte(id))
 }
 func (t tx) LeaseByDigest(d string) (string, bool, error) { return getString(t.t, bDigests, d) }
 func (t tx) PutDigest(d, id string) error {
-	return t.t.Bucket(bDigests).Put([]byte(d), []byte(id))
+	return t.bucket(bDigests).Put([]byte(d), []byte(id))
 }
 func (t tx) Policies() ([]registry.Policy, error) {
 	var out []registry.Policy
@@ -170,7 +213,7 @@ func (t tx) Policies() ([]registry.Policy, error) {
 	})
 	return out, err
 }
-func (t tx) PutPolicy(p registry.Policy) error { return putJSON(t.t, bPolicies, p.Pattern, p) }
+func (t tx) PutPolicy(p registry.Policy) error { return putJSON(t.bucket(bPolicies), p.Pattern, p) }
 
 func (t tx) EachLease(fn func(registry.LeaseRecord) error) error {
 	return t.t.Bucket(bLeases).ForEach(func(k, v []byte) error {
@@ -183,13 +226,13 @@ func (t tx) EachLease(fn func(registry.LeaseRecord) error) error {
 }
 
 func (t tx) DeleteLease(l registry.LeaseRecord) error {
-	if err := t.t.Bucket(bLeases).Delete([]byte(l.Lease)); err != nil {
+	if err := t.bucket(bLeases).Delete([]byte(l.Lease)); err != nil {
 		return err
 	}
-	if err := t.t.Bucket(bRequests).Delete([]byte(l.Owner + "\x00" + l.RequestID)); err != nil {
+	if err := t.bucket(bRequests).Delete([]byte(l.Owner + "\x00" + l.RequestID)); err != nil {
 		return err
 	}
-	return t.t.Bucket(bDigests).Delete([]byte(l.Digest))
+	return t.bucket(bDigests).Delete([]byte(l.Digest))
 }
 
 func getString(t *bbolt.Tx, bucket []byte, key string) (string, bool, error) {
