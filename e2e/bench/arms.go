@@ -122,16 +122,8 @@ func (s *stack) buildArms(only *regexp.Regexp) ([]*arm, error) {
 		{Name: "direct", Kind: "direct", url: s.backendURL, registry: ed},
 		{Name: "plain-proxy", Kind: "plain", url: s.plainURL, proxy: s.plain, registry: ed},
 	}
-	type fg struct{ store, status, alg string }
-	var fgs []fg
-	for _, st := range []string{"memory", "bolt", "redis"} {
-		for _, mode := range []string{"registry", "proof"} {
-			fgs = append(fgs, fg{st, mode, "EdDSA"})
-		}
-	}
-	fgs = append(fgs, fg{"bolt", "registry", "ES256"}, fg{"bolt", "registry", "HS256"})
-	for _, f := range fgs {
-		name := "fg-" + f.store + "-" + f.status + "-" + f.alg
+	for _, f := range fencegateArms() {
+		name := f.name()
 		if !only.MatchString(name) {
 			continue
 		}
@@ -144,6 +136,25 @@ func (s *stack) buildArms(only *regexp.Regexp) ([]*arm, error) {
 			url: url, proxy: c, registry: reg, redis: f.store == "redis"})
 	}
 	return arms, nil
+}
+
+// fgArm is one fencegate sidecar configuration among the arms.
+type fgArm struct{ store, status, alg string }
+
+// name is the arm's name: fg-STORE-STATUS-ALG.
+func (f fgArm) name() string { return "fg-" + f.store + "-" + f.status + "-" + f.alg }
+
+// fencegateArms are the sidecar configurations in their round-robin
+// order: every store in registry and proof status modes with EdDSA, then
+// bolt registry mode with ES256 and HS256.
+func fencegateArms() []fgArm {
+	var fgs []fgArm
+	for _, st := range []string{"memory", "bolt", "redis"} {
+		for _, mode := range []string{"registry", "proof"} {
+			fgs = append(fgs, fgArm{st, mode, "EdDSA"})
+		}
+	}
+	return append(fgs, fgArm{"bolt", "registry", "ES256"}, fgArm{"bolt", "registry", "HS256"})
 }
 
 // exitNote describes the arm's proxy process once it has exited (only

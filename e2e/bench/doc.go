@@ -52,11 +52,49 @@
 // results.json (every run) and latency.svg (added latency per arm) in -out
 // (default e2e/bench). Progress, one line per run, goes to stderr.
 //
+// Soak (issue 12's steady-state target: <= 0.25 core-seconds per 1,000
+// requests and <= 40 MB RSS, flat over a 10-minute run, at 1,000
+// requests/s), which the 2 s runs above cannot show:
+//
+//	go run ./e2e/bench -soak 10m                          # about 21 minutes: two arms
+//	go run ./e2e/bench -soak 10m -soak-retention 100      # the same with a smaller retention bound
+//
+// -soak DURATION (default 0: off) runs only the soak, not the phases
+// above. -soak-arms REGEXP (default ^fg-(memory|bolt)-proof-EdDSA$)
+// picks the fencegate arms, soaked one after the other; -soak-rate N
+// (default 1000) is the open loop's rate in requests/s; -soak-sample
+// DURATION (default 30s) the sample interval; -soak-retention N (default
+// 1000, the product's) the sidecars' retention.maxPerResource (the other
+// retention settings are the product defaults, written out in the
+// sidecar's configuration and in SOAK.md). First the direct arm runs at
+// the same rate for one sample interval (at most 30 s): the latency the
+// sidecars' is added to. Then each arm's sidecar is started as the normal
+// run starts it (same backend, registry, configuration, port 0, pinning),
+// 64 workers take fresh leases, and the open loop of load.go runs for the
+// duration (latency from each request's intended start). At the start and
+// at every sample the soak records the proxy's VmRSS split into RssAnon
+// and RssFile (/proc/PID/status: a bolt store's mmap pages are
+// file-backed, and so are about 15 MiB of the fencegate binary's own
+// pages), its VmHWM, and over the interval: requests ended, non-2xx
+// answers and errors, the proxy's core-seconds per 1,000 requests, p50
+// and p99 latency and the same minus the direct arm's; plus the store's
+// receipts from the sidecar's fencegate_proxy_store_receipts gauge on its
+// admin /metrics (refreshed at each compaction pass: at start and every
+// retention.interval, 1 min). A progress line per sample goes to stderr;
+// at the end SOAK.md (machine, date, commit, flags, a summary per arm:
+// RSS at minute 1 and at the end, the least-squares slope over the second
+// half, core-s/1k over the whole run, PASS/MISS against the target and
+// how it is judged), soak.json (every sample) and soak.svg (RSS, anon and
+// file over time per arm) are written to -out. An interrupted soak
+// (Ctrl-C) still writes what it measured.
+//
 // Files: main.go (flags, phases), results.go (runs and table rows), servers.go (the backend and plain proxy
 // subcommands), procs.go (child processes, pinning), stack.go (registries,
 // sidecars, redis, configs), arms.go (the arms), load.go (the load
 // generator), stats.go (percentiles, summaries), procstat.go (/proc),
 // handoff.go, throughput.go (registry acquire+release), machine.go,
 // report.go (markdown and JSON), openown.go (the open-own and open-1k
-// phases and their rates), reportopen.go (their tables), plot.go (SVG).
+// phases and their rates), reportopen.go (their tables), plot.go (SVG),
+// soak.go (the soak), soakreport.go (its summary, SOAK.md and soak.json),
+// soakplot.go (soak.svg).
 package main

@@ -29,6 +29,11 @@ type loadSpec struct {
 	Rate float64
 	// Warmup is run but not measured; Duration is measured.
 	Warmup, Duration time.Duration
+	// Observe, when set, is called by every worker after every request
+	// (warm-up included, concurrently) with the time it ended, its latency
+	// as the loop counts it (open loop: from its intended start), and its
+	// outcome: the soak (soak.go) keeps per-interval figures with it.
+	Observe func(done time.Time, latency time.Duration, status int, err error)
 }
 
 // loadResult is what one run measured.
@@ -127,6 +132,9 @@ func worker(ctx context.Context, ck clock.Clock, a *arm, w int, spec loadSpec, t
 		}
 		status, err := send(ctx, hc, url, a.next[w])
 		done := ck.Now()
+		if spec.Observe != nil {
+			spec.Observe(done, done.Sub(intended), status, err)
+		}
 		switch {
 		case err != nil:
 			var rej *client.RejectionError

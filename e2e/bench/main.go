@@ -76,6 +76,12 @@ type options struct {
 	Out          string        `json:"-"`
 	Pin          bool          `json:"pin"`
 	Arms         string        `json:"arms,omitempty"`
+	// The soak (soak.go): when Soak is set, only it runs.
+	Soak          time.Duration `json:"soak,omitempty"`
+	SoakArms      string        `json:"soakArms,omitempty"`
+	SoakRate      float64       `json:"soakRate,omitempty"`
+	SoakSample    time.Duration `json:"soakSample,omitempty"`
+	SoakRetention int           `json:"soakRetentionMaxPerResource,omitempty"`
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -91,8 +97,17 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.Out, "out", "", "output directory for RESULTS.md, results.json and latency.svg (default: e2e/bench of the module)")
 	fs.BoolVar(&o.Pin, "pin", true, "pin the load generator and the servers to different CPUs with taskset where possible")
 	fs.StringVar(&o.Arms, "arms", "", "only the arms whose name matches this regular expression (direct and plain-proxy always run: they are the baselines)")
+	addSoakFlags(fs, &o)
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if err := checkSoakFlags(o); err != nil {
+		fmt.Fprintln(stderr, err)
+		return o, err
+	}
+	if o.Soak == 0 {
+		// No soak: its settings stay out of results.json.
+		o.SoakArms, o.SoakRate, o.SoakSample, o.SoakRetention = "", 0, 0, 0
 	}
 	if o.Quick {
 		set := map[string]bool{}
@@ -182,6 +197,9 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 	fmt.Fprintln(progress, "bench: building fencegate")
 	if s.bin, err = buildFencegate(root, dir); err != nil {
 		return err
+	}
+	if o.Soak > 0 {
+		return s.runSoak(ctx, o, rep, progress)
 	}
 	if err := s.startAll(); err != nil {
 		return err

@@ -96,3 +96,49 @@ func readMem(pid int) (memKB, error) {
 	}
 	return parseStatusMem(string(b))
 }
+
+// rssKB is the resident set of /proc/PID/status split by kind, in KiB:
+// VmRSS = RssAnon + RssFile + RssShmem. File-backed pages include a bolt
+// store's mmap of its data file; anonymous ones are the heap and stacks.
+type rssKB struct {
+	RSS, HWM, Anon, File, Shmem int64
+}
+
+// parseStatusRSS parses VmRSS, VmHWM, RssAnon, RssFile and RssShmem out of
+// /proc/PID/status; every one must be present (Linux 4.5 and later).
+func parseStatusRSS(status string) (rssKB, error) {
+	var m rssKB
+	fields := map[string]*int64{"VmRSS": &m.RSS, "VmHWM": &m.HWM, "RssAnon": &m.Anon, "RssFile": &m.File, "RssShmem": &m.Shmem}
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(status))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		dst, want := fields[k]
+		if !ok || !want {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) != 2 || f[1] != "kB" || seen[k] {
+			return rssKB{}, fmt.Errorf("%w: %s: %q", errProcStat, k, v)
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || n < 0 {
+			return rssKB{}, fmt.Errorf("%w: %s: %q", errProcStat, k, v)
+		}
+		*dst = n
+		seen[k] = true
+	}
+	if len(seen) != len(fields) {
+		return rssKB{}, fmt.Errorf("%w: status lacks one of VmRSS, VmHWM, RssAnon, RssFile, RssShmem", errProcStat)
+	}
+	return m, nil
+}
+
+// readRSS reads process pid's resident set split by kind.
+func readRSS(pid int) (rssKB, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return rssKB{}, fmt.Errorf("bench: %w", err)
+	}
+	return parseStatusRSS(string(b))
+}

@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// soakTarget is issue 12's steady-state target and how a soak is judged
+// against it.
+type soakTarget struct {
+	// RSSMB is the bound on the proxy's resident set in MB of 10^6 bytes
+	// (the stricter reading of "40 MB": 38.1 MiB). It is compared with
+	// the process's peak (VmHWM at the end), not a sample.
+	RSSMB float64 `json:"rssMB"`
+	// CPUPer1k bounds the proxy's core-seconds per 1,000 requests over
+	// the whole run.
+	CPUPer1k float64 `json:"coreSecondsPer1k"`
+	// FlatMiBPerMin is the largest RSS slope (least squares over the
+	// samples of the run's second half) that counts as flat.
+	FlatMiBPerMin float64 `json:"flatMiBPerMin"`
+	// Rate and Seconds are the load and length the target is stated for.
+	Rate    float64 `json:"rate"`
+	Seconds float64 `json:"seconds"`
+}
+
+var defaultSoakTarget = soakTarget{RSSMB: 40, CPUPer1k: 0.25, FlatMiBPerMin: 0.1, Rate: 1000, Seconds: 600}
+
+// rssMiB is the RSS bound in MiB.
+func (t soakTarget) rssMiB() float64 { return t.RSSMB * 1e6 / (1 << 20) }
+
+// soakSummary is an arm's soak in a few figures (MiB, minutes).
+type soakSummary struct {
+	Seconds  float64
+	Requests int
+	Bad      int
+	RPS      float64
+	// RateKept: the open loop's backlog at the end was at most 1% of the
+	// schedule (the rule of the normal run's open loop).
+	RateKept bool
+	// Valid: requests ran, every answer was 2xx, the rate was kept and
+	// the proxy's memory was readable to the end.
+	Valid bool
+	// RSSMinute1 is the first sample at or after 60 s; NaN for a shorter
+	// run.
+	RSSMinute1                   float64
+	RSSEnd, AnonEnd, FileEnd     float64
+	Peak                         float64 // VmHWM of the last sample
+	Slope, AnonSlope, FileSlope  float64 // MiB/min over the second half
+	CPUPer1k                     float64 // the whole run
+	Flat, RSSPass, CPUPass       bool
+	LastHalfSamples, AllRSSKnown int
+}
+
+// MarshalJSON writes NaN (not known) as null.
+func (s soakSummary) MarshalJSON() ([]byte, error) {
+	return jsonMap(map[string]any{"seconds": s.Seconds, "requests": s.Requests, "non2xxAndErrors": s.Bad, "rps": s.RPS,
+		"rateKept": s.RateKept, "valid": s.Valid, "rssMinute1MiB": jsonNum(s.RSSMinute1), "rssEndMiB": s.RSSEnd,
+		"rssAnonEndMiB": s.AnonEnd, "rssFileEndMiB": s.FileEnd, "peakRssMiB": s.Peak,
+		"slopeMiBPerMinLastHalf": jsonNum(s.Slope), "anonSlopeMiBPerMinLastHalf": jsonNum(s.AnonSlope),
+		"fileSlopeMiBPerMinLastHalf": jsonNum(s.FileSlope), "proxyCoreSecondsPer1k": jsonNum(s.CPUPer1k),
+		"flat": s.Flat, "rssPass": s.RSSPass, "cpuPass": s.CPUPass, "lastHalfSamples": s.LastHalfSamples})
+}
+
+// jsonMap marshals m (a type's JSON with NaN made null).
+func jsonMap(m map[string]any) ([]byte, error) { return json.Marshal(m) }
+
+// slope is the least-squares slope of ys over xs; NaN for fewer than two
+// points or no spread in xs.
+func slope(xs, ys []float64) float64 {
+	n := len(xs)
+	if n < 2 || len(ys) != n {
+		return math.NaN()
+	}
+	var mx, my float64
+	for i := range n {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= float64(n)
+	my /= float64(n)
+	var sxy, sxx float64
+	for i := range n {
+		sxy += (xs[i] - mx) * (ys[i] - my)
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+	}
+	if sxx == 0 {
+		return math.NaN()
+	}
+	return sxy / sxx
+}
+
+// summarizeSoak sums up an arm's samples (the first one the baseline at
+// 0 s) against target.
+func summarizeSoak(samples []soakSample, rate float64, missed int, target soakTarget) soakSummary {
+	s := soakSummary{RSSMinute1: math.NaN(), Slope: math.NaN(), AnonSlope: math.NaN(), FileSlope: math.NaN(), CPUPer1k: math.NaN()}
+	if len(samples) == 0 {
+		return s
+	}
+	first, last := samples[0], samples[len(samples)-1]
+	s.Seconds, s.Requests = last.Elapsed, last.Total
+	for _, sm := range samples {
+		s.Bad += sm.Bad
+		if sm.RSS.RSS > 0 {
+			s.AllRSSKnown++
+		}
+	}
+	if s.Seconds > 0 {
+		s.RPS = float64(s.Requests) / s.Seconds
+	}
+	s.RateKept = missed == 0 || float64(missed) <= 0.01*rate*s.Seconds
+	s.Valid = s.Requests > 0 && s.Bad == 0 && s.RateKept && last.RSS.RSS > 0 && s.AllRSSKnown == len(samples)
+	for _, sm := range samples {
+		if sm.Elapsed >= 60 && sm.RSS.RSS > 0 {
+			s.RSSMinute1 = mib(sm.RSS.RSS)
+			break
+		}
+	}
+	s.RSSEnd, s.AnonEnd, s.FileEnd, s.Peak = mib(last.RSS.RSS), mib(last.RSS.Anon), mib(last.RSS.File), mib(last.RSS.HWM)
+	var xs, ys, as, fs []float64
+	for _, sm := range samples {
+		if sm.Elapsed >= last.Elapsed/2 && sm.RSS.RSS > 0 {
+			xs = append(xs, sm.Elapsed/60)
+			ys = append(ys, mib(sm.RSS.RSS))
+			as = append(as, mib(sm.RSS.Anon))
+			fs = append(fs, mib(sm.RSS.File))
+		}
+	}
+	s.LastHalfSamples = len(xs)
+	s.Slope, s.AnonSlope, s.FileSlope = slope(xs, ys), slope(xs, as), slope(xs, fs)
+	s.CPUPer1k = perThousand(last.CPU-first.CPU, last.Total-first.Total)
+	s.Flat = !math.IsNaN(s.Slope) && s.Slope <= target.FlatMiBPerMin
+	s.RSSPass = s.Valid && s.Flat && s.Peak > 0 && s.Peak <= target.rssMiB()
+	s.CPUPass = s.Valid && !math.IsNaN(s.CPUPer1k) && s.CPUPer1k <= target.CPUPer1k
+	return s
+}
+
+// soakVerdict is an arm's plain PASS/MISS statement: memory, then CPU,
+// with why, and whether the run was as long and as fast as the target's.
+func soakVerdict(r *soakRun, t soakTarget) (memory, cpu, caveat string) {
+	s := r.Summary
+	pass := map[bool]string{true: "PASS", false: "MISS"}
+	switch {
+	case !s.Valid:
+		why := []string{}
+		if s.Requests == 0 {
+			why = append(why, "no requests")
+		}
+		if s.Bad > 0 {
+			why = append(why, fmt.Sprintf("%d non-2xx or errors", s.Bad))
+		}
+		if !s.RateKept {
+			why = append(why, fmt.Sprintf("rate not kept (%d missed)", r.Missed))
+		}
+		if s.AllRSSKnown < len(r.Samples) {
+			why = append(why, "proxy memory unreadable (did it exit?)")
+		}
+		memory = "MISS (invalid run: " + strings.Join(why, ", ") + ")"
+		cpu = memory
+	default:
+		memory = fmt.Sprintf("%s: peak %s MiB vs %s MiB (%g MB), slope %s MiB/min over the last half (flat means <= %g)",
+			pass[s.RSSPass], fmtNum(s.Peak, 1), fmtNum(t.rssMiB(), 1), t.RSSMB, fmtNum(s.Slope, 3), t.FlatMiBPerMin)
+		cpu = fmt.Sprintf("%s: %s core-s/1k vs %g", pass[s.CPUPass], fmtNum(s.CPUPer1k, 3), t.CPUPer1k)
+	}
+	var c []string
+	if s.Seconds < t.Seconds {
+		c = append(c, fmt.Sprintf("ran %.0f s, not the target's %.0f s", s.Seconds, t.Seconds))
+	}
+	if r.Rate != t.Rate {
+		c = append(c, fmt.Sprintf("at %g/s, not the target's %g/s", r.Rate, t.Rate))
+	}
+	if len(c) > 0 {
+		caveat = "indicative only: " + strings.Join(c, "; ")
+	}
+	return memory, cpu, caveat
+}
+
+// soakVerdictLine is an arm's verdict on one line, for stderr.
+func soakVerdictLine(r *soakRun, t soakTarget) string {
+	m, c, caveat := soakVerdict(r, t)
+	line := fmt.Sprintf("%s (retention.maxPerResource %d): memory %s; CPU %s", r.Arm, r.Retention.MaxPerResource, m, c)
+	if caveat != "" {
+		line += " [" + caveat + "]"
+	}
+	return line
+}
+
+// writeSoakOutputs writes soak.json, soak.svg and SOAK.md into dir.
+func writeSoakOutputs(dir string, rep *soakReport) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bench: soak.json: %w", err)
+	}
+	files := map[string][]byte{
+		"soak.json": append(js, '\n'),
+		"soak.svg":  []byte(renderSoakSVG(rep.Runs, rep.Target)),
+		"SOAK.md":   []byte(renderSoakMarkdown(rep)),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+	}
+	return nil
+}
+
+// soakFlags is the command line that reproduces the soak.
+func soakFlags(o options) string {
+	f := fmt.Sprintf("-soak %s -soak-arms '%s' -soak-rate %g -soak-sample %s -soak-retention %d",
+		o.Soak, o.SoakArms, o.SoakRate, o.SoakSample, o.SoakRetention)
+	if !o.Pin {
+		f += " -pin=false"
+	}
+	return f
+}
+
+// renderSoakMarkdown is SOAK.md.
+func renderSoakMarkdown(rep *soakReport) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	m, t := rep.Machine, rep.Target
+	p("# fencegate soak results\n\n")
+	p("Written by `go run ./e2e/bench %s` (see [doc.go](doc.go)).", soakFlags(rep.Options))
+	if rep.Interrupted {
+		p(" **The soak was interrupted**: the figures cover what ran before.")
+	}
+	p("\n\n## Machine\n\n| | |\n|---|---|\n")
+	p("| CPU | %s, %d CPUs |\n| memory | %s |\n| kernel | %s |\n| Go | %s |\n| date | %s |\n", m.CPUModel, m.CPUs, m.MemTotal, m.Kernel, m.GoVersion, m.Date)
+	commit := m.Commit
+	if m.Dirty {
+		commit += " (with uncommitted changes)"
+	}
+	p("| commit | %s |\n| pinning | %s |\n| load average (1/5/15 min) at start | %s |\n| load average at end | %s |\n| CPU pressure (PSI some) at start | %s |\n| CPU pressure at end | %s |\n| elapsed | %.0f s |\n\n",
+		commit, rep.Pinning.Note, rep.LoadAvgStart, rep.LoadAvgEnd, rep.PressureStart, rep.PressureEnd, rep.Elapsed)
+	if busy(rep.LoadAvgStart, m.CPUs) || busy(rep.LoadAvgEnd, m.CPUs) {
+		p("**The machine was busy**: other work shared its %d CPUs; CPU figures are pessimistic and latency noisier.\n\n", m.CPUs)
+	}
+	p("## Target\n\n")
+	p("Issue 12: <= %g core-seconds per 1,000 requests and <= %g MB RSS, flat over a %.0f-minute run, at %g requests/s. ", t.CPUPer1k, t.RSSMB, t.Seconds/60, t.Rate)
+	p("Judged here as: **memory PASS** when the run is valid, the proxy's peak resident set (VmHWM, anonymous + file-backed + shared, read at the end) is at most %g x 10^6 bytes (%s MiB), ", t.RSSMB, fmtNum(t.rssMiB(), 1))
+	p("and the least-squares slope of its VmRSS over the run's second half is at most %g MiB/min (flat); **CPU PASS** when the run is valid and the proxy's utime+stime over the whole load, per 1,000 requests ended, is at most %g. ", t.FlatMiBPerMin, t.CPUPer1k)
+	p("A run is valid when every answer was 2xx and the open loop kept its rate (backlog at the end at most 1%% of the schedule); an invalid run is a MISS.\n\n")
+	p("## Summary\n\n")
+	p("| arm | retention.maxPerResource | seconds | rps | non-2xx | RSS at 1 min MiB | RSS end MiB | anon end | file end | peak MiB | slope last half MiB/min (anon / file) | core-s/1k | memory | CPU |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|\n")
+	for _, r := range rep.Runs {
+		s := r.Summary
+		p("| %s | %d | %.0f | %s | %d | %s | %s | %s | %s | %s | %s (%s / %s) | %s | %s | %s |\n", r.Arm, r.Retention.MaxPerResource, s.Seconds,
+			fmtNum(s.RPS, 0), s.Bad, fmtNum(s.RSSMinute1, 1), fmtNum(s.RSSEnd, 1), fmtNum(s.AnonEnd, 1), fmtNum(s.FileEnd, 1), fmtNum(s.Peak, 1),
+			fmtNum(s.Slope, 3), fmtNum(s.AnonSlope, 3), fmtNum(s.FileSlope, 3), fmtNum(s.CPUPer1k, 3),
+			map[bool]string{true: "**PASS**", false: "**MISS**"}[s.RSSPass], map[bool]string{true: "**PASS**", false: "**MISS**"}[s.CPUPass])
+	}
+	p("\n")
+	for _, r := range rep.Runs {
+		mem, cpu, caveat := soakVerdict(r, t)
+		p("- **%s**: memory %s. CPU %s.", r.Arm, mem, cpu)
+		if caveat != "" {
+			p(" (%s.)", caveat)
+		}
+		p("\n")
+	}
+	p("\n")
+	if d := rep.Direct; d != nil {
+		p("The direct arm (no proxy) at the same rate, %.0f s after a 1 s warm-up, once before the sidecars: p50 %s ms, p99 %s ms (%d requests, %d non-2xx); the `+p50` and `+p99` columns are the sidecar's interval percentiles minus these.\n\n",
+			d.Seconds, fmtNum(d.Latency.P50, 2), fmtNum(d.Latency.P99, 2), d.Requests, d.Non2xx)
+	}
+	p("![proxy RSS over time](soak.svg)\n\n")
+	for _, r := range rep.Runs {
+		renderSoakArm(p, r)
+	}
+	if len(rep.Notes) > 0 {
+		p("## Notes\n\n")
+		for _, n := range rep.Notes {
+			p("- %s\n", n)
+		}
+		p("\n")
+	}
+	p("The data of every sample: [soak.json](soak.json).\n")
+	return b.String()
+}
+
+// renderSoakArm is an arm's section of SOAK.md: its configuration, its
+// samples and its summary row.
+func renderSoakArm(p func(string, ...any), r *soakRun) {
+	ret := r.Retention
+	p("## %s\n\n", r.Arm)
+	p("Sidecar: store %s, status mode %s, %s grants, enforce mode; open loop at %g requests/s, %d workers each on its own resource (%d resources), latency from each request's intended start; sampled every %s for %s. ",
+		r.Store, r.Status, r.Alg, r.Rate, r.Workers, r.Workers, secondsDur(r.Sample), secondsDur(r.Seconds))
+	p("Retention: maxPerResource %d, maxAge %s, interval %s, batchSize %d: after a compaction pass the store holds at most %d receipts (maxPerResource x %d resources). ",
+		ret.MaxPerResource, ret.MaxAge, ret.Interval, ret.BatchSize, ret.MaxPerResource*r.Workers, r.Workers)
+	p("`receipts` and `store MiB` are the sidecar's `fencegate_proxy_store_receipts` and `fencegate_proxy_store_bytes` gauges (bolt: the file's size; memory: the store's estimated heap), which it refreshes after each compaction pass (at start and every %s), so it lags by up to that. ", ret.Interval)
+	p("Requests, non-2xx, core-s/1k and latency are over the interval ending at the row's time; RSS columns are read at that time (`/proc/PID/status` VmRSS, RssAnon, RssFile).\n\n")
+	p("| elapsed s | requests | rps | non-2xx | RSS MiB | anon MiB | file MiB | core-s/1k | receipts | store MiB | p50 ms | p99 ms | +p50 ms | +p99 ms |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, sm := range r.Samples {
+		p("| %.0f | %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sm.Elapsed, sm.Requests, fmtNum(sm.RPS, 0), sm.Bad,
+			fmtNum(mib(sm.RSS.RSS), 1), fmtNum(mib(sm.RSS.Anon), 1), fmtNum(mib(sm.RSS.File), 1), fmtNum(sm.CPUPer1k, 3),
+			fmtNum(sm.Receipts, 0), fmtNum(sm.StoreBytes/(1<<20), 1), fmtNum(sm.P50, 2), fmtNum(sm.P99, 2), fmtNum(sm.AddP50, 2), fmtNum(sm.AddP99, 2))
+	}
+	s := r.Summary
+	p("| **summary** | %d | %s | %d | 1 min %s → end %s (slope %s/min) | end %s (%s/min) | end %s (%s/min) | **%s** (whole run) | | | | | | |\n\n",
+		s.Requests, fmtNum(s.RPS, 0), s.Bad, fmtNum(s.RSSMinute1, 1), fmtNum(s.RSSEnd, 1), fmtSigned(s.Slope),
+		fmtNum(s.AnonEnd, 1), fmtSigned(s.AnonSlope), fmtNum(s.FileEnd, 1), fmtSigned(s.FileSlope), fmtNum(s.CPUPer1k, 3))
+	if r.Missed > 0 {
+		p("The open loop's backlog at the end: %d requests scheduled and never sent.\n\n", r.Missed)
+	}
+	if r.FirstError != "" {
+		p("First error: %s\n\n", r.FirstError)
+	}
+}
+
+// secondsDur is s seconds as a duration, for reading.
+func secondsDur(s float64) time.Duration {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond)
+}
+
+// fmtSigned is a slope with its sign, "–" for NaN.
+func fmtSigned(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "–"
+	}
+	return fmt.Sprintf("%+.3f", v)
+}
+
+// errMetric is returned when a metrics page lacks a metric or holds it
+// malformed.
+var errMetric = errors.New("bench: metric")
+
+// parseMetric returns the value of the unlabelled sample name on a
+// Prometheus text-format page.
+func parseMetric(page, name string) (float64, error) {
+	sc := bufio.NewScanner(strings.NewReader(page))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), name+" ")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 || len(f) > 2 {
+			return 0, fmt.Errorf("%w: %s: %q", errMetric, name, rest)
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, fmt.Errorf("%w: %s: %q", errMetric, name, rest)
+		}
+		return v, nil
+	}
+	return 0, fmt.Errorf("%w: no %s", errMetric, name)
+}
