@@ -82,6 +82,8 @@ type options struct {
 	SoakRate      float64       `json:"soakRate,omitempty"`
 	SoakSample    time.Duration `json:"soakSample,omitempty"`
 	SoakRetention int           `json:"soakRetentionMaxPerResource,omitempty"`
+	// SoakRetentionInterval is -soak-retention-interval.
+	SoakRetentionInterval time.Duration `json:"soakRetentionInterval,omitempty"`
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -107,7 +109,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.Soak == 0 {
 		// No soak: its settings stay out of results.json.
-		o.SoakArms, o.SoakRate, o.SoakSample, o.SoakRetention = "", 0, 0, 0
+		o.SoakArms, o.SoakRate, o.SoakSample, o.SoakRetention, o.SoakRetentionInterval = "", 0, 0, 0, 0
 	}
 	if o.Quick {
 		set := map[string]bool{}

@@ -50,6 +50,7 @@ func addSoakFlags(fs *flag.FlagSet, o *options) {
 	fs.Float64Var(&o.SoakRate, "soak-rate", defaultSoakRate, "the soak's open-loop rate, requests per second")
 	fs.DurationVar(&o.SoakSample, "soak-sample", defaultSoakSample, "the soak's sample interval")
 	fs.IntVar(&o.SoakRetention, "soak-retention", proxy.DefaultRetentionMaxPerResource, "the soak sidecars' retention.maxPerResource (receipts kept per resource)")
+	fs.DurationVar(&o.SoakRetentionInterval, "soak-retention-interval", proxy.DefaultRetentionInterval, "the soak sidecars' retention.interval (how often compaction runs: the store holds up to rate x interval receipts more than the retention keeps)")
 }
 
 // checkSoakFlags rejects soak flags that make no soak.
@@ -67,8 +68,8 @@ func checkSoakFlags(o options) error {
 	if len(soakArmsMatching(re)) == 0 {
 		return fmt.Errorf("%w: -soak-arms %q matches no fencegate arm", errSoak, o.SoakArms)
 	}
-	if !(o.SoakRate > 0) || math.IsInf(o.SoakRate, 0) || o.SoakSample <= 0 || o.SoakRetention < 1 {
-		return fmt.Errorf("%w: -soak-rate, -soak-sample and -soak-retention must be positive", errSoak)
+	if !(o.SoakRate > 0) || math.IsInf(o.SoakRate, 0) || o.SoakSample <= 0 || o.SoakRetention < 1 || o.SoakRetentionInterval <= 0 {
+		return fmt.Errorf("%w: -soak-rate, -soak-sample, -soak-retention and -soak-retention-interval must be positive", errSoak)
 	}
 	return nil
 }
@@ -86,7 +87,8 @@ func soakArmsMatching(re *regexp.Regexp) []fgArm {
 }
 
 // soakRetention is the retention section the soak's sidecars run with:
-// maxPerResource from -soak-retention, the rest the product defaults.
+// maxPerResource from -soak-retention, interval from
+// -soak-retention-interval, the rest the product defaults.
 type soakRetention struct {
 	MaxPerResource int    `json:"maxPerResource"`
 	MaxAge         string `json:"maxAge"`
@@ -94,9 +96,9 @@ type soakRetention struct {
 	BatchSize      int    `json:"batchSize"`
 }
 
-func newSoakRetention(maxPerResource int) soakRetention {
+func newSoakRetention(maxPerResource int, interval time.Duration) soakRetention {
 	return soakRetention{MaxPerResource: maxPerResource, MaxAge: proxy.DefaultRetentionMaxAge.String(),
-		Interval: proxy.DefaultRetentionInterval.String(), BatchSize: proxy.DefaultRetentionBatchSize}
+		Interval: interval.String(), BatchSize: proxy.DefaultRetentionBatchSize}
 }
 
 // yaml is the sidecar configuration's retention section.
@@ -300,7 +302,7 @@ func (s *stack) soakDirect(ctx context.Context, o options, f fgArm, base http.Ro
 
 // soakArm starts f's sidecar, soaks it and stops it.
 func (s *stack) soakArm(ctx context.Context, o options, f fgArm, direct *soakBaseline, base http.RoundTripper, progress io.Writer) (*soakRun, error) {
-	ret := newSoakRetention(o.SoakRetention)
+	ret := newSoakRetention(o.SoakRetention, o.SoakRetentionInterval)
 	reg := s.registries[f.alg]
 	c, url, admin, err := s.startSoakSidecar(sidecarSpec{name: f.name(), store: f.store, status: f.status, reg: reg}, ret)
 	if err != nil {

@@ -239,7 +239,7 @@ func TestSoakOptions(t *testing.T) {
 			t.Errorf("parseOptions(%v) accepted", bad)
 		}
 	}
-	if y := newSoakRetention(50).yaml(); y != "retention: {maxPerResource: 50, maxAge: 168h0m0s, interval: 1m0s, batchSize: 1000}\n" {
+	if y := newSoakRetention(50, time.Minute).yaml(); y != "retention: {maxPerResource: 50, maxAge: 168h0m0s, interval: 1m0s, batchSize: 1000}\n" {
 		t.Errorf("retention yaml %q", y)
 	}
 }
@@ -249,13 +249,13 @@ func TestSoakOptions(t *testing.T) {
 func soakReportSample() *soakReport {
 	o := options{Soak: 10 * time.Minute, SoakArms: defaultSoakArms, SoakRate: 1000, SoakSample: 30 * time.Second, SoakRetention: 100, Pin: true}
 	good := &soakRun{Arm: "fg-memory-proof-EdDSA", Store: "memory", Status: "proof", Alg: "EdDSA", Rate: 1000, Workers: 64,
-		Seconds: 600, Sample: 30, Retention: newSoakRetention(100), Samples: soakSamples(func(int) float64 { return 0 })}
+		Seconds: 600, Sample: 30, Retention: newSoakRetention(100, time.Minute), Samples: soakSamples(func(int) float64 { return 0 })}
 	good.Summary = summarizeSoak(good.Samples, good.Rate, 0, defaultSoakTarget)
 	leakSamples := soakSamples(func(i int) float64 { return float64(i) })[:4]
 	leakSamples[3].Bad = 2
 	leakSamples[2].Receipts, leakSamples[2].StoreBytes = 12345, 3<<20
 	leak := &soakRun{Arm: `fg-bolt<"proof">&`, Store: "bolt", Status: "proof", Alg: "EdDSA", Rate: 1000, Workers: 64,
-		Seconds: 90, Sample: 30, Retention: newSoakRetention(100), Samples: leakSamples, FirstError: "HTTP Conflict"}
+		Seconds: 90, Sample: 30, Retention: newSoakRetention(100, time.Minute), Samples: leakSamples, FirstError: "HTTP Conflict"}
 	leak.Summary = summarizeSoak(leak.Samples, leak.Rate, 0, defaultSoakTarget)
 	return &soakReport{Machine: machineInfo{CPUModel: "Test CPU", CPUs: 2, Commit: "abc123", Date: "2026-11-30 12:00 UTC"},
 		Options: o, Target: defaultSoakTarget, LoadAvgStart: "0.1 0.1 0.1", LoadAvgEnd: "0.1 0.1 0.1",
