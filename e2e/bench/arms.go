@@ -24,6 +24,7 @@ type arm struct {
 	Alg    string `json:"alg,omitempty"`
 
 	url      string        // where requests go
+	admin    string        // the sidecar's admin API (fencegate arms)
 	proxy    *child        // the proxy process; nil for direct
 	registry *registryProc // grants come from here (and status reads)
 	redis    bool          // its store is the redis-server
@@ -128,12 +129,12 @@ func (s *stack) buildArms(only *regexp.Regexp) ([]*arm, error) {
 			continue
 		}
 		reg := s.registries[f.alg]
-		c, url, err := s.startSidecar(sidecarSpec{name: name, store: f.store, status: f.status, reg: reg})
+		c, url, admin, err := s.startSidecar(sidecarSpec{name: name, store: f.store, status: f.status, reg: reg})
 		if err != nil {
 			return nil, err
 		}
 		arms = append(arms, &arm{Name: name, Kind: "fencegate", Store: f.store, Status: f.status, Alg: f.alg,
-			url: url, proxy: c, registry: reg, redis: f.store == "redis"})
+			url: url, admin: admin, proxy: c, registry: reg, redis: f.store == "redis"})
 	}
 	return arms, nil
 }

@@ -76,6 +76,8 @@ type options struct {
 	Out          string        `json:"-"`
 	Pin          bool          `json:"pin"`
 	Arms         string        `json:"arms,omitempty"`
+	// Profile, when positive, adds the profile phase (profile.go).
+	Profile time.Duration `json:"profile,omitempty"`
 	// The soak (soak.go): when Soak is set, only it runs.
 	Soak          time.Duration `json:"soak,omitempty"`
 	SoakArms      string        `json:"soakArms,omitempty"`
@@ -98,6 +100,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.TputDuration, "tput-duration", 3*time.Second, "time of each registry acquire+release throughput run")
 	fs.StringVar(&o.Out, "out", "", "output directory for RESULTS.md, results.json and latency.svg (default: e2e/bench of the module)")
 	fs.BoolVar(&o.Pin, "pin", true, "pin the load generator and the servers to different CPUs with taskset where possible")
+	fs.DurationVar(&o.Profile, "profile", 0, "after the measured phases, a CPU profile of this length of every sidecar (and registry in registry mode) under 64 workers, written to profiles/ with the top functions in profiles/README.md (0: none)")
 	fs.StringVar(&o.Arms, "arms", "", "only the arms whose name matches this regular expression (direct and plain-proxy always run: they are the baselines)")
 	addSoakFlags(fs, &o)
 	if err := fs.Parse(args); err != nil {
@@ -131,7 +134,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintln(stderr, "bench: -arms:", err)
 		return o, err
 	}
-	if o.Reps < 1 || o.Duration <= 0 || o.Warmup < 0 || o.Handoffs < 1 || o.TputDuration <= 0 {
+	if o.Reps < 1 || o.Duration <= 0 || o.Warmup < 0 || o.Handoffs < 1 || o.TputDuration <= 0 || o.Profile < 0 {
 		fmt.Fprintln(stderr, "bench: -reps, -duration, -handoffs and -tput-duration must be positive")
 		return o, fmt.Errorf("bench: bad flags")
 	}
@@ -235,6 +238,12 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 	}
 	if ctx.Err() == nil {
 		rep.Throughput = s.runThroughput(ctx, o, base, progress)
+	}
+	if o.Profile > 0 && ctx.Err() == nil {
+		if err := s.runProfiles(ctx, o, arms, base, progress); err != nil {
+			rep.Notes = append(rep.Notes, "profiles: "+err.Error())
+			fmt.Fprintln(progress, "bench: profiles:", err)
+		}
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -175,7 +175,9 @@ func registryYAML(dataDir, backend, redisAddr, prefix, keysDir string) string {
 		"dataDir: " + strconv.Quote(dataDir) + "\n" +
 		"backend: " + backend + "\n" +
 		"signingKey: " + strconv.Quote(filepath.Join(keysDir, "signing.jwk")) + "\n" +
-		"log: {level: warn}\n"
+		"log: {level: warn}\n" +
+		// The profile phase (profile.go) reads /debug/pprof, an admin route.
+		"admin: {allowLoopback: true}\n"
 	if backend == "redis" {
 		y += "redis: {addr: " + strconv.Quote(redisAddr) + ", prefix: " + prefix + "}\n"
 	}
@@ -245,21 +247,22 @@ func sidecarYAML(sp sidecarSpec, backendURL, redisAddr, dataDir string) string {
 		"log: {level: warn}\n"
 }
 
-// startSidecar runs "fencegate proxy" for sp in front of the backend.
-func (s *stack) startSidecar(sp sidecarSpec) (*child, string, error) {
+// startSidecar runs "fencegate proxy" for sp in front of the backend and
+// returns it with its URL and its admin API's URL.
+func (s *stack) startSidecar(sp sidecarSpec) (*child, string, string, error) {
 	dir := filepath.Join(s.dir, "sidecar-"+sp.name)
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	cfg := filepath.Join(dir, "proxy.yaml")
 	if err := os.WriteFile(cfg, []byte(sidecarYAML(sp, s.backendURL, s.redisAddr, filepath.Join(dir, "data"))), 0o600); err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	c, m, err := s.procs.start("sidecar-"+sp.name, reSidecarListening, dir, s.bin, "proxy", "--config", cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	return c, "http://" + m[1], nil
+	return c, "http://" + m[1], "http://" + m[2], nil
 }
 
 // waitingAcquires reads fencegate_registry_waiting_acquires from a
