@@ -1,7 +1,3 @@
-// Package buildinfo says which build of fencegate is running: the version
-// stamped at link time (-ldflags "-X .../internal/buildinfo.version=v1.2.3"),
-// the VCS revision Go recorded, and the Go toolchain. The version command,
-// the fencegate_build_info metric and the logs all read it here.
 package buildinfo
 
 import (
@@ -12,6 +8,11 @@ import (
 // version is set at link time; a plain `go build` leaves "dev".
 var version = "dev"
 
+// revision is set at link time by builds that have no VCS checkout to read
+// (the Dockerfile's: .git is not in its build context). A revision Go
+// recorded from the checkout takes precedence over it.
+var revision = ""
+
 // Info describes the running binary.
 type Info struct {
 	Version   string `json:"version"`
@@ -20,11 +21,14 @@ type Info struct {
 	GoVersion string `json:"goVersion"`
 }
 
-// Read returns the running binary's build information. Revision is
-// "unknown" when the binary was built outside a VCS checkout (or with
-// -buildvcs=false).
+// Read returns the running binary's build information. Revision is the
+// VCS revision Go recorded, else the stamped one, else "unknown" (a build
+// outside a VCS checkout, or with -buildvcs=false, and nothing stamped).
 func Read() Info {
 	in := Info{Version: version, Revision: "unknown", GoVersion: runtime.Version()}
+	if revision != "" {
+		in.Revision = revision
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			switch s.Key {
