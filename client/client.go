@@ -3,20 +3,18 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/tlsfiles"
 )
 
 // Client talks to one registry. It is safe for concurrent use.
@@ -37,27 +35,26 @@ func WithHTTPClient(hc *http.Client) Option {
 
 // WithTLSFiles makes the client use HTTPS with a client certificate
 // (certFile and keyFile, for mTLS; may be empty) and a CA file to trust
-// (may be empty for the system roots).
+// (may be empty for the system roots). The files are re-read when they
+// change (see package tlsfiles), so a rotated certificate or CA is used by
+// the next connection without a restart; a rotation that does not load
+// keeps the last good files and is logged by slog's default logger (use
+// WithTLS for another hook). The server's certificate must name the
+// registry URL's host.
 func WithTLSFiles(certFile, keyFile, caFile string) Option {
+	return WithTLS(tlsfiles.Client{CertFile: certFile, KeyFile: keyFile, CAFile: caFile}, tlsfiles.Reload{})
+}
+
+// WithTLS is WithTLSFiles with the files and the reload settings given.
+// An empty files.ServerName is the registry URL's host.
+func WithTLS(files tlsfiles.Client, r tlsfiles.Reload) Option {
 	return func(c *Client) error {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12}
-		if certFile != "" {
-			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-			if err != nil {
-				return fmt.Errorf("client: %w", err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
+		if files.ServerName == "" {
+			files.ServerName = c.base.Hostname()
 		}
-		if caFile != "" {
-			pem, err := os.ReadFile(caFile)
-			if err != nil {
-				return fmt.Errorf("client: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return fmt.Errorf("client: %s holds no certificate", caFile)
-			}
-			tc.RootCAs = pool
+		tc, err := files.Reloading(r)
+		if err != nil {
+			return fmt.Errorf("client: %w", err)
 		}
 		tr := defaultTransport()
 		tr.TLSClientConfig = tc
@@ -145,7 +142,11 @@ func (c *Client) Status(ctx context.Context, lease string) (*Lease, error) {
 	return &out, err
 }
 
-// StatusByDigest reads the lease of a grant digest and a fresh status proof.
+// StatusByDigest reads the lease of a grant digest and a status proof of
+// what the registry read now; the registry may answer with a proof it
+// signed up to its proofs.reuse ago (250 ms by default) that states exactly
+// the same. Holder never uses it: it measures its lease from a proof's iat
+// and reads by lease ID, which always gets a proof signed at the read.
 func (c *Client) StatusByDigest(ctx context.Context, digest string) (*Lease, error) {
 	var out Lease
 	err := c.do(ctx, http.MethodGet, "/v1/grants/"+url.PathEscape(digest)+"/status", nil, &out, false)

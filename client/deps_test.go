@@ -22,13 +22,14 @@ var forbiddenDeps = []string{
 }
 
 // ownAllowed are the only packages of this module the SDK may compile in:
-// the root package (the contract), verify, clock (standard library only)
-// and the SDK itself.
+// the root package (the contract), verify, clock and tlsfiles (standard
+// library only) and the SDK itself.
 var ownAllowed = map[string]bool{
-	"github.com/fencegate/fencegate":        true,
-	"github.com/fencegate/fencegate/verify": true,
-	"github.com/fencegate/fencegate/clock":  true,
-	"github.com/fencegate/fencegate/client": true,
+	"github.com/fencegate/fencegate":          true,
+	"github.com/fencegate/fencegate/verify":   true,
+	"github.com/fencegate/fencegate/clock":    true,
+	"github.com/fencegate/fencegate/tlsfiles": true,
+	"github.com/fencegate/fencegate/client":   true,
 }
 
 // TestSDKImportsNoServerCode: `go list -deps` of the SDK (its non-test

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -116,23 +115,17 @@ func openRedisStore(rc proxy.RedisStoreConfig, maxBody int, genFile string, log 
 		opts.Password = strings.TrimRight(string(b), "\r\n")
 	}
 	if rc.TLS.Enabled {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: rc.TLS.ServerName}
-		if tc.ServerName == "" {
-			tc.ServerName, _, _ = net.SplitHostPort(rc.Addr) // validated by proxy.Config
+		files := tlsfiles.Client{CertFile: rc.TLS.CertFile, KeyFile: rc.TLS.KeyFile, CAFile: rc.TLS.CAFile, ServerName: rc.TLS.ServerName}
+		if files.ServerName == "" {
+			files.ServerName, _, _ = net.SplitHostPort(rc.Addr) // validated by proxy.Config
 		}
-		if rc.TLS.CAFile != "" {
-			pool, err := tlsfiles.Pool(rc.TLS.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("server: store.redis.tls.caFile: %w", err)
-			}
-			tc.RootCAs = pool
-		}
-		if rc.TLS.CertFile != "" {
-			cert, err := tls.LoadX509KeyPair(rc.TLS.CertFile, rc.TLS.KeyFile)
-			if err != nil {
-				return nil, fmt.Errorf("server: store.redis.tls: %w", err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
+		// Re-read at handshake time when the files change (rotation); a
+		// rotation that does not load keeps the last good files.
+		tc, err := files.Reloading(tlsfiles.Reload{OnError: func(err error) {
+			log.Warn("store.redis.tls: rotated files not loaded", zap.Error(err))
+		}})
+		if err != nil {
+			return nil, fmt.Errorf("server: store.redis.tls: %w", err)
 		}
 		opts.TLS = tc
 	}
