@@ -163,3 +163,27 @@ func TestProofReuseOptions(t *testing.T) {
 		t.Errorf("reuse above TTL/4: %v, want ErrInvalidInput", err)
 	}
 }
+
+// A read by lease ID (the SDK's Holder) always gets a proof signed at the
+// read, whatever the cache holds: the SDK measures what remains of its
+// lease from the proof's iat, which a reused proof would place earlier.
+func TestLeaseReadsGetAFreshProof(t *testing.T) {
+	reg, clk, k := reuseService(t, 250*time.Millisecond)
+	a, err := reg.Acquire(context.Background(), registry.AcquireRequest{Resource: "r", Owner: "o", RequestID: "q-1", TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := statusOf(t, reg, k, clk, a); err != nil { // caches a proof
+		t.Fatal(err)
+	}
+	clk.Advance(100 * time.Millisecond)
+	for _, q := range []registry.LeaseQuery{{Lease: a.View.Lease.Lease}, {Owner: "o", RequestID: "q-1"}} {
+		res, err := reg.Status(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusClaims.IssuedAt != uint64(clk.Now().UnixMilli()) {
+			t.Errorf("read %+v: proof iat %d, want now %d", q, res.StatusClaims.IssuedAt, clk.Now().UnixMilli())
+		}
+	}
+}

@@ -379,14 +379,23 @@ func (r *Registry) Release(ctx context.Context, owner, lease string) (Result, er
 }
 
 // Status reads a lease (by lease ID, grant digest or owner and request ID)
-// in one linearizable read and returns it with a fresh status proof.
+// in one linearizable read and returns it with a status proof of what the
+// read found. A read by grant digest alone (a sidecar's registry-mode
+// check) may be answered with a proof signed up to ProofReuse ago that
+// states exactly the same (proofcache.go); a read by lease or request
+// always gets a proof signed now, because the SDK measures what remains of
+// its lease from that proof's iat (client.remaining), and an older iat
+// would make the lease look longer than it is.
 func (r *Registry) Status(ctx context.Context, q LeaseQuery) (Result, error) {
 	q.Now = r.Now()
 	v, err := r.opt.Backend.Lease(ctx, q)
 	if err != nil {
 		return Result{}, err
 	}
-	return r.proveReusing(v, q.Now)
+	if q.Digest != "" && q.Lease == "" && q.Owner == "" && q.RequestID == "" {
+		return r.proveReusing(v, q.Now)
+	}
+	return r.prove(v, q.Now)
 }
 
 // Resource reads a resource's fence sequence and holder.
