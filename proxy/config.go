@@ -17,6 +17,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/internal/listenaddr"
 	"github.com/fencegate/fencegate/tlsfiles"
 )
 
@@ -41,7 +42,9 @@ const (
 
 // Config is the sidecar's YAML configuration.
 type Config struct {
-	// Listen is the inbound address clients (workers) send to.
+	// Listen is the inbound address clients (workers) send to. Default
+	// 127.0.0.1:8780; its host is FENCEGATE_LISTEN_HOST when that is set
+	// (the container image sets 0.0.0.0). An explicit value always wins.
 	Listen string          `yaml:"listen"`
 	TLS    tlsfiles.Server `yaml:"tls"`
 	// Backend is the legacy service, typically http://127.0.0.1:PORT.
@@ -59,8 +62,10 @@ type Config struct {
 	Registry           RegistryConfig  `yaml:"registry"`
 	Store              StoreConfig     `yaml:"store"`
 	Admin              AdminConfig     `yaml:"admin"`
-	Server             ServerConfig    `yaml:"server"`
-	Reconcile          ReconcileConfig `yaml:"reconcile"`
+	// Health is the unauthenticated probe and metrics listener.
+	Health    HealthConfig    `yaml:"health"`
+	Server    ServerConfig    `yaml:"server"`
+	Reconcile ReconcileConfig `yaml:"reconcile"`
 	// Retention bounds the receipts and quarantine entries the store keeps.
 	Retention RetentionConfig `yaml:"retention"`
 	Log       LogConfig       `yaml:"log"`
@@ -266,10 +271,30 @@ type RedisTLSConfig struct {
 
 // AdminConfig is the admin listener.
 type AdminConfig struct {
+	// Listen defaults to 127.0.0.1:8781 whatever FENCEGATE_LISTEN_HOST
+	// says: the admin API stays on loopback unless configured explicitly.
 	Listen string `yaml:"listen"`
 	// TokenFile holds a bearer token; without it only loopback callers are served.
 	TokenFile string `yaml:"tokenFile"`
 }
+
+// HealthConfig is the health listener: GET and HEAD of /healthz, /readyz
+// and /metrics, without credentials, for kubelet probes and Prometheus.
+// Nothing else is served there (no admin route, no profile, nothing that
+// changes state); the admin listener keeps serving the same three paths.
+type HealthConfig struct {
+	// Listen defaults to 127.0.0.1:8782, its host FENCEGATE_LISTEN_HOST
+	// when that is set. When listen's port is 0 (a port of the system's
+	// choice, as tests use) the default port is 0 as well.
+	Listen string `yaml:"listen"`
+}
+
+// Default ports of the listeners.
+const (
+	DefaultListenPort  = "8780"
+	DefaultAdminListen = "127.0.0.1:8781"
+	DefaultHealthPort  = "8782"
+)
 
 // ServerConfig tunes the inbound HTTP server.
 type ServerConfig struct {
@@ -341,7 +366,14 @@ func setDur(d *time.Duration, v time.Duration) {
 // SetDefaults fills every unset field with its default.
 func (c *Config) SetDefaults() {
 	if c.Listen == "" {
-		c.Listen = "127.0.0.1:8780"
+		c.Listen = listenaddr.Default(DefaultListenPort)
+	}
+	if c.Health.Listen == "" {
+		port := DefaultHealthPort
+		if _, p, err := net.SplitHostPort(c.Listen); err == nil && p == "0" {
+			port = "0"
+		}
+		c.Health.Listen = listenaddr.Default(port)
 	}
 	if c.UnmatchedMutations == "" {
 		c.UnmatchedMutations = "reject"
@@ -394,7 +426,7 @@ func (c *Config) SetDefaults() {
 	}
 	setDur(&c.Store.ClaimTTL, DefaultClaimTTL)
 	if c.Admin.Listen == "" {
-		c.Admin.Listen = "127.0.0.1:8781"
+		c.Admin.Listen = DefaultAdminListen
 	}
 	setDur(&c.Server.ReadHeaderTimeout, 5*time.Second)
 	setDur(&c.Server.ReadTimeout, 30*time.Second)
@@ -464,6 +496,11 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Admin.Listen); err != nil {
 		add("admin.listen: %q: %v", c.Admin.Listen, err)
+	}
+	if _, _, err := net.SplitHostPort(c.Health.Listen); err != nil {
+		add("health.listen: %q: %v", c.Health.Listen, err)
+	} else if _, port, _ := net.SplitHostPort(c.Health.Listen); port != "0" && (c.Health.Listen == c.Listen || c.Health.Listen == c.Admin.Listen) {
+		add("health.listen: %q is also listen or admin.listen; the health listener needs its own address", c.Health.Listen)
 	}
 	if u, err := url.Parse(c.Backend.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		add("backend.url: %q must be http(s)://host:port", c.Backend.URL)

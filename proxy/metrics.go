@@ -1,6 +1,11 @@
 package proxy
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/internal/buildinfo"
+)
 
 type metrics struct {
 	mutations    *prometheus.CounterVec
@@ -94,10 +99,86 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.mutations, m.backendMuts, m.wouldReject, m.verifyDur, m.statusDur, m.storeDur, m.backendDur,
 		m.inFlight, m.trustReloads, m.reconciled, m.unknown, m.oldest, m.paused, m.unknownTime,
-		m.compacted, m.storeResources, m.storeReceipts, m.storeQuarantined, m.storeBytes} {
+		m.compacted, m.storeResources, m.storeReceipts, m.storeQuarantined, m.storeBytes,
+		buildinfo.Collector("proxy")} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// RouteRejectionCodes are the codes a protected route's mutation can be
+// refused with (docs/design.md, 5.1, but the read path's own
+// METHOD_OVERRIDE_REFUSED and UPGRADE_REFUSED, and REPLAY_INCOMPLETE, which
+// is an accepted segment's replay, counted as replayed). Each exists at
+// zero from start for every configured route.
+var RouteRejectionCodes = []fencegate.Code{
+	fencegate.CodeGrantRequired, fencegate.CodeGrantInvalid, fencegate.CodeIdentityRequired,
+	fencegate.CodeResourceMismatch, fencegate.CodeOwnerMismatch, fencegate.CodeEpochRevoked,
+	fencegate.CodePolicyMismatch, fencegate.CodeGrantNotHeld, fencegate.CodeStatusStale,
+	fencegate.CodeStaleOwner, fencegate.CodeSegmentGap, fencegate.CodeSegmentConflict,
+	fencegate.CodeFenceRegression, fencegate.CodeMutationUnknown, fencegate.CodeResourceBusy,
+	fencegate.CodeResourcePaused, fencegate.CodeRegistryUnavailable, fencegate.CodeStoreUnavailable,
+	fencegate.CodeBackendUnavailable, fencegate.CodeFenceHeaderInvalid, fencegate.CodeInvalidResource,
+	fencegate.CodeBodyTooLarge, fencegate.CodeBodyUnreadable, fencegate.CodeDigestMismatch,
+	fencegate.CodeRouteNotProtected,
+}
+
+// readPathCodes are the read path's refusals (route "read-path").
+var readPathCodes = []fencegate.Code{fencegate.CodeMethodOverrideRefused, fencegate.CodeUpgradeRefused}
+
+// initLabels creates at zero every series of the decision counters whose
+// label space the configuration fixes, so that increase() and rate()
+// alerts see each from the first scrape: per route, every decision its
+// mode can count (enforce: forwarded, replayed, rejected with each code;
+// shadow: forwarded, passed with each code or REPLAY, and
+// shadow_would_reject with each code; off: passed), the unmatched
+// mutations' decision, and the read path's refusals; also the trust
+// reload results, the reconciliation outcomes and the status and backend
+// latency histograms per mode and route.
+// fencegate_proxy_backend_mutations_total is created whole by newCoverage.
+func (m *metrics) initLabels(cfg Config) {
+	for _, r := range cfg.Routes {
+		key, mode := r.Method+" "+r.Path, string(r.Mode)
+		switch r.Mode {
+		case ModeOff:
+			m.mutations.WithLabelValues(key, mode, "passed", "")
+			continue
+		case ModeShadow:
+			m.mutations.WithLabelValues(key, mode, "passed", "REPLAY")
+		default:
+			m.mutations.WithLabelValues(key, mode, "replayed", "")
+		}
+		m.mutations.WithLabelValues(key, mode, "forwarded", "")
+		for _, c := range RouteRejectionCodes {
+			if r.Mode == ModeShadow {
+				m.mutations.WithLabelValues(key, mode, "passed", string(c))
+				m.wouldReject.WithLabelValues(key, string(c))
+			} else {
+				m.mutations.WithLabelValues(key, mode, "rejected", string(c))
+			}
+		}
+	}
+	for _, r := range cfg.Routes {
+		m.backendDur.WithLabelValues(r.Method + " " + r.Path)
+	}
+	for _, mode := range []StatusMode{StatusProof, StatusRegistry} {
+		m.statusDur.WithLabelValues(string(mode))
+	}
+	for _, r := range []string{"ok", "refused", "error"} {
+		m.trustReloads.WithLabelValues(r)
+	}
+	for _, how := range []string{"effect_query", "operator", "idempotent_retry"} {
+		for _, outcome := range []string{"applied", "not_applied"} {
+			m.reconciled.WithLabelValues(how, outcome)
+		}
+	}
+	m.mutations.WithLabelValues("unmatched", "reject", "rejected", string(fencegate.CodeRouteNotProtected))
+	if cfg.UnmatchedMutations == "pass" {
+		m.mutations.WithLabelValues("unmatched", "pass", "passed", "")
+	}
+	for _, c := range readPathCodes {
+		m.mutations.WithLabelValues("read-path", "reject", "rejected", string(c))
+	}
 }

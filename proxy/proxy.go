@@ -87,6 +87,7 @@ func New(o Options) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
+	m.initLabels(cfg)
 	p := &Proxy{cfg: cfg, store: o.Store, clk: o.Clock, log: o.Logger, m: m, waiters: map[string]chan struct{}{}}
 	p.verOpts = []verify.Option{verify.WithMaxTokenBytes(cfg.Trust.MaxTokenBytes)}
 	if p.router, err = newRouter(cfg.Routes); err != nil {

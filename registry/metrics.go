@@ -1,6 +1,10 @@
 package registry
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fencegate/fencegate/internal/buildinfo"
+)
 
 type metrics struct {
 	grants      *prometheus.CounterVec
@@ -60,7 +64,18 @@ func newMetrics(reg prometheus.Registerer, waiting func() float64) (*metrics, er
 		Name: "fencegate_registry_waiting_acquires",
 		Help: "Acquires waiting for a lease right now.",
 	}, waiting)
-	for _, c := range []prometheus.Collector{m.grants, m.renewals, m.expiries, m.releases, m.revocations, m.busy, m.handoff, m.acquireWait, m.waiting, m.compacted} {
+	// Every label value at zero from start, for increase() alerts.
+	for _, v := range []string{"true", "false"} {
+		m.grants.WithLabelValues(v)
+	}
+	for _, v := range []string{"ok", "not_held"} {
+		m.renewals.WithLabelValues(v)
+	}
+	for _, v := range []string{"epoch", "policy", "lease"} {
+		m.revocations.WithLabelValues(v)
+	}
+	for _, c := range []prometheus.Collector{m.grants, m.renewals, m.expiries, m.releases, m.revocations, m.busy, m.handoff, m.acquireWait, m.waiting, m.compacted,
+		buildinfo.Collector("registry")} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -187,7 +187,10 @@ func (d *demo) startParts(ctx context.Context, dir string, log *zap.Logger) (fun
 		// its service (one replica per local store) under this name.
 		Store: proxy.StoreConfig{Backend: "bolt", Path: filepath.Join(dir, "sidecar", "store.db"),
 			Service: "demo-invoice-api", ClaimIdentity: "demo-sidecar"},
-		Admin:   proxy.AdminConfig{Listen: adminAddr},
+		Admin: proxy.AdminConfig{Listen: adminAddr},
+		// Probes and metrics on a port of the system's choice: the demo
+		// must not depend on 8782 being free.
+		Health:  proxy.HealthConfig{Listen: "127.0.0.1:0"},
 		DataDir: filepath.Join(dir, "sidecar"),
 	}
 	ps, err := proxyserver.New(pc, log.Named("sidecar"), nil)
@@ -364,6 +367,9 @@ func (d *demo) decisions(ctx context.Context) error {
 	fmt.Fprintf(tw, "  route\tmode\tdecision\tcode\tcount\n")
 	if mf := families["fencegate_proxy_mutations_total"]; mf != nil {
 		for _, m := range mf.GetMetric() {
+			if m.GetCounter().GetValue() == 0 {
+				continue // every route x code exists at 0 from start
+			}
 			l := map[string]string{}
 			for _, lp := range m.GetLabel() {
 				l[lp.GetName()] = lp.GetValue()

@@ -50,7 +50,8 @@ func runProxy(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log.Info("sidecar listening", zap.String("addr", srv.Addr()), zap.String("admin", srv.AdminAddr()), zap.String("backend", cfg.Backend.URL), zap.Int("routes", len(cfg.Routes)))
-	fmt.Fprintf(out, "fencegate proxy listening on %s (admin %s) -> %s\n", srv.Addr(), srv.AdminAddr(), cfg.Backend.URL)
+	log.Info("sidecar listening", zap.String("addr", srv.Addr()), zap.String("admin", srv.AdminAddr()), zap.String("health", srv.HealthAddr()),
+		zap.String("backend", cfg.Backend.URL), zap.Int("routes", len(cfg.Routes)))
+	fmt.Fprintf(out, "fencegate proxy listening on %s (admin %s) (health %s) -> %s\n", srv.Addr(), srv.AdminAddr(), srv.HealthAddr(), cfg.Backend.URL)
 	return srv.Run(ctx)
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/internal/listenaddr"
 	"github.com/fencegate/fencegate/registry/server"
 )
 
@@ -20,7 +21,7 @@ func runRegistry(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("registry", "[--config FILE] [--data DIR] [--listen ADDR] [--insecure-dev]")
 	configPath := fs.String("config", "", "YAML configuration file (flags below override it)")
 	data := fs.String("data", "", "data directory: the bbolt file and generated keys (default fencegate-data)")
-	listen := fs.String("listen", "", "listen address (default 127.0.0.1:8700)")
+	listen := fs.String("listen", "", "listen address (default 127.0.0.1:8700; the host is $"+listenaddr.EnvHost+" when set)")
 	dev := fs.Bool("insecure-dev", false, "INSECURE development mode: trust the "+identity.DefaultHeader+" header from anyone as the caller's identity, and allow admin calls from loopback")
 	logLevel := fs.String("log-level", "", "log level: debug, info, warn, error")
 	if err := parse(fs, args, false); err != nil {

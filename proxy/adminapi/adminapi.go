@@ -18,8 +18,10 @@ import (
 	"github.com/fencegate/fencegate/proxy"
 )
 
-// ReadyCheck is an extra readiness check (e.g. the registry answers): a
-// failing Check makes /readyz answer 503 with Code.
+// ReadyCheck is an extra readiness check (e.g. the shared store's
+// generation marker): a failing Check makes /readyz answer 503 with Code.
+// A check must not depend on the registry: a registry outage must not take
+// every sidecar out of its Service (reads still pass, writes fail closed).
 type ReadyCheck struct {
 	Code  fencegate.Code
 	Check func(ctx context.Context) error
@@ -50,10 +52,7 @@ func New(o Options) (http.Handler, error) {
 	if o.Proxy == nil {
 		return nil, errors.New("adminapi: a proxy is required")
 	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
-	s := &server{Options: o}
+	s := newServer(o)
 	r := chi.NewRouter()
 	r.Use(s.adminOnly)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
@@ -62,7 +61,7 @@ func New(o Options) (http.Handler, error) {
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
 		problem(w, 405, fencegate.CodeInvalidRequest, "method not allowed")
 	})
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	r.Get("/healthz", healthz)
 	r.Get("/readyz", s.readyz)
 	if o.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
@@ -89,6 +88,14 @@ func New(o Options) (http.Handler, error) {
 		}
 	})
 	return r, nil
+}
+
+// newServer fills o's defaults.
+func newServer(o Options) *server {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return &server{Options: o}
 }
 
 // adminOnly lets through callers presenting the token, and loopback callers.

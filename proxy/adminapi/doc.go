@@ -4,6 +4,12 @@
 // pause, resume and trust reload. Callers must be on loopback or present
 // the admin bearer token.
 //
+// NewHealth serves the health listener: GET and HEAD of /healthz, /readyz
+// and /metrics only, to any caller without credentials (kubelet probes,
+// Prometheus); nothing there changes state. /readyz answers ok while the
+// store answers and every ReadyCheck passes; none of them asks the
+// registry (docs/design.md, listeners).
+//
 // It talks to the sidecar only through the exported surface of
 // *proxy.Proxy (proxy/operator.go). The worker-facing
 // /.fencegate/v1/receipts stays on the inbound listener, in package proxy.

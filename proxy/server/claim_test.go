@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -26,6 +27,14 @@ import (
 // startRegistry runs a real registry (header identities) over loopback
 // and saves its JWKS; it returns the registry's URL and the bundle path.
 func startRegistry(t *testing.T) (string, string) {
+	t.Helper()
+	srv, bundle := startRegistryServer(t)
+	return srv.URL, bundle
+}
+
+// startRegistryServer is startRegistry returning the server, which a
+// test may close early (closing it again at cleanup is harmless).
+func startRegistryServer(t *testing.T) (*httptest.Server, string) {
 	t.Helper()
 	key, err := keys.Generate(jwa.EdDSA, nil)
 	if err != nil {
@@ -57,7 +66,48 @@ func startRegistry(t *testing.T) (string, string) {
 	if err := keys.Save(bundle, jwks); err != nil {
 		t.Fatal(err)
 	}
-	return srv.URL, bundle
+	return srv, bundle
+}
+
+// waitClaimHeld polls the health listener's /metrics until
+// fencegate_proxy_store_claim_held is want.
+func waitClaimHeld(t *testing.T, health string, want bool) {
+	t.Helper()
+	line := "fencegate_proxy_store_claim_held 0\n"
+	if want {
+		line = "fencegate_proxy_store_claim_held 1\n"
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + health + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), line) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the claim never became held=%v", want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// wantReady asserts /readyz answers 200 on each address.
+func wantReady(t *testing.T, addrs ...string) {
+	t.Helper()
+	for _, a := range addrs {
+		resp, err := http.Get("http://" + a + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("/readyz on %s: %d %s, want 200", a, resp.StatusCode, b)
+		}
+	}
 }
 
 // waitReady polls /readyz until its status is want (2xx or not).
@@ -81,9 +131,11 @@ func waitReady(t *testing.T, admin string, want bool) {
 
 // TestLostClaimRefusesWrites (issue 10.3): a sidecar with a local bolt
 // store whose claim on its service is released behind its back (and
-// taken by another owner) refuses writes with STORE_UNAVAILABLE, forwards
-// nothing and is not ready; once the other owner lets go, it claims the
-// service again and accepts writes.
+// taken by another owner) refuses writes with STORE_UNAVAILABLE and
+// forwards nothing, but stays ready (issue 13: the claim lives in the
+// registry, and readiness must not follow the registry; the gauge
+// fencegate_proxy_store_claim_held shows the loss); once the other owner
+// lets go, it claims the service again and accepts writes.
 func TestLostClaimRefusesWrites(t *testing.T) {
 	var forwarded atomic.Int64
 	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -163,7 +215,8 @@ func TestLostClaimRefusesWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitReady(t, s.AdminAddr(), false)
+	waitClaimHeld(t, s.HealthAddr(), false)
+	wantReady(t, s.AdminAddr(), s.HealthAddr())
 	if err := put("2", "b"); !errors.Is(err, client.ErrStoreUnavailable) {
 		t.Fatalf("a write after the claim was lost: %v, want STORE_UNAVAILABLE", err)
 	}
@@ -175,7 +228,7 @@ func TestLostClaimRefusesWrites(t *testing.T) {
 	if err := thief.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitReady(t, s.AdminAddr(), true)
+	waitClaimHeld(t, s.HealthAddr(), true)
 	if err := put("3", "c"); err != nil || forwarded.Load() != 2 {
 		t.Fatalf("a write after the claim was taken again: %v, forwarded %d", err, forwarded.Load())
 	}

@@ -1,8 +1,9 @@
 // Package server assembles a runnable sidecar from a proxy.Config: the
 // fenced store (bolt by default, memory for tests), the registry client,
 // the metrics registry, the proxy.Proxy, its inbound listener (TLS or
-// mTLS when configured) and the admin listener serving proxy/adminapi
-// (with the admin token). Run owns their lifecycle. cmd/fencegate's proxy
+// mTLS when configured), the admin listener serving proxy/adminapi (with
+// the admin token) and the health listener (adminapi.NewHealth: probes and
+// metrics without credentials). Run owns their lifecycle. cmd/fencegate's proxy
 // subcommand is a thin wrapper around it.
 //
 // # One replica per local store
@@ -18,7 +19,17 @@
 // then fails, naming the service; several replicas use store.backend
 // redis. While running, the store is wrapped so that Begin refuses
 // (STORE_UNAVAILABLE, nothing forwarded) whenever the Holder is not HELD
-// or RENEWING, and /readyz fails with it; a claim that ended is claimed
-// again every half TTL. Closing the store at the end of Run releases the
+// or RENEWING, and fencegate_proxy_store_claim_held is 0; a claim that
+// ended is claimed again every half TTL. A lost claim does not make the
+// sidecar unready: the claim lives in the registry, and a registry outage
+// must not take every pod out of its Service (reads still pass).
+//
+// # Readiness
+//
+// /readyz (admin and health listeners) answers ok while the fenced store
+// answers (and a shared store's generation marker shows no data loss).
+// The configuration was validated and the trust bundle loaded before the
+// listeners bound (a failed reload keeps the previous bundle), so a
+// running sidecar has both. Nothing in it asks the registry. Closing the store at the end of Run releases the
 // claim, so the next pod of the service starts at once.
 package server

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Run serves both listeners and runs the sidecar's background loops
+// Run serves the three listeners (inbound, admin, health) and runs the sidecar's background loops
 // (proxy.Proxy.Run) until ctx ends or a listener fails. Then, in order, it
 // drains in-flight requests (so their mutations settle), stops the loops
 // and waits for them, and only then closes the store: nothing the Server
@@ -25,7 +25,7 @@ func (s *Server) Run(ctx context.Context) error {
 	var loops, listeners sync.WaitGroup
 	loops.Go(func() { _ = s.proxy.Run(loopCtx) })
 
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	listeners.Go(func() {
 		if s.in.TLSConfig != nil {
 			errc <- s.in.ServeTLS(s.inLn, "", "")
@@ -34,6 +34,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	})
 	listeners.Go(func() { errc <- s.admin.Serve(s.adminLn) })
+	listeners.Go(func() { errc <- s.health.Serve(s.healthLn) })
 
 	var err error
 	select {
@@ -62,7 +63,7 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
-// drain shuts both listeners down, waiting up to the shutdown timeout for
+// drain shuts the listeners down, waiting up to the shutdown timeout for
 // the requests in flight. It returns the first listener's failure.
 func (s *Server) drain() error {
 	sctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout)
@@ -71,7 +72,7 @@ func (s *Server) drain() error {
 	for _, srv := range []struct {
 		name string
 		srv  *http.Server
-	}{{"inbound", s.in}, {"admin", s.admin}} {
+	}{{"inbound", s.in}, {"admin", s.admin}, {"health", s.health}} {
 		if serr := srv.srv.Shutdown(sctx); serr != nil {
 			s.log.Error("shutdown of the "+srv.name+" listener did not finish: requests still in flight (the store closes under them; their mutations may be left unknown until reconciled)",
 				zap.Duration("timeout", s.shutdownTimeout), zap.Error(serr))

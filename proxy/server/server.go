@@ -1,7 +1,7 @@
 package server
 
 import (
-	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -21,18 +21,21 @@ import (
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/tlsfiles"
 )
 
 // Server is a sidecar assembled from a proxy.Config, with both listeners
 // bound. Call Run once.
 type Server struct {
-	proxy   *proxy.Proxy
-	store   store.Store
-	in      *http.Server
-	admin   *http.Server
-	inLn    net.Listener
-	adminLn net.Listener
-	log     *zap.Logger
+	proxy    *proxy.Proxy
+	store    store.Store
+	in       *http.Server
+	admin    *http.Server
+	health   *http.Server
+	inLn     net.Listener
+	adminLn  net.Listener
+	healthLn net.Listener
+	log      *zap.Logger
 	// shutdownTimeout bounds the drain of in-flight requests in Run.
 	shutdownTimeout time.Duration
 }
@@ -75,10 +78,11 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 	opened = append(opened, s.store)
 
 	var ready []adminapi.ReadyCheck
+	var claimHeld *claim
 	if cfg.Store.Claimed() {
 		// A local store serves one replica: claim the service at the
 		// registry, or refuse to start.
-		creg, err := registryClient(cfg, cfg.Store.ClaimIdentity)
+		creg, err := registryClient(cfg, cfg.Store.ClaimIdentity, log)
 		if err != nil {
 			return nil, err
 		}
@@ -88,19 +92,41 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		}
 		s.store = &claimedStore{Store: s.store, claim: cl}
 		opened[len(opened)-1] = s.store
-		ready = append(ready, adminapi.ReadyCheck{Code: fencegate.CodeStoreUnavailable, Check: func(context.Context) error { return cl.held() }})
+		// The claim is not a readiness check: it lives in the registry,
+		// and a registry outage must not take every pod out of its
+		// Service. Without it the store refuses writes (Begin answers
+		// STORE_UNAVAILABLE, nothing forwarded) while reads pass; the
+		// gauge below and the logs show it.
+		claimHeld = cl
 	}
 	opts := proxy.Options{Config: cfg, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade}
 	if cfg.Registry.URL != "" {
-		reg, err := registryClient(cfg, "")
+		reg, err := registryClient(cfg, "", log)
 		if err != nil {
 			return nil, err
 		}
+		// Not a readiness check either (see the claim above): a
+		// registry-mode write fails closed with REGISTRY_UNAVAILABLE.
 		opts.Status = reg
-		ready = append(ready, adminapi.ReadyCheck{Code: fencegate.CodeRegistryUnavailable, Check: reg.Ready})
 	}
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if opts.Status != nil {
+		if opts.Status, err = newCountedStatus(opts.Status, promReg); err != nil {
+			return nil, fmt.Errorf("proxy: metrics: %w", err)
+		}
+	}
+	if claimHeld != nil {
+		promReg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fencegate_proxy_store_claim_held",
+			Help: "1 while this sidecar holds the registry claim on store.service that lets its local store accept writes; 0 while it does not (every write is refused with STORE_UNAVAILABLE).",
+		}, func() float64 {
+			if claimHeld.held() != nil {
+				return 0
+			}
+			return 1
+		}))
+	}
 	if lc := lossChecker(s.store); lc != nil {
 		// A store that lost data (Redis restarted empty or from another
 		// data set) refuses every write; on-call sees it here and in /readyz.
@@ -132,6 +158,10 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 	if err != nil {
 		return nil, err
 	}
+	healthHandler, err := adminapi.NewHealth(adminapi.Options{Proxy: s.proxy, Gatherer: promReg, Ready: ready, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	s.in = &http.Server{
 		Handler:           s.proxy,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
@@ -142,11 +172,15 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
 	if cfg.TLS.Enabled() {
-		if s.in.TLSConfig, err = cfg.TLS.Config(); err != nil {
+		if s.in.TLSConfig, err = cfg.TLS.Reloading(tls.RequireAndVerifyClientCert, tlsfiles.Reload{OnError: func(err error) {
+			log.Warn("tls: rotated files not loaded; serving with the previous ones", zap.Error(err))
+		}}); err != nil {
 			return nil, err
 		}
 	}
 	s.admin = &http.Server{Handler: adminHandler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	s.health = &http.Server{Handler: healthHandler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+		MaxHeaderBytes: 16 << 10, ErrorLog: zap.NewStdLog(log.Named("http-health"))}
 	if s.inLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("proxy: listen: %w", err)
 	}
@@ -154,15 +188,22 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 	if s.adminLn, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
 		return nil, fmt.Errorf("proxy: admin listen: %w", err)
 	}
+	opened = append(opened, s.adminLn)
+	if s.healthLn, err = net.Listen("tcp", cfg.Health.Listen); err != nil {
+		return nil, fmt.Errorf("proxy: health listen: %w", err)
+	}
 	return s, nil
 }
 
 // registryClient is a client of cfg.Registry (mTLS when configured),
 // sending identity in the identity header when it is not empty.
-func registryClient(cfg proxy.Config, identity string) (*client.Client, error) {
+func registryClient(cfg proxy.Config, identity string, log *zap.Logger) (*client.Client, error) {
 	var copts []client.Option
 	if cfg.Registry.CertFile != "" || cfg.Registry.CAFile != "" || strings.HasPrefix(cfg.Registry.URL, "https://") {
-		copts = append(copts, client.WithTLSFiles(cfg.Registry.CertFile, cfg.Registry.KeyFile, cfg.Registry.CAFile))
+		files := tlsfiles.Client{CertFile: cfg.Registry.CertFile, KeyFile: cfg.Registry.KeyFile, CAFile: cfg.Registry.CAFile}
+		copts = append(copts, client.WithTLS(files, tlsfiles.Reload{OnError: func(err error) {
+			log.Warn("registry.tls: rotated files not loaded; using the previous ones", zap.Error(err))
+		}}))
 	}
 	if identity != "" {
 		copts = append(copts, client.WithIdentityHeader(fgidentity.DefaultHeader, identity))
@@ -174,9 +215,10 @@ func registryClient(cfg proxy.Config, identity string) (*client.Client, error) {
 	return reg, nil
 }
 
-// Addr and AdminAddr are the bound listen addresses.
-func (s *Server) Addr() string      { return s.inLn.Addr().String() }
-func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
+// Addr, AdminAddr and HealthAddr are the bound listen addresses.
+func (s *Server) Addr() string       { return s.inLn.Addr().String() }
+func (s *Server) AdminAddr() string  { return s.adminLn.Addr().String() }
+func (s *Server) HealthAddr() string { return s.healthLn.Addr().String() }
 
 // Proxy is the assembled sidecar.
 func (s *Server) Proxy() *proxy.Proxy { return s.proxy }

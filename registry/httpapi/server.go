@@ -46,12 +46,19 @@ type Options struct {
 	Logger   *zap.Logger
 	Metrics  prometheus.Registerer
 	Gatherer prometheus.Gatherer
+	// ClientCertRequired: the listener asks for a client certificate only
+	// if given (tls.VerifyClientCertIfGiven), so every request but the
+	// probes, /metrics and /.well-known/jwks.json must have presented a
+	// verified one, or is refused with IDENTITY_REQUIRED (peercert.go).
+	// Set it whenever the listener has a client CA.
+	ClientCertRequired bool
 }
 
 type server struct {
 	Options
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	errors   *prometheus.CounterVec
 }
 
 // New returns the registry's HTTP handler.
@@ -75,7 +82,8 @@ func New(o Options) (http.Handler, error) {
 		Help:    "Registry API latency by route.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 	}, []string{"route"})
-	for _, c := range []prometheus.Collector{s.requests, s.latency} {
+	s.errors = newErrorCounter()
+	for _, c := range []prometheus.Collector{s.requests, s.latency, s.errors} {
 		if err := o.Metrics.Register(c); err != nil {
 			return nil, fmt.Errorf("httpapi: metrics: %w", err)
 		}
@@ -83,6 +91,9 @@ func New(o Options) (http.Handler, error) {
 
 	r := chi.NewRouter()
 	r.Use(s.observe, s.recoverer)
+	if o.ClientCertRequired {
+		r.Use(s.requireClientCert)
+	}
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, fencegate.NewProblem(fencegate.CodeNotFound, "no such route"), 0)
 	})
@@ -117,6 +128,11 @@ func New(o Options) (http.Handler, error) {
 			r.Delete("/policies", s.deletePolicy)
 			r.Get("/meta", s.meta)
 		})
+	})
+	// Each route's latency series exists from start (dashboards, alerts).
+	_ = chi.Walk(r, func(_ string, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		s.latency.WithLabelValues(route)
+		return nil
 	})
 	return r, nil
 }
@@ -157,6 +173,9 @@ func (s *server) observe(next http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		s.requests.WithLabelValues(route, req.Method, fmt.Sprint(status), rec.code).Inc()
+		if rec.code != "" {
+			s.errors.WithLabelValues(opOf(req.Method, req.URL.Path), rec.code).Inc()
+		}
 		s.latency.WithLabelValues(route).Observe(clock.Since(clk, start).Seconds())
 		if status >= 400 {
 			s.Logger.Info("request rejected", zap.String("method", req.Method), zap.String("route", route),

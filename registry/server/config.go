@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/internal/listenaddr"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/tlsfiles"
 )
@@ -19,7 +20,9 @@ import (
 // Config is the registry's YAML configuration. Zero values take the
 // defaults of Default().
 type Config struct {
-	// Listen is the API address (host:port).
+	// Listen is the API address (host:port). Default 127.0.0.1:8700; its
+	// host is FENCEGATE_LISTEN_HOST when that is set (the container image
+	// sets 0.0.0.0). An explicit value always wins.
 	Listen string `yaml:"listen"`
 	// DataDir holds the bbolt file and generated keys.
 	DataDir string `yaml:"dataDir"`
@@ -87,6 +90,12 @@ type LeaseConfig struct {
 // ProofConfig bounds status proofs.
 type ProofConfig struct {
 	MaxTTL time.Duration `yaml:"maxTTL"`
+	// Reuse lets a status read by grant digest (a sidecar in registry
+	// mode) be answered with a proof signed at most this long ago that
+	// states exactly what the read found, instead of signing a new one
+	// (default maxTTL/20 = 250 ms; at most maxTTL/4; negative: off). A
+	// registry-mode route's status.maxAge must exceed it.
+	Reuse time.Duration `yaml:"reuse"`
 }
 
 // AdminConfig says who may call /v1/admin.
@@ -102,10 +111,13 @@ type LogConfig struct {
 	Level string `yaml:"level"`
 }
 
+// DefaultListenPort is the port of the default listen address.
+const DefaultListenPort = "8700"
+
 // Default is the configuration used when no file is given.
 func Default() Config {
 	return Config{
-		Listen:   "127.0.0.1:8700",
+		Listen:   listenaddr.Default(DefaultListenPort),
 		DataDir:  "fencegate-data",
 		Backend:  "bolt",
 		Issuer:   registry.DefaultIssuer,
@@ -134,6 +146,9 @@ func Load(path string) (Config, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
 		return c, fmt.Errorf("config: %s: %w", path, err)
+	}
+	if c.Listen == "" {
+		c.Listen = listenaddr.Default(DefaultListenPort)
 	}
 	return c, nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ import (
 	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/registry/redis"
+	"github.com/fencegate/fencegate/tlsfiles"
 )
 
 // Server is a started registry.
@@ -81,6 +83,7 @@ func New(cfg Config, log *zap.Logger) (_ *Server, err error) {
 		MaxTTL:      cfg.Leases.MaxTTL,
 		MaxWait:     cfg.Leases.MaxWait,
 		MaxProofTTL: cfg.Proofs.MaxTTL,
+		ProofReuse:  cfg.Proofs.Reuse,
 		Logger:      log,
 		Metrics:     promReg,
 	})
@@ -105,6 +108,10 @@ func New(cfg Config, log *zap.Logger) (_ *Server, err error) {
 	s.handler, err = httpapi.New(httpapi.Options{
 		Registry: s.Registry, Identity: res, Admin: admin, JWKS: jwks,
 		Logger: log, Metrics: promReg, Gatherer: promReg,
+		// With a client CA the handshake asks for a certificate but lets a
+		// caller without one in, for the probes, /metrics and the JWKS;
+		// every other route refuses that caller (IDENTITY_REQUIRED).
+		ClientCertRequired: cfg.TLS.ClientCAFile != "",
 	})
 	if err != nil {
 		return nil, err
@@ -119,7 +126,11 @@ func New(cfg Config, log *zap.Logger) (_ *Server, err error) {
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
 	if cfg.TLS.Enabled() {
-		if s.srv.TLSConfig, err = cfg.TLS.Config(); err != nil {
+		// Rotated files are re-read; one that does not load keeps the
+		// last good material and is logged here.
+		if s.srv.TLSConfig, err = cfg.TLS.Reloading(tls.VerifyClientCertIfGiven, tlsfiles.Reload{OnError: func(err error) {
+			log.Warn("tls: rotated files not loaded; serving with the previous ones", zap.Error(err))
+		}}); err != nil {
 			return nil, err
 		}
 	}
