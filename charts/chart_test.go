@@ -1,0 +1,433 @@
+package charts_test
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const (
+	chartDir   = "fencegate"
+	exampleDir = "fencegate/examples/billing-api"
+	release    = "fg"
+	namespace  = "fencegate"
+	adminPort  = 8781
+)
+
+// scenarios lists the chart's ci/*-values.yaml files.
+func scenarios(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "ci", "*-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no %s/ci/*-values.yaml", dir)
+	}
+	return files
+}
+
+func scenarioName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), "-values.yaml")
+}
+
+// TestChartLint runs helm lint --strict on the chart's defaults: the
+// schema (values.schema.json) and every template must accept them.
+func TestChartLint(t *testing.T) {
+	tl := needTools(t)
+	t.Logf("tools: %s", tl.buildNote)
+	if out, err := runHelm(t, tl, "lint", "--strict", chartDir); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("%s", out)
+	}
+}
+
+// TestChartScenarios lints and renders every ci/*-values.yaml scenario,
+// validates the manifests offline against the Kubernetes and
+// prometheus-operator types, loads the rendered proxy.yaml and
+// registry.yaml with fencegate's own loaders, and asserts the chart's
+// safety properties.
+func TestChartScenarios(t *testing.T) {
+	tl := needTools(t)
+	for _, file := range scenarios(t, chartDir) {
+		name := scenarioName(file)
+		t.Run(name, func(t *testing.T) {
+			if _, err := runHelm(t, tl, "lint", "--strict", chartDir, "-f", file); err != nil {
+				t.Fatal(err)
+			}
+			manifest, err := runHelm(t, tl, "template", release, chartDir, "-n", namespace, "-f", file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			validateManifests(t, tl, name, manifest)
+			objs := parseManifests(t, manifest)
+			checkContainerSecurity(t, objs)
+			checkAdminPortNotExposed(t, objs, adminPort)
+			proxies, registries := checkConfigs(t, objs)
+			if want := len(find(objs, "StatefulSet")); registries != want {
+				t.Errorf("%d registry.yaml for %d registry StatefulSets", registries, want)
+			}
+			checkScenario(t, name, objs, proxies, registries)
+		})
+	}
+}
+
+// checkScenario asserts what each scenario is about, so a template that
+// silently drops an object fails.
+func checkScenario(t *testing.T, name string, objs []object, proxies, registries int) {
+	t.Helper()
+	count := func(kind string, want int) {
+		t.Helper()
+		if got := len(find(objs, kind)); got != want {
+			t.Errorf("%s: %d %s, want %d", name, got, kind, want)
+		}
+	}
+	switch name {
+	case "default":
+		count("StatefulSet", 1)
+		count("PodDisruptionBudget", 1)
+		count("Service", 2)
+		sts := find(objs, "StatefulSet")[0]
+		if len(list(dig(map[string]any(sts), "spec", "volumeClaimTemplates"))) != 1 {
+			t.Errorf("the bolt registry has no volume claim template")
+		}
+	case "redis-registry":
+		sts := find(objs, "StatefulSet")[0]
+		if dig(map[string]any(sts), "spec", "replicas") != 3 {
+			t.Errorf("replicas = %v, want 3", dig(map[string]any(sts), "spec", "replicas"))
+		}
+	case "sidecar-shadow", "mtls", "mesh-header":
+		count("NetworkPolicy", 1)
+		count("PersistentVolumeClaim", 1)
+		if proxies != 1 {
+			t.Errorf("%d proxy.yaml, want 1", proxies)
+		}
+	case "sidecar-enforce-redis":
+		count("StatefulSet", 0)
+		count("NetworkPolicy", 1)
+		count("PersistentVolumeClaim", 0) // a shared store needs no volume
+		if proxies != 1 {
+			t.Errorf("%d proxy.yaml, want 1", proxies)
+		}
+	case "observability":
+		count("ServiceMonitor", 1)
+		count("PodMonitor", 1)
+		count("PrometheusRule", 1)
+		dash := 0
+		for _, o := range find(objs, "ConfigMap") {
+			if dig(map[string]any(o), "metadata", "labels", "grafana_dashboard") == "1" {
+				dash++
+				text, _ := configMapFile(o, "fencegate.json")
+				if !json.Valid([]byte(text)) {
+					t.Errorf("the dashboard ConfigMap does not hold valid JSON")
+				}
+			}
+		}
+		if dash != 1 {
+			t.Errorf("%d dashboard ConfigMaps with grafana_dashboard: \"1\", want 1", dash)
+		}
+		rule := find(objs, "PrometheusRule")[0]
+		groups := list(dig(map[string]any(rule), "spec", "groups"))
+		if len(groups) < 2 || dig(groups[len(groups)-1], "name") != "fencegate.local" {
+			t.Errorf("the PrometheusRule does not end with the additional group: %d groups", len(groups))
+		}
+	}
+}
+
+// TestChartRefusals renders values the chart must refuse, each with the
+// message that tells the operator why.
+func TestChartRefusals(t *testing.T) {
+	tl := needTools(t)
+	sidecar := []string{
+		"sidecar.enabled=true", "sidecar.workload.name=api",
+		"sidecar.workload.podSelector.app=api", "sidecar.trust.existingSecret=trust",
+		"sidecar.tls.existingSecret=tls",
+	}
+	cases := []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{"multi-replica workload on bolt", append(sidecar, "sidecar.workload.replicas=3"), "several replicas must share sidecar.store.backend redis"},
+		{"admin listener from config", append(sidecar, "sidecar.config.admin.listen=0.0.0.0:8781"), "sidecar.config.admin is set by the chart"},
+		{"store from config", append(sidecar, "sidecar.config.store.backend=memory"), "sidecar.config.store is set by the chart"},
+		{"sidecar mtls without tls", append(sidecar, "sidecar.tls.enabled=false"), "mtls needs sidecar.tls.enabled"},
+		{"sidecar without trust bundle", append(sidecar, "sidecar.trust.existingSecret="), "sidecar.trust.existingSecret (or existingConfigMap) is required"},
+		{"sidecar redis without address", append(sidecar, "sidecar.store.backend=redis"), "sidecar.store.redis.address is required"},
+		{"registry replicas on bolt", []string{"registry.replicaCount=2"}, "registry.replicaCount > 1 needs registry.redis.enabled"},
+		{"registry replicas without shared key", []string{"registry.replicaCount=2", "registry.redis.enabled=true", "registry.redis.address=r:6379"}, "registry.replicaCount > 1 needs registry.keys.existingSecret"},
+		{"registry listen from config", []string{"registry.config.listen=0.0.0.0:1"}, "registry.config.listen is set by the chart"},
+		{"registry admin token from config", []string{"registry.config.admin.tokenFile=/tmp/token"}, "registry.config.admin.tokenFile is set by the chart"},
+		{"sidecar trust bundle from config", append(sidecar, "sidecar.config.trust.bundle=/tmp/jwks.json"), "sidecar.config.trust.bundle is set by the chart"},
+		{"registry mtls without tls", []string{"registry.tls.enabled=false"}, "mtls needs registry.tls.enabled"},
+		{"writable root file system", []string{"containerSecurityContext.readOnlyRootFilesystem=false"}, "readOnlyRootFilesystem"},
+		{"root", []string{"containerSecurityContext.runAsNonRoot=false"}, "runAsNonRoot"},
+		{"misspelled key", []string{"registry.replicaCont=2"}, "additional properties 'replicaCont' not allowed"},
+		{"unknown store backend", append(sidecar, "sidecar.store.backend=memory"), "value must be one of 'bolt', 'redis'"},
+		{"privilege escalation", []string{"containerSecurityContext.allowPrivilegeEscalation=true"}, "allowPrivilegeEscalation"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"template", release, chartDir, "-n", namespace}
+			for _, s := range c.set {
+				args = append(args, "--set", s)
+			}
+			out, err := runHelm(t, tl, args...)
+			if err == nil {
+				t.Fatalf("rendered, want a refusal containing %q", c.want)
+			}
+			if !strings.Contains(out, c.want) {
+				t.Fatalf("refused, but without %q:\n%s", c.want, out)
+			}
+		})
+	}
+}
+
+// TestExampleWorkload renders the example parent chart (a Deployment
+// that adds the sidecar through the named templates) with each of its
+// scenarios, and checks the pod it builds.
+func TestExampleWorkload(t *testing.T) {
+	tl := needTools(t)
+	dir := copyExample(t)
+	for _, file := range scenarios(t, dir) {
+		name := scenarioName(file)
+		t.Run(name, func(t *testing.T) {
+			if _, err := runHelm(t, tl, "lint", "--strict", dir, "-f", file); err != nil {
+				t.Fatal(err)
+			}
+			manifest, err := runHelm(t, tl, "template", release, dir, "-n", "billing", "-f", file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			validateManifests(t, tl, "example-"+name, manifest)
+			objs := parseManifests(t, manifest)
+			if n := checkContainerSecurity(t, objs); n != 2 {
+				t.Errorf("%d containers checked, want 2 (the service and the sidecar)", n)
+			}
+			checkAdminPortNotExposed(t, objs, adminPort)
+			if proxies, _ := checkConfigs(t, objs); proxies != 1 {
+				t.Errorf("%d proxy.yaml, want 1", proxies)
+			}
+			workloads := append(find(objs, "Deployment"), find(objs, "StatefulSet")...)
+			if len(workloads) != 1 {
+				t.Fatalf("%d workloads, want 1", len(workloads))
+			}
+			checkSidecarPod(t, name, workloads[0])
+		})
+	}
+	t.Run("multi-replica on bolt is refused", func(t *testing.T) {
+		out, err := runHelm(t, tl, "template", release, dir, "-n", "billing", "--set", "replicaCount=2")
+		if err == nil || !strings.Contains(out, "several replicas must share sidecar.store.backend redis") {
+			t.Fatalf("want the render refused for 2 replicas on bolt, got err=%v\n%s", err, out)
+		}
+	})
+}
+
+// checkSidecarPod asserts where the sidecar sits in the example's pod
+// and where its data directory lives.
+func checkSidecarPod(t *testing.T, scenario string, workload object) {
+	t.Helper()
+	spec := podSpec(workload)
+	var sidecar map[string]any
+	inInit := false
+	for _, key := range []string{"initContainers", "containers"} {
+		for _, c := range list(spec[key]) {
+			if dig(c, "name") == "fencegate" {
+				sidecar, inInit = c.(map[string]any), key == "initContainers"
+			}
+		}
+	}
+	if sidecar == nil {
+		t.Fatal("no fencegate container in the pod")
+	}
+	switch scenario {
+	case "bolt":
+		if !inInit || sidecar["restartPolicy"] != "Always" {
+			t.Errorf("native sidecar: in initContainers %v, restartPolicy %v", inInit, sidecar["restartPolicy"])
+		}
+		if !hasVolume(spec, "persistentVolumeClaim") {
+			t.Errorf("the bolt store is not on a PersistentVolumeClaim")
+		}
+	case "redis":
+		if inInit || sidecar["restartPolicy"] != nil {
+			t.Errorf("regular container: in initContainers %v, restartPolicy %v", inInit, sidecar["restartPolicy"])
+		}
+		if hasVolume(spec, "persistentVolumeClaim") {
+			t.Errorf("a shared Redis store needs no PersistentVolumeClaim")
+		}
+	case "statefulset-redis":
+		if workload.kind() != "StatefulSet" {
+			t.Fatalf("a %s, want a StatefulSet", workload.kind())
+		}
+		claims := list(dig(map[string]any(workload), "spec", "volumeClaimTemplates"))
+		if len(claims) != 1 || dig(claims[0], "metadata", "name") != "fencegate-data" {
+			t.Errorf("volumeClaimTemplates %v, want the sidecar's fencegate-data", claims)
+		}
+		for _, v := range list(spec["volumes"]) {
+			if dig(v, "name") == "fencegate-data" {
+				t.Errorf("the pod has its own fencegate-data volume besides the claim template")
+			}
+		}
+	}
+	for _, probe := range []string{"readinessProbe", "livenessProbe"} {
+		if dig(sidecar, probe, "httpGet", "port") != "fg-health" {
+			t.Errorf("%s not on the health port: %v", probe, dig(sidecar, probe))
+		}
+	}
+}
+
+func hasVolume(spec map[string]any, source string) bool {
+	for _, v := range list(spec["volumes"]) {
+		if dig(v, source) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// copyExample lays out the example parent chart with the fencegate chart
+// as its unpacked dependency (what `helm dependency update` produces),
+// without touching the source tree.
+func copyExample(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "billing-api")
+	copyTree(t, exampleDir, dst, nil)
+	copyTree(t, chartDir, filepath.Join(dst, "charts", "fencegate"), func(rel string) bool {
+		return rel == "examples"
+	})
+	return dst
+}
+
+func copyTree(t *testing.T, src, dst string, skip func(rel string) bool) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		if skip != nil && skip(rel) {
+			return filepath.SkipDir
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestValidatorRefuses shows the offline validator failing on what the
+// API server would refuse, so a green scenario means something.
+func TestValidatorRefuses(t *testing.T) {
+	tl := needTools(t)
+	cases := []struct{ name, doc, want string }{
+		{"unknown field", `
+apiVersion: v1
+kind: Service
+metadata: {name: s}
+spec:
+  ports: [{port: 80, protocl: TCP}]
+`, `unknown field "protocl"`},
+		{"wrong type", `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c}
+data: {a: [1]}
+`, "strict decoding"},
+		{"long port name", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  selector: {matchLabels: {a: b}}
+  template:
+    metadata: {labels: {a: b}}
+    spec:
+      containers:
+        - {name: c, image: i, ports: [{name: fencegate-health, containerPort: 8782}]}
+`, "must be no more than 15 characters"},
+		{"probe on a missing port", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  selector: {matchLabels: {a: b}}
+  template:
+    metadata: {labels: {a: b}}
+    spec:
+      containers:
+        - {name: c, image: i, readinessProbe: {httpGet: {path: /readyz, port: health}}}
+`, `no port named "health"`},
+		{"mount of a missing volume", `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: s}
+spec:
+  serviceName: s
+  selector: {matchLabels: {a: b}}
+  template:
+    metadata: {labels: {a: b}}
+    spec:
+      containers:
+        - {name: c, image: i, volumeMounts: [{name: nope, mountPath: /x}]}
+`, `no volume "nope"`},
+		{"selector misses the pods", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  selector: {matchLabels: {a: b}}
+  template:
+    metadata: {labels: {a: c}}
+    spec:
+      containers: [{name: c, image: i}]
+`, "does not match the pod template's labels"},
+		{"rule without a Prometheus duration", `
+apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata: {name: r}
+spec:
+  groups:
+    - name: g
+      rules: [{alert: A, expr: up == 0, for: 5 minutes}]
+`, "is not a Prometheus duration"},
+		{"unknown ServiceMonitor field", `
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {name: m}
+spec:
+  selector: {matchLabels: {a: b}}
+  endpoints: [{port: api, intervall: 10s}]
+`, `unknown field "intervall"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "bad.yaml")
+			if err := os.WriteFile(path, []byte(c.doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(tl.validate, path).CombinedOutput()
+			if err == nil {
+				t.Fatalf("validated, want a refusal containing %q:\n%s", c.want, out)
+			}
+			if !strings.Contains(string(out), c.want) {
+				t.Fatalf("refused, but without %q:\n%s", c.want, out)
+			}
+		})
+	}
+}

@@ -1,0 +1,15 @@
+// Package charts holds fencegate's Helm chart (charts/fencegate) and the
+// tests that keep it deployable; it has no Go code of its own.
+//
+// The tests build Helm (helm.sh/helm/v3/cmd/helm at a pinned version) from
+// the Go module proxy and an offline manifest validator (charts/validate, a
+// module of its own, so that this module's go.mod has no Kubernetes
+// dependency), then, for the chart's defaults and every ci/*-values.yaml
+// scenario and for the example parent chart in charts/fencegate/examples:
+// helm lint, helm template, a strict decode of every rendered document into
+// its typed Kubernetes (or prometheus-operator) object, the rendered
+// proxy.yaml and registry.yaml through fencegate's own config loaders, and
+// the chart's safety properties (non-root, read-only, no capabilities, the
+// admin listener on loopback, a local store never shared by replicas). They
+// skip only when the module proxy cannot be reached.
+package charts
