@@ -256,18 +256,9 @@ type RedisStoreConfig struct {
 	ReplicaTimeout time.Duration `yaml:"replicaTimeout"`
 }
 
-// RedisTLSConfig is the TLS client side of the connection to Redis.
-type RedisTLSConfig struct {
-	Enabled bool `yaml:"enabled"`
-	// CAFile verifies the server (default: the system roots).
-	CAFile string `yaml:"caFile"`
-	// CertFile and KeyFile are a client certificate, for a server that
-	// requires one.
-	CertFile string `yaml:"certFile"`
-	KeyFile  string `yaml:"keyFile"`
-	// ServerName overrides the name verified (default: Addr's host).
-	ServerName string `yaml:"serverName"`
-}
+// RedisTLSConfig is the TLS client side of the connection to Redis: enabled,
+// caFile, certFile, keyFile, serverName (default: addr's host).
+type RedisTLSConfig = tlsfiles.ClientConfig
 
 // AdminConfig is the admin listener.
 type AdminConfig struct {
@@ -682,10 +673,7 @@ func (r RedisStoreConfig) validate(add func(string, ...any)) {
 	if r.MinReplicas < 0 || r.ReplicaTimeout < 0 {
 		add("store.redis: minReplicas and replicaTimeout must not be negative")
 	}
-	if (r.TLS.CertFile == "") != (r.TLS.KeyFile == "") {
-		add("store.redis.tls: certFile and keyFile go together")
-	}
-	if !r.TLS.Enabled && (r.TLS.CAFile != "" || r.TLS.CertFile != "" || r.TLS.ServerName != "") {
-		add("store.redis.tls: files or serverName set without enabled: true")
+	for _, err := range r.TLS.Validate("store.redis.tls") {
+		add("%v", err)
 	}
 }

@@ -114,21 +114,16 @@ func openRedisStore(rc proxy.RedisStoreConfig, maxBody int, genFile string, log 
 		}
 		opts.Password = strings.TrimRight(string(b), "\r\n")
 	}
-	if rc.TLS.Enabled {
-		files := tlsfiles.Client{CertFile: rc.TLS.CertFile, KeyFile: rc.TLS.KeyFile, CAFile: rc.TLS.CAFile, ServerName: rc.TLS.ServerName}
-		if files.ServerName == "" {
-			files.ServerName, _, _ = net.SplitHostPort(rc.Addr) // validated by proxy.Config
-		}
-		// Re-read at handshake time when the files change (rotation); a
-		// rotation that does not load keeps the last good files.
-		tc, err := files.Reloading(tlsfiles.Reload{OnError: func(err error) {
-			log.Warn("store.redis.tls: rotated files not loaded", zap.Error(err))
-		}})
-		if err != nil {
-			return nil, fmt.Errorf("server: store.redis.tls: %w", err)
-		}
-		opts.TLS = tc
+	// Re-read at handshake time when the files change (rotation); a
+	// rotation that does not load keeps the last good files.
+	host, _, _ := net.SplitHostPort(rc.Addr) // validated by proxy.Config
+	tc, err := rc.TLS.Reloading(host, tlsfiles.Reload{OnError: func(err error) {
+		log.Warn("store.redis.tls: rotated files not loaded", zap.Error(err))
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("server: store.redis.tls: %w", err)
 	}
+	opts.TLS = tc
 	ctx, cancel := context.WithTimeout(context.Background(), redisOpenTimeout)
 	defer cancel()
 	st, err := storeredis.Open(ctx, opts)

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,8 @@ type Options struct {
 	Password string
 	// DB is the logical database number.
 	DB int
+	// TLS, when set, encrypts the connection (nil: plain TCP).
+	TLS *tls.Config
 	// Prefix is the key prefix, used as a hash tag (DefaultPrefix when
 	// empty). It must not contain '{' or '}'.
 	Prefix string
@@ -170,6 +173,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		DialTimeout:  o.DialTimeout,
 		ReadTimeout:  o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout,
+		TLSConfig:    o.TLS,
 		// No client-side retry: a command whose reply was lost may have
 		// run, and an EXEC resent without its WATCH would write blind.
 		// A failed step is reported, never replayed.

@@ -73,6 +73,9 @@ type RedisConfig struct {
 	// issue its fence again. Fewer fails the call (503).
 	MinReplicas    int           `yaml:"minReplicas"`
 	ReplicaTimeout time.Duration `yaml:"replicaTimeout"`
+	// TLS encrypts the connection (a managed Redis); files are re-read
+	// when they rotate. Same keys as the sidecar's store.redis.tls.
+	TLS tlsfiles.ClientConfig `yaml:"tls"`
 }
 
 // LeaseConfig bounds lease TTLs and waits.
@@ -182,6 +185,9 @@ func (c Config) Validate() error {
 		}
 		if strings.ContainsAny(c.Redis.Prefix, "{}") {
 			add("redis.prefix: %q must not contain '{' or '}'", c.Redis.Prefix)
+		}
+		for _, err := range c.Redis.TLS.Validate("redis.tls") {
+			add("%v", err)
 		}
 	case "memory":
 	default:

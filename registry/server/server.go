@@ -165,7 +165,14 @@ func openBackend(cfg Config, log *zap.Logger) (registry.Backend, error) {
 			}
 			state = filepath.Join(cfg.DataDir, "redis-state.json")
 		}
-		return redis.OpenBackend(ctx, redis.Options{Addr: r.Addr, Password: password, DB: r.DB, Prefix: r.Prefix,
+		host, _, _ := net.SplitHostPort(r.Addr) // validated by Config
+		tc, err := r.TLS.Reloading(host, tlsfiles.Reload{OnError: func(err error) {
+			log.Warn("redis.tls: rotated files not loaded; using the previous ones", zap.Error(err))
+		}})
+		if err != nil {
+			return nil, fmt.Errorf("server: redis.tls: %w", err)
+		}
+		return redis.OpenBackend(ctx, redis.Options{Addr: r.Addr, Password: password, DB: r.DB, Prefix: r.Prefix, TLS: tc,
 			StateFile: state, MinReplicas: r.MinReplicas, ReplicaTimeout: r.ReplicaTimeout, Logger: slog.New(zapslog.NewHandler(log.Core()))})
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
