@@ -1,19 +1,12 @@
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,55 +15,8 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/tlsfiles/tlsfilestest"
 )
-
-// probeCA signs throw-away certificates: the server's for 127.0.0.1 and
-// clients' with a SPIFFE ID.
-type probeCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newProbeCA(t *testing.T) (*probeCA, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "probe CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &probeCA{cert: cert, key: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-func (ca *probeCA) issue(t *testing.T, serial int64, spiffe string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "leaf"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature}
-	if spiffe == "" {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	} else {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-		u, _ := url.Parse(spiffe)
-		tmpl.URIs = []*url.URL{u}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
-}
 
 // probe sends one request and returns its status and problem code.
 func probe(t *testing.T, cl *http.Client, method, u, token string) (int, fencegate.Code) {
@@ -122,7 +68,7 @@ func outsideIP() string {
 //     the token (ADMIN_REQUIRED).
 func TestProbesWithoutCredentials(t *testing.T) {
 	dir := t.TempDir()
-	ca, caPEM := newProbeCA(t)
+	ca := tlsfilestest.NewCA(t, "probe CA")
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o600); err != nil {
@@ -130,12 +76,12 @@ func TestProbesWithoutCredentials(t *testing.T) {
 		}
 		return p
 	}
-	srvCert, srvKey := ca.issue(t, 2, "")
+	srv := ca.Server(t, "127.0.0.1")
 	regData := filepath.Join(dir, "registry")
 	regCfg := write("registry.yaml", []byte(`
 listen: 127.0.0.1:0
 dataDir: "`+regData+`"
-tls: {certFile: "`+write("srv.crt", srvCert)+`", keyFile: "`+write("srv.key", srvKey)+`", clientCAFile: "`+write("ca.crt", caPEM)+`"}
+tls: {certFile: "`+write("srv.crt", srv.CertPEM)+`", keyFile: "`+write("srv.key", srv.KeyPEM)+`", clientCAFile: "`+write("ca.crt", ca.PEM)+`"}
 identity: {mode: mtls, trustDomain: td}
 admin: {tokenFile: "`+write("reg-token", []byte("reg-s3cret\n"))+`"}
 log: {level: warn}
@@ -144,9 +90,10 @@ log: {level: warn}
 	regURL := "https://" + rp.waitFor(listeningRE, 15*time.Second)
 
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	roots.AppendCertsFromPEM(ca.PEM)
 	anon := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
-	pair, err := tls.X509KeyPair(ca.issue(t, 3, "spiffe://td/ns/a/sa/worker"))
+	worker := ca.Client(t, "spiffe://td/ns/a/sa/worker")
+	pair, err := tls.X509KeyPair(worker.CertPEM, worker.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -233,11 +233,13 @@ func TestOpenLoopBehind(t *testing.T) {
 func sampleReport() *report {
 	runs := syntheticRuns()
 	return &report{
-		Machine:  machineInfo{CPUModel: "Test CPU", CPUs: 2, Kernel: "6.0", GoVersion: "go1.x", Date: "2026-01-01 00:00 UTC", Commit: "abc123"},
-		Options:  options{Reps: 2, Duration: 3 * time.Second, Warmup: time.Second, Handoffs: 1000, TputDuration: 3 * time.Second},
-		Pinning:  pinning{Note: "not pinned: test"},
-		OpenRate: 4000, LoadAvgStart: "3.00 2.00 1.00", LoadAvgEnd: "0.10 0.10 0.10", PressureStart: "avg10 50.00%, avg60 40.00%",
-		Runs: runs, Rows: buildRows(runs), Memory: buildMemory(runs),
+		runInfo: runInfo{
+			Machine:      machineInfo{CPUModel: "Test CPU", CPUs: 2, Kernel: "6.0", GoVersion: "go1.x", Date: "2026-01-01 00:00 UTC", Commit: "abc123"},
+			Options:      options{Reps: 2, Duration: 3 * time.Second, Warmup: time.Second, Handoffs: 1000, TputDuration: 3 * time.Second},
+			Pinning:      pinning{Note: "not pinned: test"},
+			LoadAvgStart: "3.00 2.00 1.00", LoadAvgEnd: "0.10 0.10 0.10", PressureStart: "avg10 50.00%, avg60 40.00%"},
+		OpenRate: 4000,
+		Runs:     runs, Rows: buildRows(runs), Memory: buildMemory(runs),
 		Handoff: &handoffResult{Arm: handoffArm, Registry: "EdDSA (bolt)", Handoffs: 1000,
 			ToGrant: latencySummary{P50: 1, P99: 2, P999: 3, Max: 4}, ToWrite: latencySummary{P50: 5, P99: 6, P999: 7, Max: 8}},
 		Throughput: []throughputResult{{Backend: "redis", Concurrency: 16, PerSecond: 1234, RegistryCPU: 0.5, RedisCPU: 0.25}},

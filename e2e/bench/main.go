@@ -144,23 +144,16 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 // report is everything a run produced: results.json, and RESULTS.md
 // rendered from it.
 type report struct {
-	Machine       machineInfo        `json:"machine"`
-	Options       options            `json:"options"`
-	Pinning       pinning            `json:"pinning"`
-	LoadAvgStart  string             `json:"loadAvgStart"`
-	LoadAvgEnd    string             `json:"loadAvgEnd"`
-	PressureStart string             `json:"cpuPressureStart"`
-	PressureEnd   string             `json:"cpuPressureEnd"`
-	Elapsed       float64            `json:"elapsedSeconds"`
-	OpenRate      float64            `json:"openLoopRate"`
-	OpenPlan      []openPlan         `json:"openOwnAnd1kPlan"`
-	Arms          []*arm             `json:"arms"`
-	Runs          []runRecord        `json:"runs"`
-	Rows          []armRow           `json:"rows"`
-	Memory        []memoryRow        `json:"proxyMemory"`
-	Handoff       *handoffResult     `json:"handoff,omitempty"`
-	Throughput    []throughputResult `json:"registryThroughput,omitempty"`
-	Notes         []string           `json:"notes,omitempty"`
+	runInfo
+	OpenRate   float64            `json:"openLoopRate"`
+	OpenPlan   []openPlan         `json:"openOwnAnd1kPlan"`
+	Arms       []*arm             `json:"arms"`
+	Runs       []runRecord        `json:"runs"`
+	Rows       []armRow           `json:"rows"`
+	Memory     []memoryRow        `json:"proxyMemory"`
+	Handoff    *handoffResult     `json:"handoff,omitempty"`
+	Throughput []throughputResult `json:"registryThroughput,omitempty"`
+	Notes      []string           `json:"notes,omitempty"`
 }
 
 // run is the whole benchmark.
@@ -174,7 +167,7 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 	if o.Out == "" {
 		o.Out = filepath.Join(root, "e2e", "bench")
 	}
-	rep := &report{Options: o, LoadAvgStart: loadAvg(), PressureStart: cpuPressure()}
+	rep := &report{runInfo: runInfo{Options: o, LoadAvgStart: loadAvg(), PressureStart: cpuPressure()}}
 	rep.Machine = readMachine(root, ck)
 	tasksetPath, _ := exec.LookPath("taskset")
 	if n, err := strconv.Atoi(os.Getenv(cpusEnv)); err == nil && os.Getenv(pinEnv) != "" {

@@ -62,15 +62,8 @@ func renderMarkdown(rep *report) string {
 	if !rep.Options.Quick {
 		p("The default per-run times (2 s measured after 0.75 s warm-up) are shorter than before the open-own and open-1k phases were added, so that the whole default run, build included, stays under 10 minutes on 2 cores.\n\n")
 	}
-	p("## Machine\n\n| | |\n|---|---|\n")
-	p("| CPU | %s, %d CPUs |\n| memory | %s |\n| kernel | %s |\n| Go | %s |\n| date | %s |\n", m.CPUModel, m.CPUs, m.MemTotal, m.Kernel, m.GoVersion, m.Date)
-	commit := m.Commit
-	if m.Dirty {
-		commit += " (with uncommitted changes)"
-	}
-	p("| commit | %s |\n| pinning | %s |\n| load average (1/5/15 min) at start | %s |\n| load average at end | %s |\n| CPU pressure (PSI some) at start | %s |\n| CPU pressure at end | %s |\n| elapsed | %.0f s |\n\n",
-		commit, rep.Pinning.Note, rep.LoadAvgStart, rep.LoadAvgEnd, rep.PressureStart, rep.PressureEnd, rep.Elapsed)
-	if busy(rep.LoadAvgStart, m.CPUs) || busy(rep.LoadAvgEnd, m.CPUs) {
+	rep.machineTable(p)
+	if rep.busy() {
 		p("**The machine was busy**: other work shared its %d CPUs (load average and CPU pressure above: the share of time some task waited for a CPU). Absolute figures are pessimistic and noisier; the arms alternate round-robin, so each repetition's noise hits them alike and the ratios and added latencies are the figures to compare.\n\n", m.CPUs)
 	}
 	var rejected []string
@@ -195,4 +188,36 @@ func busy(loadavg string, cpus int) bool {
 	}
 	v, err := strconv.ParseFloat(f[0], 64)
 	return err == nil && v > float64(cpus)/2
+}
+
+// runInfo is what every report says of its run (RESULTS.md and SOAK.md,
+// results.json and soak.json): the machine, the options, the pinning and
+// how busy the machine was.
+type runInfo struct {
+	Machine       machineInfo `json:"machine"`
+	Options       options     `json:"options"`
+	Pinning       pinning     `json:"pinning"`
+	LoadAvgStart  string      `json:"loadAvgStart"`
+	LoadAvgEnd    string      `json:"loadAvgEnd"`
+	PressureStart string      `json:"cpuPressureStart"`
+	PressureEnd   string      `json:"cpuPressureEnd"`
+	Elapsed       float64     `json:"elapsedSeconds"`
+}
+
+// machineTable writes the "Machine" section.
+func (ri runInfo) machineTable(p func(string, ...any)) {
+	m := ri.Machine
+	p("## Machine\n\n| | |\n|---|---|\n")
+	p("| CPU | %s, %d CPUs |\n| memory | %s |\n| kernel | %s |\n| Go | %s |\n| date | %s |\n", m.CPUModel, m.CPUs, m.MemTotal, m.Kernel, m.GoVersion, m.Date)
+	commit := m.Commit
+	if m.Dirty {
+		commit += " (with uncommitted changes)"
+	}
+	p("| commit | %s |\n| pinning | %s |\n| load average (1/5/15 min) at start | %s |\n| load average at end | %s |\n| CPU pressure (PSI some) at start | %s |\n| CPU pressure at end | %s |\n| elapsed | %.0f s |\n\n",
+		commit, ri.Pinning.Note, ri.LoadAvgStart, ri.LoadAvgEnd, ri.PressureStart, ri.PressureEnd, ri.Elapsed)
+}
+
+// busy reports whether the machine was busy at the start or the end.
+func (ri runInfo) busy() bool {
+	return busy(ri.LoadAvgStart, ri.Machine.CPUs) || busy(ri.LoadAvgEnd, ri.Machine.CPUs)
 }

@@ -110,19 +110,12 @@ func (r soakRetention) yaml() string {
 // soakReport is everything the soak produced: soak.json, and SOAK.md
 // rendered from it.
 type soakReport struct {
-	Machine       machineInfo   `json:"machine"`
-	Options       options       `json:"options"`
-	Pinning       pinning       `json:"pinning"`
-	LoadAvgStart  string        `json:"loadAvgStart"`
-	LoadAvgEnd    string        `json:"loadAvgEnd"`
-	PressureStart string        `json:"cpuPressureStart"`
-	PressureEnd   string        `json:"cpuPressureEnd"`
-	Elapsed       float64       `json:"elapsedSeconds"`
-	Target        soakTarget    `json:"target"`
-	Direct        *soakBaseline `json:"direct,omitempty"`
-	Runs          []*soakRun    `json:"arms"`
-	Interrupted   bool          `json:"interrupted,omitempty"`
-	Notes         []string      `json:"notes,omitempty"`
+	runInfo
+	Target      soakTarget    `json:"target"`
+	Direct      *soakBaseline `json:"direct,omitempty"`
+	Runs        []*soakRun    `json:"arms"`
+	Interrupted bool          `json:"interrupted,omitempty"`
+	Notes       []string      `json:"notes,omitempty"`
 }
 
 // soakBaseline is the direct arm at the soak's rate, run once before the
@@ -223,8 +216,8 @@ func (r *intervalRecorder) take() (requests, total, bad int, lat []int64) {
 // soak.svg in o.Out. An interrupted soak still writes what it measured.
 func (s *stack) runSoak(ctx context.Context, o options, main *report, progress io.Writer) error {
 	began := s.ck.Now()
-	rep := &soakReport{Machine: main.Machine, Options: o, Pinning: main.Pinning, LoadAvgStart: main.LoadAvgStart,
-		PressureStart: main.PressureStart, Target: defaultSoakTarget}
+	rep := &soakReport{runInfo: runInfo{Machine: main.Machine, Options: o, Pinning: main.Pinning, LoadAvgStart: main.LoadAvgStart,
+		PressureStart: main.PressureStart}, Target: defaultSoakTarget}
 	fgs := soakArmsMatching(regexp.MustCompile(o.SoakArms))
 	if err := s.startBackend(); err != nil {
 		return err

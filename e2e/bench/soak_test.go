@@ -257,8 +257,8 @@ func soakReportSample() *soakReport {
 	leak := &soakRun{Arm: `fg-bolt<"proof">&`, Store: "bolt", Status: "proof", Alg: "EdDSA", Rate: 1000, Workers: 64,
 		Seconds: 90, Sample: 30, Retention: newSoakRetention(100, time.Minute), Samples: leakSamples, FirstError: "HTTP Conflict"}
 	leak.Summary = summarizeSoak(leak.Samples, leak.Rate, 0, defaultSoakTarget)
-	return &soakReport{Machine: machineInfo{CPUModel: "Test CPU", CPUs: 2, Commit: "abc123", Date: "2026-11-30 12:00 UTC"},
-		Options: o, Target: defaultSoakTarget, LoadAvgStart: "0.1 0.1 0.1", LoadAvgEnd: "0.1 0.1 0.1",
+	return &soakReport{runInfo: runInfo{Machine: machineInfo{CPUModel: "Test CPU", CPUs: 2, Commit: "abc123", Date: "2026-11-30 12:00 UTC"},
+		Options: o, LoadAvgStart: "0.1 0.1 0.1", LoadAvgEnd: "0.1 0.1 0.1"}, Target: defaultSoakTarget,
 		Direct: &soakBaseline{Seconds: 30, Requests: 30000, Latency: latencySummary{P50: 0.7, P99: 1.7}},
 		Runs:   []*soakRun{good, leak}}
 }

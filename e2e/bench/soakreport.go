@@ -234,15 +234,9 @@ func renderSoakMarkdown(rep *soakReport) string {
 	if rep.Interrupted {
 		p(" **The soak was interrupted**: the figures cover what ran before.")
 	}
-	p("\n\n## Machine\n\n| | |\n|---|---|\n")
-	p("| CPU | %s, %d CPUs |\n| memory | %s |\n| kernel | %s |\n| Go | %s |\n| date | %s |\n", m.CPUModel, m.CPUs, m.MemTotal, m.Kernel, m.GoVersion, m.Date)
-	commit := m.Commit
-	if m.Dirty {
-		commit += " (with uncommitted changes)"
-	}
-	p("| commit | %s |\n| pinning | %s |\n| load average (1/5/15 min) at start | %s |\n| load average at end | %s |\n| CPU pressure (PSI some) at start | %s |\n| CPU pressure at end | %s |\n| elapsed | %.0f s |\n\n",
-		commit, rep.Pinning.Note, rep.LoadAvgStart, rep.LoadAvgEnd, rep.PressureStart, rep.PressureEnd, rep.Elapsed)
-	if busy(rep.LoadAvgStart, m.CPUs) || busy(rep.LoadAvgEnd, m.CPUs) {
+	p("\n\n")
+	rep.machineTable(p)
+	if rep.busy() {
 		p("**The machine was busy**: other work shared its %d CPUs; CPU figures are pessimistic and latency noisier.\n\n", m.CPUs)
 	}
 	p("## Target\n\n")

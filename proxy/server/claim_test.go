@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
-	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/identity"
@@ -156,20 +155,9 @@ func TestLostClaimRefusesWrites(t *testing.T) {
 		Admin:    proxy.AdminConfig{Listen: "127.0.0.1:0"},
 		DataDir:  dir,
 	}
-	s, err := New(cfg, zap.NewNop(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	s := serveUntilDone(t, cfg)
 	waitReady(t, s.AdminAddr(), true)
+	ctx := context.Background()
 
 	worker, err := client.New(regURL, client.WithIdentityHeader(identity.DefaultHeader, "worker"))
 	if err != nil {

@@ -49,19 +49,8 @@ func TestReadyWhileRegistryDown(t *testing.T) {
 		Health:   proxy.HealthConfig{Listen: "127.0.0.1:0"},
 		DataDir:  t.TempDir(),
 	}
-	s, err := New(cfg, zap.NewNop(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	s := serveUntilDone(t, cfg)
+	ctx := context.Background()
 	waitReady(t, s.HealthAddr(), true)
 	waitClaimHeld(t, s.HealthAddr(), true)
 
@@ -135,4 +124,24 @@ func TestReadyWhileRegistryDown(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// serveUntilDone builds a sidecar from cfg and runs it until the test ends
+// (Run must then return nil).
+func serveUntilDone(t *testing.T, cfg proxy.Config) *Server {
+	t.Helper()
+	s, err := New(cfg, zap.NewNop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return s
 }

@@ -2,80 +2,21 @@ package server_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/registry/server"
+	"github.com/fencegate/fencegate/tlsfiles/tlsfilestest"
 )
-
-// testCA is a throw-away certificate authority.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue signs a leaf for 127.0.0.1 (server) or a SPIFFE ID (client) and
-// returns its PEM certificate and key.
-func (ca *testCA) issue(t *testing.T, serial int64, spiffe string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "leaf"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature}
-	if spiffe == "" {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	} else {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-		u, _ := url.Parse(spiffe)
-		tmpl.URIs = []*url.URL{u}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
-}
 
 // mtlsRegistry runs a registry in mTLS mode (memory backend, admin token
 // "s3cret") and returns its base URL and clients: one without a
@@ -84,7 +25,7 @@ func (ca *testCA) issue(t *testing.T, serial int64, spiffe string) (certPEM, key
 func mtlsRegistry(t *testing.T) (base string, anon, owner, stranger *http.Client) {
 	t.Helper()
 	dir := t.TempDir()
-	ca, other := newTestCA(t), newTestCA(t)
+	ca, other := tlsfilestest.NewCA(t, "registry CA"), tlsfilestest.NewCA(t, "another CA")
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o600); err != nil {
@@ -92,10 +33,10 @@ func mtlsRegistry(t *testing.T) (base string, anon, owner, stranger *http.Client
 		}
 		return p
 	}
-	srvCert, srvKey := ca.issue(t, 2, "")
+	srv := ca.Server(t, "127.0.0.1")
 	c := server.Default()
 	c.Listen, c.DataDir, c.Backend = "127.0.0.1:0", dir, "memory"
-	c.TLS.CertFile, c.TLS.KeyFile, c.TLS.ClientCAFile = write("srv.crt", srvCert), write("srv.key", srvKey), write("ca.crt", ca.pem)
+	c.TLS.CertFile, c.TLS.KeyFile, c.TLS.ClientCAFile = write("srv.crt", srv.CertPEM), write("srv.key", srv.KeyPEM), write("ca.crt", ca.PEM)
 	c.Identity = identity.Config{Mode: identity.ModeMTLS, TrustDomain: "td"}
 	c.Admin.TokenFile = write("token", []byte("s3cret\n"))
 	s, err := server.New(c, nil)
@@ -112,15 +53,24 @@ func mtlsRegistry(t *testing.T) (base string, anon, owner, stranger *http.Client
 		}
 	})
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	roots.AppendCertsFromPEM(ca.PEM)
+	// A client with a certificate always sends it: with Certificates, Go
+	// sends none that the server's list of acceptable CAs does not name,
+	// and the stranger would be tested as a client without one.
 	clientWith := func(certs ...tls.Certificate) *http.Client {
-		return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs, MinVersion: tls.VersionTLS12}}}
+		tc := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		if len(certs) > 0 {
+			tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &certs[0], nil }
+		}
+		return &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
 	}
-	mine, err := tls.X509KeyPair(ca.issue(t, 3, "spiffe://td/ns/a/sa/worker"))
+	leaf := ca.Client(t, "spiffe://td/ns/a/sa/worker")
+	mine, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs, err := tls.X509KeyPair(other.issue(t, 4, "spiffe://td/ns/a/sa/worker"))
+	theirLeaf := other.Client(t, "spiffe://td/ns/a/sa/worker")
+	theirs, err := tls.X509KeyPair(theirLeaf.CertPEM, theirLeaf.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
