@@ -26,15 +26,9 @@ type RetentionConfig struct {
 	// MaxPerResource keeps at most this many receipts (and quarantine
 	// entries) per resource, the newest (default 1000).
 	MaxPerResource int `yaml:"maxPerResource"`
-	// Interval is how often compaction runs (default 10s). Between two
-	// passes the store holds up to rate x interval receipts more than the
-	// retention keeps.
+	// Interval is how often compaction runs (default 1m).
 	Interval time.Duration `yaml:"interval"`
-	// BatchSize bounds the deletions of one store transaction (default
-	// 100). A batch shares its transaction with the writes waiting then
-	// (group commit), so a large one delays them: 1,000-receipt batches of
-	// a 1-minute pass held bolt-store writes back long enough to put
-	// 1.5-1.8 s spikes into p99 at 1,000 requests/s (e2e/bench soak).
+	// BatchSize bounds the deletions of one store transaction (default 1000).
 	BatchSize int `yaml:"batchSize"`
 }
 
@@ -42,8 +36,8 @@ type RetentionConfig struct {
 const (
 	DefaultRetentionMaxAge         = 7 * 24 * time.Hour
 	DefaultRetentionMaxPerResource = 1000
-	DefaultRetentionInterval       = 10 * time.Second
-	DefaultRetentionBatchSize      = 100
+	DefaultRetentionInterval       = time.Minute
+	DefaultRetentionBatchSize      = 1000
 )
 
 func (c *RetentionConfig) setDefaults() {
@@ -74,10 +68,9 @@ func (c RetentionConfig) validate() []error {
 	return errs
 }
 
-// maxCompactBatches bounds one compaction pass (100,000 deletions at the
-// default batch size), so that a huge backlog is worked off over several
-// intervals instead of holding the store busy.
-const maxCompactBatches = 1000
+// maxCompactBatches bounds one compaction pass, so that a huge backlog is
+// worked off over several intervals instead of holding the store busy.
+const maxCompactBatches = 100
 
 // compactOnce runs one compaction pass and refreshes the store-size gauges.
 func (p *Proxy) compactOnce(ctx context.Context) (store.CompactResult, error) {
