@@ -28,7 +28,14 @@ type RetentionConfig struct {
 	MaxPerResource int `yaml:"maxPerResource"`
 	// Interval is how often compaction runs (default 1m).
 	Interval time.Duration `yaml:"interval"`
-	// BatchSize bounds the deletions of one store transaction (default 1000).
+	// BatchSize bounds the deletions of one store transaction (default
+	// 1000). A batch shares its group transaction with the writes waiting
+	// then. Measured (e2e/bench -soak, bolt store, 1,000 requests/s on one
+	// CPU shared with the backend): the defaults put 1.5-1.8 s into p99
+	// once a minute while a pass deletes a minute's receipts; interval 10s
+	// with batchSize 100 kept memory lower but cost more in all (each batch
+	// plans anew, counting the receipts of the resources before it) and put
+	// about 1 s into p99 in every 30-s window.
 	BatchSize int `yaml:"batchSize"`
 }
 
