@@ -271,23 +271,13 @@ func TestRenderSVGWellFormed(t *testing.T) {
 	rows := sampleReport().Rows
 	rows[1].Arm = `plain<"proxy">&` // names are escaped, never markup
 	svg := renderSVG(rows)
-	dec := xml.NewDecoder(strings.NewReader(svg))
 	rects, texts := 0, 0
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("SVG is not well-formed XML: %v\n%s", err, svg)
-		}
-		if se, ok := tok.(xml.StartElement); ok {
-			switch se.Name.Local {
-			case "rect":
-				rects++
-			case "text":
-				texts++
-			}
+	for _, se := range svgElements(t, svg) {
+		switch se.Name.Local {
+		case "rect":
+			rects++
+		case "text":
+			texts++
 		}
 	}
 	// Background + 3 legend swatches + 3 bars for each of 2 arms (direct
@@ -412,5 +402,25 @@ func TestCrashSummary(t *testing.T) {
 	}
 	if got := crashSummary("a\nb\n"); got != "a | b" {
 		t.Errorf("no panic: %q", got)
+	}
+}
+
+// svgElements returns the start elements of svg, failing t when it is not
+// well-formed XML.
+func svgElements(t *testing.T, svg string) []xml.StartElement {
+	t.Helper()
+	var out []xml.StartElement
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v\n%s", err, svg)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			out = append(out, se.Copy())
+		}
 	}
 }
