@@ -12,8 +12,8 @@ import (
 // what the read just found.
 //
 // Why this keeps a status read linearizable: every read still goes to the
-// backend (Registry.Status reads the lease in one linearizable step, as
-// before); only the signature is reused. A cached proof is returned only
+// backend (Registry.GrantStatus reads the lease in one linearizable step,
+// as Status does); only the signature is reused. A cached proof is returned only
 // when every claim a sidecar decides on (grant digest, resource, lease,
 // fence, state, policy generation, issuer epoch) equals the claims of the
 // state read now. What differs is when the proof was made: its iat (at most

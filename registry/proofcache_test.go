@@ -34,7 +34,7 @@ func reuseService(t *testing.T, reuse time.Duration) (*registry.Registry, *clock
 // would, that the answer verifies and says what the registry just read.
 func statusOf(t *testing.T, reg *registry.Registry, k *registrytest.Keys, clk *clocktest.Clock, g registry.Result) (registry.Result, error) {
 	t.Helper()
-	res, err := reg.Status(context.Background(), registry.LeaseQuery{Digest: g.View.Lease.Digest})
+	res, err := reg.GrantStatus(context.Background(), g.View.Lease.Digest)
 	if err != nil {
 		t.Fatal(err)
 	}

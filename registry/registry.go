@@ -379,23 +379,29 @@ func (r *Registry) Release(ctx context.Context, owner, lease string) (Result, er
 }
 
 // Status reads a lease (by lease ID, grant digest or owner and request ID)
-// in one linearizable read and returns it with a status proof of what the
-// read found. A read by grant digest alone (a sidecar's registry-mode
-// check) may be answered with a proof signed up to ProofReuse ago that
-// states exactly the same (proofcache.go); a read by lease or request
-// always gets a proof signed now, because the SDK measures what remains of
-// its lease from that proof's iat (client.remaining), and an older iat
-// would make the lease look longer than it is.
+// in one linearizable read and returns it with a status proof signed now.
+// The SDK reads its lease this way: it measures what remains of the lease
+// from the proof's iat (client.remaining), so the proof must be fresh.
 func (r *Registry) Status(ctx context.Context, q LeaseQuery) (Result, error) {
 	q.Now = r.Now()
 	v, err := r.opt.Backend.Lease(ctx, q)
 	if err != nil {
 		return Result{}, err
 	}
-	if q.Digest != "" && q.Lease == "" && q.Owner == "" && q.RequestID == "" {
-		return r.proveReusing(v, q.Now)
-	}
 	return r.prove(v, q.Now)
+}
+
+// GrantStatus is Status by grant digest, a sidecar's registry-mode check:
+// the same linearizable read, answered with a proof signed up to
+// ProofReuse ago when that proof states exactly what the read found
+// (proofcache.go), and with a new one otherwise.
+func (r *Registry) GrantStatus(ctx context.Context, digest string) (Result, error) {
+	q := LeaseQuery{Digest: digest, Now: r.Now()}
+	v, err := r.opt.Backend.Lease(ctx, q)
+	if err != nil {
+		return Result{}, err
+	}
+	return r.proveReusing(v, q.Now)
 }
 
 // Resource reads a resource's fence sequence and holder.

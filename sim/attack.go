@@ -63,7 +63,7 @@ func (r *round) attack(e event) {
 			parts := strings.Split(tmpl.token, ".")
 			payload, _ := json.Marshal(claims)
 			token = parts[0] + "." + base64.RawURLEncoding.EncodeToString(payload) + "." + parts[2]
-			if res, err := r.reg.Status(ctx, registry.LeaseQuery{Digest: tmpl.digest}); err == nil {
+			if res, err := r.reg.GrantStatus(ctx, tmpl.digest); err == nil {
 				proof = string(res.Status)
 			}
 		}
@@ -83,7 +83,7 @@ func (r *round) attack(e event) {
 			r.logf("%s: no grant to replay yet", e)
 			return
 		}
-		res, err := r.reg.Status(ctx, registry.LeaseQuery{Digest: g.digest})
+		res, err := r.reg.GrantStatus(ctx, g.digest)
 		if err != nil {
 			r.logf("%s: %v", e, err)
 			return

@@ -239,7 +239,7 @@ func (s registryStatus) StatusByDigest(ctx context.Context, digest string) (*fen
 	if r.cur.statusDrop {
 		return nil, errors.New("sim: the status read was lost in the network")
 	}
-	res, err := r.reg.Status(context.Background(), registry.LeaseQuery{Digest: digest})
+	res, err := r.reg.GrantStatus(context.Background(), digest)
 	if errors.Is(err, registry.ErrNotFound) {
 		return nil, notFoundError{}
 	}

@@ -131,7 +131,8 @@ func (s *server) grantStatus(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, fencegate.NewProblem(fencegate.CodeInvalidRequest, "grant digest must be sha256: and 64 lowercase hex digits"), 0)
 		return
 	}
-	s.status(w, req, registry.LeaseQuery{Digest: d})
+	res, err := s.Registry.GrantStatus(req.Context(), d)
+	s.answerStatus(w, req, res, err)
 }
 
 func (s *server) status(w http.ResponseWriter, req *http.Request, q registry.LeaseQuery) {
@@ -140,6 +141,11 @@ func (s *server) status(w http.ResponseWriter, req *http.Request, q registry.Lea
 		return
 	}
 	res, err := s.Registry.Status(req.Context(), q)
+	s.answerStatus(w, req, res, err)
+}
+
+// answerStatus writes a status read's result or its error.
+func (s *server) answerStatus(w http.ResponseWriter, req *http.Request, res registry.Result, err error) {
 	if err != nil {
 		s.failErr(w, req, err)
 		return
