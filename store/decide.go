@@ -48,6 +48,9 @@ func Decide(rec Record, receipt *Receipt, in BeginInput) (BeginResult, Change, e
 			m.State = MutationInFlight
 			m.Attempts++
 			m.BegunAt = now
+			// The earlier attempts may still land: the quiet time only
+			// moves later.
+			m.QuietAt = laterQuiet(m.QuietBy(), in)
 			m.Deadline = normTime(in.Deadline)
 			changed = true
 			d.decide(DecisionProceed, "retry of unknown mutation "+m.OperationID)
@@ -197,11 +200,23 @@ func (d *decider) proceed(now time.Time) {
 		Evidence:      d.in.Evidence,
 		BegunAt:       now,
 		Deadline:      normTime(d.in.Deadline),
+		QuietAt:       normTime(d.in.QuietAt),
 		Attempts:      1,
 		State:         MutationInFlight,
 	}
 	d.res.Mutation = cloneMutation(d.next.InFlight)
 	d.decide(DecisionProceed, "mutation "+ref.OperationID()+" in flight")
+}
+
+// laterQuiet is the quiet time of a retried mutation: the later of the
+// earlier attempts' (old) and the retry's own, which is taken as the
+// marker's QuietBy of the retry alone when the input has none.
+func laterQuiet(old time.Time, in BeginInput) time.Time {
+	retry := (&Mutation{Deadline: normTime(in.Deadline), QuietAt: normTime(in.QuietAt)}).QuietBy()
+	if retry.After(old) {
+		return retry
+	}
+	return old
 }
 
 func cloneMutation(m *Mutation) *Mutation {

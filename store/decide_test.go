@@ -146,6 +146,7 @@ func TestDecideDoesNotAlias(t *testing.T) {
 	in := storetest.Attempt("r", 6, 1, "x")
 	in.Now = storetest.T0.Add(time.Hour)
 	in.Deadline = in.Now.Add(time.Minute)
+	in.QuietAt = in.Deadline.Add(time.Minute)
 	res, ch, err := store.Decide(rec, nil, in)
 	if err != nil || res.Decision != store.DecisionMutationUnknown || !ch.WriteRecord || ch.Record.InFlight.Cause != store.CauseDeadline {
 		t.Fatalf("%s %+v %v", res.Decision, ch, err)

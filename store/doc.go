@@ -128,10 +128,27 @@
 // attempts (a RetryUnknown) Abort returns it to UNKNOWN instead of clearing it,
 // because the earlier attempt may still have landed.
 //
+// # Not applied only when it is stable
+//
+// "Not found yet" is not "never will be": a backend may still apply a request
+// after the sidecar gave up on its answer (its own queues, a slow database).
+// So every Begin carries QuietAt, the caller's promise that no attempt of the
+// mutation can take effect after it (the forward's own deadline, taken before
+// Begin, plus the backend's declared apply delay); a RetryUnknown raises it,
+// never lowers it. Resolve as not applied is accepted only on evidence
+// gathered at or after the marker's quiet time (Mutation.QuietBy), the
+// evidence's time being Now minus ResolveInput.EvidenceAge; earlier it is
+// refused with a *NotQuietError (ErrNotQuiet) and writes nothing. The one
+// exception is evidence that closes the operation (ResolveInput.Closed: the
+// backend recorded that it will never apply the mutation). Applied, and a
+// late Commit, are accepted at any time. A marker without QuietAt (stored by
+// an earlier version, or begun without one) is quiet LegacyQuietDelay after
+// its Deadline.
+//
 // # Time and identifiers
 //
 // Backends never read a clock: every input carries Now (and Begin a
-// Deadline). Times are stored in UTC without a monotonic reading. Receipt and
+// Deadline and a QuietAt). Times are stored in UTC without a monotonic reading. Receipt and
 // quarantine IDs are derived from their inputs (ReceiptID, QuarantineID), so a
 // deterministic simulation replays identically.
 //

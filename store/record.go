@@ -89,6 +89,13 @@ type Mutation struct {
 	// Deadline is when the owner must have committed, aborted or declared
 	// the outcome unknown; past it, the marker counts as unknown.
 	Deadline time.Time `json:"deadline"`
+	// QuietAt is when no attempt of this mutation can take effect at the
+	// backend any more: the forward's own deadline plus the backend's
+	// declared apply delay (BeginInput.QuietAt), raised by each
+	// RetryUnknown. Before it, "not applied" cannot be settled on evidence
+	// that a later apply could overtake (ApplyResolve, ErrNotQuiet). Zero
+	// for a marker stored before QuietAt was kept: see QuietBy.
+	QuietAt time.Time `json:"quietAt,omitzero"`
 	// Attempts counts the Begins that proceeded for this mutation: 1, plus
 	// one per RetryUnknown.
 	Attempts uint32 `json:"attempts"`
@@ -102,6 +109,22 @@ type Mutation struct {
 
 // Ref returns the mutation's OpRef.
 func (m *Mutation) Ref() OpRef { return m.OpRef }
+
+// LegacyQuietDelay is how long after its Deadline a marker without QuietAt
+// (stored before QuietAt was kept, or begun without one) is taken to be
+// quiet. Its backend's apply delay was never declared, so the bound is a
+// conservative one: the longest backend timeout a sidecar accepts.
+const LegacyQuietDelay = time.Hour
+
+// QuietBy is the time from which no attempt of the mutation can take effect
+// any more: QuietAt, or for a marker without one, Deadline plus
+// LegacyQuietDelay.
+func (m *Mutation) QuietBy() time.Time {
+	if m.QuietAt.IsZero() {
+		return m.Deadline.Add(LegacyQuietDelay)
+	}
+	return m.QuietAt
+}
 
 // Expired reports whether the mutation is still marked IN_FLIGHT at or past
 // its deadline.

@@ -72,6 +72,14 @@ func (in BeginInput) Validate() error {
 	if in.Deadline.Sub(in.Now) > MaxInFlightWindow {
 		return invalid("deadline", "further than "+MaxInFlightWindow.String()+" after now")
 	}
+	if !in.QuietAt.IsZero() {
+		if !in.QuietAt.After(in.Now) {
+			return invalid("quietAt", "must be after now")
+		}
+		if in.QuietAt.Sub(in.Now) > MaxInFlightWindow {
+			return invalid("quietAt", "further than "+MaxInFlightWindow.String()+" after now")
+		}
+	}
 	return nil
 }
 
@@ -107,10 +115,17 @@ func (in AbortInput) Validate() error {
 
 // Validate checks a Resolve input. Applied requires a Response (its status
 // is what replays return; BackendStatus may be 0 when no backend answer was
-// observed); not applied forbids both.
+// observed); not applied forbids both. Closed is only for not applied;
+// EvidenceAge is in 0..MaxInFlightWindow.
 func (in ResolveInput) Validate() error {
 	if err := in.OpRef.Validate(); err != nil {
 		return err
+	}
+	if in.EvidenceAge < 0 || in.EvidenceAge > MaxInFlightWindow {
+		return invalid("evidenceAge", "must be in 0.."+MaxInFlightWindow.String())
+	}
+	if in.Applied && in.Closed {
+		return invalid("closed", "only for not applied")
 	}
 	if in.Applied {
 		if in.BackendStatus != 0 {

@@ -65,10 +65,16 @@ func TestEncodingIsPinned(t *testing.T) {
 		AcceptedAt: at, Source: store.SourceCommit}
 	q := store.Quarantine{ID: "qrnt-x", OpRef: ref, OperationID: "root/2", PayloadDigest: "p2", AcceptedPayloadDigest: "p",
 		ReceiptID: "rcpt-x", GrantDigest: "g", FirstSeen: at, LastSeen: at, Attempts: 2}
+	// quietAt is optional (omitted when zero): every record of an earlier
+	// version decodes without it, and Mutation.QuietBy reads that
+	// conservatively, so adding it needed no SchemaVersion bump.
+	quiet := *rec.InFlight
+	quiet.QuietAt = at.Add(time.Minute)
 	for _, c := range []struct {
 		v    any
 		want string
 	}{
+		{quiet, `{"resource":"r","fence":7,"root":"root","seq":2,"operationId":"root/2","payloadDigest":"p","grantDigest":"g","lease":"l","evidence":{"issuerEpoch":3,"backendRevision":9},"begunAt":"2026-07-19T12:00:00Z","deadline":"2026-07-19T12:00:00Z","quietAt":"2026-07-19T12:01:00Z","attempts":1,"state":"UNKNOWN","cause":"NO_ANSWER","unknownSince":"2026-07-19T12:00:00Z"}`},
 		{rec, `{"resource":"r","highestFence":7,"root":"root","lease":"l","grantDigest":"g","evidence":{"issuerEpoch":3,"backendRevision":9},"acceptedAt":"2026-07-19T12:00:00Z","lastSeq":1,"inFlight":{"resource":"r","fence":7,"root":"root","seq":2,"operationId":"root/2","payloadDigest":"p","grantDigest":"g","lease":"l","evidence":{"issuerEpoch":3,"backendRevision":9},"begunAt":"2026-07-19T12:00:00Z","deadline":"2026-07-19T12:00:00Z","attempts":1,"state":"UNKNOWN","cause":"NO_ANSWER","unknownSince":"2026-07-19T12:00:00Z"},"pause":{"reason":"FENCE_REGRESSION","detail":"d","at":"2026-07-19T12:00:00Z","fence":5,"evidence":{"issuerEpoch":4,"backendRevision":0}}}`},
 		{rc, `{"id":"rcpt-x","resource":"r","fence":7,"root":"root","seq":2,"operationId":"root/2","payloadDigest":"p","grantDigest":"g","backendStatus":201,"response":{"status":201,"header":{"A":["b"]},"body":"aGk=","truncated":true},"acceptedAt":"2026-07-19T12:00:00Z","source":"COMMIT"}`},
 		{q, `{"id":"qrnt-x","resource":"r","fence":7,"root":"root","seq":2,"operationId":"root/2","payloadDigest":"p2","acceptedPayloadDigest":"p","receiptId":"rcpt-x","grantDigest":"g","firstSeen":"2026-07-19T12:00:00Z","lastSeen":"2026-07-19T12:00:00Z","attempts":2}`},

@@ -163,11 +163,14 @@
 // receipt's age under retention), and several replicas share the store, so
 // they must compare on one clock. By default every transition decides at
 // the server's TIME, read in the same pipeline as its WATCHed reads (no
-// extra round trip): a Begin's Now becomes TIME and its Deadline TIME plus
-// the window the sidecar asked for, Commit and Resolve stamp receipts with
-// TIME, Compact ages receipts by TIME, and ListUnknown asks TIME first. So
-// a marker written by one replica expires at the same moment for all of
-// them, whatever their clocks' skew (TestReplicasShareTheServerClock).
+// extra round trip): a Begin's Now becomes TIME and its Deadline and
+// QuietAt TIME plus the windows the sidecar asked for, Commit and Resolve
+// stamp receipts with TIME, a Resolve's evidence of "not applied" is placed
+// at TIME minus its age (the sidecar measures the age, never a wall time),
+// Compact ages receipts by TIME, and ListUnknown asks TIME first. So a
+// marker written by one replica expires, and becomes quiet, at the same
+// moment for all of them, whatever their clocks' skew
+// (TestReplicasShareTheServerClock, TestNotAppliedDecidesOnServerClock).
 // Options.CallerClock keeps each input's Now instead, for tests that drive
 // a virtual clock. Skew still shows in one place, harmlessly: the
 // Retry-After a sidecar computes from a marker's deadline. No decision

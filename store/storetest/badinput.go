@@ -47,6 +47,9 @@ func runBadInput(t *testing.T, newStore Factory) {
 		"zero now":           func(in *store.BeginInput) { in.Now = time.Time{} },
 		"deadline at now":    func(in *store.BeginInput) { in.Deadline = in.Now },
 		"deadline too far":   func(in *store.BeginInput) { in.Deadline = in.Now.Add(store.MaxInFlightWindow + time.Second) },
+		"quiet at now":       func(in *store.BeginInput) { in.QuietAt = in.Now },
+		"quiet before now":   func(in *store.BeginInput) { in.QuietAt = in.Now.Add(-time.Second) },
+		"quiet too far":      func(in *store.BeginInput) { in.QuietAt = in.Now.Add(store.MaxInFlightWindow + time.Second) },
 	}
 	for name, mutate := range begins {
 		t.Run("Begin/"+name, func(t *testing.T) {
@@ -64,6 +67,7 @@ func runBadInput(t *testing.T, newStore Factory) {
 		in.Root = long(fencegate.MaxRootLen)
 		in.Lease = long(store.MaxLeaseLen)
 		in.Deadline = in.Now.Add(store.MaxInFlightWindow)
+		in.QuietAt = in.Now.Add(store.MaxInFlightWindow)
 		f.expect(in, store.DecisionProceed)
 		in2 := Attempt("maxseq", 5, fencegate.MaxSeq, "a")
 		f.expect(in2, store.DecisionSegmentGap)
@@ -139,6 +143,18 @@ func runBadInput(t *testing.T, newStore Factory) {
 			},
 			"Resolve applied without response": func() error {
 				_, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: ref, Applied: true, Now: T0.Add(time.Hour)})
+				return err
+			},
+			"Resolve negative evidence age": func() error {
+				_, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: ref, EvidenceAge: -time.Nanosecond, Now: T0.Add(time.Hour)})
+				return err
+			},
+			"Resolve evidence age too large": func() error {
+				_, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: ref, EvidenceAge: store.MaxInFlightWindow + time.Second, Now: T0.Add(time.Hour)})
+				return err
+			},
+			"Resolve applied and closed": func() error {
+				_, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: ref, Applied: true, Closed: true, Response: store.StoredResponse{Status: 200}, Now: T0.Add(time.Hour)})
 				return err
 			},
 			"Resolve applied bad status": func() error {

@@ -23,6 +23,7 @@ const (
 	outConflict      = "conflict"
 	outNotPaused     = "not-paused"
 	outNotFound      = "not-found"
+	outNotQuiet      = "not-quiet"
 )
 
 type mReceipt struct {
@@ -36,6 +37,18 @@ type mMut struct {
 	byDeadline    bool
 	attempts      int
 	deadline      time.Time
+	// quiet is when no attempt can take effect any more: the Begin's
+	// QuietAt (its Deadline plus store.LegacyQuietDelay when it has none),
+	// the latest of all attempts'.
+	quiet time.Time
+}
+
+// quietOf is the quiet time a Begin input promises.
+func quietOf(in store.BeginInput) time.Time {
+	if in.QuietAt.IsZero() {
+		return in.Deadline.Add(store.LegacyQuietDelay)
+	}
+	return in.QuietAt
 }
 
 type mState struct {
@@ -87,6 +100,9 @@ func (s mState) begin(in store.BeginInput) (mState, mOut) {
 			m.unknown = false
 			m.attempts++
 			m.deadline = in.Deadline
+			if q := quietOf(in); q.After(m.quiet) {
+				m.quiet = q
+			}
 			return s, mOut{Decision: store.DecisionProceed, Op: opID(m.root, m.seq)}
 		}
 		return s, mOut{Decision: store.DecisionMutationUnknown, Op: opID(m.root, m.seq)}
@@ -124,7 +140,7 @@ func (s mState) begin(in store.BeginInput) (mState, mOut) {
 		return s, mOut{Decision: store.DecisionSegmentGap}
 	}
 	s.exists = true
-	s.inflight = &mMut{fence: in.Fence, seq: in.Seq, root: in.Root, payload: in.PayloadDigest, attempts: 1, deadline: in.Deadline}
+	s.inflight = &mMut{fence: in.Fence, seq: in.Seq, root: in.Root, payload: in.PayloadDigest, attempts: 1, deadline: in.Deadline, quiet: quietOf(in)}
 	return s, mOut{Decision: store.DecisionProceed, Op: opID(in.Root, in.Seq)}
 }
 
@@ -179,11 +195,13 @@ func (s mState) abort(r store.OpRef) (mState, mOut) {
 	return s, mOut{Class: outOK}
 }
 
-func (s mState) resolve(r store.OpRef, applied bool, now time.Time) (mState, mOut) {
+// resolve is Resolve of in (its OpRef, Applied, Closed, EvidenceAge and Now).
+func (s mState) resolve(in store.ResolveInput) (mState, mOut) {
+	r, now := in.OpRef, in.Now
 	if s.matches(r) && !s.inflight.unknown && now.Before(s.inflight.deadline) {
 		return s, mOut{Class: outStillInFlight}
 	}
-	if applied {
+	if in.Applied {
 		return s.settle(r)
 	}
 	if !s.matches(r) {
@@ -191,6 +209,10 @@ func (s mState) resolve(r store.OpRef, applied bool, now time.Time) (mState, mOu
 			return s, mOut{Class: outConflict}
 		}
 		return s, mOut{Class: outNotInFlight}
+	}
+	// Not applied only on evidence no later apply can overtake.
+	if !in.Closed && now.Add(-in.EvidenceAge).Before(s.inflight.quiet) {
+		return s, mOut{Class: outNotQuiet}
 	}
 	s = s.clone()
 	s.inflight = nil
@@ -233,6 +255,8 @@ func classOf(err error) string {
 		return outNotPaused
 	case errors.Is(err, store.ErrNotFound):
 		return outNotFound
+	case errors.Is(err, store.ErrNotQuiet):
+		return outNotQuiet
 	}
 	return "error: " + err.Error()
 }
@@ -272,7 +296,7 @@ func (s mState) sameRecord(rec store.Record, found bool) bool {
 			cause = store.CauseDeadline
 		}
 		if g.Fence != m.fence || g.Seq != m.seq || g.Root != m.root || g.PayloadDigest != m.payload ||
-			int(g.Attempts) != m.attempts || !g.Deadline.Equal(m.deadline) ||
+			int(g.Attempts) != m.attempts || !g.Deadline.Equal(m.deadline) || !g.QuietBy().Equal(m.quiet) ||
 			(g.State == store.MutationUnknown) != m.unknown || (m.unknown && g.Cause != cause) {
 			return false
 		}

@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 	}
 	t.Run("Decisions", func(t *testing.T) { runDecisions(t, newStore) })
 	t.Run("Lifecycle", func(t *testing.T) { runLifecycle(t, newStore) })
+	t.Run("Quiet", func(t *testing.T) { runQuiet(t, newStore) })
 	t.Run("Owner", func(t *testing.T) { runOwner(t, newStore) })
 	t.Run("BadInput", func(t *testing.T) { runBadInput(t, newStore) })
 	t.Run("InFlightExclusive", func(t *testing.T) { runExclusive(t, newStore) })

@@ -92,6 +92,12 @@ func (m *machine) begin(t *rapid.T) {
 	in.RetryUnknown = rapid.Bool().Draw(t, "retryUnknown")
 	in.Now = m.now
 	in.Deadline = m.now.Add(time.Duration(rapid.IntRange(1, 3).Draw(t, "ttl")) * time.Minute)
+	// The backend's apply delay after the forward: none declared (zero
+	// QuietAt, the legacy bound), or up to three minutes.
+	in.QuietAt = time.Time{}
+	if d := rapid.IntRange(-1, 180).Draw(t, "applyDelaySeconds"); d >= 0 {
+		in.QuietAt = in.Deadline.Add(time.Duration(d) * time.Second)
+	}
 	got, err := m.s.Begin(m.ctx, in)
 	if err != nil {
 		t.Fatalf("Begin: %v", err)
@@ -137,17 +143,20 @@ func (m *machine) abort(t *rapid.T) {
 func (m *machine) resolve(t *rapid.T) {
 	i := rapid.IntRange(0, machineResources-1).Draw(t, "res")
 	r := m.ref(t, i)
-	in := store.ResolveInput{OpRef: r, Applied: rapid.Bool().Draw(t, "applied"), Now: m.now}
+	in := store.ResolveInput{OpRef: r, Applied: rapid.Bool().Draw(t, "applied"), Now: m.now,
+		EvidenceAge: time.Duration(rapid.SampledFrom([]int{0, 0, 30, 120}).Draw(t, "evidenceAgeSeconds")) * time.Second}
 	if in.Applied {
 		in.Response = store.StoredResponse{Status: 200}
+	} else {
+		in.Closed = rapid.IntRange(0, 3).Draw(t, "closed") == 0
 	}
 	got, err := m.s.Resolve(m.ctx, in)
 	out := mOut{Class: classOf(err)}
 	if got.Receipt != nil {
 		out.ID = got.Receipt.ID
 	}
-	next, want := m.model[i].resolve(r, in.Applied, m.now)
-	m.compare(t, fmt.Sprintf("Resolve(applied=%v)", in.Applied), r, out, want)
+	next, want := m.model[i].resolve(in)
+	m.compare(t, fmt.Sprintf("Resolve(applied=%v, closed=%v)", in.Applied, in.Closed), r, out, want)
 	m.model[i] = next
 }
 
