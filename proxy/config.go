@@ -87,9 +87,18 @@ type Config struct {
 // BackendConfig tunes forwarding to the legacy service.
 type BackendConfig struct {
 	URL string `yaml:"url"`
-	// Timeout bounds a forwarded mutation from send to the end of the
-	// response; past it the outcome is unknown.
-	Timeout             time.Duration `yaml:"timeout"`
+	// Timeout bounds a forwarded mutation from its Begin to the end of the
+	// response: the forward's deadline is taken before the store's Begin,
+	// so nothing is sent after it. Past it the outcome is unknown.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxApplyDelay is how long after the forward's deadline the backend
+	// may still apply a request it received (its own queues, a slow
+	// database, a request still in the network). An unknown mutation is
+	// settled as not applied only on evidence gathered after its forward's
+	// deadline plus MaxApplyDelay (its quiet time), unless the route's
+	// effect query closes the operation (RouteConfig.EffectQueryCloses).
+	// Default DefaultMaxApplyDelay, at most MaxApplyDelayLimit.
+	MaxApplyDelay       time.Duration `yaml:"maxApplyDelay"`
 	DialTimeout         time.Duration `yaml:"dialTimeout"`
 	MaxIdleConnsPerHost int           `yaml:"maxIdleConnsPerHost"`
 	MaxConnsPerHost     int           `yaml:"maxConnsPerHost"`
@@ -125,8 +134,18 @@ type RouteConfig struct {
 	IdempotencyKey bool `yaml:"idempotencyKey"`
 	// EffectQuery is a URL template asked during reconciliation:
 	// {operationId}, {resource}, {fence} and {seq} are filled in (escaped).
-	// 200 means applied (its body is the stored response), 404 not applied.
+	// 200 means applied (its body is the stored response), 404 not applied
+	// yet: it settles the mutation as not applied only once the mutation is
+	// quiet (backend.maxApplyDelay after its forward's deadline), unless
+	// EffectQueryCloses.
 	EffectQuery string `yaml:"effectQuery"`
+	// EffectQueryCloses declares that the backend's 404 to the effect query
+	// closes the operation: answering it, the backend durably records the
+	// operation ID (Fence-Operation-Id, and Idempotency-Key on routes with
+	// idempotencyKey) as refused, and never applies a request carrying it
+	// afterwards, including one already queued or in progress inside it. A
+	// 404 then settles "not applied" at once. Requires EffectQuery.
+	EffectQueryCloses bool `yaml:"effectQueryCloses"`
 	// ResponseStoreLimit bounds the response body kept in a receipt.
 	ResponseStoreLimit int `yaml:"responseStoreLimit"`
 	// BodyLimit bounds the request body (413 above it).
@@ -331,6 +350,24 @@ const (
 // lasts the timeout plus 5s, and the store accepts at most a day.
 const MaxBackendTimeout = time.Hour
 
+// DefaultMaxApplyDelay is backend.maxApplyDelay when unset: a generous
+// bound on how long an ordinary backend keeps working on a request its
+// client gave up on, short enough that an unknown mutation a 404 effect
+// query settles (about maxApplyDelay after its forward's deadline, plus a
+// reconcile interval) stays under the 15-minute UNKNOWN target with the
+// default backend.timeout.
+const DefaultMaxApplyDelay = 10 * time.Minute
+
+// MaxApplyDelayLimit bounds backend.maxApplyDelay: the quiet time
+// (backend.timeout + maxApplyDelay after Begin) must fit the store's
+// in-flight window. A backend that may apply later than this needs an
+// effect query that closes the operation (effectQueryCloses).
+const MaxApplyDelayLimit = 12 * time.Hour
+
+// UnknownTarget is the design's target for the time a mutation stays
+// UNKNOWN (fencegate_proxy_oldest_unknown_age_seconds under 900).
+const UnknownTarget = 15 * time.Minute
+
 // LoadConfig reads a YAML file and fills the defaults. Unknown keys are errors.
 func LoadConfig(path string) (Config, error) {
 	var c Config
@@ -370,6 +407,7 @@ func (c *Config) SetDefaults() {
 		c.UnmatchedMutations = "reject"
 	}
 	setDur(&c.Backend.Timeout, 30*time.Second)
+	setDur(&c.Backend.MaxApplyDelay, DefaultMaxApplyDelay)
 	setDur(&c.Backend.DialTimeout, 2*time.Second)
 	setDur(&c.Backend.IdleConnTimeout, 90*time.Second)
 	if c.Backend.MaxIdleConnsPerHost == 0 {
@@ -500,6 +538,10 @@ func (c Config) Validate() error {
 	if c.Backend.Timeout > MaxBackendTimeout {
 		add("backend.timeout: %v is above %v (an in-flight mutation must settle within the store's window)", c.Backend.Timeout, MaxBackendTimeout)
 	}
+	positive("backend.maxApplyDelay", c.Backend.MaxApplyDelay)
+	if c.Backend.MaxApplyDelay > MaxApplyDelayLimit {
+		add("backend.maxApplyDelay: %v is above %v (a backend that may apply later needs an effect query that closes the operation: effectQueryCloses)", c.Backend.MaxApplyDelay, MaxApplyDelayLimit)
+	}
 	positive("backend.dialTimeout", c.Backend.DialTimeout)
 	dur("backend.idleConnTimeout", c.Backend.IdleConnTimeout)
 	count("backend.maxIdleConnsPerHost", int64(c.Backend.MaxIdleConnsPerHost))
@@ -577,6 +619,8 @@ func (c Config) Validate() error {
 			if u, err := url.Parse(templateParam.ReplaceAllString(r.EffectQuery, "x")); err != nil || u.Host == "" {
 				add("%s.effectQuery: %q is not an absolute URL template", p, r.EffectQuery)
 			}
+		} else if r.EffectQueryCloses {
+			add("%s.effectQueryCloses: needs an effectQuery", p)
 		}
 	}
 	errs = append(errs, c.Retention.validate()...)

@@ -52,6 +52,13 @@ func TestValidateRejectsNegativesAndBadReadPathConfig(t *testing.T) {
 		{"server.maxHeaderBytes", func(c *proxy.Config) { c.Server.MaxHeaderBytes = -1 }, []string{"server.maxHeaderBytes"}},
 		{"backend.timeout", func(c *proxy.Config) { c.Backend.Timeout = neg }, []string{"backend.timeout"}},
 		{"backend.timeout huge", func(c *proxy.Config) { c.Backend.Timeout = 30 * time.Hour }, []string{"backend.timeout"}},
+		{"backend.maxApplyDelay", func(c *proxy.Config) { c.Backend.MaxApplyDelay = neg }, []string{"backend.maxApplyDelay"}},
+		{"backend.maxApplyDelay huge", func(c *proxy.Config) { c.Backend.MaxApplyDelay = proxy.MaxApplyDelayLimit + time.Second }, []string{"backend.maxApplyDelay"}},
+		{"backend.maxApplyDelay at its limit", func(c *proxy.Config) { c.Backend.MaxApplyDelay = proxy.MaxApplyDelayLimit }, nil},
+		{"route effectQueryCloses without effectQuery", func(c *proxy.Config) { c.Routes[0].EffectQueryCloses = true }, []string{"routes[0].effectQueryCloses"}},
+		{"route effectQueryCloses", func(c *proxy.Config) {
+			c.Routes[0].EffectQuery, c.Routes[0].EffectQueryCloses = "http://127.0.0.1:8080/effects/{operationId}", true
+		}, nil},
 		{"retention.maxAge", func(c *proxy.Config) { c.Retention.MaxAge = neg }, []string{"retention.maxAge"}},
 		{"retention.maxPerResource", func(c *proxy.Config) { c.Retention.MaxPerResource = -1 }, []string{"retention.maxPerResource"}},
 		{"retention.batchSize", func(c *proxy.Config) { c.Retention.BatchSize = 1 << 30 }, []string{"retention.batchSize"}},
@@ -79,7 +86,11 @@ func TestValidateRejectsNegativesAndBadReadPathConfig(t *testing.T) {
 			"routes[0].busyWait", "routes[0].status.maxAge"}},
 		{"zero means the default", func(c *proxy.Config) {
 			c.Reconcile.Interval, c.Server.ReadTimeout, c.Backend.IdleConnTimeout, c.Trust.ClockSkew, c.Routes[0].BusyWait = 0, 0, 0, 0, 0
+			c.Backend.MaxApplyDelay = 0
 			c.SetDefaults()
+			if c.Backend.MaxApplyDelay != proxy.DefaultMaxApplyDelay {
+				t.Errorf("backend.maxApplyDelay unset: %v, want the default %v", c.Backend.MaxApplyDelay, proxy.DefaultMaxApplyDelay)
+			}
 		}, nil},
 
 		{"route method GET", func(c *proxy.Config) { c.Routes[0].Method = "GET" }, []string{"routes[0].method"}},

@@ -19,6 +19,7 @@ type metrics struct {
 	trustReloads *prometheus.CounterVec
 	reconciled   *prometheus.CounterVec
 	unknown      prometheus.Gauge
+	notQuiet     prometheus.Gauge
 	oldest       prometheus.Gauge
 	paused       prometheus.Gauge
 	unknownTime  prometheus.Histogram
@@ -70,6 +71,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		unknown: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "fencegate_proxy_unknown_mutations", Help: "Mutations whose outcome is unknown (awaiting reconciliation).",
 		}),
+		notQuiet: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fencegate_proxy_unknown_not_quiet",
+			Help: "Unknown mutations whose effect query answered 404 before their quiet time (backend.maxApplyDelay after the forward's deadline) at the last reconcile pass: the backend may still apply them, so they stay unknown and settle at the first pass after it.",
+		}),
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "fencegate_proxy_oldest_unknown_age_seconds", Help: "Age of the oldest unknown mutation (target: under 900).",
 		}),
@@ -98,7 +103,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	for _, c := range []prometheus.Collector{m.mutations, m.backendMuts, m.wouldReject, m.verifyDur, m.statusDur, m.storeDur, m.backendDur,
-		m.inFlight, m.trustReloads, m.reconciled, m.unknown, m.oldest, m.paused, m.unknownTime,
+		m.inFlight, m.trustReloads, m.reconciled, m.unknown, m.notQuiet, m.oldest, m.paused, m.unknownTime,
 		m.compacted, m.storeResources, m.storeReceipts, m.storeQuarantined, m.storeBytes,
 		buildinfo.Collector("proxy")} {
 		if err := reg.Register(c); err != nil {

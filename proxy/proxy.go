@@ -99,6 +99,10 @@ func New(o Options) (*Proxy, error) {
 	if p.ident, err = identity.New(cfg.Identity); err != nil {
 		return nil, err
 	}
+	if settle := cfg.Backend.Timeout + cfg.Backend.MaxApplyDelay + cfg.Reconcile.Interval; settle > UnknownTarget {
+		p.log.Warn("backend.timeout + backend.maxApplyDelay + reconcile.interval exceed the 15-minute UNKNOWN target: an unknown mutation that only an effect query's 404 can settle stays unknown that long (FencegateMutationUnknownTooLong fires); give such routes effectQueryCloses or idempotencyKey",
+			zap.Duration("settle", settle), zap.Duration("maxApplyDelay", cfg.Backend.MaxApplyDelay))
+	}
 	if p.ident.Insecure() {
 		p.log.Warn("INSECURE identity mode: the " + p.ident.Header() + " header is trusted from any caller; anyone can act as any owner. Use only for local development.")
 	}
