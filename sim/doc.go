@@ -38,7 +38,8 @@
 // workers resend a segment whose answer is lost (same payload), poll a
 // held lease, refresh a stale proof, stop when told they no longer own
 // the resource; an operator settles unknown outcomes by the backend's
-// truth (section 8, step 4) and recovers from a restore (section 10:
+// truth (section 8, step 4; "not applied" only from the mutation's quiet
+// time on, the sidecar refusing it earlier) and recovers from a restore (section 10:
 // epoch bump, fence floor, resume). A sidecar crash builds a new
 // proxy.Proxy over the same store: its memory (learned epochs, ended
 // grants) is lost, a mutation it had begun stays in flight until its

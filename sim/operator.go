@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -47,8 +48,12 @@ func (r *round) reconcile(final bool) {
 	ctx := context.Background()
 	p := r.sidecars[0].p
 	if final {
-		if rec, err := r.st.Record(ctx, mainResource); err == nil && rec.InFlight != nil && rec.InFlight.Deadline.After(r.clk.Now()) {
-			r.clk.AdvanceTo(rec.InFlight.Deadline.Add(time.Millisecond))
+		// Up to the marker's deadline, and its quiet time: before that a
+		// "not applied" is refused (the backend may still apply it).
+		if rec, err := r.st.Record(ctx, mainResource); err == nil && rec.InFlight != nil {
+			if end := maxTime(rec.InFlight.Deadline, rec.InFlight.QuietBy()); end.After(r.clk.Now()) {
+				r.clk.AdvanceTo(end.Add(time.Millisecond))
+			}
 		}
 	}
 	list, err := p.Unknown(ctx)
@@ -60,6 +65,10 @@ func (r *round) reconcile(final bool) {
 		applied, body := r.back.truth(m.OperationID)
 		if _, err := p.Reconcile(ctx, m.Resource, m.OperationID, applied, http.StatusCreated, body); err != nil {
 			r.logf("operator: reconcile %s: %v", m.OperationID, err)
+			if nq := (*store.NotQuietError)(nil); errors.As(err, &nq) && !final {
+				// Not quiet yet: look again when it is.
+				r.at(nq.QuietAt.Sub(r.start)+time.Millisecond, "operator reconciles", func() { r.reconcile(false) })
+			}
 			continue
 		}
 		since := m.UnknownSince
@@ -179,4 +188,11 @@ func payloadDigest(method, target string, body []byte) string {
 	fmt.Fprintf(h, "%s\n%s\n", method, target)
 	h.Write(body)
 	return fencegate.DigestPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

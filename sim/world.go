@@ -192,7 +192,7 @@ func proxyConfig(m *materials, rc roundConfig, sab Sabotage) proxy.Config {
 	}
 	return proxy.Config{
 		Listen:  "127.0.0.1:0",
-		Backend: proxy.BackendConfig{URL: backendURL, Timeout: backendTimeout},
+		Backend: proxy.BackendConfig{URL: backendURL, Timeout: backendTimeout, MaxApplyDelay: maxApplyDelay},
 		Routes: []proxy.RouteConfig{{
 			Method: http.MethodPut, Path: "/v1/items/{id}", Resource: "item/{id}", Mode: mode,
 			Status: st, IdempotencyKey: rc.Idempotent, BusyWait: busyWait,
