@@ -165,10 +165,10 @@ const (
 	// holds; "not applied" is settled from the quiet time on (the forward's
 	// deadline plus this).
 	maxApplyDelay = time.Second
-	busyWait       = 50 * time.Millisecond
-	answerTimeout  = time.Second // a worker waits this long for an answer before retrying
-	pollInterval   = 250 * time.Millisecond
-	horizon        = 60 * time.Second // nothing starts after this
+	busyWait      = 50 * time.Millisecond
+	answerTimeout = time.Second // a worker waits this long for an answer before retrying
+	pollInterval  = 250 * time.Millisecond
+	horizon       = 60 * time.Second // nothing starts after this
 )
 
 // generate draws round r's script from rng.
