@@ -160,16 +160,17 @@ func (s script) without(drop func(int) bool) script {
 // Model constants (virtual time).
 const (
 	backendTimeout = time.Second // the sidecar's backend.timeout: a marker lasts it + 5 s
-	// maxApplyDelay is the sidecars' backend.maxApplyDelay. The model's
-	// backend applies a write inside the forward or never, so any bound
-	// holds; "not applied" is settled from the quiet time on (the forward's
-	// deadline plus this).
-	maxApplyDelay = time.Second
-	busyWait      = 50 * time.Millisecond
-	answerTimeout = time.Second // a worker waits this long for an answer before retrying
-	pollInterval  = 250 * time.Millisecond
-	horizon       = 60 * time.Second // nothing starts after this
+	busyWait       = 50 * time.Millisecond
+	answerTimeout  = time.Second // a worker waits this long for an answer before retrying
+	pollInterval   = 250 * time.Millisecond
+	horizon        = 60 * time.Second // nothing starts after this
 )
+
+// maxApplyDelay is the sidecars' backend.maxApplyDelay. The model's backend
+// applies a write inside the forward or never, so any bound holds; "not
+// applied" is settled from the quiet time on (the forward's deadline plus
+// this).
+const maxApplyDelay = time.Second
 
 // generate draws round r's script from rng.
 func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) script {
