@@ -140,8 +140,15 @@ func TestSlowBackendAppliesAfterNotFound(t *testing.T) {
 		_, _, n := slow.state(opA)
 		return n >= 2 || len(rcUnknownOps(f)) == 0
 	})
+	tokB, gB := f.crafted("doc/1", "worker-b", 6)
 	if ops := rcUnknownOps(f); len(ops) != 1 || ops[0] != opA {
-		t.Fatalf("after the effect query's 404 the unknown mutations are %q: A (%s) was settled as not applied while the backend may still apply it", ops, opA)
+		// Play the story to its end: B, then the backend finishes A.
+		rb := send(tokB, gB, "B")
+		slow.release(opA)
+		rcWait(t, "A to be applied", func() bool { applied, _, _ := slow.state(opA); return len(applied) >= 2 || rb.code != http.StatusCreated })
+		applied, _, _ := slow.state(opA)
+		t.Fatalf("after the effect query's 404 the unknown mutations are %q: A (%s) was settled as not applied while the backend still held it; B got %d, and the backend now holds %q",
+			ops, opA, rb.code, applied)
 	}
 	if n := f.logs.FilterMessageSnippet("before the mutation is quiet").Len(); n == 0 {
 		t.Errorf("the not-yet-quiet 404 was not logged: %v", f.logs.All())
@@ -150,7 +157,6 @@ func TestSlowBackendAppliesAfterNotFound(t *testing.T) {
 		t.Errorf("fencegate_proxy_unknown_not_quiet = %v, want 1", g)
 	}
 
-	tokB, gB := f.crafted("doc/1", "worker-b", 6)
 	send(tokB, gB, "B").expect(t, http.StatusConflict, fencegate.CodeMutationUnknown)
 	if applied, _, _ := slow.state(opA); len(applied) != 0 {
 		t.Fatalf("the backend applied %q while A was held and unknown", applied)
