@@ -10,7 +10,10 @@
 // Fence-Status or by a linearizable registry read (unreachable registry:
 // 503 REGISTRY_UNAVAILABLE, never forward). None of these steps touches the
 // store. Then the fenced store decides (store.Store.Begin) on fence and
-// segment order and marks the mutation in flight; the request is forwarded
+// segment order and marks the mutation in flight, with its quiet time (the
+// forward's deadline, taken before Begin, plus backend.maxApplyDelay: no
+// attempt can take effect after it); the request is forwarded, never after
+// that deadline,
 // with Fence-Token, Fence-Resource, Fence-Operation-Root, Fence-Segment,
 // Fence-Operation-Id (and Idempotency-Key where the route says the backend
 // honours it); the answer is committed as a receipt in the same store
@@ -20,7 +23,11 @@
 // kept whole (the write was accepted). A backend that may have received the request
 // but did not answer makes the mutation MUTATION_UNKNOWN; the resource then
 // blocks new fences until it is reconciled (effect-query endpoint, an
-// idempotent retry, or an operator).
+// idempotent retry, or an operator). "Not applied" is settled only on
+// evidence no later apply can overtake: gathered after the quiet time, or
+// an effect query declared to close the operation (effectQueryCloses);
+// before, the reconciler's 404 leaves the mutation unknown and an
+// operator's not-applied is refused (MAY_STILL_APPLY).
 //
 // Routes roll out off → shadow (verify and record, never reject, count what
 // would be rejected) → enforce. The enforcement ledger in the fenced store
