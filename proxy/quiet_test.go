@@ -145,7 +145,10 @@ func TestSlowBackendAppliesAfterNotFound(t *testing.T) {
 		// Play the story to its end: B, then the backend finishes A.
 		rb := send(tokB, gB, "B")
 		slow.release(opA)
-		rcWait(t, "A to be applied", func() bool { applied, _, _ := slow.state(opA); return len(applied) >= 2 || rb.code != http.StatusCreated })
+		rcWait(t, "A to be applied", func() bool {
+			applied, _, _ := slow.state(opA)
+			return len(applied) >= 2 || rb.code != http.StatusCreated
+		})
 		applied, _, _ := slow.state(opA)
 		t.Fatalf("after the effect query's 404 the unknown mutations are %q: A (%s) was settled as not applied while the backend still held it; B got %d, and the backend now holds %q",
 			ops, opA, rb.code, applied)
