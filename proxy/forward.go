@@ -30,8 +30,8 @@ var representationHeaders = []string{
 }
 
 // unstoredHeaders are the response headers a receipt never keeps (by
-// canonical name; Fence-* and the names the response's Connection header
-// lists are never kept either). A replay is the answer as the backend gave
+// canonical name; the sidecar's namespace, Fence-* in any spelling, and the
+// names the response's Connection header lists are never kept either). A replay is the answer as the backend gave
 // it, minus what describes one connection or one client:
 //   - hop-by-hop headers (hopHeaders, Trailer among them): they belong to
 //     the connection the answer came on;
@@ -69,7 +69,7 @@ func (r *backendResponse) close() {
 // faithfully. A delivered answer is always recorded, so it is fitted to what
 // the store accepts by one rule:
 //   - headers: every header but those storedHeader refuses (unstoredHeaders,
-//     Fence-*, the names Connection lists), the representationHeaders
+//     Fence-* in any spelling, the names Connection lists), the representationHeaders
 //     first in their order, then the others by name; each name's values in
 //     the backend's order; a name or a value the store cannot hold (a name
 //     over store.MaxHeaderNameLen bytes, a value over
@@ -124,9 +124,10 @@ func (r *backendResponse) stored(limit int) store.StoredResponse {
 }
 
 // storedHeader reports whether a receipt may keep the header of canonical
-// name c: it is not in unstoredHeaders and not the sidecar's own (Fence-*).
+// name c: it is not in unstoredHeaders and not in the sidecar's namespace
+// (Fence-* in any spelling: Fence_Receipt, fence.replayed, namespace.go).
 func storedHeader(c string) bool {
-	return !unstoredHeaders[c] && !strings.HasPrefix(c, fencegate.HeaderPrefix)
+	return !unstoredHeaders[c] && !sidecarOwned(c)
 }
 
 // connectionNamed returns the canonical names the Connection header of h
@@ -193,6 +194,9 @@ func (p *Proxy) send(ctx context.Context, a *attempt, ref store.OpRef) (*backend
 	out.Header.Set(fencegate.HeaderSegment, strconv.FormatUint(ref.Seq, 10))
 	out.Header.Set(fencegate.HeaderOperationID, ref.OperationID())
 	if a.rt.IdempotencyKey {
+		// The sidecar's key is the only one: no Idempotency_Key or
+		// idempotency.key of the client's beside it (namespace.go).
+		removeSpellings(out.Header, fencegate.HeaderIdempotency)
 		out.Header.Set(fencegate.HeaderIdempotency, ref.OperationID())
 	}
 

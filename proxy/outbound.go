@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/fencegate/fencegate"
 )
 
 // What the backend receives. Both paths, the pass-through (p.pass: reads,
@@ -106,15 +104,12 @@ func clientPath(in *http.Request) string {
 }
 
 // outboundHeader applies the rules both paths share to out, the header of
-// the request forwarded for in: no fence header from the client, the
-// forwarding headers by ForwardedConfig's rule, and no User-Agent when the
-// client sent none (Go's client would add its own).
+// the request forwarded for in: no field of the client's in the sidecar's
+// namespace (any name that folds to fence-*, namespace.go), the forwarding
+// headers by ForwardedConfig's rule, and no User-Agent when the client
+// sent none (Go's client would add its own).
 func (p *Proxy) outboundHeader(out http.Header, in *http.Request) {
-	for h := range out {
-		if strings.HasPrefix(h, fencegate.HeaderPrefix) { // canonical keys: "Fence-..."
-			delete(out, h)
-		}
-	}
+	removeSidecarOwned(out) // every spelling: Fence_Token, fence.token, ... (namespace.go)
 	p.fwd.apply(out, in)
 	if _, ok := in.Header["User-Agent"]; !ok {
 		// An empty value tells Go's client to send none.

@@ -144,9 +144,14 @@ func New(o Options) (*Proxy, error) {
 			pr.Out.URL = p.outboundURL(pr.In)
 			pr.Out.Host = pr.In.Host
 			p.outboundHeader(pr.Out.Header, pr.In)
+			// No request trailers, nor their announcement: the clone's
+			// trailer has the names the client announced, never their
+			// values (they arrive after the body).
+			pr.Out.Trailer = nil
 		},
-		Transport:     p.tr,
-		FlushInterval: -1,
+		ModifyResponse: passedAnswer,
+		Transport:      p.tr,
+		FlushInterval:  -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			p.log.Warn("pass-through to backend failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
 			p.writeProblem(w, reject(fencegate.CodeBackendUnavailable, "the backend did not answer"), 0)
