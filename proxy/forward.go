@@ -171,7 +171,9 @@ func storableValue(v string) bool {
 // failed. Any other failure leaves the outcome unknown. The request is
 // built as the pass-through builds it (outbound.go says what the backend
 // receives); the answer's hop-by-hop fields are removed here, so neither
-// the client nor the receipt gets them.
+// the client nor the receipt gets them. The body's reader gives the
+// request a GetBody; the backend transport drops it (onceTransport,
+// sendonce.go), so the write is never sent twice.
 func (p *Proxy) send(ctx context.Context, a *attempt, ref store.OpRef) (*backendResponse, error) {
 	var connected bool
 	ctx = httptrace.WithClientTrace(a.markContext(ctx), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected = true }})
