@@ -30,8 +30,8 @@ type Options struct {
 	Status StatusSource
 	// Transport forwards to the backend (default: a tuned http.Transport,
 	// HTTP/1.1). Every mutation reaches it in a form net/http's Transport
-	// never sends twice (sendonce.go); another RoundTripper must not
-	// resend a request on its own either.
+	// never sends twice (sendonce.go); another RoundTripper gets it without
+	// GetBody and must not resend a request on its own.
 	Transport http.RoundTripper
 	// Clock is the sidecar's time and timers (default clock.Real()).
 	Clock   clock.Clock
@@ -130,7 +130,7 @@ func New(o Options) (*Proxy, error) {
 	// reached the backend (coverage.go), and no mutation leaving through it
 	// is one net/http may send twice (sendonce.go).
 	p.cov = newCoverage(m.backendMuts, o.Logger)
-	p.tr = &coverageTransport{next: onceTransport{next: p.tr}, cov: p.cov}
+	p.tr = &coverageTransport{next: newOnceTransport(p.tr), cov: p.cov}
 	if p.fwd, err = newForwardedRule(cfg.Forwarded); err != nil {
 		return nil, err
 	}

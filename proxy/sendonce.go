@@ -47,7 +47,10 @@ import (
 //     lowercase names (idempotency-key, x-idempotency-key): field names
 //     are case-insensitive (RFC 9110 5.1), every backend reads them the
 //     same, and Go's check, an exact map lookup of the canonical key, no
-//     longer finds them.
+//     longer finds them. This is done only when the transport is an
+//     *http.Transport, the one whose rule it answers: an in-process
+//     RoundTripper given as Options.Transport (tests, the simulation) reads
+//     the header map itself, where Header.Get finds canonical keys only.
 //
 // What remains is case 1 for a mutation without a body: resent only when
 // not one byte of it reached the connection, so nothing can have reached
@@ -58,11 +61,20 @@ import (
 // *http.Transport must not retry on its own either.
 
 // onceTransport applies sendOnce to every request before next sends it.
-type onceTransport struct{ next http.RoundTripper }
+type onceTransport struct {
+	next      http.RoundTripper
+	lowerKeys bool // next is an *http.Transport: see sendOnce
+}
+
+// newOnceTransport wraps next.
+func newOnceTransport(next http.RoundTripper) onceTransport {
+	_, goTransport := next.(*http.Transport)
+	return onceTransport{next: next, lowerKeys: goTransport}
+}
 
 // RoundTrip sends sendOnce(r).
 func (t onceTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	return t.next.RoundTrip(sendOnce(r))
+	return t.next.RoundTrip(sendOnce(r, t.lowerKeys))
 }
 
 // goIdempotent reports whether net/http takes method (exactly as spelled)
@@ -77,15 +89,16 @@ func goIdempotent(method string) bool {
 
 // sendOnce returns r as it must leave for the backend: unchanged when Go
 // takes its method for idempotent, else a shallow copy (r itself is never
-// modified) that net/http's Transport does not take for replayable
-// (replayableByGo is false).
-func sendOnce(r *http.Request) *http.Request {
+// modified) without GetBody and, with lowerKeys, with the idempotency
+// fields of a request without a body under lowercase names: one that
+// net/http's Transport never takes for replayable.
+func sendOnce(r *http.Request, lowerKeys bool) *http.Request {
 	if goIdempotent(r.Method) {
 		return r
 	}
 	out := *r
 	out.GetBody = nil
-	if out.Body == nil || out.Body == http.NoBody {
+	if lowerKeys && (out.Body == nil || out.Body == http.NoBody) {
 		var h http.Header
 		for _, k := range []string{"Idempotency-Key", "X-Idempotency-Key"} {
 			vs, ok := out.Header[k]

@@ -24,13 +24,14 @@ func replayableByGo(r *http.Request) bool {
 	return k || x
 }
 
-// TestSendOnceShapes: whatever shape a mutation has when it reaches the
-// transport (built by send from a buffered body, empty or not; cloned by
+// TestSendOnceShapes: whatever shape a mutation has when it reaches an
+// *http.Transport (built by send from a buffered body, empty or not; cloned by
 // the reverse proxy with a streamed body, or with Body nil for an empty
 // one; with any mix of idempotency headers), sendOnce hands on a request
 // net/http does not take for replayable, with the same method, body,
 // length and header fields (names compared case-insensitively), and
-// leaves the caller's request untouched. A read is handed on as it is.
+// leaves the caller's request untouched. Another RoundTripper gets the
+// request with only GetBody cleared. A read is handed on as it is.
 func TestSendOnceShapes(t *testing.T) {
 	type shape struct {
 		name  string
@@ -78,15 +79,19 @@ func TestSendOnceShapes(t *testing.T) {
 				r.Header = h.Clone()
 				before := *r
 				beforeHeader := r.Header.Clone()
-				out := sendOnce(r)
+				plain := sendOnce(r, false)
+				out := sendOnce(r, true)
 				if !reflect.DeepEqual(r.Header, beforeHeader) || r.GetBody == nil != (before.GetBody == nil) || r.Body != before.Body {
 					t.Fatalf("%s %s %v: sendOnce modified the caller's request", method, s.name, h)
 				}
 				if goIdempotent(method) {
-					if out != r {
+					if out != r || plain != r {
 						t.Fatalf("%s %s: a read was changed", method, s.name)
 					}
 					continue
+				}
+				if plain.GetBody != nil || !reflect.DeepEqual(plain.Header, r.Header) || plain.Body != r.Body {
+					t.Errorf("%s %s %v: for another RoundTripper, want only GetBody cleared", method, s.name, h)
 				}
 				if replayableByGo(out) {
 					t.Errorf("%s %s %v: net/http may send it twice (Body %T, GetBody %v, header %v)", method, s.name, h, out.Body, out.GetBody != nil, out.Header)
