@@ -30,9 +30,10 @@ var representationHeaders = []string{
 }
 
 // unstoredHeaders are the response headers a receipt never keeps (by
-// canonical name; the sidecar's namespace, Fence-* in any spelling, and the
-// names the response's Connection header lists are never kept either). A replay is the answer as the backend gave
-// it, minus what describes one connection or one client:
+// canonical name; the sidecar's namespace, Fence-* in any spelling, and
+// the names the response's Connection header lists are never kept
+// either). A replay is the answer as the backend gave it, minus what
+// describes one connection or one client:
 //   - hop-by-hop headers (hopHeaders, Trailer among them): they belong to
 //     the connection the answer came on;
 //   - Set-Cookie, Set-Cookie2: session state for the client that sent the
@@ -68,11 +69,12 @@ func (r *backendResponse) close() {
 // stored is what the receipt keeps of the response: enough to replay it
 // faithfully. A delivered answer is always recorded, so it is fitted to what
 // the store accepts by one rule:
-//   - headers: every header but those storedHeader refuses (unstoredHeaders,
-//     Fence-* in any spelling, the names Connection lists), the representationHeaders
-//     first in their order, then the others by name; each name's values in
-//     the backend's order; a name or a value the store cannot hold (a name
-//     over store.MaxHeaderNameLen bytes, a value over
+//   - headers: every header but those storedHeader refuses
+//     (unstoredHeaders, Fence-* in any spelling, the names Connection
+//     lists), the representationHeaders first in their order, then the
+//     others by name; each name's values in the backend's order; a name
+//     or a value the store cannot hold (a name over
+//     store.MaxHeaderNameLen bytes, a value over
 //     store.MaxHeaderValueLen, not UTF-8, or with a control character) is
 //     dropped whole, never cut mid-value; once store.MaxResponseHeaders
 //     values are kept, every later value is dropped;
