@@ -36,6 +36,7 @@ type ledgerBackend struct {
 	keys    map[string]string    // Idempotency-Key -> first answer's body
 	arrived int                  // PUTs received, applied or not
 	gate    gateFunc
+	noKeys  bool // Idempotency-Key is not honoured: every PUT is applied
 	srv     *httptest.Server
 }
 
@@ -51,6 +52,14 @@ func startLedgerBackend(t *testing.T) *ledgerBackend {
 
 // URL is the backend's base URL.
 func (b *ledgerBackend) URL() string { return b.srv.URL }
+
+// ignoreKeys makes the backend one that does not honour Idempotency-Key
+// (a route without idempotencyKey): it applies every PUT it receives.
+func (b *ledgerBackend) ignoreKeys() {
+	b.mu.Lock()
+	b.noKeys = true
+	b.mu.Unlock()
+}
 
 // setGate installs (or, with nil, removes) the gate every PUT passes first.
 func (b *ledgerBackend) setGate(g gateFunc) {
@@ -81,7 +90,7 @@ func (b *ledgerBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	answer := "applied " + a.Body
 	b.mu.Lock()
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
+	if key := r.Header.Get("Idempotency-Key"); key != "" && !b.noKeys {
 		if first, seen := b.keys[key]; seen {
 			b.mu.Unlock()
 			w.Header().Set("X-Idempotent-Replay", "true")

@@ -13,7 +13,9 @@
 // segment order and marks the mutation in flight; the request is forwarded
 // with Fence-Token, Fence-Resource, Fence-Operation-Root, Fence-Segment,
 // Fence-Operation-Id (and Idempotency-Key where the route says the backend
-// honours it); the answer is committed as a receipt in the same store
+// honours it), sent once (no transport-level resend, sendonce.go), and
+// with no client field of the sidecar's Fence-* namespace in any spelling
+// (namespace.go); the answer is committed as a receipt in the same store
 // transaction that clears the in-flight marker, and returned with
 // Fence-Receipt. A replay of an accepted segment returns the stored answer
 // with Fence-Replayed: true, or REPLAY_INCOMPLETE when the answer was not
