@@ -28,6 +28,8 @@ type metrics struct {
 	storeReceipts    prometheus.Gauge
 	storeQuarantined prometheus.Gauge
 	storeBytes       prometheus.Gauge
+
+	forcedDowngrade *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -96,10 +98,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "fencegate_proxy_store_bytes", Help: "Size of the fenced store (bolt: file size; memory: estimated heap).",
 		}),
+		forcedDowngrade: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fencegate_proxy_forced_downgrade",
+			Help: "1 for each route running below enforce although the enforcement ledger had its shape enforced, because an operator forced it (--force-downgrade); the route label is the route, or the shape of a route no longer configured whose paths now pass unchecked. 0 for every other configured route.",
+		}, []string{"route"}),
 	}
 	for _, c := range []prometheus.Collector{m.mutations, m.backendMuts, m.wouldReject, m.verifyDur, m.statusDur, m.storeDur, m.backendDur,
 		m.inFlight, m.trustReloads, m.reconciled, m.unknown, m.oldest, m.paused, m.unknownTime,
-		m.compacted, m.storeResources, m.storeReceipts, m.storeQuarantined, m.storeBytes,
+		m.compacted, m.storeResources, m.storeReceipts, m.storeQuarantined, m.storeBytes, m.forcedDowngrade,
 		buildinfo.Collector("proxy")} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

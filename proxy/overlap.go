@@ -384,7 +384,22 @@ func alphabet(pats []*chiPat) []rune {
 			reps = append(reps, r)
 		}
 	}
+	// Readable runes first: the search tries them in this order, so a
+	// path it shows is made of them where it can be.
+	slices.SortStableFunc(reps, func(a, b rune) int { return runeRank(a) - runeRank(b) })
 	return reps
+}
+
+func runeRank(r rune) int {
+	switch {
+	case 'a' <= r && r <= 'z', '0' <= r && r <= '9':
+		return 0
+	case 'A' <= r && r <= 'Z':
+		return 1
+	case 0x20 < r && r < 0x7f:
+		return 2
+	}
+	return 3
 }
 
 // representative picks a readable rune of [lo, hi) that UTF-8 can encode.
