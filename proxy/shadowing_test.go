@@ -99,8 +99,8 @@ func TestLedgerShapeShadowedByALaterRoute(t *testing.T) {
 	}
 	gauge := func() map[string]float64 { return series(t, f.metrics, "fencegate_proxy_forced_downgrade") }
 	want := map[string]float64{
-		"route=PUT /v1/items/{}": 1, // the removed shape, its path 42 now off
-		"route=PUT /v1/items/42": 0, // never enforced itself
+		"route=PUT /v1/items/{}":  1, // the removed shape, its path 42 now off
+		"route=PUT /v1/items/42":  0, // never enforced itself
 		"route=PUT /v1/docs/{id}": 0, "route=POST /v1/shadow/{id}": 0, "route=DELETE /v1/off/{id}": 0,
 	}
 	if got := gauge(); !equalSeries(got, want) {
