@@ -186,7 +186,20 @@ func (p *Proxy) checkLedger(ctx context.Context, force []string) error {
 	if len(refused) > 0 {
 		return fmt.Errorf("%w: %s; to force it, start with --force-downgrade 'METHOD /path' for each (logged, recorded, and shown in fencegate_proxy_forced_downgrade)", ErrDowngrade, strings.Join(refused, "; "))
 	}
-	return p.setForcedDowngrades(ctx)
+	// The ledger as this start left it.
+	if entries, err = p.store.Enforcements(ctx); err != nil {
+		return fmt.Errorf("proxy: enforcement ledger: %w", err)
+	}
+	p.setForcedDowngrades(entries)
+	var enforced []string
+	for _, e := range entries {
+		if e.Enforced() {
+			enforced = append(enforced, e.Shape)
+		}
+	}
+	slices.Sort(enforced)
+	p.looks, err = newLookalikes(p.router.all(), enforced)
+	return err
 }
 
 // uncheckedAfterRemoval says how a mutation on an enforced shape with no
@@ -220,17 +233,13 @@ func (p *Proxy) uncheckedAfterRemoval(shape string) string {
 	return ""
 }
 
-// setForcedDowngrades sets fencegate_proxy_forced_downgrade from the ledger
-// as it is after the start's changes: 1 for each configured route below
+// setForcedDowngrades sets fencegate_proxy_forced_downgrade from the
+// ledger's entries as the start left them: 1 for each configured route below
 // enforce whose shape the ledger holds as downgraded (only
 // --force-downgrade takes a shape out of enforcement), and for each such
 // shape no longer configured whose paths now pass unchecked; 0 for every
 // other configured route.
-func (p *Proxy) setForcedDowngrades(ctx context.Context) error {
-	entries, err := p.store.Enforcements(ctx)
-	if err != nil {
-		return fmt.Errorf("proxy: enforcement ledger: %w", err)
-	}
+func (p *Proxy) setForcedDowngrades(entries []store.Enforcement) {
 	ledger := map[string]store.Enforcement{}
 	for _, e := range entries {
 		ledger[e.Shape] = e
@@ -251,7 +260,6 @@ func (p *Proxy) setForcedDowngrades(ctx context.Context) error {
 			p.m.forcedDowngrade.WithLabelValues(e.Shape).Set(1)
 		}
 	}
-	return nil
 }
 
 func (p *Proxy) recordEnforcement(ctx context.Context, shape, kind, detail string) error {

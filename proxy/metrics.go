@@ -140,7 +140,8 @@ var readPathCodes = []fencegate.Code{fencegate.CodeMethodOverrideRefused, fenceg
 // mode can count (enforce: forwarded, replayed, rejected with each code;
 // shadow: forwarded, passed with each code or REPLAY, and
 // shadow_would_reject with each code; off: passed), the unmatched
-// mutations' decision, and the read path's refusals; also the trust
+// mutations' decisions, the look-alike refusals of unmatched mutations
+// and off routes, and the read path's refusals; also the trust
 // reload results, the reconciliation outcomes and the status and backend
 // latency histograms per mode and route.
 // fencegate_proxy_backend_mutations_total is created whole by newCoverage.
@@ -183,6 +184,14 @@ func (m *metrics) initLabels(cfg Config) {
 	m.mutations.WithLabelValues("unmatched", "reject", "rejected", string(fencegate.CodeRouteNotProtected))
 	if cfg.UnmatchedMutations == "pass" {
 		m.mutations.WithLabelValues("unmatched", "pass", "passed", "")
+		// A look-alike of an enforced shape no route is configured for, or a
+		// path without a lenient reading (lenient.go).
+		m.mutations.WithLabelValues("unmatched", "pass", "rejected", string(fencegate.CodeRouteNotProtected))
+	}
+	for _, r := range cfg.Routes {
+		if r.Mode == ModeOff { // as above, on an off route
+			m.mutations.WithLabelValues(r.Method+" "+r.Path, string(r.Mode), "rejected", string(fencegate.CodeRouteNotProtected))
+		}
 	}
 	for _, c := range readPathCodes {
 		m.mutations.WithLabelValues("read-path", "reject", "rejected", string(c))
