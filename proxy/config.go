@@ -56,7 +56,10 @@ type Config struct {
 	// and TRACE, spelled exactly so, are reads; every other method is a
 	// mutation. Even with pass, a mutation whose method differs only in
 	// case from a route's, on a path that route matches ("put" for PUT),
-	// is treated as that route's and refused (ROUTE_NOT_PROTECTED).
+	// is treated as that route's and refused (ROUTE_NOT_PROTECTED), and so
+	// is one whose path a lenient backend reads as an enforced route's
+	// (lenient.go), or whose decoded path holds NUL, a control character or
+	// invalid UTF-8.
 	UnmatchedMutations string          `yaml:"unmatchedMutations"`
 	Identity           identity.Config `yaml:"identity"`
 	Trust              TrustConfig     `yaml:"trust"`
