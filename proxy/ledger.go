@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -263,6 +264,13 @@ func (p *Proxy) setForcedDowngrades(entries []store.Enforcement) {
 }
 
 func (p *Proxy) recordEnforcement(ctx context.Context, shape, kind, detail string) error {
+	if len(detail) > store.MaxEnforcementDetailLen { // free text: cut, at a rune
+		cut := store.MaxEnforcementDetailLen - len("…")
+		for cut > 0 && !utf8.RuneStart(detail[cut]) {
+			cut--
+		}
+		detail = detail[:cut] + "…"
+	}
 	if _, err := p.store.RecordEnforcement(ctx, store.EnforcementInput{Shape: shape, Kind: kind, Detail: detail, Now: p.now()}); err != nil {
 		return fmt.Errorf("proxy: enforcement ledger: recording %s of %s: %w", kind, shape, err)
 	}
