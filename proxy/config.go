@@ -675,13 +675,18 @@ var ErrRouteShadowed = errors.New("proxy: a route below enforce overlaps an enfo
 // an enforced route of the same method can match (overlap.go; when the
 // check cannot rule an overlap out, it counts as one).
 func validateOverlaps(routes []RouteConfig) []error {
+	// A pattern chi refuses is reported as such, not as overlapping.
+	valid := func(r RouteConfig) bool {
+		m := asciiUpper(r.Method)
+		return validToken(m) && !readMethod(m) && strings.HasPrefix(r.Path, "/") && addPattern(chi.NewRouter(), m, r.Path, "") == nil
+	}
 	var errs []error
 	for i, lo := range routes {
-		if lo.Mode != ModeOff && lo.Mode != ModeShadow {
+		if lo.Mode != ModeOff && lo.Mode != ModeShadow || !valid(lo) {
 			continue
 		}
 		for j, hi := range routes {
-			if hi.Mode != ModeEnforce || asciiUpper(hi.Method) != asciiUpper(lo.Method) {
+			if hi.Mode != ModeEnforce || asciiUpper(hi.Method) != asciiUpper(lo.Method) || !valid(hi) {
 				continue
 			}
 			if o := searchOverlap([]string{hi.Path, lo.Path}, nil); o.Found {

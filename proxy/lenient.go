@@ -99,44 +99,50 @@ func newLookalikes(routes []*route, enforcedShapes []string) (*lookalikes, error
 }
 
 // lenientPatterns are the patterns a lenient reading of a path is matched
-// against for pattern: its static parts folded, '\' as '/', repeated
-// slashes merged and a trailing slash dropped; its regexp parameters case
+// against for pattern: its static parts percent-decoded and folded, '\' as
+// '/', repeated slashes merged and a trailing slash dropped; its regexp parameters case
 // insensitive; for a trailing "/*" also the pattern without it (the
 // catch-all matching nothing, whose slash the reading drops).
 func lenientPatterns(pattern string) []string {
 	var b strings.Builder
-	slash := false // the last byte written to a static part is '/'
-	for i := 0; i < len(pattern); {
-		switch c := pattern[i]; c {
-		case '{':
-			end := matchingBrace(pattern, i)
-			if end < 0 {
-				b.WriteString(pattern[i:])
-				i = len(pattern)
-				continue
-			}
-			name, re, isRegexp := strings.Cut(pattern[i+1:end], ":")
-			if isRegexp && re != "" {
-				b.WriteString("{" + name + ":(?i)" + re + "}")
-			} else {
-				b.WriteString(pattern[i : end+1])
-			}
-			i, slash = end+1, false
-		case '*':
-			b.WriteByte('*')
-			i, slash = i+1, false
-		default:
-			r, size := utf8.DecodeRuneInString(pattern[i:])
-			i += size
-			if r == '\\' {
-				r = '/'
-			}
-			if r == '/' && slash {
-				continue
-			}
-			slash = r == '/'
-			b.WriteRune(foldRune(r))
+	static := func(text string) {
+		// As a path is read: decoded, '\' as '/', folded, slashes merged.
+		if d, ok := decodeFully(text); ok && utf8.ValidString(d) {
+			text = d
 		}
+		text = foldString(strings.ReplaceAll(text, `\`, "/"))
+		for strings.Contains(text, "//") {
+			text = strings.ReplaceAll(text, "//", "/")
+		}
+		if strings.HasSuffix(b.String(), "/") {
+			text = strings.TrimPrefix(text, "/")
+		}
+		b.WriteString(text)
+	}
+	for rest := pattern; rest != ""; {
+		i := strings.IndexAny(rest, "{*")
+		if i < 0 {
+			static(rest)
+			break
+		}
+		static(rest[:i])
+		if rest[i] == '*' {
+			b.WriteByte('*')
+			rest = rest[i+1:]
+			continue
+		}
+		end := matchingBrace(rest, i)
+		if end < 0 {
+			b.WriteString(rest[i:])
+			break
+		}
+		name, re, isRegexp := strings.Cut(rest[i+1:end], ":")
+		if isRegexp && re != "" {
+			b.WriteString("{" + name + ":(?i)" + re + "}")
+		} else {
+			b.WriteString(rest[i : end+1])
+		}
+		rest = rest[end+1:]
 	}
 	s := b.String()
 	if len(s) > 1 && strings.HasSuffix(s, "/") {

@@ -153,6 +153,9 @@ func TestLenientPatterns(t *testing.T) {
 		"/":                       {"/"},
 		`/v1\items\{id}`:          {"/V1/ITEMS/{id}"},
 		"/v1/{a:[0-9]{2}}/x/{b:}": {"/V1/{a:(?i)[0-9]{2}}/X/{b:}"},
+		"/v1/my%20items/{id}":     {"/V1/MY ITEMS/{id}"},
+		"/v1/{a}//{b}":            {"/V1/{a}/{b}"},
+		"/v1/x{a}.{b}/":           {"/V1/X{a}.{b}"},
 	} {
 		if got := lenientPatterns(pattern); !slices.Equal(got, want) {
 			t.Errorf("lenientPatterns(%q) = %q, want %q", pattern, got, want)
