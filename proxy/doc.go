@@ -26,7 +26,13 @@
 //
 // Routes roll out off → shadow (verify and record, never reject, count what
 // would be rejected) → enforce. The enforcement ledger in the fenced store
-// refuses to move an enforced route back unless an operator forces it.
+// refuses to move an enforced route back unless an operator forces it
+// (ledger.go; fencegate_proxy_forced_downgrade shows it). A route below
+// enforce may not overlap an enforced one (Config.Validate, overlap.go),
+// and at run time the strictest matching route decides (route.go). A
+// mutation about to pass without enforcement whose path a lenient backend
+// reads as an enforced route's (a trailing slash, dot segments, case,
+// percent-encoding ...) is refused (lenient.go, lenientpath.go).
 //
 // Rejections are RFC 9457 problem documents with the stable codes in
 // errors.go.

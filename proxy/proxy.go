@@ -47,6 +47,7 @@ type Proxy struct {
 	cfg      Config
 	store    store.Store
 	router   *router
+	looks    *lookalikes // lenient.go, built with the enforcement ledger
 	upgrades []upgradeRule
 	trust    *trust
 	status   *statusChecker
