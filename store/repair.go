@@ -89,7 +89,11 @@ func (in RepairInput) Validate() error {
 //   - same fence and root: the last segment becomes the greater of the
 //     two; a marker at or below it is dropped (settled); an anchored
 //     pending mutation the record does not cover becomes the marker,
-//     UNKNOWN (STORE_LOSS), replacing one that is not it;
+//     UNKNOWN (STORE_LOSS), replacing one that is not it; a marker that is
+//     that very mutation (same segment and payload) and still IN_FLIGHT
+//     becomes UNKNOWN (STORE_LOSS) too: it may be a Begin of it again that
+//     was never forwarded (it found the loss) while an earlier attempt
+//     may have reached the backend, so its owner cannot Abort it away;
 //   - same fence, another root: the fence was issued twice, and the
 //     anchor's grant is the one that was forwarded (every forwarded
 //     mutation is anchored, and the anchor never changes roots under one
@@ -144,9 +148,20 @@ func ApplyRepair(rec Record, in RepairInput) (Change, error) {
 			changed = true
 		}
 		if p := a.Pending; p != nil && next.LastSeq < p.Seq {
-			if m := next.InFlight; m == nil || m.Seq != p.Seq || m.PayloadDigest != p.PayloadDigest {
+			switch m := next.InFlight; {
+			case m == nil || m.Seq != p.Seq || m.PayloadDigest != p.PayloadDigest:
 				notes = append(notes, "mutation "+fencegate.OperationID(a.Root, p.Seq)+" put back as UNKNOWN")
 				next.InFlight = anchoredMutation(in, now)
+				changed = true
+			case m.State == MutationInFlight:
+				// The very mutation, marked again by a Begin that was not
+				// forwarded (its Prior did not cover the anchor), or still
+				// forwarding: an earlier attempt may have reached the backend.
+				notes = append(notes, "mutation "+m.OperationID+" marked UNKNOWN")
+				m.State, m.Cause = MutationUnknown, CauseStoreLoss
+				if m.UnknownSince.IsZero() {
+					m.UnknownSince = now
+				}
 				changed = true
 			}
 		}

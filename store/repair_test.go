@@ -110,8 +110,13 @@ func TestApplyRepair(t *testing.T) {
 			with(func(r *store.Record) { r.InFlight = unknown(samePending) }), []string{"root-5/3 put back as UNKNOWN"}},
 		{"same fence, pending replaced", with(func(r *store.Record) { r.InFlight = marker(5, 3, "other", store.MutationInFlight) }), samePending,
 			with(func(r *store.Record) { r.InFlight = unknown(samePending) }), []string{"root-5/3 put back as UNKNOWN"}},
-		{"same fence, pending still held", with(func(r *store.Record) { r.InFlight = marker(5, 3, "p3", store.MutationInFlight) }), samePending,
-			with(func(r *store.Record) { r.InFlight = marker(5, 3, "p3", store.MutationInFlight) }), nil},
+		{"same fence, pending still held", with(func(r *store.Record) { r.InFlight = marker(5, 3, "p3", store.MutationUnknown) }), samePending,
+			with(func(r *store.Record) { r.InFlight = marker(5, 3, "p3", store.MutationUnknown) }), nil},
+		{"same fence, pending held in flight becomes unknown", with(func(r *store.Record) { r.InFlight = marker(5, 3, "p3", store.MutationInFlight) }), samePending,
+			with(func(r *store.Record) {
+				r.InFlight = marker(5, 3, "p3", store.MutationUnknown)
+				r.InFlight.Cause, r.InFlight.UnknownSince = store.CauseStoreLoss, storetest.T0
+			}), []string{"root-5/3 marked UNKNOWN"}},
 		{"same fence, pending committed", with(func(r *store.Record) { r.LastSeq = 3 }), samePending,
 			with(func(r *store.Record) { r.LastSeq = 3 }), nil},
 		{"same fence, pending after a lost commit", with(func(r *store.Record) { r.LastSeq = 0; r.InFlight = marker(5, 1, "p1", store.MutationUnknown) }),
@@ -247,6 +252,10 @@ func TestApplyRepairProperties(t *testing.T) {
 		}
 		if m := rec.InFlight; m != nil && m.Fence == next.HighestFence && m.Root == next.Root && m.Seq > next.LastSeq && next.InFlight == nil {
 			t.Fatalf("marker %s forgotten", m.OperationID)
+		}
+		if p := in.Anchored.Pending; p != nil && next.HighestFence == in.Anchored.Fence && next.Root == in.Anchored.Root && next.LastSeq < p.Seq &&
+			!next.Unknown() {
+			t.Fatalf("anchored pending %d left %+v, not UNKNOWN", p.Seq, next.InFlight)
 		}
 		if next.Pause == nil || next.Pause.Reason != store.PauseStoreLoss || !ch.WriteRecord {
 			t.Fatalf("not paused for STORE_LOSS: %+v", ch)

@@ -259,8 +259,13 @@ func (s mState) repair(a fencegate.Progress, now time.Time, window time.Duration
 		if m := s.inflight; m != nil && m.seq <= s.lastSeq {
 			s.inflight = nil
 		}
-		if p, m := a.Pending, s.inflight; p != nil && s.lastSeq < p.Seq && (m == nil || m.seq != p.Seq || m.payload != p.PayloadDigest) {
+		switch p, m := a.Pending, s.inflight; {
+		case p == nil || s.lastSeq >= p.Seq:
+		case m == nil || m.seq != p.Seq || m.payload != p.PayloadDigest:
 			s.inflight = lost()
+		case !m.unknown:
+			// The very mutation, in flight: it may have landed before.
+			m.unknown, m.byLoss, m.byDeadline = true, true, false
 		}
 	}
 	s.exists, s.paused = true, true

@@ -106,8 +106,14 @@ func runRepair(t *testing.T, newStore Factory) {
 			in := Attempt(res, 5, 3, "p3")
 			f.expect(in, store.DecisionProceed)
 			before := f.record(res)
-			rec := f.repair(Progress(5, 2, 3, "p3"), T0)
-			f.check(reflect.DeepEqual(rec.InFlight, before.InFlight), "marker %+v, want %+v", rec.InFlight, before.InFlight)
+			rec := f.repair(Progress(5, 2, 3, "p3"), T0.Add(time.Second))
+			// The same mutation, now UNKNOWN: an earlier attempt of it may
+			// have reached the backend, so it can no longer be aborted.
+			want := *before.InFlight
+			want.State, want.Cause, want.UnknownSince = store.MutationUnknown, store.CauseStoreLoss, T0.Add(time.Second)
+			f.check(reflect.DeepEqual(*rec.InFlight, want), "marker %+v, want %+v", rec.InFlight, want)
+			_, err := f.s.Abort(f.ctx, store.AbortInput{OpRef: in.Ref(), Now: T0})
+			f.wantErr(err, store.ErrOutcomeUnknown)
 			// Its owner's answer still commits it, under the pause.
 			rc := f.commit(in.Ref())
 			f.check(rc.PayloadDigest == in.PayloadDigest, "receipt %+v", rc)
