@@ -317,6 +317,17 @@ func (g *Store) Resume(ctx context.Context, resource string) (store.Record, erro
 	return r, g.adopt(r)
 }
 
+// Repair implements store.Store: the record raised to its outside anchor
+// (and paused) is what the checkpoint observes, so it never lags it.
+func (g *Store) Repair(ctx context.Context, in store.RepairInput) (store.Record, error) {
+	defer g.lock(in.Resource)()
+	r, err := g.Store.Repair(ctx, in)
+	if err != nil {
+		return r, err
+	}
+	return r, g.observe(r)
+}
+
 // raise moves c up to (fence, seq), never down.
 func raise(c *Checkpoint, fence, seq uint64) {
 	switch {
