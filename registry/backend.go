@@ -43,6 +43,10 @@ type Backend interface {
 	// Meta reads the registry-wide state (a new registry reads as issuer
 	// epoch 1).
 	Meta(ctx context.Context) (Meta, error)
+	// Init is a registry process's start (DecideInit): the data set gets
+	// its lineage if it has none, and the global fence floor is raised to
+	// in.FenceFloor. It never changes a lineage or lowers a floor.
+	Init(ctx context.Context, in InitInput) (Meta, error)
 	// Compact deletes up to limit leases that ended (released, expired or
 	// revoked, as stored) before endedBefore, with their request-ID and
 	// digest index entries. Fence sequences are never touched: a compacted
@@ -68,7 +72,10 @@ type AcquireInput struct {
 	Issuer    string
 	LeaseID   string
 	GrantID   string
-	Now       time.Time
+	// Lineage is a fresh random lineage, the meta's from this grant on
+	// when it has none yet (see Meta.Lineage).
+	Lineage string
+	Now     time.Time
 }
 
 // AcquireResult is Acquire's answer. Exactly one of Granted, Existing and

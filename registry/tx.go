@@ -252,6 +252,20 @@ func (b txBackend) Meta(ctx context.Context) (Meta, error) {
 	return m.current(), err
 }
 
+func (b txBackend) Init(ctx context.Context, in InitInput) (Meta, error) {
+	var m Meta
+	err := b.decide(ctx, func(tx Tx) (Change, error) {
+		cur, err := tx.Meta()
+		if err != nil {
+			return Change{}, err
+		}
+		var ch Change
+		m, ch, err = DecideInit(cur, in)
+		return ch, err
+	})
+	return m, err
+}
+
 // errCompactLimit stops the lease walk once enough candidates are found.
 var errCompactLimit = errors.New("registry: compact limit reached")
 
