@@ -178,6 +178,12 @@ func checkAnchorText(field, v string, maxLen int, required bool) error {
 	return nil
 }
 
+// StoreResource is the registry resource that stands for a fenced store:
+// "fencegate-store/<name>". A sidecar with a local store claims it by
+// holding a lease on it, and the policy matching it says who may call the
+// store's anchor API.
+func StoreResource(name string) string { return "fencegate-store/" + name }
+
 // ValidateStoreName checks a fenced store's name: 1..MaxStoreNameLen bytes
 // of [A-Za-z0-9._-] (it is a path segment of the registry API and part of
 // the claim resource "fencegate-store/<name>").

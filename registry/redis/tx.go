@@ -33,6 +33,10 @@ type tx struct {
 	// them once EXEC succeeded.
 	meta     *registry.Meta
 	maxFence uint64
+	// indexed are the (store, resource) pairs whose anchors this step
+	// writes: ZADDed to the store's anchor index in the MULTI (an index
+	// entry is only ever added, so it is not WATCHed).
+	indexed [][2]string
 }
 
 func newTx(ctx context.Context, s *Store, rtx *goredis.Tx, writable bool) *tx {
@@ -256,6 +260,9 @@ func (t *tx) flush(p goredis.Pipeliner) error {
 		} else {
 			p.Del(t.ctx, key)
 		}
+	}
+	for _, sr := range t.indexed {
+		p.ZAdd(t.ctx, t.s.keys.anchorIndex(sr[0]), goredis.Z{Member: sr[1]})
 	}
 	for pattern, pol := range t.policies {
 		raw, err := json.Marshal(pol)
