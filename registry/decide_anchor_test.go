@@ -218,7 +218,10 @@ func anchorIn(gen string, items ...fencegate.AnchorItem) registry.AnchorInput {
 	return registry.AnchorInput{Store: store, Caller: caller, Request: fencegate.AnchorRequest{Generation: gen, Items: items}, Lineage: candidateLineage, Now: t0}
 }
 
-func on(resource string, it fencegate.AnchorItem) fencegate.AnchorItem { it.Resource = resource; return it }
+func on(resource string, it fencegate.AnchorItem) fencegate.AnchorItem {
+	it.Resource = resource
+	return it
+}
 
 // TestDecideAnchorRefusals: a request refused as a whole writes nothing.
 func TestDecideAnchorRefusals(t *testing.T) {

@@ -280,7 +280,9 @@ func (t *tx) AnchorsAfter(store, after string, limit int) ([]fencegate.ResourceA
 	return out, nil
 }
 
-func (t *tx) AnchorCount(store string) (uint64, error) { return uint64(len(t.storeAnchors(store))), nil }
+func (t *tx) AnchorCount(store string) (uint64, error) {
+	return uint64(len(t.storeAnchors(store))), nil
+}
 
 func cloneProgress(p fencegate.Progress) fencegate.Progress {
 	if p.Pending != nil {
