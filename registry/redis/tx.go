@@ -113,11 +113,12 @@ func (t *tx) Meta() (registry.Meta, error) {
 	if t.meta != nil {
 		return *t.meta, nil
 	}
+	seen := t.s.wm.snapshot() // before the read: see watermark.check
 	m, found, err := getJSON[registry.Meta](t, t.s.keys.meta())
 	if err != nil {
 		return m, err
 	}
-	return m, t.s.wm.check(m, found)
+	return m, t.s.wm.check(seen, m, found)
 }
 func (t *tx) PutMeta(m registry.Meta) error {
 	if err := t.putJSON(t.s.keys.meta(), m); err != nil {

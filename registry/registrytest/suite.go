@@ -139,6 +139,13 @@ func cases() []testCase {
 		{"Lineage", testLineage},
 		{"LineageInit", testLineageInit},
 		{"LineageRace", testLineageRace},
+		{"AnchorRegister", testAnchorRegister},
+		{"AnchorPolicy", testAnchorPolicy},
+		{"AnchorSteps", testAnchorSteps},
+		{"AnchorLedger", testAnchorLedger},
+		{"AnchorRestart", testAnchorRestart},
+		{"AnchorFullBatch", testAnchorFullBatch},
+		{"AnchorConcurrent", testAnchorConcurrent},
 	}
 }
 
