@@ -24,8 +24,8 @@ const (
 	opAnchor      = "anchor"
 	opAcknowledge = "acknowledge"
 	opAdmin       = "admin"
-	opReady    = "ready"
-	opOther    = "other"
+	opReady       = "ready"
+	opOther       = "other"
 )
 
 // opCodes are the problem codes each operation can answer, created at zero

@@ -158,4 +158,3 @@ func (s *server) acknowledge(w http.ResponseWriter, req *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, storeBody(res.View))
 }
-
