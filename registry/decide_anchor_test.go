@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -31,6 +32,13 @@ func pr(f, last uint64, pay string) fencegate.Progress {
 }
 
 func paused(p fencegate.Progress, reason string) fencegate.Progress { p.Paused = reason; return p }
+
+// js is v as JSON, for messages (a Progress's pending mutation is a
+// pointer).
+func js(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
 
 func item(op fencegate.AnchorOp, prior, next fencegate.Progress) fencegate.AnchorItem {
 	return fencegate.AnchorItem{Resource: "res/1", Op: op, Prior: prior, Next: next}
@@ -96,14 +104,14 @@ func TestAnchorStep(t *testing.T) {
 			before := c.anchor
 			outcome, after := registry.AnchorStep(c.anchor, c.it)
 			if outcome != c.outcome || !registry.SameProgress(after, c.after) {
-				t.Fatalf("%s on %+v: %s %+v, want %s %+v", c.it.Op, c.anchor, outcome, after, c.outcome, c.after)
+				t.Fatalf("%s on %s: %s %s, want %s %s", c.it.Op, js(c.anchor), outcome, js(after), c.outcome, js(c.after))
 			}
 			if outcome != fencegate.AnchorAnchored && !registry.SameProgress(after, before) {
-				t.Fatalf("a %s changed the anchor to %+v", outcome, after)
+				t.Fatalf("a %s changed the anchor to %s", outcome, js(after))
 			}
 			// Nothing but RESUME and a SETTLE ever weakens the anchor.
 			if outcome == fencegate.AnchorAnchored && c.it.Op != fencegate.AnchorResume && c.it.Op != fencegate.AnchorSettle && !after.Covers(before) {
-				t.Fatalf("%s lowered the anchor %+v to %+v", c.it.Op, before, after)
+				t.Fatalf("%s lowered the anchor %s to %s", c.it.Op, js(before), js(after))
 			}
 		})
 	}
@@ -247,7 +255,7 @@ func TestDecideAnchorRefusals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			resp, ch, err := registry.DecideAnchor(c.snap, c.in)
 			if !errors.Is(err, c.err) || !ch.Empty() || len(resp.Results) != 0 {
-				t.Fatalf("err %v, change %+v, results %+v; want %v and nothing", err, ch, resp.Results, c.err)
+				t.Fatalf("err %v, change %s, results %s; want %v and nothing", err, js(ch), js(resp.Results), c.err)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package registrytest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -104,7 +105,8 @@ func wantOutcomes(t testing.TB, resp fencegate.AnchorResponse, want ...fencegate
 	t.Helper()
 	for i, w := range want {
 		if resp.Results[i].Outcome != w {
-			t.Errorf("item %d (%s): %s, want %s (anchored %+v)", i, resp.Results[i].Resource, resp.Results[i].Outcome, w, resp.Results[i].Anchored)
+			a, _ := json.Marshal(resp.Results[i].Anchored)
+			t.Errorf("item %d (%s): %s, want %s (anchored %s)", i, resp.Results[i].Resource, resp.Results[i].Outcome, w, a)
 		}
 	}
 }
@@ -300,7 +302,8 @@ func testAnchorLedger(t *testing.T, e *env) {
 	}
 	got, err := reg().Store(e.ctx, anchorCaller, anchorStore)
 	if err != nil || len(got.Ledger) != 1 || got.Ledger[0].EnforcedSince == 0 || len(got.Ledger[0].History) != fencegate.MaxLedgerHistory {
-		t.Fatalf("ledger after %d events: %+v %v", 2*fencegate.MaxLedgerHistory+1, got.Ledger, err)
+		t.Fatalf("ledger after %d events: %d entries, the first with %d events (%v); want 1 enforced, with the newest %d",
+			2*fencegate.MaxLedgerHistory+1, len(got.Ledger), len(got.Ledger[0].History), err, fencegate.MaxLedgerHistory)
 	}
 	if h := got.Ledger[0].History; h[0].Kind != fencegate.LedgerForcedDowngrade || h[len(h)-1].Kind != fencegate.LedgerEnforce {
 		t.Errorf("history kept %s..%s, want the newest events", h[0].Kind, h[len(h)-1].Kind)
