@@ -29,7 +29,9 @@
 //     so the anchor steps of fenced stores (tx_anchor.go), which read the
 //     lineage without WATCHing the meta and write no meta, never conflict
 //     with lease writes, nor lease writes with them
-//     (TestAnchorStepsDoNotConflictWithLeases);
+//     (TestAnchorStepsDoNotConflictWithLeases); the one read a step makes
+//     without WATCHing it, that lineage, is still checked against the
+//     watermark;
 //   - EachLease (compaction only) walks the lease keys with SCAN, from
 //     where the previous walk of this Store stopped, examining at most
 //     Options.ScanLimit leases per compaction; each lease it hands over is

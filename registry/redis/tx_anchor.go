@@ -17,13 +17,14 @@ import (
 // sorted set {prefix}:ancidx:<store> of the store's resources for paging
 // and counting.
 //
-// An anchor step WATCHes the keys it decides on (the store's record and
-// the anchors of its batch), and nothing else: it reads the lineage from
-// the meta without WATCHing it (the lineage never changes once set), and
-// writes no meta and no revision. So anchor steps of one store conflict
-// only with each other on the same resources and with the rare writes of
-// the store's record (registration, acknowledgement, a loss), never with
-// lease writes, and lease writes never with them. The meta read still goes
+// An anchor step WATCHes the keys it decides on (the store's record, the
+// policies and the anchors of its batch), and nothing else: it reads the
+// lineage from the meta without WATCHing it (the lineage never changes
+// once set), and writes no meta and no revision. So anchor steps of one
+// store conflict only with each other on the same resources, with the
+// rare writes of the store's record (registration, acknowledgement, a
+// loss) and with policy changes, never with lease writes, and lease writes
+// never with them. The meta read still goes
 // through the watermark check: a rolled-back Redis is recovered before an
 // anchor step decides (watermark.go). Anchor writes do not move the
 // watermark (no revision), so a rollback that lost only anchor writes is
