@@ -81,6 +81,13 @@ type PendingOp struct {
 	Seq           uint64 `json:"seq"`
 	PayloadDigest string `json:"payloadDigest"`
 	Owner         string `json:"owner,omitempty"`
+	// Attempts counts the Begins that sent this mutation (1, plus one per
+	// idempotent retry of it while its outcome was unknown). A store that
+	// still holds the mutation but lost a later attempt's Begin would keep
+	// the earlier attempt's quiet time, and could settle "not applied"
+	// while the lost attempt may still land: Covers requires at least the
+	// anchored count. 0 (an anchor of an earlier version) is not compared.
+	Attempts uint32 `json:"attempts,omitempty"`
 }
 
 // Covers reports whether a store holding p has kept everything the anchor
@@ -95,7 +102,8 @@ type PendingOp struct {
 //   - a lower fence, or the same fence under another root: not covered;
 //   - same fence and root, with a pending mutation anchored: p committed
 //     it (LastSeq >= its Seq), or still holds that very mutation (same
-//     Seq and payload digest) in flight or unknown;
+//     Seq and payload digest, at least as many attempts) in flight or
+//     unknown;
 //   - same fence and root, nothing pending: p's LastSeq is at least a's.
 func (p Progress) Covers(a Progress) bool {
 	if a.Paused != "" && p.Paused == "" {
@@ -112,7 +120,8 @@ func (p Progress) Covers(a Progress) bool {
 		if p.LastSeq >= a.Pending.Seq {
 			return true
 		}
-		return p.Pending != nil && p.Pending.Seq == a.Pending.Seq && p.Pending.PayloadDigest == a.Pending.PayloadDigest
+		return p.Pending != nil && p.Pending.Seq == a.Pending.Seq && p.Pending.PayloadDigest == a.Pending.PayloadDigest &&
+			p.Pending.Attempts >= a.Pending.Attempts
 	}
 	return p.LastSeq >= a.LastSeq
 }

@@ -27,6 +27,14 @@ func prog(f uint64, r string, last uint64, pay string) fencegate.Progress {
 	return p
 }
 
+// attempts sets the attempt count of p's pending mutation.
+func attempts(p fencegate.Progress, n uint32) fencegate.Progress {
+	op := *p.Pending
+	op.Attempts = n
+	p.Pending = &op
+	return p
+}
+
 func TestProgressCovers(t *testing.T) {
 	paused := func(p fencegate.Progress) fencegate.Progress { p.Paused = "FENCE_REGRESSION"; return p }
 	cases := []struct {
@@ -49,6 +57,10 @@ func TestProgressCovers(t *testing.T) {
 		{"higher fence in store", prog(5, "r5", 0, payA), prog(2, "r2", 4, payA), true},
 		{"lower fence in store", prog(1, "r1", 7, ""), prog(2, "r2", 0, payA), false},
 		{"same fence, other root", prog(2, "rX", 9, ""), prog(2, "r2", 0, payA), false},
+		{"a later attempt's Begin lost", attempts(prog(2, "r2", 4, payA), 1), attempts(prog(2, "r2", 4, payA), 2), false},
+		{"as many attempts as anchored", attempts(prog(2, "r2", 4, payA), 2), attempts(prog(2, "r2", 4, payA), 2), true},
+		{"more attempts than anchored", attempts(prog(2, "r2", 4, payA), 3), attempts(prog(2, "r2", 4, payA), 2), true},
+		{"anchor of an earlier version (no count)", attempts(prog(2, "r2", 4, payA), 1), prog(2, "r2", 4, payA), true},
 		{"anchored pause lost", prog(2, "r2", 4, ""), paused(prog(2, "r2", 4, "")), false},
 		{"anchored pause kept", paused(prog(2, "r2", 4, "")), paused(prog(2, "r2", 4, "")), true},
 		{"pause in store only", paused(prog(2, "r2", 4, "")), prog(2, "r2", 4, ""), true},

@@ -23,7 +23,7 @@ func ProgressOf(rec Record) fencegate.Progress {
 			LastSeq:         rec.LastSeq,
 		}
 		if m := rec.InFlight; m != nil {
-			p.Pending = &fencegate.PendingOp{Seq: m.Seq, PayloadDigest: m.PayloadDigest, Owner: m.Owner}
+			p.Pending = &fencegate.PendingOp{Seq: m.Seq, PayloadDigest: m.PayloadDigest, Owner: m.Owner, Attempts: m.Attempts}
 		}
 	}
 	if rec.Pause != nil {

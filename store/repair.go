@@ -157,12 +157,15 @@ func ApplyRepair(rec Record, in RepairInput) (Change, error) {
 				notes = append(notes, "mutation "+fencegate.OperationID(a.Root, p.Seq)+" put back as UNKNOWN")
 				next.InFlight = anchoredMutation(in, now)
 				changed = true
-			case m.State == MutationInFlight:
+			case m.State == MutationInFlight || m.Attempts < p.Attempts:
 				// The very mutation, marked again by a Begin that was not
 				// forwarded (its Prior did not cover the anchor), or still
-				// forwarding: an earlier attempt may have reached the backend.
+				// forwarding, or holding fewer attempts than were anchored
+				// (a later attempt's Begin was lost): an earlier or the lost
+				// attempt may have reached the backend.
 				notes = append(notes, "mutation "+m.OperationID+" marked UNKNOWN")
 				m.State, m.Cause = MutationUnknown, CauseStoreLoss
+				m.Attempts = max(m.Attempts, p.Attempts)
 				if m.UnknownSince.IsZero() {
 					m.UnknownSince = now
 				}
@@ -231,7 +234,7 @@ func anchoredMutation(in RepairInput, now time.Time) *Mutation {
 		Evidence:      anchoredEvidence(a),
 		BegunAt:       now,
 		Deadline:      now.Add(in.Window),
-		Attempts:      1,
+		Attempts:      max(1, p.Attempts),
 		State:         MutationUnknown,
 		Cause:         CauseStoreLoss,
 		UnknownSince:  now,

@@ -49,7 +49,7 @@ func TestProgressOf(t *testing.T) {
 		InFlight: marker(5, 3, "p3", store.MutationUnknown), Pause: &store.Pause{Reason: store.PauseFenceRegression}}
 	want := fencegate.Progress{Fence: 5, Root: storetest.Root(5), Lineage: "l2", Lease: "lease-5", GrantDigest: storetest.Digest("g"),
 		IssuerEpoch: 3, BackendRevision: 50, LastSeq: 2,
-		Pending: &fencegate.PendingOp{Seq: 3, PayloadDigest: storetest.Digest("p3"), Owner: storetest.Owner(5)}, Paused: "FENCE_REGRESSION"}
+		Pending: &fencegate.PendingOp{Seq: 3, PayloadDigest: storetest.Digest("p3"), Owner: storetest.Owner(5), Attempts: 1}, Paused: "FENCE_REGRESSION"}
 	if p := store.ProgressOf(rec); !reflect.DeepEqual(p, want) {
 		t.Fatalf("ProgressOf\n got %+v\nwant %+v", p, want)
 	}
@@ -88,6 +88,8 @@ func TestApplyRepair(t *testing.T) {
 	}
 	higherPending := anchored(7, 0, 1, "x")
 	samePending := anchored(5, 2, 3, "p3")
+	retried := anchored(5, 2, 3, "p3")
+	retried.Pending.Attempts = 2
 	otherRoot := anchored(5, 1, 2, "y")
 	otherRoot.Root = "other-root"
 	for _, c := range []struct {
@@ -116,6 +118,11 @@ func TestApplyRepair(t *testing.T) {
 			with(func(r *store.Record) {
 				r.InFlight = marker(5, 3, "p3", store.MutationUnknown)
 				r.InFlight.Cause, r.InFlight.UnknownSince = store.CauseStoreLoss, storetest.T0
+			}), []string{"root-5/3 marked UNKNOWN"}},
+		{"same fence, a later attempt's Begin lost", with(func(r *store.Record) { r.InFlight = marker(5, 3, "p3", store.MutationUnknown) }), retried,
+			with(func(r *store.Record) {
+				r.InFlight = marker(5, 3, "p3", store.MutationUnknown)
+				r.InFlight.Attempts, r.InFlight.Cause, r.InFlight.UnknownSince = 2, store.CauseStoreLoss, storetest.T0
 			}), []string{"root-5/3 marked UNKNOWN"}},
 		{"same fence, pending committed", with(func(r *store.Record) { r.LastSeq = 3 }), samePending,
 			with(func(r *store.Record) { r.LastSeq = 3 }), nil},
