@@ -122,6 +122,11 @@ const (
 	CodeFenceExhausted Code = "FENCE_EXHAUSTED"
 	// CodeInternal: an internal error (a recovered panic).
 	CodeInternal Code = "INTERNAL"
+	// CodeStoreLost: a fenced store's generation is not the one the
+	// registry anchored (anchor.go): the store lost its data or is another
+	// data set. Every anchor step of that store is refused until an
+	// operator acknowledges the loss.
+	CodeStoreLost Code = "STORE_LOST"
 )
 
 // statusOf is the one table of the HTTP status of each code.
@@ -175,6 +180,7 @@ var statusOf = map[Code]int{
 	CodeUnsupportedMedia: http.StatusUnsupportedMediaType,
 	CodeAdminRequired:    http.StatusForbidden,
 	CodeFenceExhausted:   http.StatusServiceUnavailable,
+	CodeStoreLost:        http.StatusConflict,
 	CodeInternal:         http.StatusInternalServerError,
 }
 

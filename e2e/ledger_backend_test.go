@@ -42,6 +42,7 @@ type ledgerBackend struct {
 	arrived  int                  // PUTs received, applied or not
 	notFound map[string]int       // operation ID -> effect queries answered 404
 	gate     gateFunc
+	noKeys   bool // Idempotency-Key is not honoured: every PUT is applied
 	srv      *httptest.Server
 }
 
@@ -57,6 +58,14 @@ func startLedgerBackend(t *testing.T) *ledgerBackend {
 
 // URL is the backend's base URL.
 func (b *ledgerBackend) URL() string { return b.srv.URL }
+
+// ignoreKeys makes the backend one that does not honour Idempotency-Key
+// (a route without idempotencyKey): it applies every PUT it receives.
+func (b *ledgerBackend) ignoreKeys() {
+	b.mu.Lock()
+	b.noKeys = true
+	b.mu.Unlock()
+}
 
 // setGate installs (or, with nil, removes) the gate every PUT passes first.
 func (b *ledgerBackend) setGate(g gateFunc) {
@@ -91,7 +100,7 @@ func (b *ledgerBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	answer := "applied " + a.Body
 	b.mu.Lock()
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
+	if key := r.Header.Get("Idempotency-Key"); key != "" && !b.noKeys {
 		if first, seen := b.keys[key]; seen {
 			b.mu.Unlock()
 			w.Header().Set("X-Idempotent-Replay", "true")

@@ -189,6 +189,7 @@ type rawWrite struct {
 	Segment string // omitted when empty
 	Path    string // default accountsPath of the grant's resource ID is not derivable: required
 	Body    string
+	Header  http.Header // further request headers, sent as they are
 }
 
 // of fills the grant, proof and owner of lease l.
@@ -232,6 +233,9 @@ func send(base string, w rawWrite) reply {
 	req, err := http.NewRequest(http.MethodPut, base+w.Path, strings.NewReader(w.Body))
 	if err != nil {
 		return reply{Err: err}
+	}
+	for k, v := range w.Header {
+		req.Header[k] = v
 	}
 	if w.Owner != "" {
 		req.Header.Set(identityHeader, w.Owner)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap/zapcore"
 	"go.yaml.in/yaml/v3"
 
@@ -55,7 +56,10 @@ type Config struct {
 	// and TRACE, spelled exactly so, are reads; every other method is a
 	// mutation. Even with pass, a mutation whose method differs only in
 	// case from a route's, on a path that route matches ("put" for PUT),
-	// is treated as that route's and refused (ROUTE_NOT_PROTECTED).
+	// is treated as that route's and refused (ROUTE_NOT_PROTECTED), and so
+	// is one whose path a lenient backend reads as an enforced route's
+	// (lenient.go), or whose decoded path holds NUL, a control character or
+	// invalid UTF-8.
 	UnmatchedMutations string          `yaml:"unmatchedMutations"`
 	Identity           identity.Config `yaml:"identity"`
 	Trust              TrustConfig     `yaml:"trust"`
@@ -573,6 +577,10 @@ func (c Config) Validate() error {
 		}
 		if !strings.HasPrefix(r.Path, "/") {
 			add("%s.path: %q must start with /", p, r.Path)
+		} else if validToken(method) && !readMethod(method) {
+			if err := addPattern(chi.NewRouter(), method, r.Path, p+".path"); err != nil {
+				add("%v", err)
+			}
 		}
 		key := method + " " + r.Path
 		if seen[key] {
@@ -583,8 +591,8 @@ func (c Config) Validate() error {
 			add("%s.resource: a resource template is required", p)
 		}
 		pathParams := map[string]bool{}
-		for _, m := range templateParam.FindAllStringSubmatch(r.Path, -1) {
-			pathParams[m[1]] = true
+		for _, name := range patternParams(r.Path) {
+			pathParams[name] = true
 		}
 		for _, m := range templateParam.FindAllStringSubmatch(r.Resource, -1) {
 			if !pathParams[m[1]] {
@@ -623,6 +631,7 @@ func (c Config) Validate() error {
 			add("%s.effectQueryCloses: needs an effectQuery", p)
 		}
 	}
+	errs = append(errs, validateOverlaps(c.Routes)...)
 	errs = append(errs, c.Retention.validate()...)
 	errs = append(errs, c.Identity.Validate()...)
 	errs = append(errs, c.Forwarded.validate()...)
@@ -677,6 +686,62 @@ func (c Config) Validate() error {
 		add("log.level: %v", err)
 	}
 	return errors.Join(errs...)
+}
+
+// patternParams returns the parameter names of a chi pattern, regexp
+// parameters ({id:[0-9]+}) included.
+func patternParams(pattern string) []string {
+	var out []string
+	for i := 0; i < len(pattern); i++ {
+		if pattern[i] != '{' {
+			continue
+		}
+		end := matchingBrace(pattern, i)
+		if end < 0 {
+			break
+		}
+		name, _, _ := strings.Cut(pattern[i+1:end], ":")
+		out = append(out, name)
+		i = end
+	}
+	return out
+}
+
+// ErrRouteShadowed: a route below enforce can match a path that an
+// enforced route of the same method matches too. Which of the two chi
+// picks depends on its priorities (a static segment before a regexp
+// parameter before a parameter before a catch-all), so the lower mode
+// could take paths the enforced route protects. --force-downgrade does not
+// override it: the configuration itself is contradictory.
+var ErrRouteShadowed = errors.New("proxy: a route below enforce overlaps an enforced route")
+
+// validateOverlaps refuses every route below enforce that can match a path
+// an enforced route of the same method can match (overlap.go; when the
+// check cannot rule an overlap out, it counts as one).
+func validateOverlaps(routes []RouteConfig) []error {
+	// A pattern chi refuses is reported as such, not as overlapping.
+	valid := func(r RouteConfig) bool {
+		m := asciiUpper(r.Method)
+		return validToken(m) && !readMethod(m) && strings.HasPrefix(r.Path, "/") && addPattern(chi.NewRouter(), m, r.Path, "") == nil
+	}
+	var errs []error
+	for i, lo := range routes {
+		if lo.Mode != ModeOff && lo.Mode != ModeShadow || !valid(lo) {
+			continue
+		}
+		for j, hi := range routes {
+			if hi.Mode != ModeEnforce || asciiUpper(hi.Method) != asciiUpper(lo.Method) || !valid(hi) {
+				continue
+			}
+			if o := searchOverlap([]string{hi.Path, lo.Path}, nil); o.Found {
+				errs = append(errs, fmt.Errorf("routes[%d]: %w: %s %s in %s can match paths of the enforced routes[%d] %s %s (%s); "+
+					"chi could send them to the lower mode. Make it enforce, narrow its pattern (a regexp parameter) so the two cannot match one path, "+
+					"or lower the enforced route itself (the enforcement ledger allows that only with --force-downgrade)",
+					i, ErrRouteShadowed, asciiUpper(lo.Method), lo.Path, lo.Mode, j, asciiUpper(hi.Method), hi.Path, o))
+			}
+		}
+	}
+	return errs
 }
 
 // validateClaim reports the problems of a local store's claim on its

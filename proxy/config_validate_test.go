@@ -107,6 +107,27 @@ func TestValidateRejectsNegativesAndBadReadPathConfig(t *testing.T) {
 			c.Routes = append(c.Routes, c.Routes[0])
 			c.Routes[1].Method = "put"
 		}, []string{"configured twice"}},
+		{"route bad pattern", func(c *proxy.Config) { c.Routes[0].Path = "/v1/items/{id" }, []string{"routes[0].path"}},
+		{"route catch-all not last", func(c *proxy.Config) { c.Routes[0].Path = "/v1/*/x" }, []string{"routes[0].path"}},
+		{"route regexp parameter in the resource", func(c *proxy.Config) {
+			c.Routes[0].Path, c.Routes[0].Resource = "/v1/items/{id:[0-9]{1,9}}", "item/{id}"
+		}, nil},
+		{"off route overlapping the enforced one", func(c *proxy.Config) {
+			c.Routes = append(c.Routes, proxy.RouteConfig{Method: "PUT", Path: "/v1/items/42", Resource: "x", Mode: proxy.ModeOff, Status: proxy.RouteStatus{Mode: proxy.StatusProof}})
+			c.SetDefaults()
+		}, []string{"routes[1]: proxy: a route below enforce overlaps an enforced route: PUT /v1/items/42 in off", `routes[0] PUT /v1/items/{id} (for example "/v1/items/42")`}},
+		{"shadow catch-all and an off literal, both overlapping", func(c *proxy.Config) {
+			c.Routes = append(c.Routes,
+				proxy.RouteConfig{Method: "PUT", Path: "/*", Resource: "x", Mode: proxy.ModeShadow, Status: proxy.RouteStatus{Mode: proxy.StatusProof}},
+				proxy.RouteConfig{Method: "PUT", Path: "/v1/items/1", Resource: "y", Mode: proxy.ModeOff, Status: proxy.RouteStatus{Mode: proxy.StatusProof}})
+			c.SetDefaults()
+		}, []string{"routes[1]: proxy: a route below enforce overlaps an enforced route: PUT /* in shadow", "routes[2]: proxy: a route below enforce overlaps an enforced route: PUT /v1/items/1 in off"}},
+		{"shadow and off overlapping each other", func(c *proxy.Config) {
+			c.Routes = append(c.Routes,
+				proxy.RouteConfig{Method: "POST", Path: "/v1/*", Resource: "x", Mode: proxy.ModeShadow, Status: proxy.RouteStatus{Mode: proxy.StatusProof}},
+				proxy.RouteConfig{Method: "POST", Path: "/v1/a", Resource: "y", Mode: proxy.ModeOff, Status: proxy.RouteStatus{Mode: proxy.StatusProof}})
+			c.SetDefaults()
+		}, nil},
 
 		{"upgrade websocket", func(c *proxy.Config) {
 			c.Upgrades = []proxy.UpgradeConfig{{Path: "/ws/{room}", Protocols: []string{"websocket"}}}

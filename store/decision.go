@@ -101,6 +101,11 @@ type BeginResult struct {
 	Detail string
 	// Record is the resource's record after the decision.
 	Record Record
+	// Prior is the resource's record as the decision read it, before any
+	// change (the zero Record if there was none). With Record it is the
+	// step an outside anchor checks (fencegate.AnchorBegin: Prior must
+	// cover the anchor before the mutation is forwarded).
+	Prior Record
 	// Mutation is, for PROCEED, the marker now in flight; for BUSY and
 	// MUTATION_UNKNOWN, the mutation that blocks (with its deadline).
 	Mutation *Mutation

@@ -41,6 +41,10 @@ var (
 	// Resolve(not applied) for a mutation that has a receipt.
 	ErrConflict = errors.New("store: conflicts with stored state")
 
+	// ErrKeyInUse: an UNPIN without Force of a trusted key that may have
+	// signed a grant still held (TrustedKey.InUseUntil after Now).
+	ErrKeyInUse = errors.New("store: trusted key still in use")
+
 	// ErrNotPaused: Resume was called for a resource that is not paused.
 	ErrNotPaused = errors.New("store: resource not paused")
 

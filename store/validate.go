@@ -63,6 +63,9 @@ func (in BeginInput) Validate() error {
 	if err := checkText("owner", in.Owner, MaxOwnerLen, true); err != nil {
 		return err
 	}
+	if err := ValidateLineage("evidence.lineage", in.Evidence.Lineage); err != nil {
+		return err
+	}
 	if in.Now.IsZero() {
 		return invalid("now", "required")
 	}
@@ -78,6 +81,22 @@ func (in BeginInput) Validate() error {
 		}
 		if in.QuietAt.Sub(in.Now) > MaxInFlightWindow {
 			return invalid("quietAt", "further than "+MaxInFlightWindow.String()+" after now")
+		}
+	}
+	return nil
+}
+
+// ValidateLineage checks an issuer lineage as an *InputError of field: ""
+// (unknown: a grant of a registry before lineages), or 1 to
+// fencegate.MaxLineageLen bytes of [0-9a-z], the rule of the grant's
+// "lineage" claim.
+func ValidateLineage(field, l string) error {
+	if len(l) > fencegate.MaxLineageLen {
+		return invalid(field, "longer than "+strconv.Itoa(fencegate.MaxLineageLen)+" bytes")
+	}
+	for i := 0; i < len(l); i++ {
+		if c := l[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
+			return invalid(field, "want [0-9a-z]")
 		}
 	}
 	return nil

@@ -115,6 +115,16 @@ func runQuiet(t *testing.T, newStore Factory) {
 			refused(f, notApplied(f, in, early.QuietAt, 0), retry.QuietAt, retry.QuietAt.Sub(early.QuietAt), before)
 			f.check(notApplied(f, in, retry.QuietAt, 0) == nil, "resolve at the raised quiet time refused")
 		}},
+		{"RepairedMarkerWaitsForQuiet", func(f *fixture) {
+			// A mutation the store lost and Repair put back from its anchor
+			// may still take effect for the repair's window.
+			rec := f.repair(Progress(5, 0, 1, "a"), T0)
+			quiet := T0.Add(time.Minute)
+			f.check(rec.Unknown() && rec.InFlight.QuietBy().Equal(quiet), "repaired marker %+v, want quiet by %v", rec.InFlight, quiet)
+			in := Attempt(res, 5, 1, "a")
+			refused(f, notApplied(f, in, T0, 0), quiet, time.Minute, rec)
+			f.check(notApplied(f, in, quiet, 0) == nil, "resolve of a repaired marker at its quiet time refused")
+		}},
 		{"MarkerWithoutQuietAt", func(f *fixture) {
 			// A marker stored before QuietAt was kept (or begun without one)
 			// is quiet store.LegacyQuietDelay after its deadline.
