@@ -10,7 +10,6 @@ import (
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/identity"
-	"github.com/fencegate/fencegate/internal/faultproxy"
 )
 
 // TestNoReceiptIsNotNotApplied (issue 19, "not found yet" is not "never
@@ -32,7 +31,10 @@ func TestNoReceiptIsNotNotApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Release(ctx)
-	tr := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a"))
+	// A connection per request: the cut below breaks segment 2's only,
+	// never one a later request would reuse.
+	fresh := func() *http.Transport { return &http.Transport{DisableKeepAlives: true} }
+	tr := h.Transport(client.WithBase(fresh()), client.WithHeader(identity.DefaultHeader, "worker-a"))
 
 	release := make(chan struct{})
 	s.backend.setHold(func(w write) {
@@ -41,8 +43,7 @@ func TestNoReceiptIsNotNotApplied(t *testing.T) {
 		}
 		s.backend.setHold(nil)
 		// The worker's connection breaks while the backend works on it.
-		s.sidecarFP.SetMode(faultproxy.Cut)
-		s.sidecarFP.SetMode(faultproxy.Pass)
+		s.sidecarFP.CutAll() // the mode stays Pass: recovery gets through
 		<-release
 	})
 	t.Cleanup(func() {
@@ -66,7 +67,7 @@ func TestNoReceiptIsNotNotApplied(t *testing.T) {
 		t.Fatalf("the holder's last segment is %d after a segment without a receipt, want 1", h.LastSegment())
 	}
 	op2 := fencegate.OperationID(h.OperationRoot(), 2)
-	sc, err := client.NewSidecar(s.sidecar, client.WithIdentityHeader(identity.DefaultHeader, "worker-a"))
+	sc, err := client.NewSidecar(s.sidecar, client.WithIdentityHeader(identity.DefaultHeader, "worker-a"), client.WithHTTPClient(&http.Client{Transport: fresh()}))
 	if err != nil {
 		t.Fatal(err)
 	}
