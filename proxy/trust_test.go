@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"bytes"
-	"context"
 	"crypto"
 	"encoding/base64"
 	"errors"
@@ -13,22 +12,20 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/keys"
-	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/bolt"
-	storemem "github.com/fencegate/fencegate/store/memory"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
-// These tests use only the sidecar's HTTP admin API, ReloadTrust and
-// files, so that they also run against code without trust pins (where
-// they fail: that is what they guard).
+// These tests use only the sidecar's HTTP admin API (its JSON values as
+// literals: they are the API), ReloadTrust and files, so that they also
+// run against code without trust pins, where they fail: that is what they
+// guard. TestFirstUseRefused (trust_firstuse_test.go) uses the new API.
 
 // grantBy signs a grant and a fresh HELD proof for it with is's key.
 func grantBy(is *verifytest.Issuer, resource, owner string, fence uint64) (string, string) {
@@ -128,7 +125,7 @@ func TestAddedBundleKeyIsNotTrustedUntilAccepted(t *testing.T) {
 	if n := f.counter("fencegate_proxy_trust_keys", "state", "unpinned"); n != 1 {
 		t.Fatalf("unpinned keys gauge %v, want 1", n)
 	}
-	if r := f.trustRows()[added.KeyID()]; r.State != proxy.KeyUnpinned || r.Thumbprint != thumbOf(t, added.Key()) {
+	if r := f.trustRows()[added.KeyID()]; r.State != "unpinned" || r.Thumbprint != thumbOf(t, added.Key()) {
 		t.Fatalf("trust list row of the added key %+v", r)
 	}
 	// The registry's key, pinned on first use, still verifies.
@@ -156,14 +153,14 @@ func TestAddedBundleKeyIsNotTrustedUntilAccepted(t *testing.T) {
 	if st := f.adminJSON("POST", "/v1/trust/accept", `{"kid":"`+added.KeyID()+`","thumbprint":"`+thumbOf(t, added.Key())+`","reason":"registry rotation"}`, &acc); st != 200 {
 		t.Fatalf("accept: %d", st)
 	}
-	if !acc.Trusted || acc.Pin.How != string(store.TrustOperator) || acc.Pin.Thumbprint != thumbOf(t, added.Key()) {
+	if !acc.Trusted || acc.Pin.How != "OPERATOR" || acc.Pin.Thumbprint != thumbOf(t, added.Key()) {
 		t.Fatalf("accept answered %+v", acc)
 	}
 	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: tok, status: proof, body: "accepted"}).expect(t, 201, "")
 	if n := f.counter("fencegate_proxy_trust_keys", "state", "unpinned"); n != 0 {
 		t.Fatalf("unpinned keys gauge %v after accept", n)
 	}
-	if r := f.trustRows()[added.KeyID()]; r.State != proxy.KeyTrusted || r.How != string(store.TrustOperator) {
+	if r := f.trustRows()[added.KeyID()]; r.State != "trusted" || r.How != "OPERATOR" {
 		t.Fatalf("trust list row after accept %+v", r)
 	}
 }
@@ -199,23 +196,23 @@ func TestKeyInUseSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	open()
-	if st := f.adminJSON("POST", "/v1/trust/accept", `{"kid":"`+next.KeyID()+`"}`, nil); st != 200 {
-		t.Fatalf("accept: %d", st)
-	}
-	if r := f.trustRows()[f.issuer.KeyID()]; !r.InUseUntil.After(time.Now().Add(verifytest.DefaultTTL / 2)) {
-		t.Fatalf("the restarted sidecar lists the old key's in-use time as %s", r.InUseUntil)
-	}
 	// Dropping the old key while its grant may be held: refused.
 	writeBundle(t, f.cfg.Trust.Bundle, next.Key())
 	if _, err := f.proxy.ReloadTrust(false); !errors.Is(err, proxy.ErrKeyInUse) {
 		t.Fatalf("reload dropping a key in use, after a restart: %v", err)
 	}
 	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), seg: "2", body: "two"}).expect(t, 201, "")
+	if r := f.trustRows()[f.issuer.KeyID()]; !r.InUseUntil.After(time.Now().Add(verifytest.DefaultTTL / 2)) {
+		t.Fatalf("the restarted sidecar lists the old key's in-use time as %s", r.InUseUntil)
+	}
+	if st := f.adminJSON("POST", "/v1/trust/accept", `{"kid":"`+next.KeyID()+`"}`, nil); st != 200 {
+		t.Fatalf("accept: %d", st)
+	}
 	// Forced: dropped and unpinned; its grants are refused.
 	f.reload(true)
 	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), seg: "3", body: "three"}).expect(t, 401, fencegate.CodeGrantInvalid)
 	rows := f.trustRows()
-	if _, ok := rows[f.issuer.KeyID()]; ok || rows[next.KeyID()].State != proxy.KeyTrusted {
+	if _, ok := rows[f.issuer.KeyID()]; ok || rows[next.KeyID()].State != "trusted" {
 		t.Fatalf("pins after a forced reload %+v", rows)
 	}
 }
@@ -255,7 +252,7 @@ func TestSignedBundle(t *testing.T) {
 		f.reload(false)
 		tok, proof := grantBy(added, "doc/1", "worker-a", 4)
 		f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: tok, status: proof, body: "signed"}).expect(t, 201, "")
-		if r := f.trustRows()[added.KeyID()]; r.State != proxy.KeyTrusted || r.How != string(store.TrustSignedBundle) {
+		if r := f.trustRows()[added.KeyID()]; r.State != "trusted" || r.How != "SIGNED_BUNDLE" {
 			t.Fatalf("row of the added key %+v", r)
 		}
 		if n := f.counter("fencegate_proxy_trust_events_total", "event", "signed_bundle"); n != 1 {
@@ -265,15 +262,15 @@ func TestSignedBundle(t *testing.T) {
 	stranger := verifytest.NewIssuer(t, jwa.EdDSA)
 	for _, c := range []struct {
 		name  string
-		write func(f *fixture, added *verifytest.Issuer)
+		write func(t *testing.T, f *fixture, added *verifytest.Issuer)
 	}{
-		{"signed by the new key itself", func(f *fixture, added *verifytest.Issuer) {
+		{"signed by the new key itself", func(t *testing.T, f *fixture, added *verifytest.Issuer) {
 			writeSignedBundle(t, f.cfg.Trust.Bundle, added, now, now.Add(time.Hour), f.issuer.Key(), added.Key())
 		}},
-		{"signed by a key not pinned", func(f *fixture, added *verifytest.Issuer) {
+		{"signed by a key not pinned", func(t *testing.T, f *fixture, added *verifytest.Issuer) {
 			writeSignedBundle(t, f.cfg.Trust.Bundle, stranger, now, now.Add(time.Hour), f.issuer.Key(), added.Key(), stranger.Key())
 		}},
-		{"with the typ of a grant", func(f *fixture, added *verifytest.Issuer) {
+		{"with the typ of a grant", func(t *testing.T, f *fixture, added *verifytest.Issuer) {
 			set, _ := keys.Bundle(false, f.issuer.Key(), added.Key())
 			tok, err := keys.SignBundle(f.issuer.Signer(), set, now, now.Add(time.Hour))
 			if err != nil {
@@ -286,13 +283,13 @@ func TestSignedBundle(t *testing.T) {
 			}
 			writeFile(t, f.cfg.Trust.Bundle, string(bad))
 		}},
-		{"expired", func(f *fixture, added *verifytest.Issuer) {
+		{"expired", func(t *testing.T, f *fixture, added *verifytest.Issuer) {
 			writeSignedBundle(t, f.cfg.Trust.Bundle, f.issuer, now.Add(-2*time.Hour), now.Add(-time.Hour), f.issuer.Key(), added.Key())
 		}},
-		{"issued in the future", func(f *fixture, added *verifytest.Issuer) {
+		{"issued in the future", func(t *testing.T, f *fixture, added *verifytest.Issuer) {
 			writeSignedBundle(t, f.cfg.Trust.Bundle, f.issuer, now.Add(time.Hour), now.Add(2*time.Hour), f.issuer.Key(), added.Key())
 		}},
-		{"replayed after the key was removed", func(f *fixture, added *verifytest.Issuer) {
+		{"replayed after the key was removed", func(t *testing.T, f *fixture, added *verifytest.Issuer) {
 			// Bundle 1 adds the key; a plain file removes it (not in use:
 			// unpinned); bundle 1 again, and an older bundle 0, pin nothing.
 			old := filepath.Join(t.TempDir(), "bundle0.jws")
@@ -300,14 +297,14 @@ func TestSignedBundle(t *testing.T) {
 			writeSignedBundle(t, f.cfg.Trust.Bundle, f.issuer, now, now.Add(time.Hour), f.issuer.Key(), added.Key())
 			replay, _ := os.ReadFile(f.cfg.Trust.Bundle)
 			f.reload(false)
-			if r := f.trustRows()[added.KeyID()]; r.State != proxy.KeyTrusted {
+			if r := f.trustRows()[added.KeyID()]; r.State != "trusted" {
 				t.Fatalf("bundle 1 did not pin the key: %+v", r)
 			}
 			writeBundle(t, f.cfg.Trust.Bundle, f.issuer.Key())
 			f.reload(false)
 			writeFile(t, f.cfg.Trust.Bundle, string(replay))
 			f.reload(false)
-			if r := f.trustRows()[added.KeyID()]; r.State != proxy.KeyUnpinned {
+			if r := f.trustRows()[added.KeyID()]; r.State != "unpinned" {
 				t.Fatalf("the replayed bundle pinned the removed key again: %+v", r)
 			}
 			b0, _ := os.ReadFile(old)
@@ -317,11 +314,11 @@ func TestSignedBundle(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
 			added := verifytest.NewIssuer(t, jwa.EdDSA)
-			c.write(f, added)
+			c.write(t, f, added)
 			f.reload(false)
 			tok, proof := grantBy(added, "doc/1", "worker-a", 1<<62)
 			f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: tok, status: proof, body: "refused"}).expect(t, 401, fencegate.CodeGrantInvalid)
-			if r := f.trustRows()[added.KeyID()]; r.State != proxy.KeyUnpinned {
+			if r := f.trustRows()[added.KeyID()]; r.State != "unpinned" {
 				t.Fatalf("row of the added key %+v", r)
 			}
 			if f.counter("fencegate_proxy_trust_events_total", "event", "signed_bundle_refused") < 1 {
@@ -331,39 +328,5 @@ func TestSignedBundle(t *testing.T) {
 			t1, g1 := f.crafted("doc/2", "worker-a", 3)
 			f.do(call{path: "/v1/docs/2", owner: "worker-a", grant: string(t1), status: f.proof(t1, g1), body: "ok"}).expect(t, 201, "")
 		})
-	}
-}
-
-// TestFirstUseRefused: when the wiring says the store is not known to be
-// its own data set, a store with no pins pins nothing: every grant is
-// refused until an operator accepts a key.
-func TestFirstUseRefused(t *testing.T) {
-	f := newFixture(t)
-	f.store = storemem.New(storemem.Options{})
-	asked := 0
-	p, err := proxy.New(proxy.Options{Config: f.cfg, Store: f.store, Metrics: prometheus.NewRegistry(), FirstUseAllowed: func(context.Context) (bool, error) {
-		asked++
-		return false, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if asked != 1 || len(p.TrustKeyIDs()) != 0 {
-		t.Fatalf("asked %d, trusted %v", asked, p.TrustKeyIDs())
-	}
-	if pins, _ := f.store.TrustedKeys(context.Background()); len(pins) != 0 {
-		t.Fatalf("pinned %+v", pins)
-	}
-	out, err := p.AcceptTrust(context.Background(), f.issuer.KeyID(), thumbOf(t, f.issuer.Key()), "after the loss was acknowledged")
-	if err != nil || !out.Trusted {
-		t.Fatalf("accept: %+v %v", out, err)
-	}
-	// An error of the check is a refusal too.
-	st2 := storemem.New(storemem.Options{})
-	p2, err := proxy.New(proxy.Options{Config: f.cfg, Store: st2, Metrics: prometheus.NewRegistry(), FirstUseAllowed: func(context.Context) (bool, error) {
-		return true, errors.New("anchor unreachable")
-	}})
-	if err != nil || len(p2.TrustKeyIDs()) != 0 {
-		t.Fatalf("first use despite a failing check: %v %v", p2.TrustKeyIDs(), err)
 	}
 }
