@@ -82,11 +82,11 @@ type TrustAccepted struct {
 	Reload  string `json:"reload,omitempty"`
 }
 
-// TrustList reads the pins and the bundle file (reloading both first, as
-// a tick of the watch loop would) and lists every key.
+// TrustList lists every key of the bundle file as loaded and every pin as
+// the store holds it now, with the state the next reload gives each key
+// (it changes nothing; the watch loop or ReloadTrust applies them).
 func (p *Proxy) TrustList(ctx context.Context) (TrustList, error) {
 	t := p.trust
-	t.poll(ctx)
 	pins, err := t.store.TrustedKeys(ctx)
 	if err != nil {
 		return TrustList{}, fmt.Errorf("proxy: trust pins: %w", err)
