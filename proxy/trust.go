@@ -26,6 +26,10 @@ import (
 // held; it is refused unless forced.
 var ErrKeyInUse = errors.New("proxy: trust bundle reload drops a key still in use")
 
+// FirstUseCheck answers whether a fenced store with no trust pins may pin
+// the trust bundle file as it is (Options.FirstUseAllowed).
+type FirstUseCheck func(ctx context.Context) (bool, error)
+
 // trust holds the keys the sidecar verifies with: the keys of the trust
 // bundle file that are pinned in the fenced store (same kid, RFC 7638
 // thumbprint and alg; store.TrustedKeys). The file supplies key material,

@@ -2,11 +2,9 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"crypto"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -156,10 +154,3 @@ func keySet(keys []fileKey, allowHS bool) (*verify.Bundle, error) {
 	}
 	return b, nil
 }
-
-// FirstUseCheck answers whether the fenced store may pin the trust bundle
-// on first use (Options.FirstUseAllowed).
-type FirstUseCheck func(ctx context.Context) (bool, error)
-
-// errFirstUseRefused: the store has no pins and first use is not allowed.
-var errFirstUseRefused = errors.New("proxy: trust: the fenced store has no trust pins and first use is not allowed")
