@@ -64,13 +64,20 @@ func (p *Proxy) Resume(ctx context.Context, resource string) (store.Record, erro
 	return p.store.Resume(ctx, resource)
 }
 
-// ReloadTrust re-reads the trust bundle now. It reports whether the bundle
-// changed. A reload that drops a key behind grants still held fails with
-// ErrKeyInUse unless force is set.
-func (p *Proxy) ReloadTrust(force bool) (bool, error) { return p.trust.reload(force) }
+// ReloadTrust re-reads the trust bundle file and the trust pins now (see
+// trust.go: first use, a signed bundle's keys, removals). It reports
+// whether the file or the keys verified with changed. A reload that drops
+// a key behind grants still held fails with ErrKeyInUse unless force is
+// set.
+func (p *Proxy) ReloadTrust(force bool) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return p.trust.reload(ctx, force)
+}
 
-// TrustKeyIDs are the key IDs of the current trust bundle.
-func (p *Proxy) TrustKeyIDs() []string { return p.trust.current().KeyIDs() }
+// TrustKeyIDs are the key IDs the sidecar verifies with: the bundle
+// file's keys that are pinned.
+func (p *Proxy) TrustKeyIDs() []string { return p.trust.keyIDs() }
 
 // resolve settles the unknown mutation with operation ID op on an
 // operator's word (how labels the reconciliation in metrics).

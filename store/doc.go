@@ -242,7 +242,10 @@
 // pins trusts the first bundle it is shown (FIRST_USE, atomically: one
 // bundle wins); any later key is pinned only by an operator or a bundle
 // signed by a pinned key; a key in use is unpinned only by force, and the
-// last pins never.
+// last pins never. The pin set also keeps a signed-bundle watermark
+// (TrustedKey.BundleSeq, in every pin, so it outlives any one of them): a
+// signed bundle pins keys only at a sequence above it, so an old signed
+// bundle replayed cannot bring back a key removed since.
 //
 // # The enforcement ledger
 //

@@ -83,6 +83,8 @@ func New(o Options) (http.Handler, error) {
 		r.Post("/pause", s.pause)
 		r.Post("/resume", s.resume)
 		r.Post("/trust/reload", s.trustReload)
+		r.Get("/trust", s.trustList)
+		r.Post("/trust/accept", s.trustAccept)
 		if o.Store != nil {
 			r.Post("/store/acknowledge-loss", s.acknowledgeLoss)
 		}

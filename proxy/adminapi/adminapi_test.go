@@ -100,7 +100,7 @@ func TestAdminOnly(t *testing.T) {
 			method, path string
 			okStatus     int // the answer to an admitted caller; 0: anything but ADMIN_REQUIRED
 		}{
-			{"GET", "/metrics", 0}, {"GET", "/v1/paused", 0}, {"POST", "/v1/resume", 0}, {"POST", "/v1/trust/reload", 0}, {"GET", "/no/such/route", 0},
+			{"GET", "/metrics", 0}, {"GET", "/v1/paused", 0}, {"POST", "/v1/resume", 0}, {"POST", "/v1/trust/reload", 0}, {"GET", "/v1/trust", 0}, {"POST", "/v1/trust/accept", 0}, {"GET", "/no/such/route", 0},
 			{"GET", "/debug/pprof/", 200}, {"GET", "/debug/pprof/cmdline", 200}, {"GET", "/debug/pprof/goroutine?debug=1", 200},
 			{"GET", "/debug/pprof/heap", 200}, {"GET", "/debug/pprof/symbol", 200}, {"POST", "/debug/pprof/symbol", 200},
 		} {
