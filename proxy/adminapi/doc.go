@@ -1,8 +1,10 @@
 // Package adminapi serves the sidecar's admin API, on its own listener:
 // /healthz, /readyz, /metrics, and under /v1 receipts, resource records,
-// the lists of unknown, quarantined and paused resources, reconcile,
-// pause, resume and trust reload. Callers must be on loopback or present
-// the admin bearer token.
+// the lists of unknown, quarantined and paused resources, the highest
+// fences (GET /v1/fences, paged: what `fencegate fences collect` reads to
+// find the fence floor a new registry starts from), reconcile, pause,
+// resume and trust reload. Callers must be on loopback or present the
+// admin bearer token.
 //
 // NewHealth serves the health listener: GET and HEAD of /healthz, /readyz
 // and /metrics only, to any caller without credentials (kubelet probes,
