@@ -10,7 +10,10 @@
 // Fence-Status or by a linearizable registry read (unreachable registry:
 // 503 REGISTRY_UNAVAILABLE, never forward). None of these steps touches the
 // store. Then the fenced store decides (store.Store.Begin) on fence and
-// segment order and marks the mutation in flight, with its quiet time (the
+// segment order, with the grant's issuer epoch, backend revision and issuer
+// lineage as its evidence (a lower fence of a lineage the record never saw
+// superseded is a registry that started over: FENCE_REGRESSION and a
+// pause), and marks the mutation in flight, with its quiet time (the
 // forward's deadline, taken before Begin, plus backend.maxApplyDelay: no
 // attempt can take effect after it); the request is forwarded, never after
 // that deadline,

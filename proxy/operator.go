@@ -26,6 +26,22 @@ func (p *Proxy) Record(ctx context.Context, resource string) (store.Record, erro
 	return p.store.Record(ctx, resource)
 }
 
+// Records returns one page of the store's records in resource order
+// (store.RecordsQuery): the admin API's list of highest fences.
+func (p *Proxy) Records(ctx context.Context, q store.RecordsQuery) ([]store.Record, error) {
+	return p.store.Records(ctx, q)
+}
+
+// MinIssuerEpoch is the lowest issuer epoch of a grant this sidecar
+// accepts now: trust.minIssuerEpoch, or the highest issuer epoch a
+// verified status proof carried since the sidecar started, whichever is
+// higher. A grant of a lower epoch is EPOCH_REVOKED, whichever registry
+// issued it: a registry that replaces another must issue at least this
+// epoch.
+func (p *Proxy) MinIssuerEpoch() uint64 {
+	return max(p.status.minEpoch, p.status.maxSeen.Load())
+}
+
 // Unknown lists the mutations whose outcome is unknown now, by the
 // sidecar's clock: those waiting for reconciliation.
 func (p *Proxy) Unknown(ctx context.Context) ([]store.Mutation, error) {

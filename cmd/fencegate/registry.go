@@ -24,7 +24,7 @@ func runRegistry(ctx context.Context, args []string, out io.Writer) error {
 	listen := fs.String("listen", "", "listen address (default 127.0.0.1:8700; the host is $"+listenaddr.EnvHost+" when set)")
 	dev := fs.Bool("insecure-dev", false, "INSECURE development mode: trust the "+identity.DefaultHeader+" header from anyone as the caller's identity, and allow admin calls from loopback")
 	logLevel := fs.String("log-level", "", "log level: debug, info, warn, error")
-	fenceFloor := fs.Uint64("fence-floor", 0, "raise the global fence floor to at least N before serving (never lowers it): every fence issued after exceeds N; the highest fence the sidecars accepted plus a margin, when this registry replaces, migrates or rolls back another (overrides fenceFloor)")
+	fenceFloor := fs.Uint64("fence-floor", 0, "raise the global fence floor to at least N before serving (never lowers it): every fence issued after exceeds N; the highest fence the sidecars accepted (fencegate fences collect), when this registry replaces, migrates or rolls back another (overrides fenceFloor)")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}

@@ -78,6 +78,7 @@ func New(o Options) (http.Handler, error) {
 		r.Get("/resources/*", s.record)
 		r.Get("/unknown", s.unknown)
 		r.Get("/paused", s.paused)
+		r.Get("/fences", s.fences)
 		r.Get("/quarantine", s.quarantine)
 		r.Post("/reconcile", s.reconcile)
 		r.Post("/pause", s.pause)

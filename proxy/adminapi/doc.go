@@ -1,8 +1,10 @@
 // Package adminapi serves the sidecar's admin API, on its own listener:
 // /healthz, /readyz, /metrics, and under /v1 receipts, resource records,
-// the lists of unknown, quarantined and paused resources, reconcile,
-// pause, resume, and the trust pins: GET /v1/trust (the bundle file's keys
-// and the pins), POST /v1/trust/accept (an operator pins a key added to the
+// the lists of unknown, quarantined and paused resources, the highest
+// fences (GET /v1/fences, paged: what `fencegate fences collect` reads to
+// find the fence floor a new registry starts from), reconcile, pause,
+// resume, and the trust pins: GET /v1/trust (the bundle file's keys and
+// the pins), POST /v1/trust/accept (an operator pins a key added to the
 // bundle file) and POST /v1/trust/reload. Callers must be on loopback or
 // present the admin bearer token.
 //

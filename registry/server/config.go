@@ -44,8 +44,8 @@ type Config struct {
 	// from then on exceeds it. It never lowers the floor, so it may stay in
 	// the configuration. Use it when a registry replaces, migrates or
 	// rolls back another: the floor is the highest fence the sidecars
-	// accepted (fencegate fences collect) plus a margin. The flag
-	// --fence-floor overrides it.
+	// accepted (fencegate fences collect). The flag --fence-floor
+	// overrides it.
 	FenceFloor uint64          `yaml:"fenceFloor"`
 	TLS        tlsfiles.Server `yaml:"tls"`
 	Identity   identity.Config `yaml:"identity"`
