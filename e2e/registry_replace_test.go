@@ -191,7 +191,7 @@ log: {level: warn}
 	}
 	wantAccepted(t, "registry B's fence 5", write("worker-b5", b5, "1", "B5"))
 	rec, _ := storeRecord(t, sc.admin, "account/7")
-	if rec.Pause != nil || rec.HighestFence != 5 || rec.Evidence.Lineage != lineageB || len(rec.PriorLineages) != 1 || rec.PriorLineages[0] != lineageA {
+	if rec.Pause != nil || rec.HighestFence != 5 || rec.Evidence.Lineage != lineageB || len(rec.PriorLineages) != 1 || rec.PriorLineages[0].Lineage != lineageA {
 		t.Fatalf("the record after B's fence 5: %+v", rec)
 	}
 	// A's last grant, its proof still fresh: below the epoch the sidecar

@@ -131,7 +131,7 @@ func TestFreshRegistryBelowCompactedFences(t *testing.T) {
 	}
 	write(regB, b5, "worker-b5", 1, "B5").expect(t, 201, "")
 	rec, _ = f.record(res)
-	if rec.Pause != nil || rec.HighestFence != 5 || rec.Evidence.Lineage != metaB.Lineage || len(rec.PriorLineages) != 1 || rec.PriorLineages[0] != metaA.Lineage {
+	if rec.Pause != nil || rec.HighestFence != 5 || rec.Evidence.Lineage != metaB.Lineage || len(rec.PriorLineages) != 1 || rec.PriorLineages[0].Lineage != metaA.Lineage {
 		t.Fatalf("after registry B's fence 5: %+v", rec)
 	}
 	// The old registry's grant: below the epoch this sidecar saw.

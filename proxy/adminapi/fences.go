@@ -42,8 +42,10 @@ type FenceEntry struct {
 	HighestFence uint64 `json:"highestFence"`
 	// Lineage is the issuer lineage of HighestFence's grant ("" for a
 	// registry before lineages); PriorLineages are those it superseded.
-	Lineage       string   `json:"lineage,omitempty"`
-	PriorLineages []string `json:"priorLineages,omitempty"`
+	Lineage string `json:"lineage,omitempty"`
+	// PriorLineages are the lineages it superseded, each with the highest
+	// fence the store accepted under it.
+	PriorLineages []store.PriorLineage `json:"priorLineages,omitempty"`
 	// IssuerEpoch is HighestFence's grant's issuer epoch.
 	IssuerEpoch uint64 `json:"issuerEpoch"`
 	// LastSeq is the last committed segment under HighestFence.

@@ -138,7 +138,7 @@ func TestFencesPages(t *testing.T) {
 		case 4:
 			want.Paused = store.PauseFenceRegression
 		case 7:
-			want.HighestFence, want.Lineage, want.PriorLineages, want.LastSeq, want.Unknown = 1000, lineageB, []string{lineageA}, 0, false
+			want.HighestFence, want.Lineage, want.PriorLineages, want.LastSeq, want.Unknown = 1000, lineageB, []store.PriorLineage{{Lineage: lineageA, Fence: 22}}, 0, false
 		}
 		if fmt.Sprint(e) != fmt.Sprint(want) {
 			t.Errorf("entry %d: %+v, want %+v", i, e, want)
