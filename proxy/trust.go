@@ -115,13 +115,6 @@ func newTrust(ctx context.Context, d trustDeps) (*trust, error) {
 	return t, nil
 }
 
-// current is the bundle to verify with (nil: none).
-func (t *trust) current() *verify.Bundle {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.bundle
-}
-
 // keyIDs are the kids of the verification set, sorted.
 func (t *trust) keyIDs() []string {
 	t.mu.RLock()

@@ -194,7 +194,7 @@ func TestEvidenceIssuedAfter(t *testing.T) {
 func TestIDsAreDeterministicAndDistinct(t *testing.T) {
 	ref := store.OpRef{Resource: "r", Fence: 5, Root: "root", Seq: 1}
 	p := storetest.Digest("a")
-	if store.ReceiptID(ref, p) != store.ReceiptID(ref, p) {
+	if a, b := store.ReceiptID(ref, p), store.ReceiptID(ref, p); a != b {
 		t.Fatal("ReceiptID not deterministic")
 	}
 	seen := map[string]bool{}
