@@ -46,13 +46,20 @@ type Config struct {
 	// rolls back another: the floor is the highest fence the sidecars
 	// accepted (fencegate fences collect). The flag --fence-floor
 	// overrides it.
-	FenceFloor uint64          `yaml:"fenceFloor"`
-	TLS        tlsfiles.Server `yaml:"tls"`
-	Identity   identity.Config `yaml:"identity"`
-	Leases     LeaseConfig     `yaml:"leases"`
-	Proofs     ProofConfig     `yaml:"proofs"`
-	Admin      AdminConfig     `yaml:"admin"`
-	Log        LogConfig       `yaml:"log"`
+	FenceFloor uint64 `yaml:"fenceFloor"`
+	// MinIssuerEpoch, when set, raises the issuer epoch to at least this
+	// value at every start, before the registry serves (never lowers it;
+	// raising it revokes every grant of an older epoch). A replacing
+	// registry starts above the highest epoch the sidecars accept
+	// (fencegate fences collect prints it), or its grants are
+	// EPOCH_REVOKED. The flag --issuer-epoch overrides it.
+	MinIssuerEpoch uint64          `yaml:"minIssuerEpoch"`
+	TLS            tlsfiles.Server `yaml:"tls"`
+	Identity       identity.Config `yaml:"identity"`
+	Leases         LeaseConfig     `yaml:"leases"`
+	Proofs         ProofConfig     `yaml:"proofs"`
+	Admin          AdminConfig     `yaml:"admin"`
+	Log            LogConfig       `yaml:"log"`
 }
 
 // RedisConfig is the redis backend's server and key prefix.
