@@ -37,6 +37,14 @@ const (
 	MaxGenerationLen = 128
 	// MaxAnchorBatch bounds the items of one AnchorRequest.
 	MaxAnchorBatch = 512
+	// MaxAnchorBodyBytes bounds the body of POST /v1/stores/{store}/progress:
+	// MaxAnchorBatch items of the largest valid shape fit (the registry's
+	// other bodies are bounded at 64 KiB).
+	MaxAnchorBodyBytes = 4 << 20
+	// DefaultAnchorPage and MaxAnchorPage are the default and the largest
+	// limit of GET /v1/stores/{store}/anchors.
+	DefaultAnchorPage = 100
+	MaxAnchorPage     = 1000
 )
 
 // Progress is what a fenced store has accepted on one resource, as far as
@@ -124,13 +132,17 @@ func (p Progress) Validate() error {
 		need    bool
 	}{
 		{"root", p.Root, MaxRootLen, true},
-		{"lineage", p.Lineage, MaxLineageLen, false},
 		{"lease", p.Lease, 256, false},
 		{"grantDigest", p.GrantDigest, 80, false},
 		{"paused", p.Paused, 64, false},
 	} {
 		if err := checkAnchorText(f.name, f.v, f.max, f.need); err != nil {
 			return err
+		}
+	}
+	if p.Lineage != "" {
+		if err := ValidateLineage(p.Lineage); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidAnchor, err)
 		}
 	}
 	if p.LastSeq > MaxSeq {
@@ -150,10 +162,6 @@ func (p Progress) Validate() error {
 	return nil
 }
 
-// MaxLineageLen bounds an issuer lineage ID (the registry's, carried by
-// grants as the "lineage" claim).
-const MaxLineageLen = 64
-
 // ErrInvalidAnchor is wrapped by the validation errors of the anchor wire
 // types.
 var ErrInvalidAnchor = errors.New("fencegate: invalid anchor")
@@ -169,6 +177,12 @@ func checkAnchorText(field, v string, maxLen int, required bool) error {
 	}
 	return nil
 }
+
+// StoreResource is the registry resource that stands for a fenced store:
+// "fencegate-store/<name>". A sidecar with a local store claims it by
+// holding a lease on it, and the policy matching it says who may call the
+// store's anchor API.
+func StoreResource(name string) string { return "fencegate-store/" + name }
 
 // ValidateStoreName checks a fenced store's name: 1..MaxStoreNameLen bytes
 // of [A-Za-z0-9._-] (it is a path segment of the registry API and part of
@@ -242,7 +256,10 @@ const (
 	// the anchor: the store lost what Anchored states. Nothing changed.
 	AnchorLoss AnchorOutcome = "LOSS"
 	// AnchorConflict: a SETTLE whose pending mutation is not the anchored
-	// one. Nothing changed.
+	// one, or a step whose Next would lower the anchor (a BEGIN whose Next
+	// does not cover it, a SETTLE whose Next is not the anchor without its
+	// pending mutation). Nothing changed; the caller must not go on with
+	// the step in its store.
 	AnchorConflict AnchorOutcome = "CONFLICT"
 )
 
@@ -277,7 +294,10 @@ type StoreRegistration struct {
 }
 
 // StoreAnchor is the registry's record of one fenced store: the answer of
-// PUT and GET /v1/stores/{store}.
+// PUT and GET /v1/stores/{store}, of the ledger and of the acknowledgement.
+// PUT answers it with 201 when this registration anchored the generation
+// (the registry held none: a new store, or a new or replaced registry,
+// which the sidecar then seeds), 200 when the generation matched.
 type StoreAnchor struct {
 	Store string `json:"store"`
 	// Generation is the anchored generation ("" before the first
@@ -285,13 +305,28 @@ type StoreAnchor struct {
 	Generation string `json:"generation"`
 	// Lineage is the registry's issuer lineage.
 	Lineage string `json:"lineage"`
+	// RegisteredAt is when the generation was first anchored (Unix ms; 0
+	// before the first registration).
+	RegisteredAt int64 `json:"registeredAt,omitempty"`
 	// Resources counts the resources anchored.
 	Resources uint64 `json:"resources"`
 	// Losses counts the anchor steps that found the store behind its
-	// anchor; LastLoss describes the latest.
-	Losses   uint64 `json:"losses,omitempty"`
-	LastLoss string `json:"lastLoss,omitempty"`
-	// Ledger is the enforcement ledger: every route shape ever enforced.
+	// anchor (LOSS) and the registrations that presented another
+	// generation than the anchored one (once per generation presented);
+	// LastLoss describes the latest, at LastLossAt (Unix ms).
+	Losses     uint64 `json:"losses,omitempty"`
+	LastLoss   string `json:"lastLoss,omitempty"`
+	LastLossAt int64  `json:"lastLossAt,omitempty"`
+	// Presented is the latest generation a registration presented that is
+	// not the anchored one ("" when none since the last acknowledgement):
+	// what an operator acknowledges after checking the loss.
+	Presented string `json:"presented,omitempty"`
+	// Acknowledged counts the acknowledged losses (each adopted a new
+	// generation); the latest at AcknowledgedAt (Unix ms).
+	Acknowledged   uint64 `json:"acknowledged,omitempty"`
+	AcknowledgedAt int64  `json:"acknowledgedAt,omitempty"`
+	// Ledger is the enforcement ledger: every route shape ever enforced,
+	// in shape order.
 	Ledger []LedgerEntry `json:"ledger,omitempty"`
 }
 
@@ -312,6 +347,25 @@ type LedgerEvent struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// Ledger event kinds and limits (those of the store's ledger, package
+// store).
+const (
+	// LedgerEnforce: the shape is enforced (sets EnforcedSince if unset).
+	LedgerEnforce = "ENFORCE"
+	// LedgerForcedDowngrade: an operator forced an enforced shape to a
+	// weaker mode (clears EnforcedSince).
+	LedgerForcedDowngrade = "FORCED_DOWNGRADE"
+	// MaxShapeLen bounds a route shape ("PUT /v1/items/{}").
+	MaxShapeLen = 1024
+	// MaxLedgerDetailLen bounds an event's detail.
+	MaxLedgerDetailLen = 1024
+	// MaxLedgerHistory is the number of events an entry keeps (the oldest
+	// are dropped).
+	MaxLedgerHistory = 64
+	// MaxLedgerShapes bounds the shapes of one store's ledger.
+	MaxLedgerShapes = 256
+)
+
 // LedgerBody is the body of POST /v1/stores/{store}/ledger.
 type LedgerBody struct {
 	Shape  string `json:"shape"`
@@ -323,4 +377,20 @@ type LedgerBody struct {
 type ResourceAnchor struct {
 	Resource string   `json:"resource"`
 	Anchored Progress `json:"anchored"`
+}
+
+// AnchorPage is the answer of GET /v1/stores/{store}/anchors?after=&limit=:
+// the anchored resources after the resource "after" in byte order, at most
+// limit of them. Next is the last resource of the page when more may follow
+// (pass it as after), "" at the end.
+type AnchorPage struct {
+	Lineage string           `json:"lineage"`
+	Anchors []ResourceAnchor `json:"anchors"`
+	Next    string           `json:"next,omitempty"`
+}
+
+// AcknowledgeBody is the body of POST /v1/stores/{store}/acknowledge
+// (admin): adopt Generation as the store's generation after a loss.
+type AcknowledgeBody struct {
+	Generation string `json:"generation"`
 }

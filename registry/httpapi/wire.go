@@ -49,7 +49,7 @@ func leaseWire(v registry.LeaseView, caller string) fencegate.Lease {
 
 // metaBody is the wire form of the registry's meta record.
 func metaBody(m registry.Meta) fencegate.Meta {
-	return fencegate.Meta{IssuerEpoch: m.IssuerEpoch, Revision: m.Revision, FenceFloor: m.FenceFloor, PolicySeq: m.PolicySeq}
+	return fencegate.Meta{IssuerEpoch: m.IssuerEpoch, Revision: m.Revision, FenceFloor: m.FenceFloor, PolicySeq: m.PolicySeq, Lineage: m.Lineage}
 }
 
 // policyBody is the wire form of a stored policy.
