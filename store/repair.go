@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,9 @@ func (in RepairInput) Validate() error {
 			}
 		}
 		if p := a.Pending; p != nil {
+			if p.Seq > fencegate.MaxSeq {
+				return invalid("anchored.pending.seq", "must be in 1.."+strconv.Itoa(fencegate.MaxSeq))
+			}
 			if err := checkText("anchored.pending.owner", p.Owner, MaxOwnerLen, false); err != nil {
 				return err
 			}

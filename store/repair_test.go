@@ -190,13 +190,16 @@ func TestApplyRepairPause(t *testing.T) {
 func TestApplyRepairRefuses(t *testing.T) {
 	good := repairIn(anchored(5, 2, 3, "p3"))
 	for name, f := range map[string]func(*store.RepairInput){
-		"resource":        func(in *store.RepairInput) { in.Resource = "" },
-		"no root":         func(in *store.RepairInput) { in.Anchored.Root = "" },
-		"bad root":        func(in *store.RepairInput) { in.Anchored.Root = "a\x7fb" },
-		"lineage":         func(in *store.RepairInput) { in.Anchored.Lineage = "L2" },
-		"grant digest":    func(in *store.RepairInput) { in.Anchored.GrantDigest = "sha256:zz" },
-		"pending seq":     func(in *store.RepairInput) { in.Anchored.Pending.Seq = 5 },
-		"pending digest":  func(in *store.RepairInput) { in.Anchored.Pending.PayloadDigest = "x" },
+		"resource":       func(in *store.RepairInput) { in.Resource = "" },
+		"no root":        func(in *store.RepairInput) { in.Anchored.Root = "" },
+		"bad root":       func(in *store.RepairInput) { in.Anchored.Root = "a\x7fb" },
+		"lineage":        func(in *store.RepairInput) { in.Anchored.Lineage = "L2" },
+		"grant digest":   func(in *store.RepairInput) { in.Anchored.GrantDigest = "sha256:zz" },
+		"pending seq":    func(in *store.RepairInput) { in.Anchored.Pending.Seq = 5 },
+		"pending digest": func(in *store.RepairInput) { in.Anchored.Pending.PayloadDigest = "x" },
+		"pending past MaxSeq": func(in *store.RepairInput) {
+			in.Anchored.LastSeq, in.Anchored.Pending.Seq = fencegate.MaxSeq, fencegate.MaxSeq+1
+		},
 		"fields, fence 0": func(in *store.RepairInput) { in.Anchored.Fence = 0 },
 		"detail":          func(in *store.RepairInput) { in.Detail = "a\nb" },
 		"now":             func(in *store.RepairInput) { in.Now = time.Time{} },
