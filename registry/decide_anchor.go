@@ -210,7 +210,9 @@ func DecideAnchor(snap AnchorSnapshot, in AnchorInput) (fencegate.AnchorResponse
 //     anchor becomes Next.
 //   - SEED: LOSS unless Next covers a; else ANCHORED, Next.
 //   - SETTLE: ANCHORED with Next when Next covers a (a retried or moot
-//     settle); else the anchored pending mutation must be Prior's (same
+//     settle), but never through a higher fence while a holds a pending
+//     mutation (a fence raised by a Begin that was never anchored does not
+//     show that the store kept that mutation); else the anchored pending mutation must be Prior's (same
 //     fence, root, segment and payload) and Next Prior without it (same
 //     fence, root and last segment, the anchored pause kept): ANCHORED, a
 //     without its pending mutation; otherwise CONFLICT, a unchanged.
@@ -233,7 +235,13 @@ func AnchorStep(a fencegate.Progress, it fencegate.AnchorItem) (fencegate.Anchor
 		}
 		return fencegate.AnchorAnchored, clonedProgress(it.Next)
 	case fencegate.AnchorSettle:
-		if it.Next.Covers(a) {
+		// A higher fence in Next does not settle an anchored pending
+		// mutation: the store raised the fence in a Begin that was never
+		// anchored (its sidecar died or the registry failed before the
+		// answer), and the record that Begin read may have lost that very
+		// mutation; only its own SETTLE, or a record showing it committed
+		// (a SEED), drops it.
+		if it.Next.Covers(a) && (a.Pending == nil || it.Next.Fence == a.Fence) {
 			return fencegate.AnchorAnchored, clonedProgress(it.Next)
 		}
 		p, n := it.Prior, it.Next

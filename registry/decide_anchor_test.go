@@ -80,6 +80,8 @@ func TestAnchorStep(t *testing.T) {
 		{"settle whose next drops a committed segment", pr(2, 4, payA), item(fencegate.AnchorSettle, pr(2, 4, payA), pr(2, 3, "")), C, pr(2, 4, payA)},
 		{"settle whose next drops the anchored pause", paused(pr(2, 4, payA), "OPERATOR"), item(fencegate.AnchorSettle, paused(pr(2, 4, payA), "OPERATOR"), pr(2, 4, "")), C, paused(pr(2, 4, payA), "OPERATOR")},
 		{"settle with nothing anchored", pr(0, 0, ""), item(fencegate.AnchorSettle, pr(2, 4, payA), pr(2, 4, "")), A, pr(2, 4, "")},
+		{"settle under a higher fence keeps a lower anchored pending", pr(1, 0, payA), item(fencegate.AnchorSettle, pr(2, 0, payB), pr(2, 0, "")), C, pr(1, 0, payA)},
+		{"settle under a higher fence with nothing pending", pr(1, 3, ""), item(fencegate.AnchorSettle, pr(2, 0, payB), pr(2, 0, "")), A, pr(2, 0, "")},
 
 		// PAUSE and RESUME: always anchored.
 		{"pause", pr(2, 4, payA), item(fencegate.AnchorPause, pr(2, 4, payA), paused(pr(2, 4, payA), "FENCE_REGRESSION")), A, paused(pr(2, 4, payA), "FENCE_REGRESSION")},
