@@ -216,8 +216,10 @@ func DecideAnchor(snap AnchorSnapshot, in AnchorInput) (fencegate.AnchorResponse
 //     fence, root, segment and payload) and Next Prior without it (same
 //     fence, root and last segment, the anchored pause kept): ANCHORED, a
 //     without its pending mutation; otherwise CONFLICT, a unchanged.
-//   - PAUSE: always ANCHORED: Next when it covers a, else a with Next's
-//     pause (a store behind its anchor still gets its pause anchored).
+//   - PAUSE: always ANCHORED: Next when it covers a (not through a higher
+//     fence while a holds a pending mutation, as for SETTLE), else a with
+//     Next's pause (a store behind its anchor still gets its pause
+//     anchored).
 //   - RESUME: always ANCHORED: a without its pause.
 func AnchorStep(a fencegate.Progress, it fencegate.AnchorItem) (fencegate.AnchorOutcome, fencegate.Progress) {
 	switch it.Op {
@@ -259,7 +261,9 @@ func AnchorStep(a fencegate.Progress, it fencegate.AnchorItem) (fencegate.Anchor
 		}
 		return fencegate.AnchorAnchored, out
 	case fencegate.AnchorPause:
-		if it.Next.Covers(a) {
+		// As for SETTLE: a higher fence in Next never replaces an
+		// anchored pending mutation; the pause is added to a.
+		if it.Next.Covers(a) && (a.Pending == nil || it.Next.Fence == a.Fence) {
 			return fencegate.AnchorAnchored, clonedProgress(it.Next)
 		}
 		out := clonedProgress(a)

@@ -81,6 +81,8 @@ func TestAnchorStep(t *testing.T) {
 		{"settle whose next drops the anchored pause", paused(pr(2, 4, payA), "OPERATOR"), item(fencegate.AnchorSettle, paused(pr(2, 4, payA), "OPERATOR"), pr(2, 4, "")), C, paused(pr(2, 4, payA), "OPERATOR")},
 		{"settle with nothing anchored", pr(0, 0, ""), item(fencegate.AnchorSettle, pr(2, 4, payA), pr(2, 4, "")), A, pr(2, 4, "")},
 		{"settle under a higher fence keeps a lower anchored pending", pr(1, 0, payA), item(fencegate.AnchorSettle, pr(2, 0, payB), pr(2, 0, "")), C, pr(1, 0, payA)},
+		{"pause under a higher fence keeps a lower anchored pending", pr(1, 0, payA), item(fencegate.AnchorPause, paused(pr(2, 0, payB), "STORE_LOSS"), paused(pr(2, 0, payB), "STORE_LOSS")), A, paused(pr(1, 0, payA), "STORE_LOSS")},
+		{"pause under a higher fence with nothing pending", pr(1, 3, ""), item(fencegate.AnchorPause, paused(pr(2, 0, payB), "OPERATOR"), paused(pr(2, 0, payB), "OPERATOR")), A, paused(pr(2, 0, payB), "OPERATOR")},
 		{"settle under a higher fence with nothing pending", pr(1, 3, ""), item(fencegate.AnchorSettle, pr(2, 0, payB), pr(2, 0, "")), A, pr(2, 0, "")},
 
 		// PAUSE and RESUME: always anchored.
