@@ -53,7 +53,9 @@ type backend interface {
 
 type boltBackend struct{ path string }
 
-func newBolt(t testing.TB) *boltBackend { return &boltBackend{path: filepath.Join(t.TempDir(), "store.db")} }
+func newBolt(t testing.TB) *boltBackend {
+	return &boltBackend{path: filepath.Join(t.TempDir(), "store.db")}
+}
 
 func (b *boltBackend) Name() string { return "bolt" }
 func (b *boltBackend) Open(t testing.TB) store.Store {
@@ -215,7 +217,9 @@ type faulty struct {
 	before func(fencegate.AnchorRequest)
 }
 
-func newFaulty(reg anchor.Registry, tr *trace) *faulty { return &faulty{reg: reg, tr: tr, ledgerOK: true} }
+func newFaulty(reg anchor.Registry, tr *trace) *faulty {
+	return &faulty{reg: reg, tr: tr, ledgerOK: true}
+}
 
 func (f *faulty) fail(modes ...string) {
 	f.mu.Lock()

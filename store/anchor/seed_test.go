@@ -20,7 +20,7 @@ type switchable struct {
 	cur anchor.Registry
 }
 
-func (s *switchable) get() anchor.Registry { s.mu.Lock(); defer s.mu.Unlock(); return s.cur }
+func (s *switchable) get() anchor.Registry  { s.mu.Lock(); defer s.mu.Unlock(); return s.cur }
 func (s *switchable) set(r anchor.Registry) { s.mu.Lock(); s.cur = r; s.mu.Unlock() }
 
 func (s *switchable) RegisterStore(ctx context.Context, st, g string) (fencegate.StoreAnchor, bool, error) {
