@@ -44,7 +44,7 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 	}
 	if err != nil {
 		p.log.Error("store Begin failed; rejecting (fail closed)", zap.String("resource", a.resource), zap.Error(err))
-		p.refuse(w, a, reject(fencegate.CodeStoreUnavailable, "the fenced store failed; nothing was forwarded"), time.Second)
+		p.refuse(w, a, storeFailure(err), time.Second)
 		return
 	}
 	switch res.Decision {
@@ -133,7 +133,7 @@ func (p *Proxy) begin(a *attempt, in store.BeginInput) (store.BeginResult, error
 	backoff := 2 * time.Millisecond
 	for {
 		in.Now = p.now()
-		in.Deadline = in.Now.Add(p.cfg.Backend.Timeout + 5*time.Second)
+		in.Deadline = in.Now.Add(p.cfg.Backend.Timeout + markerSlack)
 		start := p.now()
 		res, err := p.store.Begin(a.req.Context(), in)
 		p.m.storeDur.WithLabelValues("begin").Observe(clock.Since(p.clk, start).Seconds())
