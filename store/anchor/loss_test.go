@@ -181,3 +181,39 @@ func TestLostStoreAcknowledgedAndRepaired(t *testing.T) {
 		})
 	}
 }
+
+// Story 2 again, with the registry's answer to the retry's anchor step
+// lost: the anchor holds exactly the retried mutation (the original
+// attempt, forwarded before the restore), so a SETTLE would match it and
+// an Abort would let the next retry be anchored and forwarded: A2 twice.
+// The marker is left instead (it becomes UNKNOWN at its deadline, for the
+// reconciler to settle from the backend), and no retry proceeds.
+func TestLostAnswerAfterRestoreNeverAborts(t *testing.T) {
+	ctx := context.Background()
+	be := newBolt(t)
+	tr := &trace{}
+	reg := newFaulty(anchor.FromRegistry(newRegistry(t), caller), tr)
+	st := wrapped(t, be.Open(t), reg, anchor.Options{})
+	a1 := attempt("acct/1", 5, 1, "A1")
+	mustProceed(t, st, a1)
+	commit(t, st, a1.Ref())
+	_ = st.Close()
+	snap := be.Snapshot(t)
+	st = wrapped(t, be.Open(t), reg, anchor.Options{})
+	mustProceed(t, st, attempt("acct/1", 5, 2, "A2")) // forwarded; its answer never comes
+	_ = st.Close()
+	be.Restore(t, snap)
+
+	st = wrapped(t, be.Open(t), reg, anchor.Options{})
+	defer st.Close()
+	reg.fail("lose")
+	for i := range 3 {
+		if res, err := st.Begin(ctx, attempt("acct/1", 5, 2, "A2")); err == nil && res.Decision == store.DecisionProceed {
+			t.Fatalf("retry %d of A2 proceeds: the backend would apply A2 twice", i)
+		}
+	}
+	rec, _ := st.Record(ctx, "acct/1")
+	if rec.InFlight == nil || rec.InFlight.OperationID != attempt("acct/1", 5, 2, "A2").Ref().OperationID() {
+		t.Fatalf("record %+v", rec)
+	}
+}
