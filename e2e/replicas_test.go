@@ -187,6 +187,7 @@ routes:
   - {method: PUT, path: "/v1/accounts/{id}", resource: "account/{id}", status: {mode: proof, maxAge: 5s}}
 identity: {mode: insecure-header}
 trust: {bundle: "`+filepath.Join(reg.dataDir, "keys", "jwks.json")+`"}
+registry: {url: "`+reg.url+`"}
 store: {backend: redis, service: e2e-owners, claimIdentity: sidecar, redis: {addr: "`+redis.Addr()+`", prefix: "owners"}}
 dataDir: "`+t.TempDir()+`"
 log: {level: warn}

@@ -32,10 +32,14 @@ import (
 //
 // A Begin that paused the resource itself (FENCE_REGRESSION) anchors the
 // pause. While the store is lost Begin answers ErrStoreLost without
-// calling the store.
+// calling the store; while the registry is re-seeded (it forgot the store
+// or was replaced), a decision that forwards nothing is answered as the
+// store decided it and one that would forward is withdrawn
+// (ErrNotAnchored).
 func (w *Store) Begin(ctx context.Context, in store.BeginInput) (store.BeginResult, error) {
-	if err := w.writable(); err != nil {
-		return store.BeginResult{}, err
+	ph, _, _ := w.state()
+	if ph == phaseClosed || ph == phaseLost {
+		return store.BeginResult{}, w.writable()
 	}
 	res, err := w.inner.Begin(ctx, in)
 	if err != nil {
@@ -44,6 +48,13 @@ func (w *Store) Begin(ctx context.Context, in store.BeginInput) (store.BeginResu
 	}
 	switch {
 	case res.Decision == store.DecisionProceed:
+		if err := w.writable(); err != nil {
+			// Re-seeding a registry that forgot the store: a decision
+			// that forwards nothing stands, one that would is withdrawn
+			// (it was neither anchored nor forwarded).
+			w.abortOwn(ctx, res)
+			return store.BeginResult{}, err
+		}
 		return w.anchorBegin(ctx, in, res)
 	case res.Prior.Pause == nil && res.Record.Pause != nil:
 		_ = w.anchorPause(ctx, res.Record) // logged; the answer stands

@@ -82,8 +82,15 @@ func TestSeedAndReplacedRegistry(t *testing.T) {
 	if _, err := st.Begin(ctx, attempt("acct/new", 9, 1, "q")); !errors.Is(err, anchor.ErrNotAnchored) {
 		t.Fatalf("begin at the replaced registry: %v", err)
 	}
-	if _, err := st.Begin(ctx, attempt("acct/new", 1, 1, "q")); !errors.Is(err, anchor.ErrNotAnchored) {
+	if _, err := st.Begin(ctx, attempt("acct/new2", 1, 1, "q")); !errors.Is(err, anchor.ErrNotAnchored) {
 		t.Fatalf("begin before the re-seed: %v", err)
+	}
+	if rec, _ := inner.Record(ctx, "acct/new2"); rec.InFlight != nil {
+		t.Fatalf("a Begin before the re-seed left its marker: %+v", rec.InFlight)
+	}
+	// A decision that forwards nothing is answered meanwhile.
+	if res, err := st.Begin(ctx, attempt("acct/new", 1, 1, "q")); err != nil || res.Decision != store.DecisionStaleOwner {
+		t.Fatalf("a stale fence before the re-seed: %v %s", err, res.Decision)
 	}
 	if err := st.Recheck(ctx); err != nil {
 		t.Fatal(err)

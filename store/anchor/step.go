@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -19,9 +19,9 @@ func (w *Store) send(ctx context.Context, items []fencegate.AnchorItem) (fencega
 	_, gen, _ := w.state()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.opt.CallTimeout)
 	defer cancel()
-	start := time.Now()
+	start := w.clk.Now()
 	resp, err := w.reg.AnchorProgress(ctx, w.opt.Store, fencegate.AnchorRequest{Generation: gen, Items: items})
-	w.m.latency.Observe(time.Since(start).Seconds())
+	w.m.latency.Observe(clock.Since(w.clk, start).Seconds())
 	w.m.batch.Observe(float64(len(items)))
 	switch {
 	case err == nil:
