@@ -203,11 +203,12 @@ func (w *Store) noteInner(err error) {
 	}
 }
 
-// CheckLoss is the readiness check: the loss while lost (or re-seeding),
-// the store's own generation check where it has one (store/redis reads
-// its marker), else nil. It never calls the registry.
+// CheckLoss is the readiness check: the loss while lost, the store's own
+// generation check where it has one (store/redis reads its marker), else
+// nil. It never calls the registry, and a registry being re-seeded does
+// not fail it (a registry's trouble must not make every pod unready).
 func (w *Store) CheckLoss(ctx context.Context) error {
-	if err := w.writable(); err != nil && !errors.Is(err, ErrNotOpen) {
+	if err := w.Lost(); err != nil {
 		return err
 	}
 	if cg, ok := w.inner.(interface{ CheckGeneration(context.Context) error }); ok {
