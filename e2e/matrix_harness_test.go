@@ -93,7 +93,7 @@ func matrixSidecarConfig(reg *registry, backend string, o sidecarOpts, service s
 	}
 	storeCfg := `{backend: bolt, service: ` + service + `, claimIdentity: ` + service + `, claimTTL: ` + o.claimTTL + `}`
 	if o.redisAddr != "" {
-		storeCfg = `{backend: redis, redis: {addr: "` + o.redisAddr + `", prefix: "` + o.redisPrefix + `"}}`
+		storeCfg = `{backend: redis, service: ` + service + `, claimIdentity: ` + service + `, redis: {addr: "` + o.redisAddr + `", prefix: "` + o.redisPrefix + `"}}`
 	}
 	return `
 listen: LISTEN

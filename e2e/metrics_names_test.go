@@ -38,7 +38,7 @@ func TestMetricNamesExist(t *testing.T) {
 	// has the data-loss flag, a bolt store the registry claim).
 	sidecarFams := map[string]map[string]string{}
 	for _, store := range []string{
-		`{backend: redis, redis: {addr: "` + redis.Addr() + `", prefix: "metricnames"}}`,
+		`{backend: redis, service: metricnames-redis, claimIdentity: sidecar, redis: {addr: "` + redis.Addr() + `", prefix: "metricnames"}}`,
 		`{backend: bolt, service: metricnames, claimIdentity: sidecar}`,
 	} {
 		sc := startSidecar(t, `

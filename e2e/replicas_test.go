@@ -43,7 +43,7 @@ routes:
 identity: {mode: insecure-header}
 trust: {bundle: "`+filepath.Join(rs.reg.dataDir, "keys", "jwks.json")+`"}
 registry: {url: "`+rs.reg.url+`"}
-store: {backend: redis, redis: {addr: "`+redis.Addr()+`", prefix: "replicas"}}
+store: {backend: redis, service: e2e-replicas, claimIdentity: sidecar, redis: {addr: "`+redis.Addr()+`", prefix: "replicas"}}
 dataDir: "`+t.TempDir()+`"
 log: {level: warn}
 `))
@@ -173,7 +173,8 @@ routes:
   - {method: PUT, path: "/v1/accounts/{id}", resource: "account/{id}", status: {mode: proof, maxAge: 5s}}
 identity: {mode: insecure-header}
 trust: {bundle: "`+filepath.Join(reg.dataDir, "keys", "jwks.json")+`"}
-store: {backend: redis, redis: {addr: "`+redis.Addr()+`", prefix: "owners"}}
+registry: {url: "`+reg.url+`"}
+store: {backend: redis, service: e2e-owners, claimIdentity: sidecar, redis: {addr: "`+redis.Addr()+`", prefix: "owners"}}
 dataDir: "`+t.TempDir()+`"
 log: {level: warn}
 `))

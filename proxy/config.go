@@ -218,23 +218,38 @@ type StoreConfig struct {
 	Path string `yaml:"path"`
 	// Redis is the redis backend's server (required for backend redis).
 	Redis RedisStoreConfig `yaml:"redis"`
-	// Service names the protected service whose fences this store keeps
-	// (required for bolt, optional for memory). A local store serves one
-	// replica only: at start the sidecar claims the service by holding a
-	// lease on the resource "fencegate-store/<service>" at the registry,
-	// refuses to start while another sidecar holds it, and refuses writes
-	// (STORE_UNAVAILABLE) whenever it loses it.
+	// Service names the fenced store at the registry (required for bolt
+	// and redis; optional for memory, which is anchored when it and
+	// registry.url are set): 1..128 bytes of [A-Za-z0-9._-]. The registry
+	// keeps the store's generation, per resource the progress the store
+	// must cover, and its enforcement ledger under this name (the outside
+	// anchor, package store/anchor), so a store that lost data is caught by
+	// every sidecar, a new pod included. A local store (bolt, memory)
+	// serves one replica only: at start the sidecar also claims the service
+	// by holding a lease on the resource "fencegate-store/<service>" at the
+	// registry, refuses to start while another sidecar holds it, and
+	// refuses writes (STORE_UNAVAILABLE) whenever it loses it.
 	Service string `yaml:"service"`
 	// ClaimTTL is the claim lease's TTL (default 15s); a second sidecar
 	// waits up to one ClaimTTL (a restarted pod's old claim can expire)
 	// before refusing to start.
 	ClaimTTL time.Duration `yaml:"claimTTL"`
-	// ClaimIdentity is sent in the identity header (X-Fencegate-Identity)
-	// of the claim's registry calls, for a registry in header or
-	// insecure-dev mode (tests, demo). Leave it empty with mTLS: the
-	// client certificate (registry.certFile) is the claim's owner.
+	// Identity is the identity of the store's registry calls (its anchor
+	// and a local store's claim), sent in the identity header
+	// (X-Fencegate-Identity) for a registry in header or insecure-dev mode
+	// (tests, demo). Leave it empty with mTLS: the client certificate
+	// (registry.certFile) is the caller. The policy of the resource
+	// "fencegate-store/<service>" at the registry says who may call.
+	Identity string `yaml:"identity"`
+	// ClaimIdentity is Identity's earlier name, still read (SetDefaults
+	// copies it to Identity).
 	ClaimIdentity string `yaml:"claimIdentity"`
 }
+
+// Anchored reports whether the store's progress is anchored at the
+// registry (store/anchor): whenever store.service and registry.url are
+// both set, which Validate requires for bolt and redis.
+func (c Config) Anchored() bool { return c.Store.Service != "" && c.Registry.URL != "" }
 
 // DefaultClaimTTL is the default store.claimTTL.
 const DefaultClaimTTL = 15 * time.Second
@@ -458,6 +473,9 @@ func (c *Config) SetDefaults() {
 		c.Store.Path = c.DataDir + "/store.db"
 	}
 	setDur(&c.Store.ClaimTTL, DefaultClaimTTL)
+	if c.Store.Identity == "" {
+		c.Store.Identity = c.Store.ClaimIdentity
+	}
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -670,15 +688,29 @@ func (c Config) Validate() error {
 			add("store.path: required for the bolt store (or set dataDir)")
 		}
 		if c.Store.Service == "" {
-			add("store.service: required for the bolt store: a local store keeps the fences of one replica only, so the sidecar claims the service at the registry and a second replica refuses to start (use store.backend redis for several replicas)")
+			add("store.service: required for the bolt store: a local store keeps the fences of one replica only, so the sidecar claims the service at the registry and a second replica refuses to start (use store.backend redis for several replicas); the registry also anchors the store's progress under that name")
 		}
 	case "redis":
 		c.Store.Redis.validate(add)
+		if c.Store.Service == "" {
+			add("store.service: required for the redis store: the registry anchors the store's generation, progress and enforcement ledger under that name, so that every sidecar, a new pod included, sees a Redis that lost data")
+		}
+		if u, err := url.Parse(c.Registry.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("registry.url: required (http(s)://host:port) by the redis store: its outside anchor (generation, progress, ledger) lives in the registry")
+		}
 	case "memory":
 	default:
 		add("store.backend: %q is not bolt, redis or memory", c.Store.Backend)
 	}
 	c.Store.validateClaim(c.Registry.URL, add)
+	if c.Store.Service != "" {
+		if err := fencegate.ValidateStoreName(c.Store.Service); err != nil {
+			add("store.service: %q must be 1 to %d bytes of [A-Za-z0-9._-] (it names the store at the registry)", c.Store.Service, fencegate.MaxStoreNameLen)
+		}
+	}
+	if c.Store.ClaimIdentity != "" && c.Store.Identity != c.Store.ClaimIdentity {
+		add("store.identity and store.claimIdentity (its earlier name) differ: set store.identity only")
+	}
 	if c.DataDir == "" {
 		add("dataDir: required (the bolt store lives there by default)")
 	}

@@ -48,7 +48,7 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 	}
 	if err != nil {
 		p.log.Error("store Begin failed; rejecting (fail closed)", zap.String("resource", a.resource), zap.Error(err))
-		p.refuse(w, a, reject(fencegate.CodeStoreUnavailable, "the fenced store failed; nothing was forwarded"), time.Second)
+		p.refuse(w, a, storeFailure(err), time.Second)
 		return
 	}
 	switch res.Decision {
@@ -131,12 +131,12 @@ func inputRejection(ie *store.InputError) *rejection {
 
 // times sets a Begin's times from start, the moment before the Begin call:
 // Now; the marker's Deadline (the forward's deadline, start +
-// backend.timeout, plus 5 s to settle); and QuietAt, the forward's deadline
+// backend.timeout, plus markerSlack to settle); and QuietAt, the forward's deadline
 // plus backend.maxApplyDelay, after which no attempt of this mutation can
 // take effect (docs/design.md 6.8).
 func (p *Proxy) times(in *store.BeginInput, start time.Time) {
 	in.Now = start
-	in.Deadline = start.Add(p.cfg.Backend.Timeout + 5*time.Second)
+	in.Deadline = start.Add(p.cfg.Backend.Timeout + markerSlack)
 	in.QuietAt = start.Add(p.cfg.Backend.Timeout + p.cfg.Backend.MaxApplyDelay)
 }
 

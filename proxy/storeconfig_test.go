@@ -14,9 +14,13 @@ import (
 // required and every malformed setting is named.
 func TestRedisStoreConfigValidates(t *testing.T) {
 	c := validConfig(t)
-	c.Store = proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: "redis.internal:6379", Prefix: "svc-a", Timeout: time.Second}}
+	c.Registry.URL = "http://registry.internal:8700"
+	c.Store = proxy.StoreConfig{Backend: "redis", Service: "svc-a", Redis: proxy.RedisStoreConfig{Addr: "redis.internal:6379", Prefix: "svc-a", Timeout: time.Second}}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("a valid redis store config: %v", err)
+	}
+	if !c.Anchored() {
+		t.Fatal("a redis store with store.service and registry.url is not anchored")
 	}
 
 	c.Store = proxy.StoreConfig{Backend: "redis"}

@@ -233,7 +233,12 @@
 // (cause STORE_LOSS) a mutation the anchor says may have reached the
 // backend, and pauses the resource with reason STORE_LOSS; Begin then
 // answers PAUSED, whose code is FENCE_REGRESSION, until an operator
-// resumes. Generation names the store's data set (another one, or none,
+// resumes. The one case where a highest fence goes down is the caller's
+// own Begin that found the loss (RepairInput.Withdraw): when it raised the
+// fence above the anchored one over an anchored pending mutation, it is
+// withdrawn (it was neither anchored nor forwarded), so that mutation comes
+// back UNKNOWN instead of hiding under a fence nothing was forwarded with.
+// Generation names the store's data set (another one, or none,
 // is a loss of the whole store), and Records pages through every record
 // (to seed a new anchor).
 //

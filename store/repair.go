@@ -28,6 +28,20 @@ type RepairInput struct {
 	// backend.timeout + backend.maxApplyDelay): the repaired marker is
 	// not quiet before Now + Window. 0..MaxInFlightWindow.
 	Window time.Duration
+	// Withdraw, when set, is the caller's own Begin that found the loss
+	// (its Prior did not cover the anchor), which was neither anchored nor
+	// forwarded. When that Begin raised the fence above the anchored one
+	// over an anchored pending mutation, the repair starts from the record
+	// as the Begin read it (see ApplyRepair).
+	Withdraw *Withdrawal
+}
+
+// Withdrawal names a Begin that found its record behind the outside
+// anchor: the mutation it marked in flight and the record it read
+// (BeginResult.Prior).
+type Withdrawal struct {
+	Mutation OpRef
+	Before   Record
 }
 
 // Validate checks a Repair input: a valid resource, an anchored Progress
@@ -75,6 +89,14 @@ func (in RepairInput) Validate() error {
 	if in.Window < 0 || in.Window > MaxInFlightWindow {
 		return invalid("window", "must be in 0.."+MaxInFlightWindow.String())
 	}
+	if w := in.Withdraw; w != nil {
+		if err := w.Mutation.Validate(); err != nil {
+			return err
+		}
+		if w.Mutation.Resource != in.Resource || w.Before.Exists() && w.Before.Resource != in.Resource {
+			return invalid("withdraw", "names another resource")
+		}
+	}
 	return nil
 }
 
@@ -107,6 +129,20 @@ func (in RepairInput) Validate() error {
 //     another grant's history, never forwarded;
 //   - anchored fence below the record's (or none): nothing but the pause.
 //
+// One case comes first: in.Withdraw names the caller's own Begin, still
+// the record's marker (IN_FLIGHT, first attempt, segment 1 of the
+// record's highest fence, nothing committed under it), which raised the
+// fence from the Before record's (at most the anchored fence) to one above
+// the anchored fence, while the anchor holds a pending mutation. Every
+// forwarded mutation is anchored first and an anchor never goes back, so
+// no mutation under the raised fence reached the backend; keeping that
+// fence would hide the anchored mutation, which may still land (the record
+// can hold only a marker of its highest fence, and a higher fence covers a
+// lower one). So the raise is withdrawn: the repair starts from Before
+// (with any pause written since) and the anchored mutation comes back as
+// UNKNOWN. This is the one way a record's highest fence goes down, and
+// only to the anchored fence, which is at least every fence forwarded.
+//
 // In every case the resource ends up paused with reason STORE_LOSS, so an
 // operator looks before writes resume; an earlier pause of another reason
 // is replaced, its reason and detail kept in the new detail. A record
@@ -130,6 +166,17 @@ func ApplyRepair(rec Record, in RepairInput) (Change, error) {
 	changed := !rec.Exists()
 	next.Resource = in.Resource
 	var notes []string
+	if w := in.Withdraw; w != nil && withdraws(rec, *w, a) {
+		m := rec.InFlight
+		next = w.Before.Clone()
+		next.Resource = in.Resource
+		if rec.Pause != nil {
+			p := *rec.Pause
+			next.Pause = &p
+		}
+		notes = append(notes, "fence "+u(m.Fence)+" of "+m.OperationID+", begun on the record that lost data and never anchored nor forwarded, withdrawn")
+		changed = true
+	}
 	switch {
 	case a.Fence > next.HighestFence:
 		notes = append(notes, "highest fence "+u(next.HighestFence)+" raised to the anchored "+u(a.Fence))
@@ -204,6 +251,16 @@ func ApplyRepair(rec Record, in RepairInput) (Change, error) {
 		return Change{Record: next}, nil
 	}
 	return Change{Record: next, WriteRecord: true}, nil
+}
+
+// withdraws reports whether the Begin w names raised rec's fence above the
+// anchor a over a pending mutation of a, with nothing else under that
+// fence (see ApplyRepair).
+func withdraws(rec Record, w Withdrawal, a fencegate.Progress) bool {
+	m := rec.InFlight
+	return a.Pending != nil && m != nil && m.matches(w.Mutation) && m.State == MutationInFlight && m.Attempts == 1 &&
+		m.Fence == rec.HighestFence && m.Seq == 1 && rec.LastSeq == 0 &&
+		w.Before.HighestFence < rec.HighestFence && a.Fence < rec.HighestFence && w.Before.HighestFence <= a.Fence
 }
 
 // adoptAnchor makes the anchor's fence, grant and segment the record's,

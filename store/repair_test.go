@@ -388,3 +388,69 @@ func dumpRec(r store.Record) string {
 }
 
 func u(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// A Begin that found the loss and raised the fence above the anchor over
+// an anchored pending mutation (story 3: the store forgot A's UNKNOWN,
+// B's Begin with a higher fence proceeded on the empty record) is
+// withdrawn: the record goes back to what the Begin read and is raised to
+// the anchor, A's mutation UNKNOWN again, so B cannot overtake it.
+func TestApplyRepairWithdraw(t *testing.T) {
+	a := anchored(1, 0, 1, "a1") // A's segment 1 of fence 1 may be in flight
+	beginB := func(before store.Record) (store.BeginResult, store.Withdrawal) {
+		res, _, err := store.Decide(before, nil, storetest.Attempt("r", 2, 1, "b1"))
+		if err != nil || res.Decision != store.DecisionProceed {
+			t.Fatalf("Begin of B: %s, %v", res.Decision, err)
+		}
+		return res, store.Withdrawal{Mutation: res.Mutation.Ref(), Before: res.Prior}
+	}
+	in := repairIn(a)
+	res, w := beginB(store.Record{}) // the store lost everything
+	in.Withdraw = &w
+	ch, err := store.ApplyRepair(res.Record, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ch.Record
+	if got.HighestFence != 1 || got.Root != a.Root || got.InFlight == nil || got.InFlight.OperationID != fencegate.OperationID(a.Root, 1) ||
+		!got.Unknown() || got.InFlight.Cause != store.CauseStoreLoss || got.Pause == nil || got.Pause.Reason != store.PauseStoreLoss ||
+		!strings.Contains(got.Pause.Detail, "withdrawn") {
+		t.Fatalf("withdrawn repair: %s, pause %+v", dumpRec(got), got.Pause)
+	}
+	if !store.ProgressOf(got).Covers(a) {
+		t.Fatal("result does not cover the anchor")
+	}
+	// B is refused until A is settled and the resource resumed.
+	if again, _, _ := store.Decide(got, nil, storetest.Attempt("r", 2, 1, "b1")); again.Decision == store.DecisionProceed {
+		t.Fatal("B proceeds after the repair")
+	}
+
+	// Not withdrawn: nothing pending at the anchor, a Before above the
+	// anchor's fence, a marker that is not the Begin's, no Withdraw.
+	for name, f := range map[string]func(in *store.RepairInput, rec *store.Record){
+		"nothing pending": func(in *store.RepairInput, _ *store.Record) { in.Anchored = anchored(1, 1, 0, "") },
+		"before at the Begin's fence": func(in *store.RepairInput, _ *store.Record) {
+			in.Withdraw.Before = store.Record{Resource: "r", HighestFence: 2, Root: storetest.Root(2)}
+		},
+		"another marker": func(in *store.RepairInput, _ *store.Record) { in.Withdraw.Mutation.Seq = 2 },
+		"retried marker": func(_ *store.RepairInput, rec *store.Record) { rec.InFlight.Attempts = 2 },
+		"no withdraw":    func(in *store.RepairInput, _ *store.Record) { in.Withdraw = nil },
+	} {
+		res, w := beginB(store.Record{})
+		in := repairIn(a)
+		in.Withdraw = &w
+		rec := res.Record.Clone()
+		f(&in, &rec)
+		ch, err := store.ApplyRepair(rec, in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if ch.Record.HighestFence != 2 {
+			t.Errorf("%s: highest fence %d, want the Begin's 2 kept", name, ch.Record.HighestFence)
+		}
+	}
+	bad := repairIn(a)
+	bad.Withdraw = &store.Withdrawal{Mutation: store.OpRef{Resource: "other", Fence: 2, Root: storetest.Root(2), Seq: 1}}
+	if _, err := store.ApplyRepair(store.Record{}, bad); !errors.Is(err, store.ErrInvalidInput) {
+		t.Fatalf("withdrawal of another resource: %v", err)
+	}
+}

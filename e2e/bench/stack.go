@@ -230,7 +230,7 @@ func sidecarYAML(sp sidecarSpec, backendURL, redisAddr, dataDir string) string {
 	case "bolt":
 		store = "{backend: bolt, service: " + sp.name + ", claimIdentity: " + sp.name + "}"
 	case "redis":
-		store = "{backend: redis, redis: {addr: " + strconv.Quote(redisAddr) + ", prefix: " + sp.name + "}}"
+		store = "{backend: redis, service: " + sp.name + ", claimIdentity: " + sp.name + ", redis: {addr: " + strconv.Quote(redisAddr) + ", prefix: " + sp.name + "}}"
 	default:
 		store = "{backend: memory}"
 	}

@@ -34,6 +34,11 @@ func Write(path string, data []byte) error {
 		_ = os.Remove(name)
 		return fmt.Errorf("atomicfile: %w", werr)
 	}
+	return SyncDir(dir)
+}
+
+// SyncDir fsyncs the directory dir, so that renames in it are durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("atomicfile: sync directory: %w", err)

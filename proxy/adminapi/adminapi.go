@@ -37,10 +37,13 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// Ready are checked by /readyz after the store.
 	Ready []ReadyCheck
-	// Store, when set (a shared store that detects data loss), serves
-	// POST /v1/store/acknowledge-loss.
-	Store  StoreLoss
-	Logger *zap.Logger
+	// Store, when set (a store anchored at the registry), serves GET
+	// /v1/store and POST /v1/store/acknowledge-loss.
+	Store StoreLoss
+	// RegistryURL is the registry the store is anchored at (for the
+	// acknowledgement command /v1/store shows).
+	RegistryURL string
+	Logger      *zap.Logger
 }
 
 type server struct {
@@ -87,6 +90,7 @@ func New(o Options) (http.Handler, error) {
 		r.Get("/trust", s.trustList)
 		r.Post("/trust/accept", s.trustAccept)
 		if o.Store != nil {
+			r.Get("/store", s.storeStatus)
 			r.Post("/store/acknowledge-loss", s.acknowledgeLoss)
 		}
 	})

@@ -122,11 +122,15 @@ func TestAdminOnly(t *testing.T) {
 	}
 }
 
-// TestAcknowledgeLossRoute: without a shared store there is no such route.
-// (proxy/server's TestAcknowledgeRedisLoss drives it on a real Redis.)
+// TestAcknowledgeLossRoute: without an anchored store there is no such
+// route. (proxy/server's TestRedisLossAcknowledgedAtTheRegistry drives it
+// on a real Redis and a real registry.)
 func TestAcknowledgeLossRoute(t *testing.T) {
 	plain, _ := adminapi.New(adminapi.Options{Proxy: newProxy(t)})
 	if st, code := call(plain, "POST", "/v1/store/acknowledge-loss", "127.0.0.1:1", ""); st != 404 || code != fencegate.CodeNotFound {
-		t.Errorf("without a shared store: %d %s, want 404", st, code)
+		t.Errorf("without an anchored store: %d %s, want 404", st, code)
+	}
+	if st, code := call(plain, "GET", "/v1/store", "127.0.0.1:1", ""); st != 404 || code != fencegate.CodeNotFound {
+		t.Errorf("GET /v1/store without an anchored store: %d %s, want 404", st, code)
 	}
 }

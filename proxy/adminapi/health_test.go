@@ -25,6 +25,7 @@ var adminRoutes = []struct{ method, path, body string }{
 	{"POST", "/v1/pause", `{"resource":"item/1"}`},
 	{"POST", "/v1/resume", `{"resource":"item/1"}`},
 	{"POST", "/v1/trust/reload", `{"force":true}`},
+	{"GET", "/v1/store", ""},
 	{"POST", "/v1/store/acknowledge-loss", ""},
 	{"GET", "/debug/pprof/", ""},
 	{"GET", "/debug/pprof/cmdline", ""},

@@ -43,3 +43,12 @@ func decodeBody(w http.ResponseWriter, req *http.Request, v any) bool {
 	}
 	return true
 }
+
+// problemExtra answers with a problem carrying extension members.
+func problemExtra(w http.ResponseWriter, status int, code fencegate.Code, detail string, extra map[string]any) {
+	p := fencegate.NewProblem(code, detail).WithStatus(status)
+	for k, v := range extra {
+		p.With(k, v)
+	}
+	fencegate.WriteProblem(w, p, 0)
+}

@@ -12,8 +12,11 @@ import (
 // TestLocalStoreConfigNeedsServiceAndRegistry (issue 10.3): Validate
 // reports a bolt store without store.service or registry.url (the claim
 // lives in the registry), a memory store naming a service without a
-// registry, and a service that cannot name a registry resource; redis and
-// a plain memory store need neither.
+// registry, and a service that cannot name a registry resource; a plain
+// memory store needs neither. A redis store needs both too (issue 19: its
+// outside anchor lives in the registry), and a service must be a store
+// name ([A-Za-z0-9._-]); store.identity and its earlier name claimIdentity
+// may not disagree.
 func TestLocalStoreConfigNeedsServiceAndRegistry(t *testing.T) {
 	base := proxy.Config{
 		Listen:   "127.0.0.1:0",
@@ -36,7 +39,12 @@ func TestLocalStoreConfigNeedsServiceAndRegistry(t *testing.T) {
 		{"bolt bad ttl", proxy.StoreConfig{Backend: "bolt", Service: "svc", ClaimTTL: -time.Second}, "http://127.0.0.1:8700", []string{"store.claimTTL"}},
 		{"memory bare", proxy.StoreConfig{Backend: "memory"}, "", nil},
 		{"memory service", proxy.StoreConfig{Backend: "memory", Service: "svc"}, "", []string{"registry.url: required", "by the memory store"}},
-		{"redis", proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: "127.0.0.1:6379"}}, "", nil},
+		{"redis bare", proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: "127.0.0.1:6379"}}, "", []string{"store.service: required for the redis store", "registry.url: required (http(s)://host:port) by the redis store"}},
+		{"redis ok", proxy.StoreConfig{Backend: "redis", Service: "svc", Redis: proxy.RedisStoreConfig{Addr: "127.0.0.1:6379"}}, "http://127.0.0.1:8700", nil},
+		{"redis service not a store name", proxy.StoreConfig{Backend: "redis", Service: "svc:1", Redis: proxy.RedisStoreConfig{Addr: "127.0.0.1:6379"}}, "http://127.0.0.1:8700", []string{`store.service: "svc:1" must be 1 to 128 bytes of [A-Za-z0-9._-]`}},
+		{"memory anchored", proxy.StoreConfig{Backend: "memory", Service: "svc"}, "http://127.0.0.1:8700", nil},
+		{"identity and claimIdentity", proxy.StoreConfig{Backend: "bolt", Service: "svc", Identity: "a", ClaimIdentity: "b"}, "http://127.0.0.1:8700", []string{"store.identity and store.claimIdentity"}},
+		{"claimIdentity alone", proxy.StoreConfig{Backend: "bolt", Service: "svc", ClaimIdentity: "b"}, "http://127.0.0.1:8700", nil},
 	} {
 		c := base
 		c.Store, c.Registry.URL = tc.store, tc.registry

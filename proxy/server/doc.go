@@ -24,10 +24,26 @@
 // sidecar unready: the claim lives in the registry, and a registry outage
 // must not take every pod out of its Service (reads still pass).
 //
+// # The store's outside anchor
+//
+// When store.service and registry.url are set (always for bolt and
+// redis), New wraps the store in store/anchor before it claims a local
+// store's service, then opens the anchor: the store's generation is
+// registered at the registry as store.identity (or the client
+// certificate), a registry that holds none is seeded, and the registry's
+// enforcement ledger is loaded; a registry that cannot be reached fails
+// New (the ledger lives there too). A store the registry does not anchor
+// (STORE_LOST) opens lost: writes refused, reads pass. Run owns the
+// anchor's recheck loop beside the proxy's loops, so a lost store is
+// repaired once the loss is acknowledged at the registry. The Redis
+// generation file and store/guard checkpoints of earlier versions in
+// dataDir are handed to the anchor once and renamed (.upgraded).
+//
 // # Readiness
 //
 // /readyz (admin and health listeners) answers ok while the fenced store
-// answers (and a shared store's generation marker shows no data loss).
+// answers and is not lost (the anchor's state and Redis's marker; no
+// registry call).
 // The configuration was validated and the trust bundle loaded before the
 // listeners bound (a failed reload keeps the previous bundle), so a
 // running sidecar has both. Nothing in it asks the registry. Closing the store at the end of Run releases the

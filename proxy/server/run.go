@@ -24,6 +24,11 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stopLoops()
 	var loops, listeners sync.WaitGroup
 	loops.Go(func() { _ = s.proxy.Run(loopCtx) })
+	if s.anchor != nil {
+		// Rechecks a lost store at the registry and repairs it once the
+		// loss is acknowledged there.
+		loops.Go(func() { _ = s.anchor.Run(loopCtx) })
+	}
 
 	errc := make(chan error, 3)
 	listeners.Go(func() {

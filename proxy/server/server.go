@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/store/anchor"
 	"github.com/fencegate/fencegate/tlsfiles"
 )
 
@@ -29,6 +31,7 @@ import (
 type Server struct {
 	proxy    *proxy.Proxy
 	store    store.Store
+	anchor   *anchor.Store // the store's outside anchor, when configured
 	in       *http.Server
 	admin    *http.Server
 	health   *http.Server
@@ -39,6 +42,10 @@ type Server struct {
 	// shutdownTimeout bounds the drain of in-flight requests in Run.
 	shutdownTimeout time.Duration
 }
+
+// anchorRecheckInterval is how often a lost store rechecks at the registry
+// (a variable for tests).
+var anchorRecheckInterval = anchor.DefaultRecheckInterval
 
 // DefaultShutdownTimeout bounds how long Run drains in-flight requests.
 const DefaultShutdownTimeout = 30 * time.Second
@@ -76,17 +83,38 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		return nil, err
 	}
 	opened = append(opened, s.store)
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	var ready []adminapi.ReadyCheck
+	var storeReg *client.Client // the store's registry client: its claim and its anchor
+	if cfg.Store.Claimed() || cfg.Anchored() {
+		if storeReg, err = registryClient(cfg, cfg.Store.Identity, log); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Anchored() {
+		// The store's progress, generation and ledger anchored outside it,
+		// at the registry, so a store that lost data is caught by every
+		// sidecar (a new pod included).
+		upgrade, err := legacyUpgrade(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		if s.anchor, err = anchor.Wrap(s.store, anchor.FromClient(storeReg), anchor.Options{
+			Store: cfg.Store.Service, Logger: log.Named("anchor"), Metrics: promReg, Clock: clock.Real(),
+			CallTimeout: cfg.Registry.Timeout, RepairWindow: cfg.RepairWindow(), Upgrade: upgrade, RecheckInterval: anchorRecheckInterval,
+		}); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		s.store = s.anchor
+		opened[len(opened)-1] = s.store
+	}
 	var claimHeld *claim
 	if cfg.Store.Claimed() {
 		// A local store serves one replica: claim the service at the
 		// registry, or refuse to start.
-		creg, err := registryClient(cfg, cfg.Store.ClaimIdentity, log)
-		if err != nil {
-			return nil, err
-		}
-		cl, err := claimService(cfg, creg, log)
+		cl, err := claimService(cfg, storeReg, log)
 		if err != nil {
 			return nil, err
 		}
@@ -99,6 +127,22 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		// gauge below and the logs show it.
 		claimHeld = cl
 	}
+	if s.anchor != nil {
+		// After the claim: a local store registers once its sidecar is the
+		// only one. Open needs the registry (the ledger lives there too): a
+		// sidecar that cannot reach it does not start.
+		octx, cancel := context.WithTimeout(context.Background(), anchorOpenTimeout)
+		err := s.anchor.Open(octx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		// A store that lost data refuses every write until the loss is
+		// acknowledged at the registry; on-call sees it here, in /readyz
+		// and in fencegate_proxy_store_data_lost. The check reads no
+		// registry (a registry outage must not make every pod unready).
+		ready = append(ready, adminapi.ReadyCheck{Code: fencegate.CodeStoreUnavailable, Check: s.anchor.CheckLoss})
+	}
 	opts := proxy.Options{Config: cfg, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade}
 	if cfg.Registry.URL != "" {
 		reg, err := registryClient(cfg, "", log)
@@ -109,8 +153,6 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		// registry-mode write fails closed with REGISTRY_UNAVAILABLE.
 		opts.Status = reg
 	}
-	promReg := prometheus.NewRegistry()
-	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.Status != nil {
 		if opts.Status, err = newCountedStatus(opts.Status, promReg); err != nil {
 			return nil, fmt.Errorf("proxy: metrics: %w", err)
@@ -127,20 +169,6 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 			return 1
 		}))
 	}
-	if lc := lossChecker(s.store); lc != nil {
-		// A store that lost data (Redis restarted empty or from another
-		// data set) refuses every write; on-call sees it here and in /readyz.
-		ready = append(ready, adminapi.ReadyCheck{Code: fencegate.CodeStoreUnavailable, Check: lc.CheckGeneration})
-		promReg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "fencegate_proxy_store_data_lost",
-			Help: "1 while the shared store's generation marker shows it lost data: every write is refused until an operator acknowledges.",
-		}, func() float64 {
-			if lc.GenerationLoss() != nil {
-				return 1
-			}
-			return 0
-		}))
-	}
 	opts.Metrics = promReg
 	adminToken := ""
 	if cfg.Admin.TokenFile != "" {
@@ -153,8 +181,11 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 	if s.proxy, err = proxy.New(opts); err != nil {
 		return nil, err
 	}
-	adminHandler, err := adminapi.New(adminapi.Options{Proxy: s.proxy, Token: adminToken, Gatherer: promReg, Ready: ready, Logger: log,
-		Store: lossChecker(s.store)})
+	aopts := adminapi.Options{Proxy: s.proxy, Token: adminToken, Gatherer: promReg, Ready: ready, Logger: log, RegistryURL: cfg.Registry.URL}
+	if s.anchor != nil {
+		aopts.Store = s.anchor
+	}
+	adminHandler, err := adminapi.New(aopts)
 	if err != nil {
 		return nil, err
 	}
@@ -222,21 +253,3 @@ func (s *Server) HealthAddr() string { return s.healthLn.Addr().String() }
 
 // Proxy is the assembled sidecar.
 func (s *Server) Proxy() *proxy.Proxy { return s.proxy }
-
-// generationLoss is a store that can tell it lost data (store/redis).
-type generationLoss = adminapi.StoreLoss
-
-// lossChecker finds the generationLoss under any wrapping, or nil.
-func lossChecker(st store.Store) generationLoss {
-	for st != nil {
-		if lc, ok := st.(generationLoss); ok {
-			return lc
-		}
-		u, ok := st.(interface{ Unwrap() store.Store })
-		if !ok {
-			return nil
-		}
-		st = u.Unwrap()
-	}
-	return nil
-}

@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -13,8 +16,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
 
+	"github.com/fencegate/fencegate/internal/atomicfile"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/store/anchor"
 	"github.com/fencegate/fencegate/store/bolt"
 	"github.com/fencegate/fencegate/store/guard"
 	"github.com/fencegate/fencegate/store/memory"
@@ -26,8 +31,14 @@ import (
 // sidecar whose store does not answer does not start.
 const redisOpenTimeout = 10 * time.Second
 
+// anchorOpenTimeout bounds the anchor's Open at start (its registration,
+// and the seed of a registry that holds no generation of the store, one
+// registry call per fencegate.MaxAnchorBatch records).
+const anchorOpenTimeout = 5 * time.Minute
+
 // openStore opens the fenced store cfg.Store names, sized for the largest
-// response a route keeps.
+// response a route keeps. The anchor (store/anchor) is wrapped around it
+// by New.
 func openStore(cfg proxy.Config, log *zap.Logger) (store.Store, error) {
 	maxBody := 0
 	for _, r := range cfg.Routes {
@@ -47,55 +58,95 @@ func openStore(cfg proxy.Config, log *zap.Logger) (store.Store, error) {
 		}
 		return st, nil
 	case "redis":
-		return openGuardedRedisStore(cfg, maxBody, log)
+		return openRedisStore(cfg.Store.Redis, maxBody, log)
 	}
 	return nil, fmt.Errorf("server: store.backend: %q is not bolt, redis or memory", cfg.Store.Backend)
 }
 
-// Local files of the redis backend in dataDir: the generation marker this
-// sidecar last saw (store/redis) and its per-resource checkpoints
-// (store/guard, a bbolt file). The operator acknowledges a Redis data loss
-// through the admin API (POST /v1/store/acknowledge-loss, fencegate store
-// acknowledge-loss), which rewrites redisGenerationFile; never delete
-// storeCheckpointFile. legacyCheckpointFile is the JSON checkpoint file of
-// earlier versions: imported at start, then renamed with
-// guard.ImportedSuffix, so an upgraded sidecar keeps its checkpoints.
-const (
-	redisGenerationFile  = "redis-generation.json"
-	storeCheckpointFile  = "store-checkpoint.db"
-	legacyCheckpointFile = "store-checkpoint.json"
-)
+// Files that earlier versions of the redis backend kept in dataDir: the
+// Redis generation marker the sidecar last saw, and the per-resource
+// checkpoints of store/guard (a bbolt file, and the JSON file of still
+// earlier versions). The anchor takes them into account once at start
+// (anchor.Options.Upgrade: the generation registered first, the
+// checkpoints anchored or paused), then they are renamed with
+// guard.UpgradedSuffix and never read again.
+const redisGenerationFile = "redis-generation.json"
 
-// openGuardedRedisStore opens the redis store with its generation check
-// and wraps it in the local checkpoint guard, so that a Redis that lost
-// data never makes this sidecar accept a fence below one it saw accepted.
-func openGuardedRedisStore(cfg proxy.Config, maxBody int, log *zap.Logger) (store.Store, error) {
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("server: store: %w", err)
+// legacyUpgrade reads the files above, if any.
+func legacyUpgrade(cfg proxy.Config, log *zap.Logger) (anchor.Upgrade, error) {
+	var u anchor.Upgrade
+	if cfg.Store.Backend != "redis" {
+		return u, nil
 	}
-	st, err := openRedisStore(cfg.Store.Redis, maxBody, filepath.Join(cfg.DataDir, redisGenerationFile), log)
+	genPath := filepath.Join(cfg.DataDir, redisGenerationFile)
+	cpPath := filepath.Join(cfg.DataDir, guard.FileName)
+	jsonPath := filepath.Join(cfg.DataDir, guard.JSONFileName)
+	b, err := os.ReadFile(genPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return u, fmt.Errorf("server: %s: %w", genPath, err)
+	default:
+		var f struct {
+			Generation string `json:"generation"`
+		}
+		if err := json.Unmarshal(b, &f); err != nil || f.Generation == "" {
+			return u, fmt.Errorf("server: %s is not a generation file of an earlier version (move it away only if you know the Redis it names is the one in use)", genPath)
+		}
+		u.Generation = f.Generation
+	}
+	cps, err := guard.Read(cpPath)
 	if err != nil {
-		return nil, err
+		return u, fmt.Errorf("server: %w", err)
 	}
-	if loss := st.GenerationLoss(); loss != nil {
-		log.Error("redis store LOST DATA: every write is refused (STORE_UNAVAILABLE) until an operator restores Redis and acknowledges; see README, Redis data loss",
-			zap.Error(loss), zap.String("generationFile", filepath.Join(cfg.DataDir, redisGenerationFile)))
-	}
-	g, err := guard.WrapOptions(st, filepath.Join(cfg.DataDir, storeCheckpointFile),
-		guard.Options{ImportJSON: filepath.Join(cfg.DataDir, legacyCheckpointFile)})
+	old, err := guard.ReadJSON(jsonPath)
 	if err != nil {
-		_ = st.Close()
-		return nil, fmt.Errorf("server: store: %w", err)
+		return u, fmt.Errorf("server: %w", err)
 	}
-	return g, nil
+	for r, c := range old {
+		if have, ok := cps[r]; ok {
+			c = guard.Merge(have, c)
+		}
+		if cps == nil {
+			cps = map[string]guard.Checkpoint{}
+		}
+		cps[r] = c
+	}
+	for r, c := range cps {
+		u.Checkpoints = append(u.Checkpoints, anchor.Checkpoint{Resource: r, Fence: c.Fence, Seq: c.Seq,
+			UnknownFence: c.UnknownFence, UnknownSeq: c.UnknownSeq, Paused: c.SawPause})
+	}
+	var present []string
+	for _, p := range []string{genPath, cpPath, jsonPath} {
+		if _, err := os.Stat(p); err == nil {
+			present = append(present, p)
+		}
+	}
+	if len(present) == 0 {
+		return anchor.Upgrade{}, nil
+	}
+	log.Info("taking the Redis generation file and checkpoints of an earlier version into account",
+		zap.Strings("files", present), zap.Int("checkpoints", len(u.Checkpoints)))
+	u.Done = func() error {
+		for _, p := range present {
+			if err := os.Rename(p, p+guard.UpgradedSuffix); err != nil {
+				return fmt.Errorf("server: rename %s: %w", p, err)
+			}
+		}
+		if err := atomicfile.SyncDir(cfg.DataDir); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		log.Info("the files of the earlier version are taken into account and renamed", zap.Strings("files", present), zap.String("suffix", guard.UpgradedSuffix))
+		return nil
+	}
+	return u, nil
 }
 
-// openRedisStore connects to the redis store's server, checks it answers
-// and checks its generation marker against genFile.
-func openRedisStore(rc proxy.RedisStoreConfig, maxBody int, genFile string, log *zap.Logger) (*storeredis.Store, error) {
+// openRedisStore connects to the redis store's server and checks it
+// answers. The generation it must keep seeing is set by the anchor.
+func openRedisStore(rc proxy.RedisStoreConfig, maxBody int, log *zap.Logger) (*storeredis.Store, error) {
 	opts := storeredis.Options{
 		Logger:          slog.New(zapslog.NewHandler(log.Core())),
-		GenerationFile:  genFile,
 		Addr:            rc.Addr,
 		Username:        rc.Username,
 		DB:              rc.DB,

@@ -10,13 +10,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/client"
 
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/store/anchor"
 	"github.com/fencegate/fencegate/store/storetest"
 )
 
@@ -31,7 +35,8 @@ func TestRedisStoreIsSharedBetweenSidecars(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := testConfig(t, "http://127.0.0.1:1")
-	cfg.Store = proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: srv.Addr(), PasswordFile: pw, Prefix: "svc"}}
+	cfg.Store = proxy.StoreConfig{Backend: "redis", Service: "svc", Redis: proxy.RedisStoreConfig{Addr: srv.Addr(), PasswordFile: pw, Prefix: "svc"}}
+	cfg.Registry.URL = "http://127.0.0.1:1" // not called: the stores are opened bare
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -77,54 +82,22 @@ func TestRedisStoreUnreachableFailsStart(t *testing.T) {
 	}
 }
 
-// TestRedisDataLossIsVisible: a Redis that restarted empty is seen by the
-// sidecar's store (every write refused) and found through the guard, which
-// is what /readyz and fencegate_proxy_store_data_lost report.
-func TestRedisDataLossIsVisible(t *testing.T) {
+// TestRedisLossAcknowledgedAtTheRegistry drives a Redis data loss over
+// the real admin listener and a real registry: after Redis restarted empty
+// the sidecar refuses writes, is not ready and reports the loss (1 in
+// fencegate_proxy_store_data_lost); POST /v1/store/acknowledge-loss no
+// longer acknowledges on one sidecar but answers STORE_LOST with the one
+// command that acknowledges at the registry; once an admin acknowledged
+// there, the sidecar's recheck repairs the store and it is ready again.
+func TestRedisLossAcknowledgedAtTheRegistry(t *testing.T) {
+	anchorRecheckInterval = 20 * time.Millisecond
+	t.Cleanup(func() { anchorRecheckInterval = anchor.DefaultRecheckInterval })
 	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+	regURL, bundle := startRegistry(t)
 	cfg := testConfig(t, "http://127.0.0.1:1")
-	cfg.Store = proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: srv.Addr(), Prefix: "svc"}}
-	cfg.SetDefaults()
-	st, err := openStore(cfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	lc := lossChecker(st)
-	if lc == nil {
-		t.Fatal("the redis store is not found under the guard")
-	}
-	ctx := context.Background()
-	if res, err := st.Begin(ctx, storetest.Attempt("item/1", 5, 1, "p")); err != nil || res.Decision != store.DecisionProceed {
-		t.Fatalf("before the loss: %s %v", res.Decision, err)
-	}
-	if lc.GenerationLoss() != nil {
-		t.Fatalf("loss reported before any: %v", lc.GenerationLoss())
-	}
-	srv.Kill()
-	entries, _ := os.ReadDir(srv.Dir())
-	for _, e := range entries {
-		if e.Name() != "redis.log" {
-			_ = os.RemoveAll(filepath.Join(srv.Dir(), e.Name()))
-		}
-	}
-	srv.Restart()
-	if res, err := st.Begin(ctx, storetest.Attempt("item/1", 3, 1, "q")); err == nil {
-		t.Fatalf("a write accepted after Redis lost its data: %s", res.Decision)
-	}
-	if lc.GenerationLoss() == nil {
-		t.Fatal("the loss is not reported")
-	}
-}
-
-// TestAcknowledgeRedisLoss drives the operator's acknowledgement over the
-// real admin listener: after Redis restarted empty the sidecar is not
-// ready and reports the loss; POST /v1/store/acknowledge-loss adopts the
-// new data set, and it is ready again.
-func TestAcknowledgeRedisLoss(t *testing.T) {
-	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
-	cfg := testConfig(t, "http://127.0.0.1:1")
-	cfg.Store = proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: srv.Addr(), Prefix: "ack"}}
+	cfg.Trust.Bundle = bundle
+	cfg.Registry.URL = regURL
+	cfg.Store = proxy.StoreConfig{Backend: "redis", Service: "ack", Identity: "sidecar", Redis: proxy.RedisStoreConfig{Addr: srv.Addr(), Prefix: "ack"}}
 	cfg.SetDefaults()
 	s, err := New(cfg, zap.NewNop(), nil)
 	if err != nil {
@@ -147,6 +120,10 @@ func TestAcknowledgeRedisLoss(t *testing.T) {
 	if st, body := get("/readyz"); st != 200 {
 		t.Fatalf("/readyz before the loss: %d %s", st, body)
 	}
+	bctx := context.Background()
+	if res, err := s.store.Begin(bctx, storetest.Attempt("item/1", 5, 1, "p")); err != nil || res.Decision != store.DecisionProceed {
+		t.Fatalf("before the loss: %s %v", res.Decision, err)
+	}
 	srv.Kill()
 	entries, _ := os.ReadDir(srv.Dir())
 	for _, e := range entries {
@@ -155,9 +132,16 @@ func TestAcknowledgeRedisLoss(t *testing.T) {
 		}
 	}
 	srv.Restart()
+	if res, err := s.store.Begin(bctx, storetest.Attempt("item/1", 3, 1, "q")); err == nil {
+		t.Fatalf("a write accepted after Redis lost its data: %s", res.Decision)
+	}
 	if st, body := get("/readyz"); st != 503 || !strings.Contains(body, "STORE_UNAVAILABLE") {
 		t.Fatalf("/readyz after Redis restarted empty: %d %s", st, body)
 	}
+	waitFor(t, "the sidecar reports the store lost", func() bool {
+		_, body := get("/v1/store")
+		return strings.Contains(body, `"lost": true`) && strings.Contains(body, `"presented"`)
+	})
 	if _, body := get("/metrics"); !strings.Contains(body, "fencegate_proxy_store_data_lost 1") {
 		t.Fatal("fencegate_proxy_store_data_lost is not 1 after the loss")
 	}
@@ -167,14 +151,39 @@ func TestAcknowledgeRedisLoss(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var ack adminapi.StoreLossAnswer
-	if resp.StatusCode != 200 || json.Unmarshal(b, &ack) != nil || !strings.Contains(ack.Acknowledged, "marker missing") || ack.Generation == "" {
-		t.Fatalf("acknowledge: %d %s", resp.StatusCode, b)
+	var st adminapi.StoreStatus
+	_, body := get("/v1/store")
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err)
 	}
-	if st, body := get("/readyz"); st != 200 {
-		t.Fatalf("/readyz after the acknowledgement: %d %s", st, body)
+	if resp.StatusCode != 409 || !strings.Contains(string(b), "STORE_LOST") || !strings.Contains(string(b), "fencegate store acknowledge-loss --registry "+regURL) ||
+		!strings.Contains(st.Acknowledge, "--store ack --generation "+st.Presented) {
+		t.Fatalf("acknowledge on the sidecar: %d %s; status %+v", resp.StatusCode, b, st)
 	}
+	rc, err := client.New(regURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.AcknowledgeStoreLoss(bctx, "ack", st.Presented); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ready again after the acknowledgement", func() bool { code, _ := get("/readyz"); return code == 200 })
 	if _, body := get("/metrics"); !strings.Contains(body, "fencegate_proxy_store_data_lost 0") {
 		t.Fatal("fencegate_proxy_store_data_lost is not back to 0")
+	}
+	// The repair put the anchored mutation back: the stale fence is refused.
+	if res, err := s.store.Begin(bctx, storetest.Attempt("item/1", 3, 1, "q")); err != nil || res.Decision == store.DecisionProceed {
+		t.Fatalf("fence 3 after the repair: %s %v", res.Decision, err)
+	}
+}
+
+// waitFor polls cond until it holds (the test's own deadline bounds it).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if t.Context().Err() != nil {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

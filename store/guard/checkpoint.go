@@ -5,9 +5,9 @@ import (
 	"fmt"
 )
 
-// Checkpoint is what a sidecar remembers locally about one resource: the
-// highest fence and the last segment it saw the store accept, and the
-// mutation it saw declared UNKNOWN and not yet settled, if any.
+// Checkpoint is what a sidecar remembered about one resource: the highest
+// fence and the last segment it saw the store accept, and the mutation it
+// saw declared UNKNOWN and not yet settled, if any.
 type Checkpoint struct {
 	// Fence is the highest fence seen accepted.
 	Fence uint64 `json:"fence"`
@@ -17,16 +17,11 @@ type Checkpoint struct {
 	// seen settled; both 0 when none is outstanding.
 	UnknownFence uint64 `json:"unknownFence,omitempty"`
 	UnknownSeq   uint64 `json:"unknownSeq,omitempty"`
-	// SawPause is set once the resource was seen paused: a later record
-	// without the pause means an operator resumed it, and the checkpoint
-	// then adopts the record as it is (the operator's acknowledgement).
+	// SawPause is set once the resource was seen paused.
 	SawPause bool `json:"sawPause,omitempty"`
-	// Touched orders checkpoints by last use, for eviction.
+	// Touched ordered checkpoints by last use, for eviction.
 	Touched uint64 `json:"touched"`
 }
-
-// unknown reports whether an UNKNOWN mutation is outstanding.
-func (c Checkpoint) unknown() bool { return c.UnknownSeq != 0 }
 
 // The stored value of a checkpoint: a format byte, then Fence, Seq,
 // UnknownFence, UnknownSeq and Touched as big-endian uint64, then a flags
@@ -38,8 +33,8 @@ const (
 	flagPaused = 1
 )
 
-// encode returns the stored value of c.
-func (c Checkpoint) encode() []byte {
+// Encode returns the stored value of c (what the guard wrote).
+func (c Checkpoint) Encode() []byte {
 	b := make([]byte, 0, cpSize)
 	b = append(b, cpFormat)
 	for _, v := range []uint64{c.Fence, c.Seq, c.UnknownFence, c.UnknownSeq, c.Touched} {
@@ -53,7 +48,7 @@ func (c Checkpoint) encode() []byte {
 }
 
 // decodeCheckpoint parses a stored value; anything but exactly the shape
-// encode writes is ErrCorrupt.
+// Encode writes is ErrCorrupt.
 func decodeCheckpoint(b []byte) (Checkpoint, error) {
 	if len(b) != cpSize || b[0] != cpFormat || b[cpSize-1]&^flagPaused != 0 {
 		return Checkpoint{}, fmt.Errorf("%w: checkpoint value of %d bytes", ErrCorrupt, len(b))

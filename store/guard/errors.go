@@ -2,7 +2,7 @@ package guard
 
 import "errors"
 
-// ErrCorrupt means the checkpoint file, or a legacy JSON checkpoint file
-// being imported, holds something the guard cannot read. The guard then
-// refuses to start: it never runs blind on checkpoints it cannot trust.
+// ErrCorrupt means a checkpoint file holds something that is not what the
+// guard wrote. The sidecar then refuses to start rather than drop what
+// the file may say about a store that lost data.
 var ErrCorrupt = errors.New("store/guard: checkpoints are corrupt")

@@ -98,70 +98,57 @@
 //
 // A Redis that restarted empty (no persistence, files lost, FLUSHALL) or
 // came back from an old RDB/AOF would otherwise let a sidecar accept a
-// fence below one already accepted, or forget an UNKNOWN outcome. Two
-// checks keep that from happening; neither ever lowers or resets a fence.
+// fence below one already accepted, or forget an UNKNOWN outcome. The
+// sidecar catches both outside the pod, with the store's outside anchor
+// at the registry (package store/anchor, docs/design.md "Store loss and
+// the outside anchor"); this store provides what it needs. Nothing here
+// ever lowers or resets a fence.
 //
-// The generation marker P:gen is a random ID written once with SET NX,
-// when the first sidecar opens an empty store. With
-// Options.GenerationFile set (the sidecar uses dataDir/redis-generation.json),
-// Open records the marker in that local file (fsynced), or, when the file
-// already names one, compares: a missing or different marker means the
-// data set is not the one this sidecar wrote to. Every transition then
-// reads the marker in the same pipeline as its WATCH and record GET (one
-// more key, no extra round trip), and so do Record, Records and the list
-// calls; a mismatch, at
-// Open or on any call, fails the whole store closed: every call returns
-// ErrGenerationChanged (the proxy answers STORE_UNAVAILABLE and logs it)
-// until an operator acknowledges (the sidecar admin API's POST
-// /v1/store/acknowledge-loss, Options.AcknowledgeGenerationChange, or
-// deleting the local file and restarting, or AcknowledgeGeneration), which
-// adopts the marker Redis now has. A marker missing after a restart is not
-// rewritten by the Open of a sidecar that knew the old one, and the new one
-// that Generation writes matches no sidecar's, so every replica that saw
-// the old data set stays closed.
-//
-// The expectation can instead come from outside the pod, which is what
-// catches a new pod on an empty disk: Options.ExpectedGeneration (and
-// Store.ExpectGeneration, to change it) make every call check the marker
-// against a generation the caller keeps (the sidecar registers
-// Store.Generation with its registry and expects what the registry
-// anchored), with the same fail-closed effect and no local file.
-// Generation creates the marker (SET NX) when it is missing, so an emptied
-// Redis answers a new generation, which the registry refuses as another
-// data set until an operator acknowledges it.
+// The generation marker P:gen is a random ID written once with SET NX:
+// Generation creates it when it is missing, so an emptied Redis answers a
+// new generation, which the registry refuses as another data set
+// (STORE_LOST) until an operator acknowledges it there. The sidecar
+// registers Store.Generation and then expects what the registry anchored
+// (Options.ExpectedGeneration at Open, Store.ExpectGeneration later):
+// every transition reads the marker in the same pipeline as its WATCH and
+// record GET (one more key, no extra round trip), and so do Record,
+// Records and the list calls; a missing or different marker fails the
+// whole store closed, every call returning ErrGenerationChanged (the
+// proxy answers STORE_UNAVAILABLE), and the anchor then registers the new
+// marker and waits for the acknowledgement.
 //
 // The marker is written once, so a restore of an older copy of the same
-// data set keeps it: that is caught by the per-resource checkpoints of
-// package store/guard, which the sidecar wraps around this store. Each
-// sidecar keeps locally the highest fence, last segment and outstanding
-// UNKNOWN it saw per resource, and a Begin that finds Redis's record
-// below them is refused FENCE_REGRESSION and pauses the resource. (A
+// data set keeps it: that is caught per resource by the anchor's progress,
+// which the Begin's Prior must cover (Store.Repair then raises the record
+// to the anchor and pauses it), for every replica, a new pod included. (A
 // global write counter P:epoch, bumped in every MULTI, would catch such a
-// rollback store-wide; it is not kept, because the checkpoints catch it
-// where it matters, per resource, without a hot global key.) The
-// checkpoints only know what their own sidecar saw; the outside anchor's
-// per-resource progress (Store.Repair, docs/design.md "Store loss and
-// repair") catches such a rollback for every replica, a new pod included.
+// rollback store-wide; it is not kept: the anchor catches it where it
+// matters, per resource, without a hot global key.)
 //
-// What each Redis setting guarantees:
+// Options.GenerationFile, a local file that records the marker a sidecar
+// saw, is what earlier sidecars used instead (with the per-resource
+// checkpoints of store/guard); the sidecar no longer sets it, and reads
+// such a file once at the upgrade.
+//
+// What each Redis setting guarantees, with the anchor:
 //
 //   - appendonly yes, appendfsync always, one primary: no acknowledged
 //     write is lost on a crash; the checks only fire on operator error
 //     (files deleted, an old backup restored, FLUSHALL);
 //   - appendfsync everysec: up to a second of acknowledged writes can be
-//     lost on a crash; the checkpoints catch a lost fence or UNKNOWN of a
-//     resource this sidecar touched (a write another replica made and
-//     lost is caught only by that replica's checkpoints);
+//     lost on a crash; the anchor catches every anchored state lost (a
+//     fence, a segment, the mutation in flight, a pause), in every
+//     replica, as paused resources with UNKNOWN mutations to settle;
 //   - a replica promoted by failover (asynchronous replication) can lose
-//     acknowledged writes: the marker survives, and the checkpoints catch
-//     what each sidecar saw; with MinReplicas covering every replica a
-//     failover may promote, it loses none;
+//     acknowledged writes: the marker survives, and the anchor catches what
+//     was lost, as above; with MinReplicas covering every replica a
+//     failover may promote, nothing is lost and nothing pauses;
 //   - no persistence: a restart empties the store; the marker catches it.
 //
-// After a loss the operator restores the newest data there is, raises the
-// registry's fence floor (or bumps its epoch) above every fence issued,
-// acknowledges the generation on each sidecar, reconciles unknown
-// outcomes, and resumes the paused resources. Nothing is reset.
+// After a loss the operator restores the newest data there is,
+// acknowledges the new generation once at the registry (fencegate store
+// acknowledge-loss), reconciles the unknown outcomes, and resumes the
+// paused resources. Nothing is reset.
 //
 // # Errors
 //

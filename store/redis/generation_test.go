@@ -6,20 +6,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/store"
-	"github.com/fencegate/fencegate/store/guard"
 	"github.com/fencegate/fencegate/store/storetest"
 )
 
-// sidecar is one sidecar's view of the shared store: the redis store with
-// its generation file and the checkpoint guard, both in dataDir.
+// sidecar is one sidecar's view of the shared store with a local
+// generation file in dataDir (the option store/redis still offers; the
+// sidecar now keeps the generation at the registry, see store/anchor).
 type sidecar struct {
 	st *Store
-	g  *guard.Store
 }
 
 func openSidecar(t *testing.T, addr, dataDir string, ack bool) sidecar {
@@ -31,20 +29,16 @@ func openSidecar(t *testing.T, addr, dataDir string, ack bool) sidecar {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	g, err := guard.Wrap(st, filepath.Join(dataDir, "store-checkpoint.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sidecar{st: st, g: g}
+	return sidecar{st: st}
 }
 
 func (s sidecar) accept(t *testing.T, in store.BeginInput) {
 	t.Helper()
-	res, err := s.g.Begin(context.Background(), in)
+	res, err := s.st.Begin(context.Background(), in)
 	if err != nil || res.Decision != store.DecisionProceed {
 		t.Fatalf("begin fence %d: %v %s %s", in.Fence, err, res.Decision, res.Detail)
 	}
-	if _, err := s.g.Commit(context.Background(), storetest.Answer(in.Ref())); err != nil {
+	if _, err := s.st.Commit(context.Background(), storetest.Answer(in.Ref())); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -70,8 +64,8 @@ func rawRecord(t *testing.T, addr, resource string) (store.Record, bool) {
 // A Redis that restarted empty is detected by its generation marker: the
 // sidecar's store fails closed and never accepts fence 3 after fence 5;
 // a sidecar restarted on the same dataDir stays closed; once an operator
-// acknowledges, the checkpoint still refuses fence 3 and pauses the
-// resource.
+// acknowledges, it adopts the new data set. (What then refuses fence 3 is
+// the outside anchor: store/anchor's tests.)
 func TestRedisRestartedEmptyIsRefused(t *testing.T) {
 	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
 	dataDir := t.TempDir()
@@ -84,14 +78,14 @@ func TestRedisRestartedEmptyIsRefused(t *testing.T) {
 
 	ctx := context.Background()
 	old := storetest.Attempt("acct/1", 3, 1, "stale owner")
-	if res, err := sc.g.Begin(ctx, old); !errors.Is(err, ErrGenerationChanged) || res.Decision != "" {
+	if res, err := sc.st.Begin(ctx, old); !errors.Is(err, ErrGenerationChanged) || res.Decision != "" {
 		t.Fatalf("begin fence 3 on the emptied Redis: %v %s, want ErrGenerationChanged", err, res.Decision)
 	}
 	if err := sc.st.GenerationLoss(); !errors.Is(err, ErrGenerationChanged) {
 		t.Fatalf("GenerationLoss: %v", err)
 	}
 	// Any resource: the whole store is closed.
-	if _, err := sc.g.Begin(ctx, storetest.Attempt("acct/2", 1, 1, "x")); !errors.Is(err, ErrGenerationChanged) {
+	if _, err := sc.st.Begin(ctx, storetest.Attempt("acct/2", 1, 1, "x")); !errors.Is(err, ErrGenerationChanged) {
 		t.Fatalf("begin of another resource: %v, want ErrGenerationChanged", err)
 	}
 	if _, ok := rawRecord(t, srv.Addr(), "acct/1"); ok {
@@ -100,52 +94,14 @@ func TestRedisRestartedEmptyIsRefused(t *testing.T) {
 
 	// The sidecar restarts on its dataDir: still closed.
 	sc2 := openSidecar(t, srv.Addr(), dataDir, false)
-	if _, err := sc2.g.Begin(ctx, old); !errors.Is(err, ErrGenerationChanged) {
+	if _, err := sc2.st.Begin(ctx, old); !errors.Is(err, ErrGenerationChanged) {
 		t.Fatalf("begin after the sidecar restarted: %v, want ErrGenerationChanged", err)
 	}
 
-	// The operator acknowledges: the checkpoint keeps refusing fence 3.
+	// The operator acknowledges: the store adopts the new data set.
 	sc3 := openSidecar(t, srv.Addr(), dataDir, true)
-	res, err := sc3.g.Begin(ctx, old)
-	if err != nil || res.Decision != store.DecisionFenceRegression {
-		t.Fatalf("begin fence 3 after the acknowledgement: %v %s, want FENCE_REGRESSION", err, res.Decision)
-	}
-	rec, ok := rawRecord(t, srv.Addr(), "acct/1")
-	if !ok || rec.HighestFence != 0 || rec.Pause == nil || !strings.Contains(rec.Pause.Detail, "fence 5") {
-		t.Fatalf("record after the refusal: %+v, want paused, fence 3 not written", rec)
-	}
-}
-
-// A Redis restored from an AOF taken before fence 5 was accepted keeps its
-// generation marker, but the sidecar's checkpoint catches it: fence 3
-// (above the restored highest fence 1) is refused and the resource paused.
-func TestRedisRestoredFromOldAOFIsRefused(t *testing.T) {
-	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
-	dataDir := t.TempDir()
-	sc := openSidecar(t, srv.Addr(), dataDir, false)
-	sc.accept(t, storetest.Attempt("acct/1", 1, 1, "a"))
-
-	srv.Kill()
-	snapshot := t.TempDir()
-	copyDir(t, srv.Dir(), snapshot)
-	srv.Restart()
-	sc.accept(t, storetest.Attempt("acct/1", 5, 1, "b"))
-
-	srv.Kill()
-	clearDir(t, srv.Dir())
-	copyDir(t, snapshot, srv.Dir())
-	srv.Restart()
-	if rec, _ := rawRecord(t, srv.Addr(), "acct/1"); rec.HighestFence != 1 {
-		t.Fatalf("restored record: highest fence %d, want 1 (the old AOF)", rec.HighestFence)
-	}
-
-	res, err := sc.g.Begin(context.Background(), storetest.Attempt("acct/1", 3, 1, "stale owner"))
-	if err != nil || res.Decision != store.DecisionFenceRegression {
-		t.Fatalf("begin fence 3 on the restored Redis: %v %s %s, want FENCE_REGRESSION", err, res.Decision, res.Detail)
-	}
-	rec, _ := rawRecord(t, srv.Addr(), "acct/1")
-	if rec.HighestFence != 1 || rec.InFlight != nil || rec.Pause == nil || rec.Pause.Reason != store.PauseFenceRegression {
-		t.Fatalf("record after the refusal: %+v, want paused at highest fence 1", rec)
+	if err := sc3.st.GenerationLoss(); err != nil {
+		t.Fatalf("after the acknowledgement: %v", err)
 	}
 }
 

@@ -53,8 +53,8 @@ accepted by another. Called with (dict "ctx" ROOT "replicas" N).
 {{- if and (eq ((($s.config).identity).mode | default "mtls") "mtls") (not $s.tls.enabled) -}}
 {{- fail "sidecar.config.identity.mode mtls needs sidecar.tls.enabled (the client certificate is the caller's identity)" -}}
 {{- end -}}
-{{- if and (eq $s.store.backend "bolt") (not (include "fencegate.registry.url" .)) -}}
-{{- fail "sidecar.registry.url is required (or registry.enabled): a bolt store claims its service at the registry" -}}
+{{- if not (include "fencegate.registry.url" .) -}}
+{{- fail "sidecar.registry.url is required (or registry.enabled): the store's progress is anchored at the registry, and a bolt store claims its service there" -}}
 {{- end -}}
 {{- if and $s.persistence.claimTemplate $s.persistence.existingClaim -}}
 {{- fail "sidecar.persistence: claimTemplate and existingClaim exclude each other" -}}
@@ -107,10 +107,10 @@ The admin listener is always on 127.0.0.1.
 {{- end -}}
 {{- $_ = set $c "registry" $reg -}}
 {{- end -}}
-{{- $store := dict "backend" $s.store.backend -}}
+{{- $store := dict "backend" $s.store.backend "service" (default $s.workload.name $s.store.service) -}}
+{{- with $s.store.identity }}{{ $_ = set $store "identity" . }}{{ end -}}
 {{- if eq $s.store.backend "bolt" -}}
 {{- $_ = set $store "path" "/var/lib/fencegate/store.db" -}}
-{{- $_ = set $store "service" (default $s.workload.name $s.store.service) -}}
 {{- $_ = set $store "claimTTL" $s.store.claimTTL -}}
 {{- else -}}
 {{- $rd := $s.store.redis -}}
