@@ -11,6 +11,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/verify"
 )
@@ -128,7 +129,7 @@ func keysJWKS(args []string, out io.Writer) error {
 	if signer == nil {
 		return printJSON(out, bundle)
 	}
-	now := time.Now()
+	now := clock.Real().Now()
 	tok, err := keys.SignBundle(signer, bundle, now, now.Add(*validFor))
 	if err != nil {
 		return err

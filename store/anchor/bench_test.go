@@ -50,6 +50,7 @@ func BenchmarkBeginCommit(b *testing.B) {
 							in := storetest.Attempt(resource, 1, seq, "p")
 							in.Now = time.Now()
 							in.Deadline = in.Now.Add(time.Minute)
+							in.QuietAt = in.Now.Add(2 * time.Minute)
 							res, err := st.Begin(ctx, in)
 							if err != nil || res.Decision != store.DecisionProceed {
 								b.Errorf("begin: %v %s", err, res.Decision)

@@ -311,6 +311,7 @@ func attempt(resource string, fence, seq uint64, p string) store.BeginInput {
 	in := storetest.Attempt(resource, fence, seq, p)
 	in.Now = time.Now()
 	in.Deadline = in.Now.Add(time.Minute)
+	in.QuietAt = in.Now.Add(2 * time.Minute)
 	return in
 }
 

@@ -99,7 +99,7 @@ func TestForgottenUnknownBlocksHigherFence(t *testing.T) {
 				t.Fatalf("record %+v (marker %+v), %v", rec, rec.InFlight, err)
 			}
 			// Settling A (not applied) and resuming lets B through, in order.
-			if _, err := st.Resolve(ctx, store.ResolveInput{OpRef: a.Ref(), Now: time.Now()}); err != nil {
+			if _, err := st.Resolve(ctx, store.ResolveInput{OpRef: a.Ref(), Now: time.Now(), Closed: true}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := st.Resume(ctx, "acct/1"); err != nil {

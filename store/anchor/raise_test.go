@@ -35,7 +35,7 @@ func TestUnanchoredRaiseSettle(t *testing.T) {
 		if _, err := st.MarkUnknown(ctx, store.MarkUnknownInput{OpRef: b.Ref(), Now: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Resolve(ctx, store.ResolveInput{OpRef: b.Ref(), Now: time.Now()}); err != nil {
+		if _, err := st.Resolve(ctx, store.ResolveInput{OpRef: b.Ref(), Now: time.Now(), Closed: true}); err != nil {
 			t.Fatalf("resolve of the unanchored B: %v", err)
 		}
 		if an := anchoredOf(t, reg, "acct/1"); an.Fence != 2 || an.Pending != nil {
@@ -65,7 +65,7 @@ func TestUnanchoredRaiseSettle(t *testing.T) {
 		if _, err := st.MarkUnknown(ctx, store.MarkUnknownInput{OpRef: b.Ref(), Now: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Resolve(ctx, store.ResolveInput{OpRef: b.Ref(), Now: time.Now()}); !errors.Is(err, anchor.ErrSettleRefused) {
+		if _, err := st.Resolve(ctx, store.ResolveInput{OpRef: b.Ref(), Now: time.Now(), Closed: true}); !errors.Is(err, anchor.ErrSettleRefused) {
 			t.Fatalf("resolve of the unanchored B over the lost A: %v", err)
 		}
 		an := anchoredOf(t, reg, "acct/1")
