@@ -144,6 +144,14 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		ready = append(ready, adminapi.ReadyCheck{Code: fencegate.CodeStoreUnavailable, Check: s.anchor.CheckLoss})
 	}
 	opts := proxy.Options{Config: cfg, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade}
+	if an := s.anchor; an != nil {
+		// Trust on first use pins the bundle file as it is, into a store
+		// with no pins. A store that lost its data lost its pins too:
+		// pinning from it would trust whatever the file holds now, so
+		// first use waits until the loss is acknowledged at the registry
+		// (or an operator pins keys with fencegate trust accept).
+		opts.FirstUseAllowed = func(context.Context) (bool, error) { return an.Lost() == nil, nil }
+	}
 	if cfg.Registry.URL != "" {
 		reg, err := registryClient(cfg, "", log)
 		if err != nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -98,6 +99,7 @@ func TestRedisLossAcknowledgedAtTheRegistry(t *testing.T) {
 	cfg.Trust.Bundle = bundle
 	cfg.Registry.URL = regURL
 	cfg.Store = proxy.StoreConfig{Backend: "redis", Service: "ack", Identity: "sidecar", Redis: proxy.RedisStoreConfig{Addr: srv.Addr(), Prefix: "ack"}}
+	cfg.Trust.ReloadInterval = 20 * time.Millisecond
 	cfg.SetDefaults()
 	s, err := New(cfg, zap.NewNop(), nil)
 	if err != nil {
@@ -145,6 +147,16 @@ func TestRedisLossAcknowledgedAtTheRegistry(t *testing.T) {
 	if _, body := get("/metrics"); !strings.Contains(body, "fencegate_proxy_store_data_lost 1") {
 		t.Fatal("fencegate_proxy_store_data_lost is not 1 after the loss")
 	}
+	// The emptied Redis lost the trust pins too: the next reload finds
+	// none, and trust on first use must not pin whatever the bundle file
+	// holds now from a store that lost its data.
+	pinned := func(n int) func() bool {
+		return func() bool {
+			_, body := get("/metrics")
+			return strings.Contains(body, fmt.Sprintf(`fencegate_proxy_trust_keys{state="pinned"} %d`, n))
+		}
+	}
+	waitFor(t, "no key trusted while the store is lost", pinned(0))
 	resp, err := http.Post(admin+"/v1/store/acknowledge-loss", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +180,7 @@ func TestRedisLossAcknowledgedAtTheRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "ready again after the acknowledgement", func() bool { code, _ := get("/readyz"); return code == 200 })
+	waitFor(t, "the bundle pinned on first use once the loss is acknowledged", pinned(1))
 	if _, body := get("/metrics"); !strings.Contains(body, "fencegate_proxy_store_data_lost 0") {
 		t.Fatal("fencegate_proxy_store_data_lost is not back to 0")
 	}
