@@ -114,7 +114,7 @@ func (r *round) sendAttack(e event, who, token, proof string, seq uint64) {
 		return
 	}
 	r.after(e.Net.ReqDelay, "attack delivery", func() {
-		out := r.serve(w, e.Replica, bfNone, e.Net.StatusDrop)
+		out := r.serve(w, e.Replica, delivery{statusDrop: e.Net.StatusDrop})
 		r.logf("attacker (%s) as %s, segment %d at replica %d -> %s", e.Attack, who, seq, e.Replica%len(r.sidecars), out)
 	})
 }

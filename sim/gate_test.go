@@ -30,7 +30,8 @@ func TestGatePasses(t *testing.T) {
 	}
 	for _, row := range []string{"rounds", "writes attempted", "accepted", "stale accepted", "forged accepted",
 		"auth failures that changed a highest fence", "protected mutations that skipped authentication or the fence check",
-		"segment gaps accepted", "regressions accepted", "max virtual time in UNKNOWN", "handoff latency p50/p99 (virtual)"} {
+		"segment gaps accepted", "regressions accepted", "conflicting payloads applied", "backend data that differs from the receipts",
+		"unknown outcomes", "max virtual time in UNKNOWN (settleable)", "unknown outcomes no evidence can settle (left UNKNOWN)", "handoff latency p50/p99 (virtual)"} {
 		if !strings.Contains(out, "\n"+row+"  ") && !strings.HasPrefix(out, row+"  ") {
 			t.Errorf("table lacks the row %q:\n%s", row, out)
 		}
@@ -112,7 +113,7 @@ func TestReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	h2, _, _ := Replay(o, 5)
-	if len(v1) != 0 || len(h1) < 3 || strings.Join(h1, "\n") != strings.Join(h2, "\n") || !strings.HasPrefix(h1[0], "script #1 acquire") {
+	if len(v1) != 0 || len(h1) < 3 || strings.Join(h1, "\n") != strings.Join(h2, "\n") || !strings.HasPrefix(h1[0], "config ") || !strings.HasPrefix(h1[1], "script #1 acquire") {
 		t.Errorf("replay of round 5: violations %v, history:\n%s", v1, strings.Join(h1, "\n"))
 	}
 	o.Sabotage, o.Modes, o.Faults = SabotageStatusLies, []string{"registry"}, []Fault{FaultPause}

@@ -140,20 +140,24 @@ func (o *oracle) restore(now time.Duration) bool {
 	return true
 }
 
-// stale reports why a write under g accepted at now is stale by the
-// registry's truth, or "".
+// stale reports why a write under g accepted at now (nowMs on the
+// registry's clock) is stale by the registry's truth, or "". off is the
+// accepting sidecar's clock offset from the registry's, as far as the
+// design tolerates it (never below -trust.clockSkew).
 //
 // Registry mode: the sidecar read the status at now, so the lease must be
-// held at now: not ended, and now before its expiry.
+// held at now: not ended, and now before its expiry. The sidecar's clock
+// does not matter: the registry judged.
 //
 // Proof mode (docs/design.md 6.4, "the early-release window"): the
-// sidecar accepts a HELD proof while now < exp and now - iat <= maxAge,
-// and exp never passes the lease's expiry at iat (3.3). So the write must
-// be justified by a HELD proof the registry really signed for this lease
-// with now < exp and now - iat <= maxAge; and, whatever proofs exist, a
-// write more than maxAge after the lease was released, revoked or
-// forgotten by a restore is stale (a proof's iat is at most that instant).
-func (o *oracle) stale(g *grantInfo, now time.Duration, nowMs int64, proof bool, maxAge time.Duration) string {
+// sidecar accepts a HELD proof while now < exp and now - iat <= maxAge on
+// its own clock, and exp never passes the lease's expiry at iat (3.3). So
+// the write must be justified by a HELD proof the registry really signed
+// for this lease with now+off < exp and now+off - iat <= maxAge; and,
+// whatever proofs exist, a write more than maxAge after the lease was
+// released, revoked or forgotten by a restore (on the sidecar's clock) is
+// stale (a proof's iat is at most that instant).
+func (o *oracle) stale(g *grantInfo, now time.Duration, nowMs int64, off time.Duration, proof bool, maxAge time.Duration) string {
 	li, ok := o.leases[g.lease]
 	if !ok {
 		return "lease unknown to the registry"
@@ -167,12 +171,13 @@ func (o *oracle) stale(g *grantInfo, now time.Duration, nowMs int64, proof bool,
 		}
 		return ""
 	}
-	if li.ended && now-li.endedAt > maxAge {
+	pnow, pnowMs := now+off, nowMs+off.Milliseconds()
+	if li.ended && pnow-li.endedAt > maxAge {
 		return "lease " + li.cause + " more than status.maxAge before"
 	}
 	maxAgeMs := maxAge.Milliseconds()
 	for _, p := range li.proofs {
-		if nowMs < p.exp && nowMs-p.iat <= maxAgeMs {
+		if pnowMs < p.exp && pnowMs-p.iat <= maxAgeMs {
 			return ""
 		}
 	}

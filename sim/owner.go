@@ -202,7 +202,7 @@ func (o *owner) skip(e event) {
 		proof = o.proof
 	}
 	w := newWire(mainPath, o.name, o.grant, proof, o.seq+1, []byte(fmt.Sprintf("%s/f%d/s%d/skipped-ahead", o.name, o.fence, o.seq+1)))
-	out := r.serve(w, e.Replica, bfNone, false)
+	out := r.serve(w, e.Replica, delivery{})
 	r.logf("%s: segment %d sent before %d at replica %d -> %v", o.name, o.seq+1, o.seq, e.Replica%len(r.sidecars), out)
 }
 
@@ -237,8 +237,10 @@ func (o *owner) write(e event) {
 			o.write(e)
 		}
 	})
+	first := o.tries == 1
 	deliver := func(n netPlan, fault backendFault, dup bool) {
-		out := r.serve(w, e.Replica, fault, n.StatusDrop)
+		mid := e.StoreMid && first && !dup
+		out := r.serve(w, e.Replica, delivery{fault: fault, statusDrop: n.StatusDrop, storeMid: mid, storeRestore: e.Restore, late: e.Late})
 		how := ""
 		if dup {
 			how = " (duplicate)"

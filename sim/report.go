@@ -25,6 +25,7 @@ func (r *Report) Gate() string {
 		{r.Gaps, "segment gaps accepted"},
 		{r.Regressions, "regressions accepted"},
 		{r.DataMismatch, "backend data differs from the receipts"},
+		{r.Conflicts, "conflicting payloads applied"},
 	} {
 		if c.n > 0 {
 			bad = append(bad, fmt.Sprintf("%d %s", c.n, c.what))
@@ -66,7 +67,11 @@ func (r *Report) Write(w io.Writer) {
 	row("protected mutations that skipped authentication or the fence check", r.Skipped)
 	row("segment gaps accepted", r.Gaps)
 	row("regressions accepted", r.Regressions)
-	row("max virtual time in UNKNOWN", r.MaxUnknown)
+	row("conflicting payloads applied", r.Conflicts)
+	row("backend data that differs from the receipts", r.DataMismatch)
+	row("unknown outcomes", r.Unknowns)
+	row("max virtual time in UNKNOWN (settleable)", r.MaxUnknown)
+	row("unknown outcomes no evidence can settle (left UNKNOWN)", r.NoEvidence)
 	row("handoff latency p50/p99 (virtual)", fmt.Sprintf("%s / %s (%d hand-offs)", r.HandoffP50, r.HandoffP99, r.Handoffs))
 	tw.Flush()
 	if r.HistoryHash != "" {

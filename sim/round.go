@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -28,12 +31,20 @@ type roundResult struct {
 	Attempted, Accepted                 int
 	Stale, Forged, AuthChanged, Skipped int
 	Gaps, Regressions, DataMismatch     int
-	MaxUnknown                          time.Duration
-	Handoffs                            []time.Duration
-	Codes                               map[string]int
-	Violations                          []string
-	History                             []string
-	hist                                hash.Hash
+	Conflicts                           int
+	// MaxUnknown is the longest time in UNKNOWN of a mutation that
+	// evidence could settle; NoEvidence counts the unknown outcomes that
+	// nothing an operator has could settle, left UNKNOWN at the end.
+	MaxUnknown time.Duration
+	Unknowns   int
+	NoEvidence int
+	Handoffs   []time.Duration
+	// HandoffOver counts hand-offs over their budget (handoffBudget).
+	HandoffOver int
+	Codes       map[string]int
+	Violations  []string
+	History     []string
+	hist        hash.Hash
 }
 
 func (r *roundResult) failed() bool { return len(r.Violations) > 0 }
@@ -51,11 +62,16 @@ type round struct {
 	start    time.Time
 	reg      *registry.Registry
 	rs       *memory.Store
-	st       store.Store
+	rnd      io.Reader // the registry's random source (kept across restarts)
+	st       *sharedStore
 	sidecars []*sidecar
 	back     *backend
 	or       *oracle
 	owners   []*owner
+	// bundle is the trust bundle file the sidecars load: the run's, or
+	// the round's own when a rotation rewrites it.
+	bundle  string
+	rotates bool
 
 	q    queue
 	tie  *rand.Rand
@@ -63,6 +79,25 @@ type round struct {
 	res  roundResult
 	snap *memory.Snapshot
 	cur  delivery // the request the sidecar is serving now
+	// pending counts the scheduled steps that are not background work
+	// (loop passes, the operator's looks): the round ends when none is
+	// left and the background has nothing to settle.
+	pending int
+	// receipts is every receipt a sidecar stored, by (fence, seq).
+	receipts map[receiptKey]store.Receipt
+	unk      *unknownEpisode
+	// looking: the operator has a look scheduled.
+	looking bool
+}
+
+type receiptKey struct{ fence, seq uint64 }
+
+// unknownEpisode is a mutation of the main resource whose outcome no
+// sidecar knows: left UNKNOWN (or in flight by a dead process) at the end
+// of a step, until it is settled.
+type unknownEpisode struct {
+	op    string
+	since time.Duration
 }
 
 // delivery is the context of the request a sidecar is serving: the faults
@@ -72,6 +107,10 @@ type delivery struct {
 	fault      backendFault
 	statusDrop bool
 	crashed    bool
+	// storeMid loses the store while the request is at the backend.
+	storeMid, storeRestore bool
+	// late: the backend applies the write this long after receiving it.
+	late time.Duration
 }
 
 func (r *round) now() time.Duration { return r.clk.Now().Sub(r.start) }
@@ -102,28 +141,49 @@ func (r *round) violate(counter *int, what string) {
 // at schedules fn at virtual time t (never before now).
 func (r *round) at(t time.Duration, what string, fn func()) {
 	r.seq++
+	r.pending++
 	r.q.push(&item{at: max(t, r.now()), tie: r.tie.Uint64(), seq: r.seq, what: what, fn: fn})
 }
 
 func (r *round) after(d time.Duration, what string, fn func()) { r.at(r.now()+d, what, fn) }
 
+// background schedules a step of background work at t: it does not keep
+// the round going by itself (see pending).
+func (r *round) background(t time.Duration, what string, fn func()) {
+	r.seq++
+	r.q.push(&item{at: max(t, r.now()), tie: r.tie.Uint64(), seq: r.seq, what: what, fn: fn, bg: true})
+}
+
 // runRound builds a world for sc and runs it to the end.
 func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hist bool) (roundResult, error) {
 	r := &round{m: m, sc: sc, sabotage: sab, trace: trace, clk: newSimClock(), or: newOracle(),
-		tie: rand.New(rand.NewPCG(seed, 0x71e))}
+		tie: rand.New(rand.NewPCG(seed, 0x71e)), receipts: map[receiptKey]store.Receipt{}, bundle: m.bundlePath}
 	r.res.Codes = map[string]int{}
 	if hist {
 		r.res.hist = sha256.New()
 	}
 	r.start = r.clk.Now()
+	r.rnd = rand.NewChaCha8(seedBytes(seed))
+	r.rs = memory.New()
 	var err error
-	if r.reg, r.rs, err = newRegistry(m, r.clk, rand.NewChaCha8(seedBytes(seed))); err != nil {
+	if r.reg, err = newRegistry(m.signer, r.rs, r.clk, r.rnd); err != nil {
 		return r.res, err
+	}
+	for _, e := range sc.Events {
+		r.rotates = r.rotates || e.Kind == evRotate
+	}
+	if r.rotates {
+		// The rotation rewrites the bundle file: this round's own.
+		r.bundle = filepath.Join(m.dir, fmt.Sprintf("jwks-%016x.json", seed))
+		if err := writeFile(r.bundle, m.bundleOld); err != nil {
+			return r.res, err
+		}
+		defer os.Remove(r.bundle)
 	}
 	r.st = newSharedStore()
 	r.back = newBackend(r)
-	for range sc.Config.Replicas {
-		r.sidecars = append(r.sidecars, &sidecar{})
+	for i := range sc.Config.Replicas {
+		r.sidecars = append(r.sidecars, &sidecar{clk: offsetClock{base: r.clk, off: sc.Config.Offsets[i]}})
 	}
 	// Replica 0 starts at once (the operator's sidecar); the others on
 	// their first request (a start costs a trust-bundle load).
@@ -133,13 +193,28 @@ func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hi
 	r.schedule()
 	for r.q.Len() > 0 {
 		it := r.q.pop()
+		if !it.bg {
+			r.pending--
+		}
 		if t := r.start.Add(it.at); t.After(r.clk.Now()) {
 			r.clk.AdvanceTo(t)
 		}
 		it.fn()
+		r.trackUnknown()
 	}
 	r.finish()
 	return r.res, nil
+}
+
+func writeFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	return nil
 }
 
 func seedBytes(seed uint64) [32]byte {
@@ -154,23 +229,27 @@ func seedBytes(seed uint64) [32]byte {
 }
 
 // restartSidecar starts a new sidecar process for replica i over the
-// shared store; the old process, if any, is dead.
+// shared store; the old process, if any, is dead. The new process's
+// background loops start with it.
 func (r *round) restartSidecar(i int) error {
 	sc := r.sidecars[i]
 	if sc.st != nil {
 		sc.st.dead = true
 		r.checkCoverage(i)
 	}
-	ps := &processStore{Store: r.st, sab: r.sabotage}
+	ps := &processStore{Store: r.st, r: r, sab: r.sabotage}
+	cfg := proxyConfig(r.m, r.sc.Config, r.sabotage, r.bundle)
+	cfg.Trust.ReloadInterval = trustReload
 	p, err := proxy.New(proxy.Options{
-		Config: proxyConfig(r.m, r.sc.Config, r.sabotage), Store: ps, Status: registryStatus{r},
-		Transport: r.back, Clock: r.clk, Metrics: discardMetrics{},
+		Config: cfg, Store: ps, Status: registryStatus{r},
+		Transport: r.back, Clock: sc.clk, Metrics: discardMetrics{},
 	})
 	if err != nil {
 		return fmt.Errorf("%w: sidecar: %w", ErrSetup, err)
 	}
 	sc.p, sc.st, sc.sent = p, ps, 0
 	sc.life++
+	r.startLoops(i)
 	return nil
 }
 
@@ -212,15 +291,10 @@ func (r *round) schedule() {
 			o.plan = append(o.plan, e)
 			continue
 		}
-		if e.Kind != evAcquire {
-			fn := map[kind]func(event){evCrash: r.crash, evSnapshot: r.snapshot, evRestore: r.restore, evAttack: r.attack}[e.Kind]
-			r.at(e.At, "script", func() { r.logf("%v", e); fn(e) })
-			continue
-		}
-		switch e.Kind {
-		case evAcquire:
-			r.at(e.At, "script", func() { r.logf("%v", e); r.owners[e.Owner].acquire(e) })
-		}
+		fn := map[kind]func(event){evAcquire: func(e event) { r.owners[e.Owner].acquire(e) }, evCrash: r.crash,
+			evSnapshot: r.snapshot, evRestore: r.restore, evAttack: r.attack, evStoreSave: r.storeSave,
+			evStoreLoss: r.storeLoss, evRotate: r.rotate}[e.Kind]
+		r.at(e.At, "script", func() { r.logf("%v", e); fn(e) })
 	}
 }
 
@@ -289,11 +363,12 @@ var authCodes = map[fencegate.Code]bool{
 }
 
 // serve delivers a write to sidecar replica i now, with the link faults
-// given, and checks what the answer must not have changed.
-func (r *round) serve(w wire, replica int, fault backendFault, statusDrop bool) outcome {
+// of d, and checks what the answer must not have changed.
+func (r *round) serve(w wire, replica int, d delivery) outcome {
 	r.res.Attempted++
 	replica %= len(r.sidecars)
-	r.cur = delivery{replica: replica, fault: fault, statusDrop: statusDrop}
+	d.replica = replica
+	r.cur = d
 	resource := mainResource
 	ctx := context.Background()
 	before, _ := r.st.Record(ctx, resource)
@@ -324,9 +399,6 @@ func (r *round) serve(w wire, replica int, fault backendFault, statusDrop bool) 
 	}
 	crashed := r.cur.crashed
 	r.cur = delivery{}
-	if out.code == fencegate.CodeMutationUnknown && out.status == http.StatusGatewayTimeout || crashed {
-		r.operatorSoon(crashed)
-	}
 	if crashed {
 		r.logf("sidecar replica %d restarts after its crash", replica)
 		if err := r.restartSidecar(replica); err != nil {

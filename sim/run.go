@@ -33,7 +33,16 @@ const (
 	// SabotageReadWrites makes the store's read of a record pause the
 	// resource: a refusal that only reads the store then changes it.
 	SabotageReadWrites Sabotage = "read-writes"
+	// SabotageNoReconcile stops every way an unknown outcome is settled
+	// but a worker's own idempotent retry: the sidecars' reconcile loop
+	// does nothing and the operator never looks.
+	SabotageNoReconcile Sabotage = "no-reconcile"
 )
+
+// Sabotages lists every sabotage, in a fixed order.
+func Sabotages() []Sabotage {
+	return []Sabotage{SabotageShadow, SabotageStatusLies, SabotageTrustForger, SabotageReadWrites, SabotageNoReconcile}
+}
 
 // Options configure a run.
 type Options struct {
@@ -68,7 +77,14 @@ type Report struct {
 	Rounds, Attempted, Accepted         int
 	Stale, Forged, AuthChanged, Skipped int
 	Gaps, Regressions, DataMismatch     int
-	MaxUnknown                          time.Duration
+	// Conflicts counts a segment applied again with another payload.
+	Conflicts int
+	// MaxUnknown is the longest virtual time an outcome that evidence
+	// could settle stayed UNKNOWN; Unknowns counts the unknown outcomes,
+	// NoEvidence those no evidence an operator has could settle, left
+	// UNKNOWN at the end of their round.
+	MaxUnknown           time.Duration
+	Unknowns, NoEvidence int
 	// Codes counts the sidecars' answers by problem code (or status).
 	Codes                  map[string]int
 	HandoffP50, HandoffP99 time.Duration
@@ -193,7 +209,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Gaps += r.Gaps
 		rep.Regressions += r.Regressions
 		rep.DataMismatch += r.DataMismatch
+		rep.Conflicts += r.Conflicts
 		rep.MaxUnknown = max(rep.MaxUnknown, r.MaxUnknown)
+		rep.Unknowns += r.Unknowns
+		rep.NoEvidence += r.NoEvidence
 		for k, v := range r.Codes {
 			rep.Codes[k] += v
 		}
@@ -309,6 +328,7 @@ func Replay(o Options, i int) (history, violations []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	history = append(history, "config "+sc.Config.String())
 	for _, e := range sc.Events {
 		history = append(history, "script "+e.String())
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,16 +28,21 @@ import (
 )
 
 // materials are what every round of a run shares and never changes: the
-// registry's signing key, the trust bundle file the sidecars load, and the
-// attacker's key (trusted by nobody).
+// registry's signing key, the key a rotation moves to, the trust bundle
+// file the sidecars load, and the attacker's key (trusted by nobody).
 type materials struct {
 	signer     *keys.Signer
+	rotated    *keys.Signer // the key a rotation (FaultRotate) moves to
 	forger     *keys.Signer // a key of its own (unknown kid)
 	forgerSame *keys.Signer // another key under the trusted key's kid (bad signature)
 	bundlePath string
 	// forgerBundle also trusts the forger's key (SabotageTrustForger).
 	forgerBundle string
-	dir          string
+	// The bundles a rotation writes to its round's own file, in order:
+	// the signer's key, both keys, the rotated key alone.
+	bundleOld, bundleBoth, bundleNew []byte
+	dir                              string
+	jwks                             jwk.Set // the registry's published bundle
 }
 
 // newMaterials derives the keys from seed (Ed25519 key generation reads
@@ -53,26 +59,24 @@ func newMaterials(seed uint64) (*materials, error) {
 		}
 		return keys.Generate(jwa.EdDSA, rand.NewChaCha8(s))
 	}
-	key, err := gen(1)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	var ks [4]jwk.Key
+	for i := range ks {
+		k, err := gen(uint64(i + 1))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+		ks[i] = k
 	}
-	fk, err := gen(2)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
-	fs, err := gen(3)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
+	key, fk, fs, rk := ks[0], ks[1], ks[2], ks[3]
 	if err := fs.Set(jwk.KeyIDKey, key.KeyID()); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	m := &materials{}
+	var err error
 	for _, p := range []struct {
 		k   jwk.Key
 		dst **keys.Signer
-	}{{key, &m.signer}, {fk, &m.forger}, {fs, &m.forgerSame}} {
+	}{{key, &m.signer}, {fk, &m.forger}, {fs, &m.forgerSame}, {rk, &m.rotated}} {
 		if *p.dst, err = keys.NewSigner(p.k); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 		}
@@ -80,6 +84,19 @@ func newMaterials(seed uint64) (*materials, error) {
 	bundle, err := keys.Bundle(false, key)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	m.jwks = bundle
+	for _, b := range []struct {
+		dst *[]byte
+		ks  []jwk.Key
+	}{{&m.bundleOld, []jwk.Key{key}}, {&m.bundleBoth, []jwk.Key{key, rk}}, {&m.bundleNew, []jwk.Key{rk}}} {
+		set, err := keys.Bundle(false, b.ks...)
+		if err == nil {
+			*b.dst, err = json.Marshal(set)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+		}
 	}
 	if m.dir, err = os.MkdirTemp("", "fencegate-sim-"); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
@@ -120,14 +137,18 @@ type sidecar struct {
 	// may have reached it (all but refused connections), as the backend
 	// saw them: the sidecar's own Coverage must say the same.
 	sent uint64
+	clk  offsetClock
 }
 
 // processStore is the shared store as one sidecar process sees it. When
 // the process dies (crash), its later calls fail without touching the
 // store: a dead process writes nothing, so a mutation it had begun stays
-// in flight until its deadline, as after a real crash.
+// in flight until its deadline, as after a real crash. Every receipt a
+// process stores is noted in the round's ledger of receipts (receipts),
+// which the end of the round compares with what the backend applied.
 type processStore struct {
 	store.Store
+	r    *round
 	dead bool
 	sab  Sabotage
 }
@@ -154,7 +175,21 @@ func (s *processStore) Commit(ctx context.Context, in store.CommitInput) (store.
 	if s.dead {
 		return store.Receipt{}, errProcessDead
 	}
-	return s.Store.Commit(ctx, in)
+	rc, err := s.Store.Commit(ctx, in)
+	if err == nil {
+		s.r.noteReceipt(rc)
+	}
+	return rc, err
+}
+func (s *processStore) Resolve(ctx context.Context, in store.ResolveInput) (store.ResolveResult, error) {
+	if s.dead {
+		return store.ResolveResult{}, errProcessDead
+	}
+	res, err := s.Store.Resolve(ctx, in)
+	if err == nil && res.Receipt != nil {
+		s.r.noteReceipt(*res.Receipt)
+	}
+	return res, err
 }
 func (s *processStore) MarkUnknown(ctx context.Context, in store.MarkUnknownInput) (store.Mutation, error) {
 	if s.dead {
@@ -169,17 +204,46 @@ func (s *processStore) Abort(ctx context.Context, in store.AbortInput) (store.Re
 	return s.Store.Abort(ctx, in)
 }
 
+// sharedStore is the fenced store every replica of a round shares (one
+// store/memory), which a store loss (FaultStoreLoss) empties or puts back
+// to a saved state under the running sidecars.
+type sharedStore struct {
+	store.Store // the current contents
+	mem         *storemem.Store
+	saved       *storemem.Snapshot
+}
+
+func newSharedStore() *sharedStore {
+	m := storemem.New(storemem.Options{})
+	return &sharedStore{Store: m, mem: m}
+}
+
+// save keeps a copy of the state now (a backup, an RDB).
+func (s *sharedStore) save() { s.saved = s.mem.Snapshot() }
+
+// lose empties the store (a Redis restarted without persistence, a new
+// pod on an empty disk), or with restore puts back the saved state.
+func (s *sharedStore) lose(restore bool) {
+	if restore && s.saved != nil {
+		s.mem.Restore(s.saved)
+		return
+	}
+	s.mem.Restore(storemem.New(storemem.Options{}).Snapshot())
+}
+
 // Route and resource names of a round.
 const (
 	mainResource  = "item/main"
 	mainPath      = "/v1/items/main"
 	otherResource = "item/other"
 	backendURL    = "http://backend.sim"
+	effectsPath   = "/v1/effects/"
 )
 
-// proxyConfig is the sidecar configuration of a round.
-func proxyConfig(m *materials, rc roundConfig, sab Sabotage) proxy.Config {
-	mode, bundle := proxy.ModeEnforce, m.bundlePath
+// proxyConfig is the sidecar configuration of a round; bundle is the
+// trust bundle file (the round's own when a rotation rewrites it).
+func proxyConfig(m *materials, rc roundConfig, sab Sabotage, bundle string) proxy.Config {
+	mode := proxy.ModeEnforce
 	switch sab {
 	case SabotageShadow:
 		mode = proxy.ModeShadow
@@ -190,39 +254,41 @@ func proxyConfig(m *materials, rc roundConfig, sab Sabotage) proxy.Config {
 	if rc.Proof {
 		st.Mode = proxy.StatusProof
 	}
+	route := proxy.RouteConfig{
+		Method: http.MethodPut, Path: "/v1/items/{id}", Resource: "item/{id}", Mode: mode,
+		Status: st, IdempotencyKey: rc.Idempotent, BusyWait: busyWait,
+	}
+	if rc.EffectQuery {
+		route.EffectQuery = backendURL + effectsPath + "{operationId}"
+	}
 	return proxy.Config{
-		Listen:  "127.0.0.1:0",
-		Backend: proxy.BackendConfig{URL: backendURL, Timeout: backendTimeout},
-		Routes: []proxy.RouteConfig{{
-			Method: http.MethodPut, Path: "/v1/items/{id}", Resource: "item/{id}", Mode: mode,
-			Status: st, IdempotencyKey: rc.Idempotent, BusyWait: busyWait,
-		}},
-		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
-		Trust:    proxy.TrustConfig{Bundle: bundle},
-		Registry: proxy.RegistryConfig{URL: "http://registry.sim"},
-		Store:    proxy.StoreConfig{Backend: "memory"},
-		DataDir:  m.dir, // holds no enforcement.json: nothing to import
+		Listen:    "127.0.0.1:0",
+		Backend:   proxy.BackendConfig{URL: backendURL, Timeout: backendTimeout},
+		Routes:    []proxy.RouteConfig{route},
+		Identity:  identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:     proxy.TrustConfig{Bundle: bundle, ClockSkew: rc.ClockSkew},
+		Registry:  proxy.RegistryConfig{URL: "http://registry.sim"},
+		Store:     proxy.StoreConfig{Backend: "memory"},
+		Reconcile: proxy.ReconcileConfig{Interval: rc.Reconcile},
+		Retention: proxy.RetentionConfig{MaxAge: rc.KeepFor, MaxPerResource: rc.KeepReceipts, Interval: rc.Compact},
+		DataDir:   m.dir, // holds no enforcement.json: nothing to import
 	}
 }
 
 // newRegistry builds the real registry over registry/memory's store, whose
 // snapshots the simulation restores: a registry put back to an older state
 // (design section 10) forgets the fences it issued since, and issues them
-// again.
-func newRegistry(m *materials, clk simClock, rnd io.Reader) (*registry.Registry, *memory.Store, error) {
-	rs := memory.New()
+// again. A restart (a key rotation) builds another over the same store.
+func newRegistry(signer *keys.Signer, rs *memory.Store, clk simClock, rnd io.Reader) (*registry.Registry, error) {
 	r, err := registry.New(registry.Options{
-		Backend: registry.NewTxBackend(rs), Signer: m.signer, Clock: clk, Rand: rnd,
+		Backend: registry.NewTxBackend(rs), Signer: signer, Clock: clk, Rand: rnd,
 		Metrics: discardMetrics{},
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: registry: %w", ErrSetup, err)
+		return nil, fmt.Errorf("%w: registry: %w", ErrSetup, err)
 	}
-	return r, rs, nil
+	return r, nil
 }
-
-// newSharedStore is the fenced store every replica of a round shares.
-func newSharedStore() store.Store { return storemem.New(storemem.Options{}) }
 
 // registryStatus is the sidecars' StatusSource: a status read by digest
 // at the real registry, through the simulated network (a lost read is an
