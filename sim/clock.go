@@ -40,7 +40,7 @@ type offsetClock struct {
 
 var _ clock.Clock = offsetClock{}
 
-func (c offsetClock) Now() time.Time                      { return c.base.Now().Add(c.off) }
+func (c offsetClock) Now() time.Time                       { return c.base.Now().Add(c.off) }
 func (c offsetClock) NewTimer(d time.Duration) clock.Timer { return c.base.NewTimer(d) }
 func (c offsetClock) NewTicker(d time.Duration) clock.Ticker {
 	return c.base.NewTicker(d)

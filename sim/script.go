@@ -19,14 +19,14 @@ type kind uint8
 
 const (
 	// Absolute events: At is the virtual time since the round's start.
-	evAcquire  kind = iota + 1 // an owner asks for the lease
-	evCrash                    // a sidecar process dies and restarts
-	evSnapshot                 // the registry's state is saved
-	evRestore                  // the registry is put back to the last snapshot
-	evAttack                   // an attacker sends a write
-	evStoreSave                // the fenced store's state is saved (a backup, an RDB)
-	evStoreLoss                // the fenced store is emptied, or put back to the save
-	evRotate                   // a step of a signing-key rotation
+	evAcquire   kind = iota + 1 // an owner asks for the lease
+	evCrash                     // a sidecar process dies and restarts
+	evSnapshot                  // the registry's state is saved
+	evRestore                   // the registry is put back to the last snapshot
+	evAttack                    // an attacker sends a write
+	evStoreSave                 // the fenced store's state is saved (a backup, an RDB)
+	evStoreLoss                 // the fenced store is emptied, or put back to the save
+	evRotate                    // a step of a signing-key rotation
 	// Owner-relative events: the owner runs them in order once it holds
 	// the lease; At is the gap after its previous step.
 	evWrite
