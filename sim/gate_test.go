@@ -30,7 +30,7 @@ func TestGatePasses(t *testing.T) {
 	}
 	for _, row := range []string{"rounds", "writes attempted", "accepted", "stale accepted", "forged accepted",
 		"auth failures that changed a highest fence", "protected mutations that skipped authentication or the fence check",
-		"segment gaps accepted", "regressions accepted", "conflicting payloads applied", "backend data that differs from the receipts",
+		"segment gaps accepted", "regressions accepted", "conflicting payloads accepted", "backend data that differs from the receipts",
 		"unknown outcomes", "max virtual time in UNKNOWN (settleable)", "unknown outcomes no evidence can settle (left UNKNOWN)", "handoff latency p50/p99 (virtual)"} {
 		if !strings.Contains(out, "\n"+row+"  ") && !strings.HasPrefix(out, row+"  ") {
 			t.Errorf("table lacks the row %q:\n%s", row, out)

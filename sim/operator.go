@@ -51,8 +51,8 @@ func (r *round) trackUnknown() {
 	}
 	if r.unk != nil && r.unk.op != op {
 		d := r.now() - r.unk.since
-		r.res.MaxUnknown = max(r.res.MaxUnknown, d)
 		r.logf("unknown outcome of %s settled after %s", r.unk.op, d)
+		r.unknownTime(r.unk.op, d, "settled")
 		r.unk = nil
 	}
 	if op != "" && r.unk == nil {
@@ -63,6 +63,15 @@ func (r *round) trackUnknown() {
 			r.looking = true
 			r.background(r.now()+r.sc.Config.OperatorDelay, "the operator looks", r.look)
 		}
+	}
+}
+
+// unknownTime accounts for d in UNKNOWN of op: over the budget breaks the
+// bound.
+func (r *round) unknownTime(op string, d time.Duration, how string) {
+	r.res.MaxUnknown = max(r.res.MaxUnknown, d)
+	if d > MaxUnknownBudget {
+		r.violate(&r.res.UnknownOver, fmt.Sprintf("%s was UNKNOWN for %s (%s), over the %s budget", op, d, how, MaxUnknownBudget))
 	}
 }
 
@@ -153,13 +162,13 @@ func (r *round) noteReceipt(rc store.Receipt) {
 // and that the store kept what compaction must keep.
 func (r *round) finish() {
 	if u := r.unk; u != nil {
+		r.logf("outcome of %s still unknown at the end, after %s (the backend offers an effect query: %v)", u.op, r.now()-u.since, r.sc.Config.Effects)
 		if r.sc.Config.Effects {
 			// The operator could have settled it: its time counts.
-			r.res.MaxUnknown = max(r.res.MaxUnknown, r.now()-u.since)
+			r.unknownTime(u.op, r.now()-u.since, "still unknown at the end, although the backend's effect query could settle it")
 		} else {
 			r.res.NoEvidence++
 		}
-		r.logf("outcome of %s still unknown at the end, after %s (the backend offers an effect query: %v)", u.op, r.now()-u.since, r.sc.Config.Effects)
 	}
 	for i := range r.sidecars {
 		r.checkCoverage(i)

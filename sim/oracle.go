@@ -17,8 +17,10 @@ type oracle struct {
 	// snap is the lease table at the registry's last snapshot.
 	snap      map[string]leaseInfo
 	snapEpoch uint64
-	// latest is the newest grant issued on the main resource.
+	// latest is the newest grant issued on the main resource; issued
+	// counts them.
 	latest *grantInfo
+	issued int
 }
 
 type grantInfo struct {
@@ -31,6 +33,9 @@ type grantInfo struct {
 	owner    string
 	epoch    uint64
 	revision uint64
+	// issued is the grant's place in the order the registry issued the
+	// main resource's grants (1, 2, ...).
+	issued int
 }
 
 type leaseInfo struct {
@@ -41,6 +46,8 @@ type leaseInfo struct {
 	ended   bool
 	endedAt time.Duration
 	cause   string // released, revoked, restored (forgotten by a restore)
+	// restored: a registry restore rewrote the lease's history.
+	restored bool
 }
 
 func newOracle() *oracle {
@@ -61,6 +68,8 @@ func (o *oracle) granted(res registry.Result) *grantInfo {
 			lease: l.Lease, owner: l.Owner, epoch: l.IssuerEpoch, revision: l.Revision}
 		o.grants[root] = g
 		if l.Resource == mainResource {
+			o.issued++
+			g.issued = o.issued
 			o.latest = g
 		}
 	}
@@ -135,6 +144,7 @@ func (o *oracle) restore(now time.Duration) bool {
 		} else if !li.ended {
 			li.ended, li.endedAt, li.cause = true, now, "restored"
 		}
+		li.restored = true
 	}
 	o.epoch = o.snapEpoch
 	return true
@@ -184,10 +194,11 @@ func (o *oracle) stale(g *grantInfo, now time.Duration, nowMs int64, off time.Du
 	return "no HELD proof the registry signed covers this instant (expired or older than status.maxAge)"
 }
 
-// endOf is when the lease of g stopped being held, if it did by now.
+// endOf is when the lease of g stopped being held, if it did by now and
+// no restore rewrote its history.
 func (o *oracle) endOf(g *grantInfo, nowMs int64, start int64) (time.Duration, bool) {
 	li, ok := o.leases[g.lease]
-	if !ok {
+	if !ok || li.restored {
 		return 0, false
 	}
 	exp := time.Duration(li.expiresAt-start) * time.Millisecond

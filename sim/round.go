@@ -35,16 +35,21 @@ type roundResult struct {
 	// MaxUnknown is the longest time in UNKNOWN of a mutation that
 	// evidence could settle; NoEvidence counts the unknown outcomes that
 	// nothing an operator has could settle, left UNKNOWN at the end.
-	MaxUnknown time.Duration
-	Unknowns   int
-	NoEvidence int
-	Handoffs   []time.Duration
-	// HandoffOver counts hand-offs over their budget (handoffBudget).
-	HandoffOver int
-	Codes       map[string]int
-	Violations  []string
-	History     []string
-	hist        hash.Hash
+	MaxUnknown  time.Duration
+	UnknownOver int
+	Unknowns    int
+	NoEvidence  int
+	Handoffs    []time.Duration
+	// HandoffOver counts hand-offs over their budget (handoffBudget),
+	// HandoffBlocked those that waited for an unknown outcome instead.
+	HandoffOver, HandoffBlocked int
+	Codes                       map[string]int
+	Violations                  []string
+	// Soft are findings that fail the gate only in number (a hand-off over
+	// its budget: at most 1% may be).
+	Soft    []string
+	History []string
+	hist    hash.Hash
 }
 
 func (r *roundResult) failed() bool { return len(r.Violations) > 0 }

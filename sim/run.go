@@ -37,11 +37,18 @@ const (
 	// but a worker's own idempotent retry: the sidecars' reconcile loop
 	// does nothing and the operator never looks.
 	SabotageNoReconcile Sabotage = "no-reconcile"
+	// SabotageConflictReplays makes the store take a segment sent again
+	// with another payload for a replay of the accepted one (it compares
+	// fence and segment, not the payload).
+	SabotageConflictReplays Sabotage = "conflict-replays"
+	// SabotageReleaseIgnored makes the registry answer a release but keep
+	// the lease until its TTL runs out: the next owner waits for it.
+	SabotageReleaseIgnored Sabotage = "release-ignored"
 )
 
 // Sabotages lists every sabotage, in a fixed order.
 func Sabotages() []Sabotage {
-	return []Sabotage{SabotageShadow, SabotageStatusLies, SabotageTrustForger, SabotageReadWrites, SabotageNoReconcile}
+	return []Sabotage{SabotageShadow, SabotageStatusLies, SabotageTrustForger, SabotageReadWrites, SabotageNoReconcile, SabotageConflictReplays, SabotageReleaseIgnored}
 }
 
 // Options configure a run.
@@ -85,10 +92,17 @@ type Report struct {
 	// UNKNOWN at the end of their round.
 	MaxUnknown           time.Duration
 	Unknowns, NoEvidence int
+	// UnknownOver counts the outcomes evidence could settle that stayed
+	// UNKNOWN longer than MaxUnknownBudget.
+	UnknownOver int
 	// Codes counts the sidecars' answers by problem code (or status).
-	Codes                  map[string]int
-	HandoffP50, HandoffP99 time.Duration
-	Handoffs               int
+	Codes                   map[string]int
+	HandoffP50, HandoffP99  time.Duration
+	HandoffP999, HandoffMax time.Duration
+	// HandoffOver counts hand-offs over their own budget (at most 1% may
+	// be), HandoffBlocked those that waited for an unknown outcome.
+	HandoffOver, HandoffBlocked int
+	Handoffs                    int
 	// HistoryHash is the SHA-256 of every round's history, in round order
 	// (with Options.History).
 	HistoryHash string
@@ -100,8 +114,10 @@ type Report struct {
 type Failure struct {
 	Round      int
 	Violations []string
-	Events     int
-	History    []string
+	// Config is the round's configuration (status mode, TTL, offsets ...).
+	Config  string
+	Events  int
+	History []string
 	// Shrunk is the shortest failing script found and its history.
 	ShrunkEvents  []string
 	ShrunkHistory []string
@@ -193,6 +209,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Rounds: o.Rounds, Codes: map[string]int{}}
+	soft := -1 // the first round with a hand-off over its budget
 	var hs []time.Duration
 	hist := sha256.New()
 	for i := range results {
@@ -212,6 +229,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Conflicts += r.Conflicts
 		rep.MaxUnknown = max(rep.MaxUnknown, r.MaxUnknown)
 		rep.Unknowns += r.Unknowns
+		rep.UnknownOver += r.UnknownOver
+		rep.HandoffOver += r.HandoffOver
+		rep.HandoffBlocked += r.HandoffBlocked
 		rep.NoEvidence += r.NoEvidence
 		for k, v := range r.Codes {
 			rep.Codes[k] += v
@@ -221,11 +241,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			hist.Write(r.hist.Sum(nil))
 		}
 		if r.failed() && rep.Failure == nil {
-			f, err := explain(m, o, i)
+			f, err := explain(m, o, i, false)
 			if err != nil {
 				return nil, err
 			}
 			rep.Failure = f
+		}
+		if len(r.Soft) > 0 && soft < 0 {
+			soft = i
 		}
 	}
 	if o.History {
@@ -234,6 +257,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	slices.Sort(hs)
 	rep.Handoffs = len(hs)
 	rep.HandoffP50, rep.HandoffP99 = quantile(hs, 0.50), quantile(hs, 0.99)
+	rep.HandoffP999, rep.HandoffMax = quantile(hs, 0.999), quantile(hs, 1)
+	if rep.Failure == nil && rep.Gate() != "" && soft >= 0 {
+		// The gate fails on hand-offs over their budget: show the first.
+		f, err := explain(m, o, soft, true)
+		if err != nil {
+			return nil, err
+		}
+		rep.Failure = f
+	}
 	return rep, nil
 }
 
@@ -251,17 +283,24 @@ func progress(w io.Writer, done, total int, elapsed time.Duration) {
 	fmt.Fprintf(w, "sim: %d/%d rounds (%3.0f%%), %.0f rounds/s, ETA %s\n", done, total, 100*float64(done)/float64(total), rate, eta.Round(time.Second))
 }
 
-// explain replays failing round i with its history, then shrinks it.
-func explain(m *materials, o Options, i int) (*Failure, error) {
+// explain replays failing round i with its history, then shrinks it;
+// with soft, the round's finding is a hand-off over its budget.
+func explain(m *materials, o Options, i int, soft bool) (*Failure, error) {
 	sc := scriptOf(o, i)
 	seed := roundSeed(o.Seed, i)
 	res, err := runRound(m, sc, seed, o.Sabotage, true, false)
 	if err != nil {
 		return nil, err
 	}
-	f := &Failure{Round: i, Violations: res.Violations, Events: len(sc.Events), History: res.History}
+	f := &Failure{Round: i, Violations: res.Violations, Events: len(sc.Events), History: res.History, Config: sc.Config.String()}
+	if soft {
+		f.Violations = res.Soft
+	}
 	small, err := shrink(sc, o.MaxShrinkRuns, func(s script) (bool, error) {
 		r, err := runRound(m, s, seed, o.Sabotage, false, false)
+		if soft {
+			return len(r.Soft) > 0, err
+		}
 		return r.failed(), err
 	})
 	if err != nil {
