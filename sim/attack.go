@@ -132,6 +132,19 @@ func decodeClaims(token string) (*verify.Grant, error) {
 	return &g, json.Unmarshal(raw, &g)
 }
 
+func decodeStatus(token string) (*verify.Status, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("sim: not a compact JWS")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil, err
+	}
+	var st verify.Status
+	return &st, json.Unmarshal(raw, &st)
+}
+
 // operationRoot is the contract's sha256(resource "\n" fence "\n" grantId).
 func operationRoot(resource string, fence uint64, grantID string) string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\n%d\n%s", resource, fence, grantID)))

@@ -3,7 +3,9 @@ package sim
 import (
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/verify"
 )
 
 // oracle is the ground truth a round checks the sidecars against. It is
@@ -218,4 +220,45 @@ func later(a, b *grantInfo) bool {
 		return a.epoch > b.epoch
 	}
 	return a.revision > b.revision
+}
+
+// wire records what a registry answer on the HTTP API says (an SDK
+// worker's acquire, lookup, renewal, status read or release), as granted,
+// touch and proved do for the Go API's results: the grant (when the
+// answer carries it: to its owner only), the lease's expiry, and a HELD
+// proof. It returns the grant, if known.
+func (o *oracle) wire(l *fencegate.Lease) *grantInfo {
+	var g *grantInfo
+	if l.Grant != "" {
+		if c, err := decodeClaims(l.Grant); err == nil {
+			if g = o.grants[c.OperationRoot]; g == nil {
+				g = &grantInfo{token: l.Grant, digest: l.GrantDigest, root: c.OperationRoot, fence: c.FenceToken, resource: c.Resource,
+					lease: c.Lease, owner: c.Owner, epoch: c.IssuerEpoch, revision: c.BackendRevision}
+				o.grants[g.root] = g
+				if g.resource == mainResource {
+					o.issued++
+					g.issued = o.issued
+					o.latest = g
+				}
+			}
+		}
+	}
+	if g == nil {
+		for _, x := range o.grants {
+			if x.lease == l.Lease {
+				g = x
+				break
+			}
+		}
+	}
+	li, ok := o.leases[l.Lease]
+	if !ok {
+		li = &leaseInfo{}
+		o.leases[l.Lease] = li
+	}
+	li.expiresAt = l.ExpiresAt.UnixMilli()
+	if st, err := decodeStatus(l.Status); err == nil && st.State == verify.StateHeld && st.Lease == l.Lease {
+		li.proofs = append(li.proofs, proofWindow{iat: int64(st.IssuedAt), exp: int64(st.ExpiresAt)})
+	}
+	return g
 }

@@ -55,6 +55,8 @@ type owner struct {
 	askNet, firstNet netPlan
 	firstLate        time.Duration
 	blocked          bool
+	// sdk is set when the owner is an SDK worker (sdk.go).
+	sdk *sdkWorker
 }
 
 // acquire sends an acquire (the script's event; retries follow from it).

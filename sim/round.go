@@ -93,6 +93,10 @@ type round struct {
 	unk      *unknownEpisode
 	// looking: the operator has a look scheduled.
 	looking bool
+	seed    uint64
+	// api is the registry's HTTP API for SDK workers, built for apiFor.
+	api    http.Handler
+	apiFor *registry.Registry
 }
 
 type receiptKey struct{ fence, seq uint64 }
@@ -162,7 +166,7 @@ func (r *round) background(t time.Duration, what string, fn func()) {
 // runRound builds a world for sc and runs it to the end.
 func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hist bool) (roundResult, error) {
 	r := &round{m: m, sc: sc, sabotage: sab, trace: trace, clk: newSimClock(), or: newOracle(),
-		tie: rand.New(rand.NewPCG(seed, 0x71e)), receipts: map[receiptKey]store.Receipt{}, bundle: m.bundlePath}
+		tie: rand.New(rand.NewPCG(seed, 0x71e)), receipts: map[receiptKey]store.Receipt{}, bundle: m.bundlePath, seed: seed}
 	r.res.Codes = map[string]int{}
 	if hist {
 		r.res.hist = sha256.New()
@@ -296,11 +300,22 @@ func (r *round) schedule() {
 			o.plan = append(o.plan, e)
 			continue
 		}
-		fn := map[kind]func(event){evAcquire: func(e event) { r.owners[e.Owner].acquire(e) }, evCrash: r.crash,
+		fn := map[kind]func(event){evAcquire: r.acquire, evCrash: r.crash,
 			evSnapshot: r.snapshot, evRestore: r.restore, evAttack: r.attack, evStoreSave: r.storeSave,
 			evStoreLoss: r.storeLoss, evRotate: r.rotate}[e.Kind]
 		r.at(e.At, "script", func() { r.logf("%v", e); fn(e) })
 	}
+}
+
+// acquire starts an owner: a scripted worker asks for the lease; an SDK
+// worker (roundConfig.SDK) starts its program.
+func (r *round) acquire(e event) {
+	o := r.owners[e.Owner]
+	if r.sc.Config.SDK[e.Owner] {
+		r.startSDK(o, e)
+		return
+	}
+	o.acquire(e)
 }
 
 // crash restarts a sidecar replica: the new process has lost the old
@@ -370,6 +385,15 @@ var authCodes = map[fencegate.Code]bool{
 // serve delivers a write to sidecar replica i now, with the link faults
 // of d, and checks what the answer must not have changed.
 func (r *round) serve(w wire, replica int, d delivery) outcome {
+	req := httptest.NewRequest(http.MethodPut, w.path, strings.NewReader(string(w.body)))
+	req.Header = w.header.Clone()
+	_, out := r.serveReq(req, replica, d)
+	return out
+}
+
+// serveReq is serve for any request to the sidecar: a write of a worker,
+// scripted or the SDK's. It returns the sidecar's answer as recorded.
+func (r *round) serveReq(req *http.Request, replica int, d delivery) (*httptest.ResponseRecorder, outcome) {
 	r.res.Attempted++
 	replica %= len(r.sidecars)
 	d.replica = replica
@@ -377,13 +401,12 @@ func (r *round) serve(w wire, replica int, d delivery) outcome {
 	resource := mainResource
 	ctx := context.Background()
 	before, _ := r.st.Record(ctx, resource)
-	req := httptest.NewRequest(http.MethodPut, w.path, strings.NewReader(string(w.body)))
-	req.Header = w.header.Clone()
 	rec := httptest.NewRecorder()
 	p, err := r.proxyOf(replica)
 	if err != nil {
 		r.violate(&r.res.Skipped, err.Error())
-		return outcome{}
+		rec.WriteHeader(http.StatusServiceUnavailable)
+		return rec, outcome{}
 	}
 	p.ServeHTTP(rec, req)
 	out := outcome{status: rec.Code}
@@ -410,5 +433,5 @@ func (r *round) serve(w wire, replica int, d delivery) outcome {
 			r.violate(&r.res.Skipped, err.Error())
 		}
 	}
-	return out
+	return rec, out
 }

@@ -193,6 +193,8 @@ type roundConfig struct {
 	// OperatorDelay is how long after an outcome became unknown the
 	// operator first looks (a page answered), and then again as often.
 	OperatorDelay time.Duration
+	// SDK says which owners are SDK workers (client.Holder), not scripts.
+	SDK [4]bool
 }
 
 func (c roundConfig) String() string {
@@ -200,9 +202,14 @@ func (c roundConfig) String() string {
 	if c.Proof {
 		mode = "proof"
 	}
-	s := fmt.Sprintf("status=%s maxAge=%s ttl=%s replicas=%d idempotencyKey=%v effects=%v effectQuery=%v reconcile=%s retention=%d/%s/%s clockSkew=%s offsets=%v operator=%s",
-		mode, c.MaxAge, c.TTL, c.Replicas, c.Idempotent, c.Effects, c.EffectQuery, c.Reconcile, c.KeepReceipts, c.KeepFor, c.Compact, c.ClockSkew, c.Offsets, c.OperatorDelay)
-	return s
+	var sdk []string
+	for i, on := range c.SDK {
+		if on {
+			sdk = append(sdk, ownerName(i))
+		}
+	}
+	return fmt.Sprintf("status=%s maxAge=%s ttl=%s replicas=%d idempotencyKey=%v effects=%v effectQuery=%v reconcile=%s retention=%d/%s/%s clockSkew=%s offsets=%v operator=%s sdk=%v",
+		mode, c.MaxAge, c.TTL, c.Replicas, c.Idempotent, c.Effects, c.EffectQuery, c.Reconcile, c.KeepReceipts, c.KeepFor, c.Compact, c.ClockSkew, c.Offsets, c.OperatorDelay, sdk)
 }
 
 // script is a round's configuration and input events.
@@ -277,6 +284,9 @@ func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) scr
 		cfg.Offsets[rng.IntN(cfg.Replicas)] = off
 	}
 	cfg.OperatorDelay = time.Duration(1+rng.IntN(10)) * time.Minute
+	for i := range cfg.SDK {
+		cfg.SDK[i] = rng.IntN(3) == 0
+	}
 	sc := script{Config: cfg}
 	add := func(e event) {
 		e.ID = len(sc.Events) + 1
