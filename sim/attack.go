@@ -22,7 +22,7 @@ import (
 func (r *round) attack(e event) {
 	ctx := context.Background()
 	switch e.Attack {
-	case FaultForged, FaultTampered:
+	case FaultForged, FaultTampered, FaultKeyAdd:
 		tmpl := r.or.latest
 		if tmpl == nil {
 			r.logf("%s: no grant to imitate yet", e)
@@ -37,9 +37,9 @@ func (r *round) attack(e event) {
 		claims.GrantID = fmt.Sprintf("g-FORGED%d", e.ID)
 		claims.OperationRoot = operationRoot(claims.Resource, claims.FenceToken, claims.GrantID)
 		var token, proof string
-		if e.Attack == FaultForged {
+		if e.Attack == FaultForged || e.Attack == FaultKeyAdd {
 			signer := r.m.forger
-			if e.ID%2 == 0 {
+			if e.ID%2 == 0 && e.Attack == FaultForged {
 				signer = r.m.forgerSame // the trusted key's kid, another key: a bad signature
 			}
 			tok, err := signer.Sign(verify.GrantSchema, claims)

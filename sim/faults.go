@@ -70,6 +70,11 @@ const (
 	// flight (issue 19, stories 2 and 3). Pending: not in the gate's set
 	// until the store's outside anchor exists (PendingFaults).
 	FaultStoreLoss Fault = "storeloss"
+	// FaultKeyAdd: the attacker's key is added to the sidecars' trust
+	// bundle file (by anyone who can write it), and grants signed with it
+	// follow (issue 19, story 8). Pending: a reload takes an added key
+	// silently until controlled rotation exists (Deliver 7).
+	FaultKeyAdd Fault = "keyadd"
 )
 
 // AllFaults lists the fault kinds of the gate, in a fixed order: every
@@ -87,8 +92,9 @@ func AllFaults() []Fault {
 // it (backend.maxApplyDelay, issue 19, Deliver 1); FaultStoreLoss for the
 // anchor of the store's identity and progress outside the store (Deliver
 // 2); FaultSkewLag for a proof-mode sidecar that notices its clock lags
-// (nothing in issue 19 builds it yet).
-func PendingFaults() []Fault { return []Fault{FaultLate, FaultStoreLoss, FaultSkewLag} }
+// (nothing in issue 19 builds it yet); FaultKeyAdd for controlled key
+// rotation (Deliver 7).
+func PendingFaults() []Fault { return []Fault{FaultLate, FaultStoreLoss, FaultSkewLag, FaultKeyAdd} }
 
 func knownFaults() []Fault { return append(AllFaults(), PendingFaults()...) }
 

@@ -3,7 +3,10 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwk"
 )
 
 // trustReload is the sidecars' trust.reloadInterval.
@@ -20,10 +23,12 @@ const trustReload = time.Second
 // crash). A loop keeps the round going only while an outcome it could
 // settle is unknown; otherwise it ticks while other work is scheduled.
 //
-// Two shortcuts that change no answer: a reconcile pass with no mutation
-// in flight or unknown only refreshes gauges, so it is skipped; and trust
-// reloads run only in rounds whose bundle file changes (a rotation), since
-// a reload of an unchanged file changes nothing.
+// Shortcuts that change no answer: a reconcile pass with no mutation in
+// flight or unknown only refreshes gauges, so it is skipped; trust reloads
+// run only in rounds whose bundle file changes (a rotation), and a pass
+// whose process already took the file as it is now is skipped, since a
+// reload of an unchanged file changes nothing (a refused reload is tried
+// again at every pass, as the refusal may lapse).
 func (r *round) startLoops(i int) {
 	sc := r.sidecars[i]
 	life := sc.life
@@ -65,8 +70,15 @@ func (r *round) startLoops(i int) {
 		}
 	}, never)
 	if r.rotates {
+		seen := -1 // the bundle version this process last reloaded without a refusal
 		loop("trust reload", trustReload, func() {
+			if seen == r.bundleVersion {
+				return // the file is as the last pass found it: nothing to do
+			}
 			changed, err := sc.p.ReloadTrust(false)
+			if err == nil {
+				seen = r.bundleVersion
+			}
 			if changed || err != nil {
 				r.logf("sidecar replica %d: trust bundle reloaded: changed %v (%v), keys %v", i, changed, err, sc.p.TrustKeyIDs())
 			}
@@ -77,16 +89,24 @@ func (r *round) startLoops(i int) {
 // rotate runs a step of a signing-key rotation, in the documented order:
 // the bundle gains the new key (the sidecars' reload loop picks it up),
 // the registry restarts signing with it, the bundle drops the old key
-// (a reload refused while grants of the old key may still be held).
+// (a reload refused while grants of the old key may still be held). Step
+// 4 is not a rotation: the attacker's key is added to the bundle file
+// (FaultKeyAdd, story 8 of issue 19), which the sidecars must not take.
 func (r *round) rotate(e event) {
 	var err error
 	switch e.Step {
 	case 1:
-		err = writeFile(r.bundle, r.m.bundleBoth)
+		r.bundleKeys = append(r.bundleKeys, r.m.rotatedKey)
 	case 2:
 		r.reg, err = newRegistry(r.m.rotated, r.rs, r.clk, r.rnd)
 	case 3:
-		err = writeFile(r.bundle, r.m.bundleNew)
+		r.bundleKeys = slices.DeleteFunc(r.bundleKeys, func(k jwk.Key) bool { return k == r.m.trustKey })
+	case 4:
+		r.bundleKeys = append(r.bundleKeys, r.m.forgerKey)
+	}
+	if e.Step != 2 && err == nil {
+		err = r.writeBundle()
+		r.bundleVersion++
 	}
 	if err != nil {
 		r.logf("rotation step %d failed: %v", e.Step, err)

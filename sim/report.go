@@ -26,6 +26,7 @@ func (r *Report) Gate() string {
 		{r.Regressions, "regressions accepted"},
 		{r.DataMismatch, "backend data differs from the receipts"},
 		{r.Conflicts, "conflicting payloads accepted"},
+		{r.SDKStale, "writes the SDK sent after its lease ended"},
 	} {
 		if c.n > 0 {
 			bad = append(bad, fmt.Sprintf("%d %s", c.n, c.what))
@@ -73,6 +74,7 @@ func (r *Report) Write(w io.Writer) {
 	row("regressions accepted", r.Regressions)
 	row("conflicting payloads accepted", r.Conflicts)
 	row("backend data that differs from the receipts", r.DataMismatch)
+	row("writes the SDK sent after its lease ended", r.SDKStale)
 	row("unknown outcomes", r.Unknowns)
 	row("max virtual time in UNKNOWN (settleable)", r.MaxUnknown)
 	row("unknown outcomes no evidence can settle (left UNKNOWN)", r.NoEvidence)

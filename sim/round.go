@@ -18,10 +18,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lestrrat-go/jwx/v2/jwk"
+
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/store"
 )
@@ -37,6 +40,7 @@ type roundResult struct {
 	// nothing an operator has could settle, left UNKNOWN at the end.
 	MaxUnknown  time.Duration
 	UnknownOver int
+	SDKStale    int
 	Unknowns    int
 	NoEvidence  int
 	Handoffs    []time.Duration
@@ -75,8 +79,10 @@ type round struct {
 	owners   []*owner
 	// bundle is the trust bundle file the sidecars load: the run's, or
 	// the round's own when a rotation rewrites it.
-	bundle  string
-	rotates bool
+	bundle        string
+	rotates       bool
+	bundleVersion int       // how many times the rotation rewrote the bundle
+	bundleKeys    []jwk.Key // what the round's bundle file holds
 
 	q    queue
 	tie  *rand.Rand
@@ -179,12 +185,13 @@ func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hi
 		return r.res, err
 	}
 	for _, e := range sc.Events {
-		r.rotates = r.rotates || e.Kind == evRotate
+		r.rotates = r.rotates || e.Kind == evRotate && e.Step != 2
 	}
 	if r.rotates {
 		// The rotation rewrites the bundle file: this round's own.
 		r.bundle = filepath.Join(m.dir, fmt.Sprintf("jwks-%016x.json", seed))
-		if err := writeFile(r.bundle, m.bundleOld); err != nil {
+		r.bundleKeys = []jwk.Key{m.trustKey}
+		if err := r.writeBundle(); err != nil {
 			return r.res, err
 		}
 		defer os.Remove(r.bundle)
@@ -213,6 +220,19 @@ func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hi
 	}
 	r.finish()
 	return r.res, nil
+}
+
+// writeBundle writes the round's bundle file from bundleKeys.
+func (r *round) writeBundle() error {
+	set, err := keys.Bundle(false, r.bundleKeys...)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	b, err := json.Marshal(set)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	return writeFile(r.bundle, b)
 }
 
 func writeFile(path string, b []byte) error {

@@ -44,11 +44,17 @@ const (
 	// SabotageReleaseIgnored makes the registry answer a release but keep
 	// the lease until its TTL runs out: the next owner waits for it.
 	SabotageReleaseIgnored Sabotage = "release-ignored"
+	// SabotageSDKSlowClock gives the SDK workers a clock that runs at half
+	// the rate: their Holder's local deadline, measured on it, passes
+	// after the lease has expired (the safety margin absorbs small rate
+	// differences, not this).
+	SabotageSDKSlowClock Sabotage = "sdk-slow-clock"
 )
 
 // Sabotages lists every sabotage, in a fixed order.
 func Sabotages() []Sabotage {
-	return []Sabotage{SabotageShadow, SabotageStatusLies, SabotageTrustForger, SabotageReadWrites, SabotageNoReconcile, SabotageConflictReplays, SabotageReleaseIgnored}
+	return []Sabotage{SabotageShadow, SabotageStatusLies, SabotageTrustForger, SabotageReadWrites, SabotageNoReconcile, SabotageConflictReplays, SabotageReleaseIgnored,
+		SabotageSDKSlowClock}
 }
 
 // Options configure a run.
@@ -95,6 +101,9 @@ type Report struct {
 	// UnknownOver counts the outcomes evidence could settle that stayed
 	// UNKNOWN longer than MaxUnknownBudget.
 	UnknownOver int
+	// SDKStale counts writes an SDK worker sent after its lease expired or
+	// was released (the SDK's own promise).
+	SDKStale int
 	// Codes counts the sidecars' answers by problem code (or status).
 	Codes                   map[string]int
 	HandoffP50, HandoffP99  time.Duration
@@ -230,6 +239,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.MaxUnknown = max(rep.MaxUnknown, r.MaxUnknown)
 		rep.Unknowns += r.Unknowns
 		rep.UnknownOver += r.UnknownOver
+		rep.SDKStale += r.SDKStale
 		rep.HandoffOver += r.HandoffOver
 		rep.HandoffBlocked += r.HandoffBlocked
 		rep.NoEvidence += r.NoEvidence

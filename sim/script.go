@@ -144,7 +144,7 @@ func (e event) String() string {
 		s += " emptied"
 	}
 	if e.Kind == evRotate {
-		s += " step=" + [...]string{"?", "bundle-adds-new-key", "registry-signs-with-new-key", "bundle-drops-old-key"}[e.Step]
+		s += " step=" + [...]string{"?", "bundle-adds-new-key", "registry-signs-with-new-key", "bundle-drops-old-key", "bundle-gains-the-attackers-key"}[e.Step]
 	}
 	n := e.Net
 	if n.ReqDelay > 0 || n.RespDelay > 0 {
@@ -400,11 +400,21 @@ func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) scr
 			add(event{Kind: evStoreLoss, At: t + time.Duration(rng.IntN(int(span/time.Millisecond)+1))*time.Millisecond, Restore: restore})
 		}
 	}
-	if has(FaultRotate) && rng.IntN(6) == 0 {
+	if has(FaultRotate) && rng.IntN(10) == 0 {
 		t := at()
 		for step := 1; step <= 3; step++ {
 			add(event{Kind: evRotate, At: t, Step: step})
 			t += time.Duration(rng.IntN(int(2*cfg.TTL/time.Millisecond))) * time.Millisecond
+		}
+	}
+	if has(FaultKeyAdd) && rng.IntN(3) == 0 {
+		// Someone who can write the bundle file adds the attacker's key;
+		// the attacker then signs grants with it.
+		t := at()
+		add(event{Kind: evRotate, At: t, Step: 4})
+		for range 1 + rng.IntN(2) {
+			add(event{Kind: evAttack, At: t + trustReload + time.Duration(rng.IntN(int(span/time.Millisecond)+1))*time.Millisecond,
+				Replica: replica(), Attack: FaultKeyAdd, Net: netFor(true)})
 		}
 	}
 	var attacks []Fault

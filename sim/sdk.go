@@ -127,6 +127,9 @@ func (r *round) handle(w *sdkWorker, p park) {
 func (r *round) sdkRequest(w *sdkWorker, p park) {
 	n := p.fate.net
 	sent := r.now()
+	if p.req.Method == http.MethodPut && p.req.URL.Host != registryHost {
+		r.checkSDKSend(w)
+	}
 	answer := func(resp *http.Response, err error) {
 		r.resume(w, func() { p.reply <- sdkReply{resp, err} })
 	}
@@ -189,6 +192,24 @@ func (r *round) sdkRequest(w *sdkWorker, p park) {
 	}
 	if n.Dup {
 		r.after(n.ReqDelay+n.DupDelay, "sdk duplicate", func() { deliver(true) })
+	}
+}
+
+// checkSDKSend checks the SDK's own promise (package client): a worker
+// using it sends no write once it no longer knows that it holds its lease.
+// When the write leaves the worker, the lease must not have expired or been
+// released by the registry's truth. (A revocation or a registry restore it
+// cannot know of is the sidecar's to refuse.)
+func (r *round) checkSDKSend(w *sdkWorker) {
+	li, ok := r.or.leases[w.o.lease]
+	switch {
+	case !ok:
+		r.violate(&r.res.SDKStale, fmt.Sprintf("%s's SDK sent a write under a lease unknown to the registry", w.o.name))
+	case li.ended && li.cause == "released":
+		r.violate(&r.res.SDKStale, fmt.Sprintf("%s's SDK sent a write after its lease %s was released", w.o.name, w.o.lease))
+	case r.nowMs() >= li.expiresAt:
+		r.violate(&r.res.SDKStale, fmt.Sprintf("%s's SDK sent a write %s after its lease %s expired", w.o.name,
+			time.Duration(r.nowMs()-li.expiresAt)*time.Millisecond, w.o.lease))
 	}
 }
 
@@ -293,13 +314,27 @@ func (w *sdkWorker) sleep(d time.Duration) {
 
 // workerClock is an SDK worker's clock: the round's virtual clock, whose
 // timers park the worker until the event loop reaches their deadline.
-type workerClock struct{ w *sdkWorker }
+// Under SabotageSDKSlowClock it runs at half the rate from t0.
+type workerClock struct {
+	w    *sdkWorker
+	slow bool
+	t0   time.Time
+}
 
-func (c workerClock) Now() time.Time { return c.w.r.clk.Now() }
+func (c workerClock) Now() time.Time {
+	now := c.w.r.clk.Now()
+	if c.slow {
+		return c.t0.Add(now.Sub(c.t0) / 2)
+	}
+	return now
+}
 
 // NewTimer waits d (the worker parks) and returns a timer that has fired:
 // the SDK's only timers are the waits of clock.Sleep.
 func (c workerClock) NewTimer(d time.Duration) clock.Timer {
+	if c.slow {
+		d *= 2
+	}
 	if d > 0 {
 		c.w.sleep(d)
 	}
@@ -342,7 +377,7 @@ func (w *sdkWorker) run(acq event) {
 			w.expect(registryHost, callFate{net: acq.Net})
 		}
 		h, err = rc.Hold(ctx, mainResource, client.WithTTL(cfg.TTL), client.WithRequestID("req-"+o.name+"-1"),
-			client.WithClock(workerClock{w}), client.WithRandom(w.rng.Float64), client.WithAttemptTimeout(answerTimeout),
+			client.WithClock(workerClock{w: w, slow: r.sabotage == SabotageSDKSlowClock, t0: r.clk.Now()}), client.WithRandom(w.rng.Float64), client.WithAttemptTimeout(answerTimeout),
 			client.WithoutBackground())
 		if errors.Is(err, client.ErrLeaseHeld) && r.now() < horizon && poll < 400 {
 			w.sleep(pollInterval)

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,11 +37,11 @@ type materials struct {
 	bundlePath string
 	// forgerBundle also trusts the forger's key (SabotageTrustForger).
 	forgerBundle string
-	// The bundles a rotation writes to its round's own file, in order:
-	// the signer's key, both keys, the rotated key alone.
-	bundleOld, bundleBoth, bundleNew []byte
-	dir                              string
-	jwks                             jwk.Set // the registry's published bundle
+	// trustKey, rotatedKey and forgerKey are the public halves a round's
+	// own bundle file is written from (a rotation, FaultKeyAdd).
+	trustKey, rotatedKey, forgerKey jwk.Key
+	dir                             string
+	jwks                            jwk.Set // the registry's published bundle
 }
 
 // newMaterials derives the keys from seed (Ed25519 key generation reads
@@ -86,19 +85,14 @@ func newMaterials(seed uint64) (*materials, error) {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	m.jwks = bundle
-	for _, b := range []struct {
-		dst *[]byte
-		ks  []jwk.Key
-	}{{&m.bundleOld, []jwk.Key{key}}, {&m.bundleBoth, []jwk.Key{key, rk}}, {&m.bundleNew, []jwk.Key{rk}}} {
-		set, err := keys.Bundle(false, b.ks...)
-		if err == nil {
-			*b.dst, err = json.Marshal(set)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
-		}
+	m.trustKey, m.rotatedKey, m.forgerKey = key, rk, fk
+	// A memory file system where there is one: rotations rewrite bundle
+	// files, and every sidecar start reads one.
+	tmp := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		tmp = "/dev/shm"
 	}
-	if m.dir, err = os.MkdirTemp("", "fencegate-sim-"); err != nil {
+	if m.dir, err = os.MkdirTemp(tmp, "fencegate-sim-"); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	m.bundlePath = filepath.Join(m.dir, "jwks.json")
