@@ -129,6 +129,7 @@ func (b *backend) RoundTrip(req *http.Request) (*http.Response, error) {
 				return
 			}
 			r.logf("backend: late %s applied now", op)
+			r.res.Seen[seenLate]++
 			b.apply(a)
 		})
 		return nil, errTimeout

@@ -2,11 +2,14 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
+
+	"github.com/fencegate/fencegate/proxy"
 )
 
 // trustReload is the sidecars' trust.reloadInterval.
@@ -60,11 +63,13 @@ func (r *round) startLoops(i int) {
 		n := sc.p.ReconcileOnce(ctx)
 		r.cur = delivery{}
 		if n > 0 {
+			r.res.Seen[seenEffectQuery] += n
 			r.logf("sidecar replica %d: reconcile pass settled %d mutation(s) through the effect query", i, n)
 		}
 	}, func() bool { return cfg.EffectQuery && r.watching() })
 	loop("compaction pass", cfg.Compact, func() {
 		res, err := sc.p.CompactOnce(ctx)
+		r.res.Seen[seenCompacted] += res.Receipts + res.Quarantine
 		if err != nil || res.Receipts+res.Quarantine > 0 {
 			r.logf("sidecar replica %d: compaction deleted %d receipts, %d quarantine entries (%v)", i, res.Receipts, res.Quarantine, err)
 		}
@@ -78,6 +83,12 @@ func (r *round) startLoops(i int) {
 			changed, err := sc.p.ReloadTrust(false)
 			if err == nil {
 				seen = r.bundleVersion
+			}
+			switch {
+			case changed:
+				r.res.Seen[seenReload]++
+			case errors.Is(err, proxy.ErrKeyInUse):
+				r.res.Seen[seenReloadRefused]++
 			}
 			if changed || err != nil {
 				r.logf("sidecar replica %d: trust bundle reloaded: changed %v (%v), keys %v", i, changed, err, sc.p.TrustKeyIDs())
@@ -116,7 +127,6 @@ func (r *round) rotate(e event) {
 // storeSave keeps a copy of the fenced store's state (a backup, an RDB).
 func (r *round) storeSave(e event) {
 	r.st.save()
-	r.logf("fenced store state saved")
 }
 
 // storeLoss empties the fenced store, or puts back its saved state.
@@ -127,7 +137,12 @@ func (r *round) loseStore(restore bool, when string) {
 	if restore && r.st.saved != nil {
 		what = "put back to its saved state"
 	}
+	if rec, err := r.st.Record(context.Background(), mainResource); err == nil && rec.InFlight != nil {
+		r.lostOps[rec.InFlight.OperationID] = true
+	}
 	r.st.lose(restore)
+	r.lost, r.lostAt = true, r.now()
+	r.res.Seen[seenStoreLoss]++
 	r.logf("the fenced store is %s %s", what, when)
 }
 
@@ -208,3 +223,18 @@ func (r *round) ownerNamed(name string) *owner {
 	}
 	return nil
 }
+
+// What a round saw happen (Report.Seen): proof that the modelled parts
+// ran, not invariants.
+const (
+	seenEffectQuery   = "unknown outcomes settled by a reconcile pass (effect query)"
+	seenOperator      = "unknown outcomes settled by the operator"
+	seenCompacted     = "receipts and quarantine entries compacted"
+	seenReload        = "trust bundles reloaded"
+	seenReloadRefused = "trust reloads refused (a key still in use)"
+	seenSDK           = "SDK workers (client.Holder)"
+	seenSDKLocal      = "writes the SDK refused locally (not holding)"
+	seenLate          = "writes the backend applied after the sidecar's timeout"
+	seenStoreLoss     = "fenced stores emptied or restored"
+	seenConflict      = "segments resent with another payload"
+)

@@ -101,6 +101,7 @@ func (r *round) look() {
 			r.logf("operator: reconcile %s as applied=%v: %v", m.OperationID, applied, err)
 			continue
 		}
+		r.res.Seen[seenOperator]++
 		r.logf("operator: the backend says %s applied=%v; reconciled so", m.OperationID, applied)
 	}
 	r.trackUnknown()
@@ -154,6 +155,7 @@ func (r *round) restore(e event) {
 func (r *round) noteReceipt(rc store.Receipt) {
 	if rc.Resource == mainResource {
 		r.receipts[receiptKey{rc.Fence, rc.Seq}] = rc
+		r.noted[receiptKey{rc.Fence, rc.Seq}] = r.now()
 	}
 }
 
@@ -186,6 +188,9 @@ func (r *round) finish() {
 		switch {
 		case !ok && r.unk != nil && r.unk.op == a.op:
 			// Applied, and still unknown: not forgotten, not settled.
+		case !ok && r.lostOps[a.op]:
+			// In flight or unknown when the store was lost: the store
+			// forgot it (the loss is what the round tests).
 		case !ok:
 			r.violate(&r.res.DataMismatch, fmt.Sprintf("the backend applied %s but no sidecar stored a receipt for it", a.op))
 		case rc.PayloadDigest != payloadDigest(http.MethodPut, mainPath, a.body):
@@ -209,7 +214,11 @@ func (r *round) finish() {
 			r.violate(&r.res.DataMismatch, fmt.Sprintf("receipt %s (fence %d, segment %d) for a write the backend never applied", rc.ID, k.fence, k.seq))
 		}
 		if _, err := r.st.Receipt(ctx, store.ReceiptKey{Resource: mainResource, Fence: k.fence, Seq: k.seq}); err != nil {
-			// Compaction deletes only segments below (highest, last).
+			// Compaction deletes only segments below (highest, last); a
+			// store loss takes what was stored before it.
+			if r.lost && r.noted[k] <= r.lostAt {
+				continue
+			}
 			if k.fence > rec.HighestFence || k.fence == rec.HighestFence && k.seq >= rec.LastSeq {
 				r.violate(&r.res.DataMismatch, fmt.Sprintf("receipt %s (fence %d, segment %d) is gone from the store, but compaction must keep it (highest %d, last segment %d)",
 					rc.ID, k.fence, k.seq, rec.HighestFence, rec.LastSeq))

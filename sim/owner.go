@@ -315,7 +315,14 @@ func (o *owner) answered(e event, token uint64, out outcome) {
 		if o.seq == 1 {
 			o.blocked = true // its hand-off waits for an unknown outcome
 		}
-		r.after(2*time.Second, "retry after unknown", func() { o.write(e) })
+		// Its own write's answer was lost (504): send it again soon (on an
+		// idempotent route that settles it). Another mutation's outcome is
+		// unknown (409): wait for its reconciliation.
+		wait := 2 * time.Second
+		if out.status == http.StatusGatewayTimeout {
+			wait = 200 * time.Millisecond
+		}
+		r.after(wait, "retry after unknown", func() { o.write(e) })
 	case out.code == fencegate.CodeStatusStale && r.sc.Config.Proof:
 		o.renew(netPlan{})
 		r.after(50*time.Millisecond, "retry with a fresh proof", func() { o.write(e) })
@@ -340,6 +347,7 @@ func (o *owner) conflict(e event, seq uint64) {
 	}
 	body := []byte(fmt.Sprintf("%s/f%d/s%d/another-payload", o.name, o.fence, seq))
 	w := newWire(mainPath, o.name, o.grant, proof, seq, body)
+	r.res.Seen[seenConflict]++
 	r.after(10*time.Millisecond, "conflicting resend", func() {
 		out := r.serve(w, e.Replica, delivery{})
 		r.logf("%s: segment %d sent again with another payload at replica %d -> %v", o.name, seq, e.Replica%len(r.sidecars), out)

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,12 +77,26 @@ func (r *Report) Write(w io.Writer) {
 	row("backend data that differs from the receipts", r.DataMismatch)
 	row("writes the SDK sent after its lease ended", r.SDKStale)
 	row("unknown outcomes", r.Unknowns)
+	row("unknown outcomes over the 15-minute budget", r.UnknownOver)
 	row("max virtual time in UNKNOWN (settleable)", r.MaxUnknown)
 	row("unknown outcomes no evidence can settle (left UNKNOWN)", r.NoEvidence)
 	row("handoff latency p50/p99 (virtual)", fmt.Sprintf("%s / %s (%d hand-offs)", r.HandoffP50, r.HandoffP99, r.Handoffs))
 	row("hand-offs over their budget (at most 1%)", r.HandoffOver)
 	row("hand-offs that waited for an unknown outcome", r.HandoffBlocked)
 	tw.Flush()
+	if len(r.Seen) > 0 {
+		fmt.Fprintln(w, "seen (not invariants):")
+		keys := make([]string, 0, len(r.Seen))
+		for k := range r.Seen {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, k := range keys {
+			fmt.Fprintf(tw, "  %s\t%d\n", k, r.Seen[k])
+		}
+		tw.Flush()
+	}
 	if r.HistoryHash != "" {
 		fmt.Fprintln(w, "history", r.HistoryHash)
 	}

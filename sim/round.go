@@ -48,6 +48,7 @@ type roundResult struct {
 	// HandoffBlocked those that waited for an unknown outcome instead.
 	HandoffOver, HandoffBlocked int
 	Codes                       map[string]int
+	Seen                        map[string]int
 	Violations                  []string
 	// Soft are findings that fail the gate only in number (a hand-off over
 	// its budget: at most 1% may be).
@@ -96,7 +97,14 @@ type round struct {
 	pending int
 	// receipts is every receipt a sidecar stored, by (fence, seq).
 	receipts map[receiptKey]store.Receipt
-	unk      *unknownEpisode
+	// lostAt is when the fenced store was last lost (FaultStoreLoss), and
+	// lostOps the mutations in flight or unknown at a loss: what the store
+	// forgot with it is not the sidecars' to keep.
+	lostAt  time.Duration
+	lost    bool
+	lostOps map[string]bool
+	noted   map[receiptKey]time.Duration // when each receipt was stored
+	unk     *unknownEpisode
 	// looking: the operator has a look scheduled.
 	looking bool
 	seed    uint64
@@ -172,8 +180,9 @@ func (r *round) background(t time.Duration, what string, fn func()) {
 // runRound builds a world for sc and runs it to the end.
 func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hist bool) (roundResult, error) {
 	r := &round{m: m, sc: sc, sabotage: sab, trace: trace, clk: newSimClock(), or: newOracle(),
-		tie: rand.New(rand.NewPCG(seed, 0x71e)), receipts: map[receiptKey]store.Receipt{}, bundle: m.bundlePath, seed: seed}
-	r.res.Codes = map[string]int{}
+		tie: rand.New(rand.NewPCG(seed, 0x71e)), receipts: map[receiptKey]store.Receipt{}, bundle: m.bundlePath, seed: seed,
+		lostOps: map[string]bool{}, noted: map[receiptKey]time.Duration{}}
+	r.res.Codes, r.res.Seen = map[string]int{}, map[string]int{}
 	if hist {
 		r.res.hist = sha256.New()
 	}

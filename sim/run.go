@@ -105,7 +105,11 @@ type Report struct {
 	// was released (the SDK's own promise).
 	SDKStale int
 	// Codes counts the sidecars' answers by problem code (or status).
-	Codes                   map[string]int
+	Codes map[string]int
+	// Seen counts what the modelled parts did (effect-query settlements,
+	// compactions, reloads, SDK workers, late applies ...): proof that
+	// they ran, not invariants.
+	Seen                    map[string]int
 	HandoffP50, HandoffP99  time.Duration
 	HandoffP999, HandoffMax time.Duration
 	// HandoffOver counts hand-offs over their own budget (at most 1% may
@@ -217,7 +221,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rep := &Report{Rounds: o.Rounds, Codes: map[string]int{}}
+	rep := &Report{Rounds: o.Rounds, Codes: map[string]int{}, Seen: map[string]int{}}
 	soft := -1 // the first round with a hand-off over its budget
 	var hs []time.Duration
 	hist := sha256.New()
@@ -245,6 +249,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.NoEvidence += r.NoEvidence
 		for k, v := range r.Codes {
 			rep.Codes[k] += v
+		}
+		for k, v := range r.Seen {
+			rep.Seen[k] += v
 		}
 		hs = append(hs, r.Handoffs...)
 		if r.hist != nil {

@@ -387,17 +387,21 @@ func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) scr
 		}
 	}
 	if storeLoss {
-		t := at()
-		restore := rng.IntN(2) == 0
+		restore := rng.IntN(3) != 0
 		if restore {
-			add(event{Kind: evStoreSave, At: t})
+			// The store saves its state now and then (RDB snapshots); a
+			// restore puts back the last save before the loss.
+			every := time.Duration(300+rng.IntN(1700)) * time.Millisecond
+			for t := every; t < span+5*time.Second; t += every {
+				add(event{Kind: evStoreSave, At: t})
+			}
 		}
 		if storeMid {
 			// The loss happens while one of the writes is at the backend.
 			w := &sc.Events[writes[rng.IntN(len(writes))]]
 			w.StoreMid, w.Restore = true, restore
 		} else {
-			add(event{Kind: evStoreLoss, At: t + time.Duration(rng.IntN(int(span/time.Millisecond)+1))*time.Millisecond, Restore: restore})
+			add(event{Kind: evStoreLoss, At: at(), Restore: restore})
 		}
 	}
 	if has(FaultRotate) && rng.IntN(10) == 0 {

@@ -97,6 +97,7 @@ func (r *round) startSDK(o *owner, e event) {
 	w := &sdkWorker{r: r, o: o, park: make(chan park), alive: true,
 		rng: rand.New(rand.NewPCG(r.seed, uint64(o.id)+0x5d4))}
 	o.sdk = w
+	r.res.Seen[seenSDK]++
 	o.asked, o.askedAt, o.askNet = true, r.now(), e.Net
 	r.logf("%s: an SDK worker (client.Holder) starts", o.name)
 	go w.run(e)
@@ -420,7 +421,7 @@ func (w *sdkWorker) run(acq event) {
 				// After Release the Transport refuses locally: shown once.
 				_, err := hc.Do(w.put(ctx, e, seq, "zombie"))
 				w.logf("a write after the release: %v", err)
-				r.res.Codes["SDK_NOT_HOLDING"] += countIf(errors.Is(err, client.ErrNotHolding))
+				r.res.Seen[seenSDKLocal] += countIf(errors.Is(err, client.ErrNotHolding))
 				return
 			}
 			if !w.write(ctx, hc, tr, h, e, seq) {
@@ -472,7 +473,7 @@ func (w *sdkWorker) write(ctx context.Context, hc *http.Client, tr *client.Trans
 		case errors.Is(err, client.ErrReplayIncomplete):
 			return true
 		case errors.Is(err, client.ErrNotHolding):
-			r.res.Codes["SDK_NOT_HOLDING"]++
+			r.res.Seen[seenSDKLocal]++
 			st, cerr := h.Check(ctx)
 			w.logf("segment %d refused by the SDK (%v); the registry says %s (%v)", seq, err, st, cerr)
 			if !st.Usable() {
