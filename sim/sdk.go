@@ -204,6 +204,9 @@ func (r *round) sdkRequest(w *sdkWorker, p park) {
 func (r *round) checkSDKSend(w *sdkWorker) {
 	li, ok := r.or.leases[w.o.lease]
 	switch {
+	case ok && li.restored:
+		// A registry restore rewrote the lease's history (its renewals
+		// are forgotten): the Holder cannot know; the sidecar decides.
 	case !ok:
 		r.violate(&r.res.SDKStale, fmt.Sprintf("%s's SDK sent a write under a lease unknown to the registry", w.o.name))
 	case li.ended && li.cause == "released":
