@@ -86,6 +86,12 @@ const (
 	CodeReplayIncomplete Code = "REPLAY_INCOMPLETE"
 	// CodeConflict: an admin request conflicts with the resource's state.
 	CodeConflict Code = "CONFLICT"
+	// CodeMayStillApply: an admin request to settle an unknown mutation as
+	// not applied before its quiet time: the backend may still apply it
+	// (the forward's deadline plus backend.maxApplyDelay has not passed).
+	// The problem carries quietAt, operationId and Retry-After; "applied"
+	// may be settled at any time.
+	CodeMayStillApply Code = "MAY_STILL_APPLY"
 )
 
 // Codes of the registry API (IDENTITY_REQUIRED, BODY_TOO_LARGE and
@@ -116,6 +122,11 @@ const (
 	CodeFenceExhausted Code = "FENCE_EXHAUSTED"
 	// CodeInternal: an internal error (a recovered panic).
 	CodeInternal Code = "INTERNAL"
+	// CodeStoreLost: a fenced store's generation is not the one the
+	// registry anchored (anchor.go): the store lost its data or is another
+	// data set. Every anchor step of that store is refused until an
+	// operator acknowledges the loss.
+	CodeStoreLost Code = "STORE_LOST"
 )
 
 // statusOf is the one table of the HTTP status of each code.
@@ -156,6 +167,7 @@ var statusOf = map[Code]int{
 	// whole) decides the answer, as for the other segment-state codes.
 	CodeReplayIncomplete: http.StatusConflict,
 	CodeConflict:         http.StatusConflict,
+	CodeMayStillApply:    http.StatusConflict,
 
 	CodeInvalidRequest:   http.StatusBadRequest,
 	CodeNotOwner:         http.StatusForbidden,
@@ -168,6 +180,7 @@ var statusOf = map[Code]int{
 	CodeUnsupportedMedia: http.StatusUnsupportedMediaType,
 	CodeAdminRequired:    http.StatusForbidden,
 	CodeFenceExhausted:   http.StatusServiceUnavailable,
+	CodeStoreLost:        http.StatusConflict,
 	CodeInternal:         http.StatusInternalServerError,
 }
 

@@ -54,6 +54,7 @@ func TestCodeStatuses(t *testing.T) {
 		fencegate.CodeLeaseHeld:          http.StatusConflict,
 		fencegate.CodeFenceExhausted:     http.StatusServiceUnavailable,
 		fencegate.CodeNotFound:           http.StatusNotFound,
+		fencegate.CodeMayStillApply:      http.StatusConflict,
 	} {
 		if got := code.Status(); got != want {
 			t.Errorf("%s: %d, want %d", code, got, want)

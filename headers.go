@@ -34,6 +34,8 @@ const (
 	HeaderDigest = "Content-Digest"
 
 	// HeaderPrefix starts every Fence-* header; the sidecar removes every
-	// request header with it before a request reaches the backend.
+	// request header whose name starts with it once case is folded and
+	// '_' and '.' are read as '-' (Fence_Token, fence.token) before a
+	// request reaches the backend.
 	HeaderPrefix = "Fence-"
 )

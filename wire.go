@@ -83,6 +83,11 @@ type Meta struct {
 	FenceFloor uint64 `json:"fenceFloor"`
 	// PolicySeq is the last policy generation handed out.
 	PolicySeq uint64 `json:"policySeq"`
+	// Lineage is the registry's issuer lineage: written once, on the first
+	// start of an empty data set, and carried by every grant (the
+	// "lineage" claim). A registry restored from a backup has the
+	// backup's; a new or replaced one has a new one.
+	Lineage string `json:"lineage,omitempty"`
 }
 
 // Policy is a resource policy, the body of PUT /v1/admin/policies and the

@@ -200,17 +200,30 @@ func (c *Client) Policies(ctx context.Context) ([]fencegate.Policy, error) {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any, admin bool) error {
+	_, err := c.doLimit(ctx, method, path, body, out, admin, maxAnswerBytes)
+	return err
+}
+
+// maxAnswerBytes bounds a decoded answer (anchor pages may be larger:
+// maxAnchorAnswerBytes).
+const (
+	maxAnswerBytes       = 4 << 20
+	maxAnchorAnswerBytes = 16 << 20
+)
+
+// doLimit is do with the answer's size bound, and the answer's status.
+func (c *Client) doLimit(ctx context.Context, method, path string, body, out any, admin bool, limit int64) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		buf, err := json.Marshal(body)
 		if err != nil {
-			return fmt.Errorf("client: encode: %w", err)
+			return 0, fmt.Errorf("client: encode: %w", err)
 		}
 		rd = bytes.NewReader(buf)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, rd)
 	if err != nil {
-		return fmt.Errorf("client: %w", err)
+		return 0, fmt.Errorf("client: %w", err)
 	}
 	for k, v := range c.header {
 		req.Header[k] = v
@@ -224,24 +237,24 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, adm
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("client: %s %s: %w", method, path, err)
+		return 0, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
 		d, err := fencegate.ReadProblem(resp)
 		if err != nil {
-			return fmt.Errorf("%w: %s %s: %d: %v", ErrUnexpectedResponse, method, path, resp.StatusCode, err)
+			return resp.StatusCode, fmt.Errorf("%w: %s %s: %d: %v", ErrUnexpectedResponse, method, path, resp.StatusCode, err)
 		}
-		return &Error{StatusCode: resp.StatusCode, Problem: d}
+		return resp.StatusCode, &Error{StatusCode: resp.StatusCode, Problem: d}
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		return nil
+		return resp.StatusCode, nil
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(out); err != nil {
-		return fmt.Errorf("%w: %s %s: %v", ErrUnexpectedResponse, method, path, err)
+	if err := json.NewDecoder(io.LimitReader(resp.Body, limit)).Decode(out); err != nil {
+		return resp.StatusCode, fmt.Errorf("%w: %s %s: %v", ErrUnexpectedResponse, method, path, err)
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // Ready asks the registry's /readyz.

@@ -41,6 +41,12 @@ var (
 	// ErrBackendUnavailable: the registry's backend (or the sidecar's
 	// backend, before anything was sent) is unavailable.
 	ErrBackendUnavailable error = &codeError{fencegate.CodeBackendUnavailable}
+	// ErrStoreLost: a fenced store presented a generation that is not the
+	// one the registry anchored: it lost its data or is another data set.
+	// The problem's "anchored" and "presented" members name both; every
+	// anchor call of the store is refused until an operator acknowledges
+	// the loss (Client.AcknowledgeStoreLoss).
+	ErrStoreLost error = &codeError{fencegate.CodeStoreLost}
 )
 
 // ErrUnexpectedResponse is returned for an answer that is neither the

@@ -44,10 +44,12 @@ func (s *Sidecar) Receipts(ctx context.Context, resource, operationID string) ([
 // unknown (a lost answer, MUTATION_UNKNOWN): it asks the sidecar whether
 // the operation was accepted. An accepted operation's receipt is returned:
 // reuse it, do not do the work again. ErrNoReceipt means the sidecar holds
-// no receipt, which does not prove the mutation was not applied (the
-// resource may await reconciliation: the route's effect query, or an
-// operator with 'fencegate reconcile'); any other error means the question
-// could not be asked.
+// no receipt yet, which does not prove the mutation was not applied: the
+// backend may still be working on it, or apply it later (the resource
+// awaits reconciliation: the route's effect query, an idempotent retry, or
+// an operator with 'fencegate reconcile', which settles "not applied" only
+// once no attempt can take effect any more); any other error means the
+// question could not be asked.
 func (s *Sidecar) Recover(ctx context.Context, resource, operationID string) (*Receipt, error) {
 	list, err := s.Receipts(ctx, resource, operationID)
 	if errors.Is(err, ErrNotFound) {

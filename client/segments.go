@@ -117,7 +117,9 @@ func (r *SegmentReport) Complete() bool {
 // backend error status (that segment is accepted and reported, the run
 // still stops: ErrBackendStatus). A segment whose answer is lost is looked
 // up in the sidecar's receipt API (unless WithoutRecovery) and counts as
-// accepted when its receipt is there. A segment accepted earlier whose
+// accepted when its receipt is there; without one the run stops at it,
+// since no receipt does not prove it was not applied (the backend may still
+// apply it). A segment accepted earlier whose
 // replay the sidecar cannot give whole (REPLAY_INCOMPLETE) is accepted
 // (SegmentResult.Incomplete) and the run goes on.
 //

@@ -30,20 +30,27 @@ type gateFunc func(w applied) bool
 // honours Idempotency-Key, it applies a key once and answers its repeats
 // with the first answer. It knows nothing of fences: it is the legacy
 // service the sidecar protects.
+//
+// Its effect query, GET /effects/{operationId}, answers what it has
+// applied so far: 200 with the write's answer when a write with that
+// Fence-Operation-Id was applied, 404 otherwise (a write still held by a
+// gate is not found yet).
 type ledgerBackend struct {
-	mu      sync.Mutex
-	log     map[string][]applied // path -> applied writes, in order
-	keys    map[string]string    // Idempotency-Key -> first answer's body
-	arrived int                  // PUTs received, applied or not
-	gate    gateFunc
-	srv     *httptest.Server
+	mu       sync.Mutex
+	log      map[string][]applied // path -> applied writes, in order
+	keys     map[string]string    // Idempotency-Key -> first answer's body
+	arrived  int                  // PUTs received, applied or not
+	notFound map[string]int       // operation ID -> effect queries answered 404
+	gate     gateFunc
+	noKeys   bool // Idempotency-Key is not honoured: every PUT is applied
+	srv      *httptest.Server
 }
 
 // startLedgerBackend serves a ledgerBackend on 127.0.0.1:0 until the test
 // ends.
 func startLedgerBackend(t *testing.T) *ledgerBackend {
 	t.Helper()
-	b := &ledgerBackend{log: map[string][]applied{}, keys: map[string]string{}}
+	b := &ledgerBackend{log: map[string][]applied{}, keys: map[string]string{}, notFound: map[string]int{}}
 	b.srv = httptest.NewServer(b)
 	t.Cleanup(b.srv.Close)
 	return b
@@ -51,6 +58,14 @@ func startLedgerBackend(t *testing.T) *ledgerBackend {
 
 // URL is the backend's base URL.
 func (b *ledgerBackend) URL() string { return b.srv.URL }
+
+// ignoreKeys makes the backend one that does not honour Idempotency-Key
+// (a route without idempotencyKey): it applies every PUT it receives.
+func (b *ledgerBackend) ignoreKeys() {
+	b.mu.Lock()
+	b.noKeys = true
+	b.mu.Unlock()
+}
 
 // setGate installs (or, with nil, removes) the gate every PUT passes first.
 func (b *ledgerBackend) setGate(g gateFunc) {
@@ -63,6 +78,10 @@ func (b *ledgerBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		panic(http.ErrAbortHandler) // a body cut off is no write
+	}
+	if op, ok := strings.CutPrefix(r.URL.Path, "/effects/"); ok && r.Method == http.MethodGet {
+		b.effect(w, op)
+		return
 	}
 	if r.Method != http.MethodPut {
 		w.WriteHeader(http.StatusMethodNotAllowed)
@@ -81,7 +100,7 @@ func (b *ledgerBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	answer := "applied " + a.Body
 	b.mu.Lock()
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
+	if key := r.Header.Get("Idempotency-Key"); key != "" && !b.noKeys {
 		if first, seen := b.keys[key]; seen {
 			b.mu.Unlock()
 			w.Header().Set("X-Idempotent-Replay", "true")
@@ -93,6 +112,29 @@ func (b *ledgerBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.log[r.URL.Path] = append(b.log[r.URL.Path], a)
 	b.mu.Unlock()
 	io.WriteString(w, answer)
+}
+
+// effect answers the effect query of op.
+func (b *ledgerBackend) effect(w http.ResponseWriter, op string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, writes := range b.log {
+		for _, a := range writes {
+			if a.OperationID == op {
+				io.WriteString(w, "applied "+a.Body)
+				return
+			}
+		}
+	}
+	b.notFound[op]++
+	w.WriteHeader(http.StatusNotFound)
+}
+
+// notFoundAnswers is how many effect queries of op were answered 404.
+func (b *ledgerBackend) notFoundAnswers(op string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.notFound[op]
 }
 
 // writes returns the writes applied to path, in order.

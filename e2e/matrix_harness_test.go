@@ -54,6 +54,13 @@ type sidecarOpts struct {
 	// claimTTL of the bolt store's service claim (default 1s, so a
 	// sidecar killed with -9 can be restarted quickly).
 	claimTTL string
+	// maxApplyDelay is backend.maxApplyDelay (default 1s: the ledger
+	// applies a write while its request is open, or never, unless a
+	// scenario's gate holds it longer).
+	maxApplyDelay string
+	// effectQuery: the route's effectQuery asks the ledger
+	// (/effects/{operationId}), reconcile.interval 100ms.
+	effectQuery bool
 }
 
 // serviceSeq names each matrix sidecar's service claim uniquely.
@@ -77,6 +84,13 @@ func matrixSidecarConfig(reg *registry, backend string, o sidecarOpts, service s
 	if o.claimTTL == "" {
 		o.claimTTL = "1s"
 	}
+	if o.maxApplyDelay == "" {
+		o.maxApplyDelay = "1s"
+	}
+	effect := ""
+	if o.effectQuery {
+		effect = `, effectQuery: "` + backend + `/effects/{operationId}"`
+	}
 	storeCfg := `{backend: bolt, service: ` + service + `, claimIdentity: ` + service + `, claimTTL: ` + o.claimTTL + `}`
 	if o.redisAddr != "" {
 		storeCfg = `{backend: redis, redis: {addr: "` + o.redisAddr + `", prefix: "` + o.redisPrefix + `"}}`
@@ -84,9 +98,10 @@ func matrixSidecarConfig(reg *registry, backend string, o sidecarOpts, service s
 	return `
 listen: LISTEN
 admin: {listen: ADMIN}
-backend: {url: "` + backend + `", timeout: ` + o.timeout + `}
+backend: {url: "` + backend + `", timeout: ` + o.timeout + `, maxApplyDelay: ` + o.maxApplyDelay + `}
+reconcile: {interval: 100ms}
 routes:
-  - {method: PUT, path: "/v1/accounts/{id}", resource: "account/{id}", idempotencyKey: ` + fmt.Sprint(o.idempotencyKey) + `, status: {mode: ` + o.status + `, maxAge: ` + o.maxAge + `}}
+  - {method: PUT, path: "/v1/accounts/{id}", resource: "account/{id}", idempotencyKey: ` + fmt.Sprint(o.idempotencyKey) + `, status: {mode: ` + o.status + `, maxAge: ` + o.maxAge + `}` + effect + `}
 identity: {mode: insecure-header}
 trust: {bundle: "` + filepath.Join(reg.dataDir, "keys", "jwks.json") + `"}
 registry: {url: "` + reg.url + `"}
@@ -174,6 +189,7 @@ type rawWrite struct {
 	Segment string // omitted when empty
 	Path    string // default accountsPath of the grant's resource ID is not derivable: required
 	Body    string
+	Header  http.Header // further request headers, sent as they are
 }
 
 // of fills the grant, proof and owner of lease l.
@@ -217,6 +233,9 @@ func send(base string, w rawWrite) reply {
 	req, err := http.NewRequest(http.MethodPut, base+w.Path, strings.NewReader(w.Body))
 	if err != nil {
 		return reply{Err: err}
+	}
+	for k, v := range w.Header {
+		req.Header[k] = v
 	}
 	if w.Owner != "" {
 		req.Header.Set(identityHeader, w.Owner)
@@ -439,14 +458,21 @@ func waitUnknown(t *testing.T, admin, resource string, limit time.Duration) stri
 }
 
 // reconcile settles resource's unknown mutation op through
-// "fencegate reconcile", as an operator does.
+// "fencegate reconcile", as an operator does. A not-applied the sidecar
+// refuses because the mutation is not quiet yet (MAY_STILL_APPLY: the
+// backend may still apply it) is asked again until it is (up to 30 s).
 func reconcile(t *testing.T, admin, resource, op string, applied bool) {
 	t.Helper()
 	how := "--not-applied"
 	if applied {
 		how = "--applied"
 	}
-	if r := run(t, "reconcile", "--admin", admin, "--resource", resource, "--op", op, how, "--reason", "e2e fault matrix"); r.code != 0 {
+	var r result
+	eventually(30*time.Second, func() bool {
+		r = run(t, "reconcile", "--admin", admin, "--resource", resource, "--op", op, how, "--reason", "e2e fault matrix")
+		return r.code == 0 || !strings.Contains(r.stderr, string(fencegate.CodeMayStillApply))
+	})
+	if r.code != 0 {
 		t.Fatalf("reconcile %s %s %s: exit %d\n%s%s", resource, op, how, r.code, r.stdout, r.stderr)
 	}
 }

@@ -61,7 +61,7 @@ func TestSidecarBinary(t *testing.T) {
 	sc := startSidecar(t, `
 listen: LISTEN
 admin: {listen: ADMIN}
-backend: {url: "`+bsrv.URL+`", timeout: 500ms}
+backend: {url: "`+bsrv.URL+`", timeout: 500ms, maxApplyDelay: 500ms}
 routes:
   - {method: PUT, path: "/v1/invoice-batches/{id}", resource: "invoice-batch/{id}", status: {mode: registry}}
 identity: {mode: insecure-header}
@@ -128,9 +128,9 @@ log: {level: warn}
 	if err := json.Unmarshal([]byte(r.stdout), &unknown); err != nil || len(unknown) != 1 {
 		t.Fatalf("receipts --unknown: %v %q %s", err, r.stdout, r.stderr)
 	}
-	if r := run(t, "reconcile", "--admin", sc.admin, "--resource", "invoice-batch/7", "--op", unknown[0].OperationID, "--not-applied", "--reason", "e2e"); r.code != 0 {
-		t.Fatalf("reconcile: %d %s %s", r.code, r.stdout, r.stderr)
-	}
+	// Not applied, once the mutation is quiet (the forward's deadline plus
+	// backend.maxApplyDelay): the helper asks again while it is not.
+	reconcile(t, sc.admin, "invoice-batch/7", unknown[0].OperationID, false)
 	// Reconciled as not applied: segment 2 was never applied, so worker-b
 	// sends it again.
 	if st, d, _ := put("worker-b", b.Grant, "2", "B2"); st != 200 {
@@ -192,5 +192,62 @@ dataDir: "` + data + `"
 		t.Fatalf("downgrade accepted: %d %s", r.code, r.stderr)
 	}
 	sc2 := startSidecar(t, cfg("shadow"), "--force-downgrade", "PUT /v1/x/{id}")
-	sc2.stop()
+	// The forced downgrade is a metric (FencegateForcedDowngrade), on this
+	// start and on the next one without the flag.
+	for i, sc := range []*sidecar{sc2, nil} {
+		if sc == nil {
+			sc = startSidecar(t, cfg("shadow"))
+		}
+		if got := scrapeLine(t, sc.admin+"/metrics", `fencegate_proxy_forced_downgrade{route="PUT /v1/x/{id}"}`); got != "1" {
+			t.Errorf("start %d after the forced downgrade: fencegate_proxy_forced_downgrade = %q, want 1", i, got)
+		}
+		sc.stop()
+	}
+}
+
+// TestSidecarRefusesARouteShadowingAnEnforcedOne is story 5's first case
+// with the real binary: an off route for a literal path next to the
+// enforced pattern it would take paths from refuses to start, naming both
+// routes, with or without --force-downgrade.
+func TestSidecarRefusesARouteShadowingAnEnforcedOne(t *testing.T) {
+	reg := startRegistry(t, "")
+	path := filepath.Join(t.TempDir(), "proxy.yaml")
+	writeFile(t, path, `
+listen: "127.0.0.1:0"
+admin: {listen: "127.0.0.1:0"}
+backend: {url: "http://127.0.0.1:9"}
+routes:
+  - {method: PUT, path: "/v1/items/{id}", resource: "item/{id}"}
+  - {method: PUT, path: "/v1/items/42", resource: "item/42", mode: "off"}
+identity: {mode: insecure-header}
+trust: {bundle: "`+filepath.Join(reg.dataDir, "keys", "jwks.json")+`"}
+registry: {url: "`+reg.url+`"}
+store: {service: e2e-shadowing, claimIdentity: sidecar}
+dataDir: "`+t.TempDir()+`"
+`)
+	for _, args := range [][]string{{"proxy", "--config", path}, {"proxy", "--config", path, "--force-downgrade", "PUT /v1/items/{id}"}} {
+		r := run(t, args...)
+		if r.code == 0 || !strings.Contains(r.stderr, "a route below enforce overlaps an enforced route") ||
+			!strings.Contains(r.stderr, "PUT /v1/items/42 in off") || !strings.Contains(r.stderr, "PUT /v1/items/{id}") {
+			t.Fatalf("%v: exit %d, stderr %s; want a refusal naming both routes", args, r.code, r.stderr)
+		}
+	}
+}
+
+// scrapeLine returns the value of the exposition line that starts with
+// series, or "" when there is none.
+func scrapeLine(t *testing.T, url, series string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			return v
+		}
+	}
+	return ""
 }

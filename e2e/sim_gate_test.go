@@ -76,16 +76,18 @@ func TestSimGate(t *testing.T) {
 }
 
 // TestSimGateCanFail: the binary exits non-zero with gate: FAIL and a shrunk
-// history when one part is broken (the sidecars trust the attacker's key),
-// and when a pending fault is named (a backend that applies after the
-// sidecar's timeout: its protection is not in this code yet).
+// history when one part is broken (the sidecars trust the attacker's key;
+// the store settles "not applied" before the quiet time, so a backend that
+// applies late lands after it), and when a pending fault is named (the
+// fenced store lost mid-forward: the sidecars do not use its anchor yet).
 func TestSimGateCanFail(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		what string
 	}{
 		{[]string{"--faults", "forged", "--sabotage", "trust-forger"}, "forged writes accepted"},
-		{[]string{"--faults", "late"}, "backend data differs from the receipts"},
+		{[]string{"--faults", "late", "--sabotage", "not-quiet"}, "backend data differs from the receipts"},
+		{[]string{"--faults", "storeloss,lostack"}, "segment gaps accepted"},
 	} {
 		args := append([]string{"--rounds", "200", "--seed", "1", "--quiet"}, c.args...)
 		out, _, code := runSimBinary(t, 2*time.Minute, args...)

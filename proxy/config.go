@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap/zapcore"
 	"go.yaml.in/yaml/v3"
 
@@ -55,7 +56,10 @@ type Config struct {
 	// and TRACE, spelled exactly so, are reads; every other method is a
 	// mutation. Even with pass, a mutation whose method differs only in
 	// case from a route's, on a path that route matches ("put" for PUT),
-	// is treated as that route's and refused (ROUTE_NOT_PROTECTED).
+	// is treated as that route's and refused (ROUTE_NOT_PROTECTED), and so
+	// is one whose path a lenient backend reads as an enforced route's
+	// (lenient.go), or whose decoded path holds NUL, a control character or
+	// invalid UTF-8.
 	UnmatchedMutations string          `yaml:"unmatchedMutations"`
 	Identity           identity.Config `yaml:"identity"`
 	Trust              TrustConfig     `yaml:"trust"`
@@ -87,9 +91,18 @@ type Config struct {
 // BackendConfig tunes forwarding to the legacy service.
 type BackendConfig struct {
 	URL string `yaml:"url"`
-	// Timeout bounds a forwarded mutation from send to the end of the
-	// response; past it the outcome is unknown.
-	Timeout             time.Duration `yaml:"timeout"`
+	// Timeout bounds a forwarded mutation from its Begin to the end of the
+	// response: the forward's deadline is taken before the store's Begin,
+	// so nothing is sent after it. Past it the outcome is unknown.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxApplyDelay is how long after the forward's deadline the backend
+	// may still apply a request it received (its own queues, a slow
+	// database, a request still in the network). An unknown mutation is
+	// settled as not applied only on evidence gathered after its forward's
+	// deadline plus MaxApplyDelay (its quiet time), unless the route's
+	// effect query closes the operation (RouteConfig.EffectQueryCloses).
+	// Default DefaultMaxApplyDelay, at most MaxApplyDelayLimit.
+	MaxApplyDelay       time.Duration `yaml:"maxApplyDelay"`
 	DialTimeout         time.Duration `yaml:"dialTimeout"`
 	MaxIdleConnsPerHost int           `yaml:"maxIdleConnsPerHost"`
 	MaxConnsPerHost     int           `yaml:"maxConnsPerHost"`
@@ -125,8 +138,18 @@ type RouteConfig struct {
 	IdempotencyKey bool `yaml:"idempotencyKey"`
 	// EffectQuery is a URL template asked during reconciliation:
 	// {operationId}, {resource}, {fence} and {seq} are filled in (escaped).
-	// 200 means applied (its body is the stored response), 404 not applied.
+	// 200 means applied (its body is the stored response), 404 not applied
+	// yet: it settles the mutation as not applied only once the mutation is
+	// quiet (backend.maxApplyDelay after its forward's deadline), unless
+	// EffectQueryCloses.
 	EffectQuery string `yaml:"effectQuery"`
+	// EffectQueryCloses declares that the backend's 404 to the effect query
+	// closes the operation: answering it, the backend durably records the
+	// operation ID (Fence-Operation-Id, and Idempotency-Key on routes with
+	// idempotencyKey) as refused, and never applies a request carrying it
+	// afterwards, including one already queued or in progress inside it. A
+	// 404 then settles "not applied" at once. Requires EffectQuery.
+	EffectQueryCloses bool `yaml:"effectQueryCloses"`
 	// ResponseStoreLimit bounds the response body kept in a receipt.
 	ResponseStoreLimit int `yaml:"responseStoreLimit"`
 	// BodyLimit bounds the request body (413 above it).
@@ -331,6 +354,24 @@ const (
 // lasts the timeout plus 5s, and the store accepts at most a day.
 const MaxBackendTimeout = time.Hour
 
+// DefaultMaxApplyDelay is backend.maxApplyDelay when unset: a generous
+// bound on how long an ordinary backend keeps working on a request its
+// client gave up on, short enough that an unknown mutation a 404 effect
+// query settles (about maxApplyDelay after its forward's deadline, plus a
+// reconcile interval) stays under the 15-minute UNKNOWN target with the
+// default backend.timeout.
+const DefaultMaxApplyDelay = 10 * time.Minute
+
+// MaxApplyDelayLimit bounds backend.maxApplyDelay: the quiet time
+// (backend.timeout + maxApplyDelay after Begin) must fit the store's
+// in-flight window. A backend that may apply later than this needs an
+// effect query that closes the operation (effectQueryCloses).
+const MaxApplyDelayLimit = 12 * time.Hour
+
+// UnknownTarget is the design's target for the time a mutation stays
+// UNKNOWN (fencegate_proxy_oldest_unknown_age_seconds under 900).
+const UnknownTarget = 15 * time.Minute
+
 // LoadConfig reads a YAML file and fills the defaults. Unknown keys are errors.
 func LoadConfig(path string) (Config, error) {
 	var c Config
@@ -370,6 +411,7 @@ func (c *Config) SetDefaults() {
 		c.UnmatchedMutations = "reject"
 	}
 	setDur(&c.Backend.Timeout, 30*time.Second)
+	setDur(&c.Backend.MaxApplyDelay, DefaultMaxApplyDelay)
 	setDur(&c.Backend.DialTimeout, 2*time.Second)
 	setDur(&c.Backend.IdleConnTimeout, 90*time.Second)
 	if c.Backend.MaxIdleConnsPerHost == 0 {
@@ -500,6 +542,10 @@ func (c Config) Validate() error {
 	if c.Backend.Timeout > MaxBackendTimeout {
 		add("backend.timeout: %v is above %v (an in-flight mutation must settle within the store's window)", c.Backend.Timeout, MaxBackendTimeout)
 	}
+	positive("backend.maxApplyDelay", c.Backend.MaxApplyDelay)
+	if c.Backend.MaxApplyDelay > MaxApplyDelayLimit {
+		add("backend.maxApplyDelay: %v is above %v (a backend that may apply later needs an effect query that closes the operation: effectQueryCloses)", c.Backend.MaxApplyDelay, MaxApplyDelayLimit)
+	}
 	positive("backend.dialTimeout", c.Backend.DialTimeout)
 	dur("backend.idleConnTimeout", c.Backend.IdleConnTimeout)
 	count("backend.maxIdleConnsPerHost", int64(c.Backend.MaxIdleConnsPerHost))
@@ -531,6 +577,10 @@ func (c Config) Validate() error {
 		}
 		if !strings.HasPrefix(r.Path, "/") {
 			add("%s.path: %q must start with /", p, r.Path)
+		} else if validToken(method) && !readMethod(method) {
+			if err := addPattern(chi.NewRouter(), method, r.Path, p+".path"); err != nil {
+				add("%v", err)
+			}
 		}
 		key := method + " " + r.Path
 		if seen[key] {
@@ -541,8 +591,8 @@ func (c Config) Validate() error {
 			add("%s.resource: a resource template is required", p)
 		}
 		pathParams := map[string]bool{}
-		for _, m := range templateParam.FindAllStringSubmatch(r.Path, -1) {
-			pathParams[m[1]] = true
+		for _, name := range patternParams(r.Path) {
+			pathParams[name] = true
 		}
 		for _, m := range templateParam.FindAllStringSubmatch(r.Resource, -1) {
 			if !pathParams[m[1]] {
@@ -577,8 +627,11 @@ func (c Config) Validate() error {
 			if u, err := url.Parse(templateParam.ReplaceAllString(r.EffectQuery, "x")); err != nil || u.Host == "" {
 				add("%s.effectQuery: %q is not an absolute URL template", p, r.EffectQuery)
 			}
+		} else if r.EffectQueryCloses {
+			add("%s.effectQueryCloses: needs an effectQuery", p)
 		}
 	}
+	errs = append(errs, validateOverlaps(c.Routes)...)
 	errs = append(errs, c.Retention.validate()...)
 	errs = append(errs, c.Identity.Validate()...)
 	errs = append(errs, c.Forwarded.validate()...)
@@ -633,6 +686,62 @@ func (c Config) Validate() error {
 		add("log.level: %v", err)
 	}
 	return errors.Join(errs...)
+}
+
+// patternParams returns the parameter names of a chi pattern, regexp
+// parameters ({id:[0-9]+}) included.
+func patternParams(pattern string) []string {
+	var out []string
+	for i := 0; i < len(pattern); i++ {
+		if pattern[i] != '{' {
+			continue
+		}
+		end := matchingBrace(pattern, i)
+		if end < 0 {
+			break
+		}
+		name, _, _ := strings.Cut(pattern[i+1:end], ":")
+		out = append(out, name)
+		i = end
+	}
+	return out
+}
+
+// ErrRouteShadowed: a route below enforce can match a path that an
+// enforced route of the same method matches too. Which of the two chi
+// picks depends on its priorities (a static segment before a regexp
+// parameter before a parameter before a catch-all), so the lower mode
+// could take paths the enforced route protects. --force-downgrade does not
+// override it: the configuration itself is contradictory.
+var ErrRouteShadowed = errors.New("proxy: a route below enforce overlaps an enforced route")
+
+// validateOverlaps refuses every route below enforce that can match a path
+// an enforced route of the same method can match (overlap.go; when the
+// check cannot rule an overlap out, it counts as one).
+func validateOverlaps(routes []RouteConfig) []error {
+	// A pattern chi refuses is reported as such, not as overlapping.
+	valid := func(r RouteConfig) bool {
+		m := asciiUpper(r.Method)
+		return validToken(m) && !readMethod(m) && strings.HasPrefix(r.Path, "/") && addPattern(chi.NewRouter(), m, r.Path, "") == nil
+	}
+	var errs []error
+	for i, lo := range routes {
+		if lo.Mode != ModeOff && lo.Mode != ModeShadow || !valid(lo) {
+			continue
+		}
+		for j, hi := range routes {
+			if hi.Mode != ModeEnforce || asciiUpper(hi.Method) != asciiUpper(lo.Method) || !valid(hi) {
+				continue
+			}
+			if o := searchOverlap([]string{hi.Path, lo.Path}, nil); o.Found {
+				errs = append(errs, fmt.Errorf("routes[%d]: %w: %s %s in %s can match paths of the enforced routes[%d] %s %s (%s); "+
+					"chi could send them to the lower mode. Make it enforce, narrow its pattern (a regexp parameter) so the two cannot match one path, "+
+					"or lower the enforced route itself (the enforcement ledger allows that only with --force-downgrade)",
+					i, ErrRouteShadowed, asciiUpper(lo.Method), lo.Path, lo.Mode, j, asciiUpper(hi.Method), hi.Path, o))
+			}
+		}
+	}
+	return errs
 }
 
 // validateClaim reports the problems of a local store's claim on its

@@ -52,6 +52,13 @@ func TestValidateRejectsNegativesAndBadReadPathConfig(t *testing.T) {
 		{"server.maxHeaderBytes", func(c *proxy.Config) { c.Server.MaxHeaderBytes = -1 }, []string{"server.maxHeaderBytes"}},
 		{"backend.timeout", func(c *proxy.Config) { c.Backend.Timeout = neg }, []string{"backend.timeout"}},
 		{"backend.timeout huge", func(c *proxy.Config) { c.Backend.Timeout = 30 * time.Hour }, []string{"backend.timeout"}},
+		{"backend.maxApplyDelay", func(c *proxy.Config) { c.Backend.MaxApplyDelay = neg }, []string{"backend.maxApplyDelay"}},
+		{"backend.maxApplyDelay huge", func(c *proxy.Config) { c.Backend.MaxApplyDelay = proxy.MaxApplyDelayLimit + time.Second }, []string{"backend.maxApplyDelay"}},
+		{"backend.maxApplyDelay at its limit", func(c *proxy.Config) { c.Backend.MaxApplyDelay = proxy.MaxApplyDelayLimit }, nil},
+		{"route effectQueryCloses without effectQuery", func(c *proxy.Config) { c.Routes[0].EffectQueryCloses = true }, []string{"routes[0].effectQueryCloses"}},
+		{"route effectQueryCloses", func(c *proxy.Config) {
+			c.Routes[0].EffectQuery, c.Routes[0].EffectQueryCloses = "http://127.0.0.1:8080/effects/{operationId}", true
+		}, nil},
 		{"retention.maxAge", func(c *proxy.Config) { c.Retention.MaxAge = neg }, []string{"retention.maxAge"}},
 		{"retention.maxPerResource", func(c *proxy.Config) { c.Retention.MaxPerResource = -1 }, []string{"retention.maxPerResource"}},
 		{"retention.batchSize", func(c *proxy.Config) { c.Retention.BatchSize = 1 << 30 }, []string{"retention.batchSize"}},
@@ -79,7 +86,11 @@ func TestValidateRejectsNegativesAndBadReadPathConfig(t *testing.T) {
 			"routes[0].busyWait", "routes[0].status.maxAge"}},
 		{"zero means the default", func(c *proxy.Config) {
 			c.Reconcile.Interval, c.Server.ReadTimeout, c.Backend.IdleConnTimeout, c.Trust.ClockSkew, c.Routes[0].BusyWait = 0, 0, 0, 0, 0
+			c.Backend.MaxApplyDelay = 0
 			c.SetDefaults()
+			if c.Backend.MaxApplyDelay != proxy.DefaultMaxApplyDelay {
+				t.Errorf("backend.maxApplyDelay unset: %v, want the default %v", c.Backend.MaxApplyDelay, proxy.DefaultMaxApplyDelay)
+			}
 		}, nil},
 
 		{"route method GET", func(c *proxy.Config) { c.Routes[0].Method = "GET" }, []string{"routes[0].method"}},
@@ -96,6 +107,27 @@ func TestValidateRejectsNegativesAndBadReadPathConfig(t *testing.T) {
 			c.Routes = append(c.Routes, c.Routes[0])
 			c.Routes[1].Method = "put"
 		}, []string{"configured twice"}},
+		{"route bad pattern", func(c *proxy.Config) { c.Routes[0].Path = "/v1/items/{id" }, []string{"routes[0].path"}},
+		{"route catch-all not last", func(c *proxy.Config) { c.Routes[0].Path = "/v1/*/x" }, []string{"routes[0].path"}},
+		{"route regexp parameter in the resource", func(c *proxy.Config) {
+			c.Routes[0].Path, c.Routes[0].Resource = "/v1/items/{id:[0-9]{1,9}}", "item/{id}"
+		}, nil},
+		{"off route overlapping the enforced one", func(c *proxy.Config) {
+			c.Routes = append(c.Routes, proxy.RouteConfig{Method: "PUT", Path: "/v1/items/42", Resource: "x", Mode: proxy.ModeOff, Status: proxy.RouteStatus{Mode: proxy.StatusProof}})
+			c.SetDefaults()
+		}, []string{"routes[1]: proxy: a route below enforce overlaps an enforced route: PUT /v1/items/42 in off", `routes[0] PUT /v1/items/{id} (for example "/v1/items/42")`}},
+		{"shadow catch-all and an off literal, both overlapping", func(c *proxy.Config) {
+			c.Routes = append(c.Routes,
+				proxy.RouteConfig{Method: "PUT", Path: "/*", Resource: "x", Mode: proxy.ModeShadow, Status: proxy.RouteStatus{Mode: proxy.StatusProof}},
+				proxy.RouteConfig{Method: "PUT", Path: "/v1/items/1", Resource: "y", Mode: proxy.ModeOff, Status: proxy.RouteStatus{Mode: proxy.StatusProof}})
+			c.SetDefaults()
+		}, []string{"routes[1]: proxy: a route below enforce overlaps an enforced route: PUT /* in shadow", "routes[2]: proxy: a route below enforce overlaps an enforced route: PUT /v1/items/1 in off"}},
+		{"shadow and off overlapping each other", func(c *proxy.Config) {
+			c.Routes = append(c.Routes,
+				proxy.RouteConfig{Method: "POST", Path: "/v1/*", Resource: "x", Mode: proxy.ModeShadow, Status: proxy.RouteStatus{Mode: proxy.StatusProof}},
+				proxy.RouteConfig{Method: "POST", Path: "/v1/a", Resource: "y", Mode: proxy.ModeOff, Status: proxy.RouteStatus{Mode: proxy.StatusProof}})
+			c.SetDefaults()
+		}, nil},
 
 		{"upgrade websocket", func(c *proxy.Config) {
 			c.Upgrades = []proxy.UpgradeConfig{{Path: "/ws/{room}", Protocols: []string{"websocket"}}}

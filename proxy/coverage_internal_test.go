@@ -151,7 +151,7 @@ func TestCoverageCatchesForwardWithoutFence(t *testing.T) {
 	if err != nil || res.Decision != store.DecisionProceed {
 		t.Fatalf("Begin: %+v %v", res, err)
 	}
-	r.p.forward(httptest.NewRecorder(), hole, res)
+	r.p.forward(httptest.NewRecorder(), hole, res, time.Now().Add(time.Minute))
 	if r.reached() != 2 {
 		t.Fatalf("the hole did not forward: %d", r.reached())
 	}

@@ -10,21 +10,36 @@
 // Fence-Status or by a linearizable registry read (unreachable registry:
 // 503 REGISTRY_UNAVAILABLE, never forward). None of these steps touches the
 // store. Then the fenced store decides (store.Store.Begin) on fence and
-// segment order and marks the mutation in flight; the request is forwarded
+// segment order and marks the mutation in flight, with its quiet time (the
+// forward's deadline, taken before Begin, plus backend.maxApplyDelay: no
+// attempt can take effect after it); the request is forwarded, never after
+// that deadline,
 // with Fence-Token, Fence-Resource, Fence-Operation-Root, Fence-Segment,
 // Fence-Operation-Id (and Idempotency-Key where the route says the backend
-// honours it); the answer is committed as a receipt in the same store
+// honours it), sent once (no transport-level resend, sendonce.go), and
+// with no client field of the sidecar's Fence-* namespace in any spelling
+// (namespace.go); the answer is committed as a receipt in the same store
 // transaction that clears the in-flight marker, and returned with
 // Fence-Receipt. A replay of an accepted segment returns the stored answer
 // with Fence-Replayed: true, or REPLAY_INCOMPLETE when the answer was not
 // kept whole (the write was accepted). A backend that may have received the request
 // but did not answer makes the mutation MUTATION_UNKNOWN; the resource then
 // blocks new fences until it is reconciled (effect-query endpoint, an
-// idempotent retry, or an operator).
+// idempotent retry, or an operator). "Not applied" is settled only on
+// evidence no later apply can overtake: gathered after the quiet time, or
+// an effect query declared to close the operation (effectQueryCloses);
+// before, the reconciler's 404 leaves the mutation unknown and an
+// operator's not-applied is refused (MAY_STILL_APPLY).
 //
 // Routes roll out off → shadow (verify and record, never reject, count what
 // would be rejected) → enforce. The enforcement ledger in the fenced store
-// refuses to move an enforced route back unless an operator forces it.
+// refuses to move an enforced route back unless an operator forces it
+// (ledger.go; fencegate_proxy_forced_downgrade shows it). A route below
+// enforce may not overlap an enforced one (Config.Validate, overlap.go),
+// and at run time the strictest matching route decides (route.go). A
+// mutation about to pass without enforcement whose path a lenient backend
+// reads as an enforced route's (a trailing slash, dot segments, case,
+// percent-encoding ...) is refused (lenient.go, lenientpath.go).
 //
 // Rejections are RFC 9457 problem documents with the stable codes in
 // errors.go.

@@ -33,7 +33,7 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 		p.refuse(w, a, rej, 0)
 		return
 	}
-	res, err := p.begin(a, in)
+	res, sendBy, err := p.begin(a, in)
 	if ie := (*store.InputError)(nil); errors.As(err, &ie) {
 		// checkBegin let through an input the store refuses: a sidecar bug,
 		// and still bad input, not an outage. Nothing was read or written.
@@ -50,7 +50,7 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 	switch res.Decision {
 	case store.DecisionProceed:
 		a.cov.fence = true // Begin PROCEEDed for this request's (fence, seq)
-		p.forward(w, a, res)
+		p.forward(w, a, res, sendBy)
 	case store.DecisionReplay:
 		if a.shadow() { // shadow never answers from the store: the backend sees every request
 			// Enforce mode would answer from the store: not a rejection.
@@ -80,11 +80,10 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 // (store.BeginInput.Validate: segment in 1..fencegate.MaxSeq, resource, root and
 // lease within fencegate.MaxResourceLen, fencegate.MaxRootLen and store.MaxLeaseLen, no control
 // characters, ...) before Begin, so input the store would refuse is answered
-// as bad input and never taken for a store outage. Now and Deadline are set
-// as begin sets them.
+// as bad input and never taken for a store outage. Now, Deadline and QuietAt
+// are set as begin sets them.
 func (p *Proxy) checkBegin(a *attempt, in store.BeginInput) *rejection {
-	in.Now = p.now()
-	in.Deadline = in.Now.Add(p.cfg.Backend.Timeout + 5*time.Second)
+	p.times(&in, p.now())
 	var ie *store.InputError
 	if err := in.Validate(); errors.As(err, &ie) {
 		if _, fromRequest := requestFields[ie.Field]; !fromRequest {
@@ -126,19 +125,34 @@ func inputRejection(ie *store.InputError) *rejection {
 	return reject(code, "the request cannot be fenced: "+ie.Field+": "+ie.Reason).with("field", ie.Field)
 }
 
+// times sets a Begin's times from start, the moment before the Begin call:
+// Now; the marker's Deadline (the forward's deadline, start +
+// backend.timeout, plus 5 s to settle); and QuietAt, the forward's deadline
+// plus backend.maxApplyDelay, after which no attempt of this mutation can
+// take effect (docs/design.md 6.8).
+func (p *Proxy) times(in *store.BeginInput, start time.Time) {
+	in.Now = start
+	in.Deadline = start.Add(p.cfg.Backend.Timeout + 5*time.Second)
+	in.QuietAt = start.Add(p.cfg.Backend.Timeout + p.cfg.Backend.MaxApplyDelay)
+}
+
 // begin calls Begin, waiting while another mutation of the resource is in
-// flight (up to the route's BusyWait).
-func (p *Proxy) begin(a *attempt, in store.BeginInput) (store.BeginResult, error) {
+// flight (up to the route's BusyWait). sendBy is the forward's absolute
+// deadline, taken before the Begin that decided: start + backend.timeout.
+// Nothing of the mutation may be sent after it, so that the QuietAt the
+// store keeps (sendBy + backend.maxApplyDelay) holds even for a sidecar
+// paused between Begin and the send.
+func (p *Proxy) begin(a *attempt, in store.BeginInput) (res store.BeginResult, sendBy time.Time, err error) {
 	deadline := p.now().Add(a.rt.BusyWait)
 	backoff := 2 * time.Millisecond
 	for {
-		in.Now = p.now()
-		in.Deadline = in.Now.Add(p.cfg.Backend.Timeout + 5*time.Second)
 		start := p.now()
-		res, err := p.store.Begin(a.req.Context(), in)
+		p.times(&in, start)
+		sendBy = start.Add(p.cfg.Backend.Timeout)
+		res, err = p.store.Begin(a.req.Context(), in)
 		p.m.storeDur.WithLabelValues("begin").Observe(clock.Since(p.clk, start).Seconds())
 		if err != nil || res.Decision != store.DecisionBusy || !p.now().Before(deadline) {
-			return res, err
+			return res, sendBy, err
 		}
 		// Only a waiter registers for the wake-up (a settle between Begin and
 		// here is caught by the backoff timer), so decisions that do not wait
@@ -150,7 +164,7 @@ func (p *Proxy) begin(a *attempt, in store.BeginInput) (store.BeginResult, error
 		case <-t.C():
 		case <-a.req.Context().Done():
 			t.Stop()
-			return res, nil
+			return res, sendBy, nil
 		}
 		t.Stop()
 		backoff = min(backoff*2, 100*time.Millisecond)
@@ -182,8 +196,10 @@ func decisionRejection(res store.BeginResult) *rejection {
 	return r
 }
 
-// forward sends a PROCEEDed mutation and settles it in the store.
-func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult) {
+// forward sends a PROCEEDed mutation and settles it in the store. sendBy is
+// the forward's absolute deadline (begin): the send is bounded by it, and
+// when it has already passed nothing is sent at all.
+func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult, sendBy time.Time) {
 	a.stage = stageBegun
 	ref := res.Mutation.Ref()
 	retried := res.Mutation.Attempts > 1
@@ -191,10 +207,20 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 	p.m.inFlight.Inc()
 	defer p.m.inFlight.Dec()
 
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.req.Context()), p.cfg.Backend.Timeout)
+	// The deadline is the one the quiet time was computed from, measured
+	// on the sidecar's clock: what is left of it now.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.req.Context()), clock.Until(p.clk, sendBy))
 	defer cancel()
 	start := p.now()
-	resp, err := p.send(ctx, a, ref)
+	var resp *backendResponse
+	var err error
+	if start.Before(sendBy) {
+		resp, err = p.send(ctx, a, ref)
+	} else {
+		// Paused past the deadline between Begin and here: sending now
+		// could take effect after the quiet time the store keeps.
+		err = errors.Join(errNotSent, errLate)
+	}
 	if !errors.Is(err, errNotSent) {
 		a.stage = stageSent
 	}
@@ -210,7 +236,13 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 		if _, aerr := p.store.Abort(sctx, store.AbortInput{OpRef: ref, Now: p.now()}); aerr != nil {
 			p.log.Error("store Abort failed; the mutation will count as unknown at its deadline", zap.Error(aerr))
 		}
-		p.refuse(w, a, reject(fencegate.CodeBackendUnavailable, "the backend refused the connection; nothing was sent or recorded"), time.Second)
+		detail := "the backend refused the connection; nothing was sent or recorded"
+		if errors.Is(err, errLate) {
+			p.log.Warn("the forward's deadline passed before the request could be sent (was the sidecar paused?); nothing was sent",
+				zap.String("resource", a.resource), zap.String("operationId", ref.OperationID()))
+			detail = "the sidecar could not send the request before its deadline; nothing was sent or recorded"
+		}
+		p.refuse(w, a, reject(fencegate.CodeBackendUnavailable, detail), time.Second)
 		return
 	}
 	// A 5xx leaves the outcome unknown in enforce mode, unless the route's
@@ -276,6 +308,9 @@ func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult
 	}
 	p.writeForwarded(w, resp, rc.ID)
 }
+
+// errLate: the forward's deadline passed before the request was sent.
+var errLate = errors.New("proxy: the forward's deadline passed before sending")
 
 // markUnknown declares the mutation's outcome unknown after cause. A
 // failure to do so is logged: the marker then counts as unknown at its

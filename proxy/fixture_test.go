@@ -22,6 +22,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
@@ -115,17 +116,25 @@ type fixture struct {
 	metrics *prometheus.Registry
 	cfg     proxy.Config
 	logs    *observer.ObservedLogs
+	clk     clock.Clock // the sidecar's clock; nil: the real one
 }
 
 type fixtureOpt func(*proxy.Config)
 
 func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 	t.Helper()
+	return newFixtureAt(t, nil, opts...)
+}
+
+// newFixtureAt is newFixture with the sidecar on clock clk (nil: the real
+// one).
+func newFixtureAt(t *testing.T, clk clock.Clock, opts ...fixtureOpt) *fixture {
+	t.Helper()
 	key, err := keys.Generate(jwa.EdDSA, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, issuer: verifytest.NewIssuerFromKey(t, key), back: newBackend(t)}
+	f := &fixture{t: t, issuer: verifytest.NewIssuerFromKey(t, key), back: newBackend(t), clk: clk}
 	signer, _ := keys.NewSigner(key)
 	f.reg, err = registry.New(registry.Options{Backend: memory.NewBackend(), Signer: signer, MinTTL: 10 * time.Millisecond})
 	if err != nil {
@@ -146,8 +155,10 @@ func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 		t.Fatal(err)
 	}
 	f.cfg = proxy.Config{
-		Listen:  "127.0.0.1:0",
-		Backend: proxy.BackendConfig{URL: f.back.srv.URL, Timeout: 300 * time.Millisecond},
+		Listen: "127.0.0.1:0",
+		// The backend applies nothing after it answered or its request's
+		// context ended: a millisecond bounds how late it may apply.
+		Backend: proxy.BackendConfig{URL: f.back.srv.URL, Timeout: 300 * time.Millisecond, MaxApplyDelay: time.Millisecond},
 		Routes: []proxy.RouteConfig{
 			{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusRegistry}},
 			{Method: "PUT", Path: "/v1/docs/{id}", Resource: "doc/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof, MaxAge: 5 * time.Second},
@@ -180,7 +191,7 @@ func (f *fixture) start(force []string) error {
 	core, logs := observer.New(zap.InfoLevel)
 	f.logs = logs
 	log := zap.New(core)
-	p, err := proxy.New(proxy.Options{Config: f.cfg, Store: f.store, Status: rc, Metrics: f.metrics, ForceDowngrade: force, Logger: log})
+	p, err := proxy.New(proxy.Options{Config: f.cfg, Store: f.store, Status: rc, Metrics: f.metrics, ForceDowngrade: force, Logger: log, Clock: f.clk})
 	if err != nil {
 		return err
 	}
@@ -329,6 +340,45 @@ func (f *fixture) adminJSON(method, path, body string, out any) int {
 		}
 	}
 	return resp.StatusCode
+}
+
+// adminCall sends a request to the admin API and returns the status, the
+// problem (for a problem+json answer) and the headers.
+func (f *fixture) adminCall(method, path, body string) (int, *fencegate.Problem, http.Header) {
+	f.t.Helper()
+	req, _ := http.NewRequest(method, f.admin.URL+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p *fencegate.Problem
+	if resp.Header.Get("Content-Type") == fencegate.ProblemContentType {
+		if p, err = fencegate.ReadProblem(resp); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return resp.StatusCode, p, resp.Header
+}
+
+// reconcileNotApplied settles op of resource as not applied through the
+// admin API as an operator does, asking again while the sidecar answers
+// 409 MAY_STILL_APPLY (the mutation is not quiet yet); it returns the
+// final status.
+func (f *fixture) reconcileNotApplied(resource, op string) int {
+	f.t.Helper()
+	body := `{"resource":"` + resource + `","operationId":"` + op + `","applied":false,"reason":"checked the backend"}`
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, p, _ := f.adminCall("POST", "/v1/reconcile", body)
+		if code != http.StatusConflict || p == nil || p.Code != fencegate.CodeMayStillApply || time.Now().After(deadline) {
+			return code
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (f *fixture) counter(name string, labels ...string) float64 {

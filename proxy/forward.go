@@ -30,9 +30,10 @@ var representationHeaders = []string{
 }
 
 // unstoredHeaders are the response headers a receipt never keeps (by
-// canonical name; Fence-* and the names the response's Connection header
-// lists are never kept either). A replay is the answer as the backend gave
-// it, minus what describes one connection or one client:
+// canonical name; the sidecar's namespace, Fence-* in any spelling, and
+// the names the response's Connection header lists are never kept
+// either). A replay is the answer as the backend gave it, minus what
+// describes one connection or one client:
 //   - hop-by-hop headers (hopHeaders, Trailer among them): they belong to
 //     the connection the answer came on;
 //   - Set-Cookie, Set-Cookie2: session state for the client that sent the
@@ -68,11 +69,12 @@ func (r *backendResponse) close() {
 // stored is what the receipt keeps of the response: enough to replay it
 // faithfully. A delivered answer is always recorded, so it is fitted to what
 // the store accepts by one rule:
-//   - headers: every header but those storedHeader refuses (unstoredHeaders,
-//     Fence-*, the names Connection lists), the representationHeaders
-//     first in their order, then the others by name; each name's values in
-//     the backend's order; a name or a value the store cannot hold (a name
-//     over store.MaxHeaderNameLen bytes, a value over
+//   - headers: every header but those storedHeader refuses
+//     (unstoredHeaders, Fence-* in any spelling, the names Connection
+//     lists), the representationHeaders first in their order, then the
+//     others by name; each name's values in the backend's order; a name
+//     or a value the store cannot hold (a name over
+//     store.MaxHeaderNameLen bytes, a value over
 //     store.MaxHeaderValueLen, not UTF-8, or with a control character) is
 //     dropped whole, never cut mid-value; once store.MaxResponseHeaders
 //     values are kept, every later value is dropped;
@@ -124,9 +126,10 @@ func (r *backendResponse) stored(limit int) store.StoredResponse {
 }
 
 // storedHeader reports whether a receipt may keep the header of canonical
-// name c: it is not in unstoredHeaders and not the sidecar's own (Fence-*).
+// name c: it is not in unstoredHeaders and not in the sidecar's namespace
+// (Fence-* in any spelling: Fence_Receipt, fence.replayed, namespace.go).
 func storedHeader(c string) bool {
-	return !unstoredHeaders[c] && !strings.HasPrefix(c, fencegate.HeaderPrefix)
+	return !unstoredHeaders[c] && !sidecarOwned(c)
 }
 
 // connectionNamed returns the canonical names the Connection header of h
@@ -170,7 +173,9 @@ func storableValue(v string) bool {
 // failed. Any other failure leaves the outcome unknown. The request is
 // built as the pass-through builds it (outbound.go says what the backend
 // receives); the answer's hop-by-hop fields are removed here, so neither
-// the client nor the receipt gets them.
+// the client nor the receipt gets them. The body's reader gives the
+// request a GetBody; the backend transport drops it (onceTransport,
+// sendonce.go), so the write is never sent twice.
 func (p *Proxy) send(ctx context.Context, a *attempt, ref store.OpRef) (*backendResponse, error) {
 	var connected bool
 	ctx = httptrace.WithClientTrace(a.markContext(ctx), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected = true }})
@@ -193,6 +198,9 @@ func (p *Proxy) send(ctx context.Context, a *attempt, ref store.OpRef) (*backend
 	out.Header.Set(fencegate.HeaderSegment, strconv.FormatUint(ref.Seq, 10))
 	out.Header.Set(fencegate.HeaderOperationID, ref.OperationID())
 	if a.rt.IdempotencyKey {
+		// The sidecar's key is the only one: no Idempotency_Key or
+		// idempotency.key of the client's beside it (namespace.go).
+		removeSpellings(out.Header, fencegate.HeaderIdempotency)
 		out.Header.Set(fencegate.HeaderIdempotency, ref.OperationID())
 	}
 

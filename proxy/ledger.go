@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -32,13 +32,19 @@ var ErrDowngrade = errors.New("proxy: refusing to leave enforce mode")
 // enforced shape through unchecked refuses to start:
 //
 //   - the shape's route is configured in shadow or off;
-//   - the shape's route was removed and its paths now fall to a route in
-//     shadow or off, or to no route while unmatchedMutations is pass.
+//   - the shape's route was removed and a route below enforce can match one
+//     of its paths (overlap.go: a literal, a regexp parameter or a
+//     catch-all added later), or, while unmatchedMutations is pass, one of
+//     its paths can match no route.
 //
 // A removed route whose paths are now rejected (unmatched mutations
 // rejected, or another enforced route) is fine: nothing passes unchecked.
-// --force-downgrade 'METHOD /path' names a shape an operator lets go; it is
-// recorded in the ledger's history and logged.
+// (A route below enforce that overlaps an enforced route of the same
+// configuration is refused earlier, by Config.Validate, with
+// ErrRouteShadowed, and no flag overrides that.) --force-downgrade
+// 'METHOD /path' names a shape an operator lets go; it is recorded in the
+// ledger's history, logged, and shown in fencegate_proxy_forced_downgrade
+// for as long as the shape's paths run below enforce.
 
 // routeShape is the ledger key of a route: method, a space, and the chi
 // pattern with parameter names erased ({id} → {}, {id:[0-9]+} → {:[0-9]+}).
@@ -96,45 +102,29 @@ func shapeOf(key string) string {
 	return routeShape(method, strings.TrimSpace(path))
 }
 
-// probePaths returns request paths that the shape's pattern matches, for
-// asking the router where a mutation on a removed shape would go now. It
-// returns nil when none of the candidates satisfies the shape's regexps.
-func probePaths(shape string) []string {
-	_, pattern, _ := strings.Cut(shape, " ")
-	var out []string
-	for _, v := range []string{"fencegate-ledger-probe", "0", "1", "00000000-0000-0000-0000-000000000000"} {
-		var path, re strings.Builder
-		re.WriteString("^")
-		for i := 0; i < len(pattern); i++ {
-			c := pattern[i]
-			switch {
-			case c == '{':
-				end := matchingBrace(pattern, i)
-				if end < 0 {
-					return nil
-				}
-				expr := "[^/]+"
-				if _, x, ok := strings.Cut(pattern[i+1:end], ":"); ok {
-					expr = "(?:" + x + ")"
-				}
-				re.WriteString(expr)
-				path.WriteString(v)
-				i = end
-			case c == '*' && i == len(pattern)-1:
-				re.WriteString(".*")
-				path.WriteString(v)
-			default:
-				re.WriteString(regexp.QuoteMeta(string(c)))
-				path.WriteByte(c)
-			}
+// shapePattern turns a shape back into its method and a chi pattern, the
+// erased parameter names replaced by p0, p1, ... ("PUT /v1/items/{}" →
+// PUT, "/v1/items/{p0}"; "{:[0-9]+}" → "{p0:[0-9]+}").
+func shapePattern(shape string) (method, pattern string) {
+	method, path, _ := strings.Cut(shape, " ")
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		if c != '{' {
+			b.WriteByte(c)
+			continue
 		}
-		re.WriteString("$")
-		rx, err := regexp.Compile(re.String())
-		if err == nil && rx.MatchString(path.String()) {
-			out = append(out, path.String())
+		end := matchingBrace(path, i)
+		if end < 0 {
+			b.WriteString(path[i:])
+			break
 		}
+		fmt.Fprintf(&b, "{p%d%s}", n, path[i+1:end])
+		n++
+		i = end
 	}
-	return out
+	return method, b.String()
 }
 
 // checkLedger records newly enforced shapes and refuses a configuration
@@ -195,41 +185,92 @@ func (p *Proxy) checkLedger(ctx context.Context, force []string) error {
 		}
 	}
 	if len(refused) > 0 {
-		return fmt.Errorf("%w: %s; to force it, start with --force-downgrade 'METHOD /path' for each (logged and recorded)", ErrDowngrade, strings.Join(refused, "; "))
+		return fmt.Errorf("%w: %s; to force it, start with --force-downgrade 'METHOD /path' for each (logged, recorded, and shown in fencegate_proxy_forced_downgrade)", ErrDowngrade, strings.Join(refused, "; "))
 	}
-	return nil
+	// The ledger as this start left it.
+	if entries, err = p.store.Enforcements(ctx); err != nil {
+		return fmt.Errorf("proxy: enforcement ledger: %w", err)
+	}
+	p.setForcedDowngrades(entries)
+	var enforced []string
+	for _, e := range entries {
+		if e.Enforced() {
+			enforced = append(enforced, e.Shape)
+		}
+	}
+	slices.Sort(enforced)
+	p.looks, err = newLookalikes(p.router.all(), enforced)
+	return err
 }
 
-// uncheckedAfterRemoval says how a mutation on a shape with no configured
-// route of its own would now pass unchecked, or "" if it would not.
+// uncheckedAfterRemoval says how a mutation on an enforced shape with no
+// configured route of its own would now pass unchecked, or "" if it would
+// not: a route of the same method below enforce can match one of its paths
+// (overlap.go), or, with unmatched mutations passed, one of its paths can
+// match no route at all. When the overlap check cannot rule a path out, it
+// counts (fail closed).
 func (p *Proxy) uncheckedAfterRemoval(shape string) string {
-	method, _, _ := strings.Cut(shape, " ")
-	probes := probePaths(shape)
-	if len(probes) == 0 {
-		// Cannot tell where its paths go: assume the worst.
-		if p.cfg.UnmatchedMutations == "pass" {
-			return "unmatched mutations are passed"
+	method, pattern := shapePattern(shape)
+	routes := p.router.all()
+	slices.SortFunc(routes, func(a, b *route) int { return strings.Compare(a.key, b.key) })
+	var same []string
+	for _, r := range routes {
+		if r.Method != method {
+			continue
 		}
-		for _, r := range p.router.all() {
-			if r.Method == method && r.Mode != ModeEnforce {
-				return "a " + string(r.Mode) + " route of the same method may match its paths (" + r.key + ")"
-			}
+		same = append(same, r.Path)
+		if r.Mode == ModeEnforce {
+			continue
 		}
-		return ""
+		if o := searchOverlap([]string{pattern, r.Path}, nil); o.Found {
+			return fmt.Sprintf("its paths can match %s in %s mode (%s)", r.key, r.Mode, o)
+		}
 	}
-	for _, path := range probes {
-		r, _, _ := p.router.matchPath(method, path)
-		switch {
-		case r == nil && p.cfg.UnmatchedMutations == "pass":
-			return "its paths match no route and unmatched mutations are passed"
-		case r != nil && r.Mode != ModeEnforce:
-			return "its paths now match " + r.key + " in " + string(r.Mode) + " mode"
+	if p.cfg.UnmatchedMutations == "pass" {
+		if o := searchOverlap([]string{pattern}, same); o.Found {
+			return fmt.Sprintf("its paths can match no route (%s) and unmatched mutations are passed", o)
 		}
 	}
 	return ""
 }
 
+// setForcedDowngrades sets fencegate_proxy_forced_downgrade from the
+// ledger's entries as the start left them: 1 for each configured route below
+// enforce whose shape the ledger holds as downgraded (only
+// --force-downgrade takes a shape out of enforcement), and for each such
+// shape no longer configured whose paths now pass unchecked; 0 for every
+// other configured route.
+func (p *Proxy) setForcedDowngrades(entries []store.Enforcement) {
+	ledger := map[string]store.Enforcement{}
+	for _, e := range entries {
+		ledger[e.Shape] = e
+	}
+	configured := map[string]bool{}
+	for _, r := range p.router.all() {
+		shape := routeShape(r.Method, r.Path)
+		configured[shape] = true
+		e, known := ledger[shape]
+		v := 0.0
+		if known && !e.Enforced() && r.Mode != ModeEnforce {
+			v = 1
+		}
+		p.m.forcedDowngrade.WithLabelValues(r.key).Set(v)
+	}
+	for _, e := range entries {
+		if !e.Enforced() && !configured[e.Shape] && p.uncheckedAfterRemoval(e.Shape) != "" {
+			p.m.forcedDowngrade.WithLabelValues(e.Shape).Set(1)
+		}
+	}
+}
+
 func (p *Proxy) recordEnforcement(ctx context.Context, shape, kind, detail string) error {
+	if len(detail) > store.MaxEnforcementDetailLen { // free text: cut, at a rune
+		cut := store.MaxEnforcementDetailLen - len("…")
+		for cut > 0 && !utf8.RuneStart(detail[cut]) {
+			cut--
+		}
+		detail = detail[:cut] + "…"
+	}
 	if _, err := p.store.RecordEnforcement(ctx, store.EnforcementInput{Shape: shape, Kind: kind, Detail: detail, Now: p.now()}); err != nil {
 		return fmt.Errorf("proxy: enforcement ledger: recording %s of %s: %w", kind, shape, err)
 	}

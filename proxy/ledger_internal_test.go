@@ -1,6 +1,9 @@
 package proxy
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestRouteShape(t *testing.T) {
 	for _, c := range []struct{ method, path, want string }{
@@ -20,14 +23,20 @@ func TestRouteShape(t *testing.T) {
 	}
 }
 
-func TestProbePaths(t *testing.T) {
-	if p := probePaths("PUT /v1/items/{}"); len(p) == 0 || p[0] != "/v1/items/fencegate-ledger-probe" {
-		t.Errorf("probes %v", p)
-	}
-	if p := probePaths("PUT /v1/items/{:[0-9]+}"); len(p) == 0 || p[0] != "/v1/items/0" {
-		t.Errorf("regexp probes %v", p)
-	}
-	if p := probePaths("PUT /v1/items/{:[a-f]{40}}"); len(p) != 0 {
-		t.Errorf("unsatisfiable probes %v", p)
+func TestShapePattern(t *testing.T) {
+	for shape, want := range map[string]string{
+		"PUT /v1/items/{}":          "/v1/items/{p0}",
+		"POST /v1/{}/x/{:[0-9]{3}}": "/v1/{p0}/x/{p1:[0-9]{3}}",
+		"DELETE /v1/files/*":        "/v1/files/*",
+		"PUT /v1/broken/{id":        "/v1/broken/{id",
+	} {
+		method, got := shapePattern(shape)
+		if method != strings.Fields(shape)[0] || got != want {
+			t.Errorf("shapePattern(%s) = %s %s, want %s", shape, method, got, want)
+		}
+		// Back to the same shape.
+		if shapeOf(method+" "+got) != shape {
+			t.Errorf("shapeOf(%s %s) = %s, want %s", method, got, shapeOf(method+" "+got), shape)
+		}
 	}
 }

@@ -52,7 +52,7 @@ func TestLedgerRemovedRouteWithUnmatchedPass(t *testing.T) {
 
 func TestLedgerRemovedRouteCaughtByShadowRoute(t *testing.T) {
 	f := newFixture(t)
-	f.cfg.Routes = append(f.cfg.Routes[1:], proxy.RouteConfig{Method: "PUT", Path: "/v1/*", Resource: "catch-all", Mode: proxy.ModeShadow,
+	f.cfg.Routes = append(f.cfg.Routes[1:], proxy.RouteConfig{Method: "PUT", Path: "/v1/items/*", Resource: "catch-all", Mode: proxy.ModeShadow,
 		Status: proxy.RouteStatus{Mode: proxy.StatusProof}})
 	if err := f.start(nil); !errors.Is(err, proxy.ErrDowngrade) {
 		t.Fatalf("enforced shape now caught by a shadow route: %v, want ErrDowngrade", err)

@@ -19,6 +19,7 @@ type metrics struct {
 	trustReloads *prometheus.CounterVec
 	reconciled   *prometheus.CounterVec
 	unknown      prometheus.Gauge
+	notQuiet     prometheus.Gauge
 	oldest       prometheus.Gauge
 	paused       prometheus.Gauge
 	unknownTime  prometheus.Histogram
@@ -28,6 +29,8 @@ type metrics struct {
 	storeReceipts    prometheus.Gauge
 	storeQuarantined prometheus.Gauge
 	storeBytes       prometheus.Gauge
+
+	forcedDowngrade *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -70,6 +73,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		unknown: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "fencegate_proxy_unknown_mutations", Help: "Mutations whose outcome is unknown (awaiting reconciliation).",
 		}),
+		notQuiet: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fencegate_proxy_unknown_not_quiet",
+			Help: "Unknown mutations whose effect query answered 404 before their quiet time (backend.maxApplyDelay after the forward's deadline) at the last reconcile pass: the backend may still apply them, so they stay unknown and settle at the first pass after it.",
+		}),
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "fencegate_proxy_oldest_unknown_age_seconds", Help: "Age of the oldest unknown mutation (target: under 900).",
 		}),
@@ -96,10 +103,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "fencegate_proxy_store_bytes", Help: "Size of the fenced store (bolt: file size; memory: estimated heap).",
 		}),
+		forcedDowngrade: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fencegate_proxy_forced_downgrade",
+			Help: "1 for each route running below enforce although the enforcement ledger had its shape enforced, because an operator forced it (--force-downgrade); the route label is the route, or the shape of a route no longer configured whose paths now pass unchecked. 0 for every other configured route.",
+		}, []string{"route"}),
 	}
 	for _, c := range []prometheus.Collector{m.mutations, m.backendMuts, m.wouldReject, m.verifyDur, m.statusDur, m.storeDur, m.backendDur,
-		m.inFlight, m.trustReloads, m.reconciled, m.unknown, m.oldest, m.paused, m.unknownTime,
-		m.compacted, m.storeResources, m.storeReceipts, m.storeQuarantined, m.storeBytes,
+		m.inFlight, m.trustReloads, m.reconciled, m.unknown, m.notQuiet, m.oldest, m.paused, m.unknownTime,
+		m.compacted, m.storeResources, m.storeReceipts, m.storeQuarantined, m.storeBytes, m.forcedDowngrade,
 		buildinfo.Collector("proxy")} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -134,7 +145,8 @@ var readPathCodes = []fencegate.Code{fencegate.CodeMethodOverrideRefused, fenceg
 // mode can count (enforce: forwarded, replayed, rejected with each code;
 // shadow: forwarded, passed with each code or REPLAY, and
 // shadow_would_reject with each code; off: passed), the unmatched
-// mutations' decision, and the read path's refusals; also the trust
+// mutations' decisions, the look-alike refusals of unmatched mutations
+// and off routes, and the read path's refusals; also the trust
 // reload results, the reconciliation outcomes and the status and backend
 // latency histograms per mode and route.
 // fencegate_proxy_backend_mutations_total is created whole by newCoverage.
@@ -177,6 +189,14 @@ func (m *metrics) initLabels(cfg Config) {
 	m.mutations.WithLabelValues("unmatched", "reject", "rejected", string(fencegate.CodeRouteNotProtected))
 	if cfg.UnmatchedMutations == "pass" {
 		m.mutations.WithLabelValues("unmatched", "pass", "passed", "")
+		// A look-alike of an enforced shape no route is configured for, or a
+		// path without a lenient reading (lenient.go).
+		m.mutations.WithLabelValues("unmatched", "pass", "rejected", string(fencegate.CodeRouteNotProtected))
+	}
+	for _, r := range cfg.Routes {
+		if r.Mode == ModeOff { // as above, on an off route
+			m.mutations.WithLabelValues(r.Method+" "+r.Path, string(r.Mode), "rejected", string(fencegate.CodeRouteNotProtected))
+		}
 	}
 	for _, c := range readPathCodes {
 		m.mutations.WithLabelValues("read-path", "reject", "rejected", string(c))

@@ -140,6 +140,14 @@ func TestDecisionSeriesExistAtZero(t *testing.T) {
 	want(muts, "code=,decision=passed,mode=off,route=DELETE /v1/c/{id}")
 	want(muts, "code=,decision=passed,mode=pass,route=unmatched")
 	want(muts, "code=ROUTE_NOT_PROTECTED,decision=rejected,mode=reject,route=unmatched")
+	// Look-alike refusals of unmatched mutations (passed otherwise) and of
+	// an off route's (lenient.go).
+	want(muts, "code=ROUTE_NOT_PROTECTED,decision=rejected,mode=pass,route=unmatched")
+	want(muts, "code=ROUTE_NOT_PROTECTED,decision=rejected,mode=off,route=DELETE /v1/c/{id}")
+	forced := series(t, reg, "fencegate_proxy_forced_downgrade")
+	for _, r := range []string{"PUT /v1/a/{id}", "POST /v1/b/{id}", "DELETE /v1/c/{id}"} {
+		want(forced, "route="+r)
+	}
 	for _, m := range []string{"enforce", "shadow", "off", "unmatched", "upgrade", "unmarked"} {
 		for _, auth := range []string{"passed", "skipped"} {
 			for _, fence := range []string{"passed", "skipped"} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/fencegate/fencegate/store"
 )
@@ -45,7 +46,10 @@ func (p *Proxy) Quarantined(ctx context.Context, resource string) ([]store.Quara
 // Reconcile settles the unknown mutation op of resource by an operator's
 // word: applied with the answer status (200 when 0) and body that replays
 // return, or proven not applied. No such unknown mutation is
-// store.ErrNotFound.
+// store.ErrNotFound. The operator's word is evidence as of the call: "not
+// applied" before the mutation's quiet time is refused with a
+// *store.NotQuietError (store.ErrNotQuiet), since the backend may still
+// apply it; "applied" is accepted at any time.
 func (p *Proxy) Reconcile(ctx context.Context, resource, op string, applied bool, status int, body []byte) (store.ResolveResult, error) {
 	return p.resolve(ctx, resource, op, applied, status, body, "operator")
 }
@@ -68,41 +72,70 @@ func (p *Proxy) ReloadTrust(force bool) (bool, error) { return p.trust.reload(fo
 // TrustKeyIDs are the key IDs of the current trust bundle.
 func (p *Proxy) TrustKeyIDs() []string { return p.trust.current().KeyIDs() }
 
-// resolve settles the unknown mutation with operation ID op (how labels the
-// reconciliation in metrics: operator, effect_query).
+// resolve settles the unknown mutation with operation ID op on an
+// operator's word (how labels the reconciliation in metrics).
 func (p *Proxy) resolve(ctx context.Context, resource, op string, applied bool, status int, body []byte, how string) (store.ResolveResult, error) {
-	list, err := p.store.ListUnknown(ctx, p.now())
+	asked := p.now() // the operator's word is evidence as of the request
+	list, err := p.store.ListUnknown(ctx, asked)
 	if err != nil {
 		return store.ResolveResult{}, err
 	}
 	for _, m := range list {
-		if m.Resource != resource || m.OperationID != op {
-			continue
+		if m.Resource == resource && m.OperationID == op {
+			return p.settle(ctx, m, evidence{applied: applied, status: status, body: body, at: asked}, how)
 		}
-		in := store.ResolveInput{OpRef: m.Ref(), Applied: applied, Now: p.now()}
-		if applied {
-			if status == 0 {
-				status = http.StatusOK
-			}
-			in.BackendStatus = status
-			in.Response = store.StoredResponse{Status: status, Body: body}
-		}
-		res, err := p.store.Resolve(ctx, in)
-		if err != nil {
-			return res, err
-		}
-		outcome := "not_applied"
-		if applied {
-			outcome = "applied"
-		}
-		p.m.reconciled.WithLabelValues(how, outcome).Inc()
-		since := m.UnknownSince
-		if since.IsZero() {
-			since = m.Deadline
-		}
-		p.m.unknownTime.Observe(p.now().Sub(since).Seconds())
-		p.settled(resource)
-		return res, nil
 	}
 	return store.ResolveResult{}, fmt.Errorf("%w: no unknown mutation %s on %s", store.ErrNotFound, op, resource)
+}
+
+// evidence is what is known of an unknown mutation's outcome.
+type evidence struct {
+	// applied: it took effect, with the answer status (200 when 0) and
+	// body replays return. Otherwise it did not take effect yet.
+	applied bool
+	status  int
+	body    []byte
+	// at is when the evidence was gathered (the effect query was sent, the
+	// operator asked), on the sidecar's clock.
+	at time.Time
+	// closes: a "not applied" that closes the operation (a route's effect
+	// query declared effectQueryCloses): the backend will never apply it.
+	closes bool
+}
+
+// settle resolves the unknown mutation m on e (how labels the
+// reconciliation in metrics: operator, effect_query). "Not applied" is
+// passed to the store with the evidence's age, measured on the sidecar's
+// clock (store/redis places it on the server's), and the store refuses it
+// before the mutation's quiet time unless it closes the operation
+// (*store.NotQuietError).
+func (p *Proxy) settle(ctx context.Context, m store.Mutation, e evidence, how string) (store.ResolveResult, error) {
+	in := store.ResolveInput{OpRef: m.Ref(), Applied: e.applied, Now: p.now()}
+	if e.applied {
+		status := e.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		in.BackendStatus = status
+		in.Response = store.StoredResponse{Status: status, Body: e.body}
+	} else {
+		in.EvidenceAge = max(0, in.Now.Sub(e.at))
+		in.Closed = e.closes
+	}
+	res, err := p.store.Resolve(ctx, in)
+	if err != nil {
+		return res, err
+	}
+	outcome := "not_applied"
+	if e.applied {
+		outcome = "applied"
+	}
+	p.m.reconciled.WithLabelValues(how, outcome).Inc()
+	since := m.UnknownSince
+	if since.IsZero() {
+		since = m.Deadline
+	}
+	p.m.unknownTime.Observe(p.now().Sub(since).Seconds())
+	p.settled(m.Resource)
+	return res, nil
 }

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/fencegate/fencegate"
 )
 
 // What the backend receives. Both paths, the pass-through (p.pass: reads,
@@ -25,29 +23,37 @@ import (
 //     Proxy-Authenticate, Proxy-Authorization, TE, Trailer,
 //     Transfer-Encoding, Upgrade; an allowed upgrade keeps Connection:
 //     Upgrade and its Upgrade, and a read keeps "TE: trailers"); every
-//     Fence-* header (the sidecar owns that namespace: a client cannot
-//     speak for it, nor hand a message header such as Fence-Lease on); and
-//     the forwarding headers, which ForwardedConfig's rule sets;
+//     field whose name folds to Fence-* (Fence_Token, fence.resource, ...:
+//     the sidecar owns that namespace in every spelling a gateway could
+//     read as its own, namespace.go; a client cannot speak for it, nor
+//     hand a message header such as Fence-Lease on); and the forwarding
+//     headers, which ForwardedConfig's rule sets;
 //   - no User-Agent when the client sent none, and no Accept-Encoding
 //     added (the default transport has compression disabled);
 //   - HTTP/1.1 whatever the client spoke; a request without Host (HTTP/1.0)
-//     gets the backend's address as Host; header names in canonical case;
-//     no request trailers (httputil.ReverseProxy drops them too);
+//     gets the backend's address as Host; header names in canonical case,
+//     but Idempotency-Key and X-Idempotency-Key in lowercase on a mutation
+//     without a body (sendonce.go: so that Go's transport never sends it
+//     twice); no request trailers, nor a Trailer header announcing them;
 //     Content-Length: 0 on an empty POST, PUT or PATCH and never on an
 //     empty request of another method (Go's client), whatever the client sent;
+//   - every mutation sent once: never resent by the transport after any
+//     byte of it was written (sendonce.go);
 //   - on a read, the body streamed as it came (chunked stays chunked) and
 //     Expect: 100-continue kept (the backend's 100 Continue is relayed);
 //   - on a protected write only: the fence headers the sidecar sets
 //     (Fence-Token, Fence-Resource, Fence-Operation-Root, Fence-Segment,
 //     Fence-Operation-Id, and Idempotency-Key on an idempotencyKey route,
-//     replacing any the client sent); no Expect (the sidecar has the whole
-//     body, and has already told the client to send it); no TE (a write's
-//     answer is buffered: trailers are not relayed); the body with a
-//     Content-Length (a chunked body is de-chunked).
+//     replacing every spelling of it the client sent); no Expect (the
+//     sidecar has the whole body, and has already told the client to send
+//     it); no TE (a write's answer is buffered: trailers are not relayed);
+//     the body with a Content-Length (a chunked body is de-chunked).
 //
 // What the client receives: the backend's status, headers and body, less
 // the hop-by-hop fields (and those the backend's Connection names), with
-// no Content-Type guessed when the backend sent none. A read's answer
+// no Content-Type guessed when the backend sent none; the answer to a
+// mutation (protected, replayed or passed) also loses the backend's
+// fields in the sidecar's namespace (namespace.go). A read's answer
 // streams as it comes, with its 1xx and trailers. A protected write's
 // answer adds Fence-Receipt, has a Content-Length when it fitted
 // backend.maxResponseBytes (else it streams on, chunked), and carries no
@@ -106,15 +112,12 @@ func clientPath(in *http.Request) string {
 }
 
 // outboundHeader applies the rules both paths share to out, the header of
-// the request forwarded for in: no fence header from the client, the
-// forwarding headers by ForwardedConfig's rule, and no User-Agent when the
-// client sent none (Go's client would add its own).
+// the request forwarded for in: no field of the client's in the sidecar's
+// namespace (any name that folds to fence-*, namespace.go), the forwarding
+// headers by ForwardedConfig's rule, and no User-Agent when the client
+// sent none (Go's client would add its own).
 func (p *Proxy) outboundHeader(out http.Header, in *http.Request) {
-	for h := range out {
-		if strings.HasPrefix(h, fencegate.HeaderPrefix) { // canonical keys: "Fence-..."
-			delete(out, h)
-		}
-	}
+	removeSidecarOwned(out) // every spelling: Fence_Token, fence.token, ... (namespace.go)
 	p.fwd.apply(out, in)
 	if _, ok := in.Header["User-Agent"]; !ok {
 		// An empty value tells Go's client to send none.

@@ -36,6 +36,20 @@ func (pt *passThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	pt.rp.ServeHTTP(noSniff{w}, r)
 }
 
+// passedAnswer is the pass-through's ModifyResponse: the answer to a
+// mutation passed unchecked (unmatched, mode off, a shadow pass) loses
+// every backend field in the sidecar's namespace (namespace.go): only the
+// sidecar says Fence-Receipt, and it says it only for a fenced write. A
+// read's answer is relayed as it is. (1xx answers and response trailers
+// are relayed as they come: no client takes a final answer's
+// Fence-Receipt from them.)
+func passedAnswer(resp *http.Response) error {
+	if resp.Request == nil || !readMethod(resp.Request.Method) {
+		removeSidecarOwned(resp.Header)
+	}
+	return nil
+}
+
 // noSniff keeps net/http from adding a Content-Type the backend did not
 // send: without one, the server would guess it from the first bytes of the
 // body, or not, depending on whether the reverse proxy flushed the header

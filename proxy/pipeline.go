@@ -81,12 +81,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		// CONNECT opens a tunnel: it is never passed unchecked.
 		if p.cfg.UnmatchedMutations == "pass" && req.Method != http.MethodConnect {
+			if p.refuseLookalike(w, req, nil) { // a spelling of a protected path (lenient.go)
+				return
+			}
 			p.m.mutations.WithLabelValues("unmatched", "pass", "passed", "").Inc()
 			p.pass.ServeHTTP(w, withMark(req, markUnmatched))
 			return
 		}
 		p.m.mutations.WithLabelValues("unmatched", "reject", "rejected", string(fencegate.CodeRouteNotProtected)).Inc()
 		p.writeProblem(w, reject(fencegate.CodeRouteNotProtected, req.Method+" "+req.URL.Path+" matches no protected route and unmatched mutations are rejected"), 0)
+		return
+	}
+	if rt.Mode != ModeEnforce && p.refuseLookalike(w, req, rt) { // lenient.go
 		return
 	}
 	if rt.Mode == ModeOff {

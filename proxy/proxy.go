@@ -28,7 +28,10 @@ type Options struct {
 	// Status reads grant status from the registry (routes in registry
 	// status mode). Required when such routes exist.
 	Status StatusSource
-	// Transport forwards to the backend (default: a tuned http.Transport).
+	// Transport forwards to the backend (default: a tuned http.Transport,
+	// HTTP/1.1). Every mutation reaches it in a form net/http's Transport
+	// never sends twice (sendonce.go); another RoundTripper gets it without
+	// GetBody and must not resend a request on its own.
 	Transport http.RoundTripper
 	// Clock is the sidecar's time and timers (default clock.Real()).
 	Clock   clock.Clock
@@ -44,6 +47,7 @@ type Proxy struct {
 	cfg      Config
 	store    store.Store
 	router   *router
+	looks    *lookalikes // lenient.go, built with the enforcement ledger
 	upgrades []upgradeRule
 	trust    *trust
 	status   *statusChecker
@@ -99,6 +103,10 @@ func New(o Options) (*Proxy, error) {
 	if p.ident, err = identity.New(cfg.Identity); err != nil {
 		return nil, err
 	}
+	if settle := cfg.Backend.Timeout + cfg.Backend.MaxApplyDelay + cfg.Reconcile.Interval; settle > UnknownTarget {
+		p.log.Warn("backend.timeout + backend.maxApplyDelay + reconcile.interval exceed the 15-minute UNKNOWN target: an unknown mutation that only an effect query's 404 can settle stays unknown that long (FencegateMutationUnknownTooLong fires); give such routes effectQueryCloses or idempotencyKey",
+			zap.Duration("settle", settle), zap.Duration("maxApplyDelay", cfg.Backend.MaxApplyDelay))
+	}
 	if p.ident.Insecure() {
 		p.log.Warn("INSECURE identity mode: the " + p.ident.Header() + " header is trusted from any caller; anyone can act as any owner. Use only for local development.")
 	}
@@ -124,9 +132,10 @@ func New(o Options) (*Proxy, error) {
 		p.tr = newTransport(cfg.Backend)
 	}
 	// Every path to the backend uses p.tr: counting there is counting what
-	// reached the backend (coverage.go).
+	// reached the backend (coverage.go), and no mutation leaving through it
+	// is one net/http may send twice (sendonce.go).
 	p.cov = newCoverage(m.backendMuts, o.Logger)
-	p.tr = &coverageTransport{next: p.tr, cov: p.cov}
+	p.tr = &coverageTransport{next: newOnceTransport(p.tr), cov: p.cov}
 	if p.fwd, err = newForwardedRule(cfg.Forwarded); err != nil {
 		return nil, err
 	}
@@ -140,9 +149,14 @@ func New(o Options) (*Proxy, error) {
 			pr.Out.URL = p.outboundURL(pr.In)
 			pr.Out.Host = pr.In.Host
 			p.outboundHeader(pr.Out.Header, pr.In)
+			// No request trailers, nor their announcement: the clone's
+			// trailer has the names the client announced, never their
+			// values (they arrive after the body).
+			pr.Out.Trailer = nil
 		},
-		Transport:     p.tr,
-		FlushInterval: -1,
+		ModifyResponse: passedAnswer,
+		Transport:      p.tr,
+		FlushInterval:  -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			p.log.Warn("pass-through to backend failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
 			p.writeProblem(w, reject(fencegate.CodeBackendUnavailable, "the backend did not answer"), 0)

@@ -57,7 +57,7 @@ func (p *Proxy) reconcileOnce(ctx context.Context) int {
 	}
 	now := p.now()
 	oldest := 0.0
-	resolved := 0
+	resolved, notQuiet := 0, 0
 	for _, m := range list {
 		since := m.UnknownSince
 		if since.IsZero() {
@@ -73,11 +73,21 @@ func (p *Proxy) reconcileOnce(ctx context.Context) int {
 		if q == nil {
 			continue
 		}
+		// The evidence is as old as the question: a 404 proves "not
+		// applied" only if no attempt could take effect after it was asked.
+		asked := p.now()
 		applied, body, ok := p.queryEffect(ctx, q, m)
 		if !ok {
 			continue
 		}
-		if _, err := p.resolve(ctx, m.Resource, m.OperationID, applied, http.StatusOK, body, "effect_query"); err != nil {
+		_, err = p.settle(ctx, m, evidence{applied: applied, status: http.StatusOK, body: body, at: asked, closes: q.closes}, "effect_query")
+		if nq := (*store.NotQuietError)(nil); errors.As(err, &nq) {
+			notQuiet++
+			p.log.Info("effect query answered 404 before the mutation is quiet: the backend may still apply it (backend.maxApplyDelay after the forward's deadline), so it stays unknown until quietAt; a 200 settles it at once",
+				zap.String("resource", m.Resource), zap.String("operationId", m.OperationID), zap.Time("quietAt", nq.QuietAt), zap.Duration("remaining", nq.Remaining))
+			continue
+		}
+		if err != nil {
 			p.log.Error("resolving through the effect query failed", zap.String("resource", m.Resource), zap.String("operationId", m.OperationID), zap.Error(err))
 			continue
 		}
@@ -86,6 +96,7 @@ func (p *Proxy) reconcileOnce(ctx context.Context) int {
 		resolved++
 	}
 	p.m.unknown.Set(float64(len(list) - resolved))
+	p.m.notQuiet.Set(float64(notQuiet))
 	if len(list) == resolved {
 		oldest = 0
 	}
@@ -103,6 +114,9 @@ type effectQuery struct {
 	limit int
 	// routes are the keys of those routes, for logs.
 	routes []string
+	// closes: every one of those routes declares effectQueryCloses, so a
+	// 404 closes the operation (settles "not applied" at once).
+	closes bool
 }
 
 // errEffectQueryAmbiguous: the routes that may have produced a resource
@@ -113,8 +127,9 @@ var errEffectQueryAmbiguous = errors.New("proxy: routes with different effect qu
 // resource. A stored mutation does not say which route it came through, so
 // every route whose resource template matches resource and that has an
 // effect query is considered, in route-key order (never map order). When
-// they agree, their template is used; when none has one, the result is
-// nil. When they disagree, asking either endpoint is a guess that could
+// they agree, their template is used (its 404 closes the operation only if
+// every one of them declares effectQueryCloses); when none has one, the
+// result is nil. When they disagree, asking either endpoint is a guess that could
 // settle the mutation on the wrong evidence: the result is an error
 // (errEffectQueryAmbiguous) naming the routes, and the caller skips the
 // mutation.
@@ -128,9 +143,10 @@ func (p *Proxy) effectQueryFor(resource string) (*effectQuery, error) {
 			continue
 		}
 		if q == nil {
-			q = &effectQuery{template: rt.EffectQuery, limit: rt.ResponseStoreLimit}
+			q = &effectQuery{template: rt.EffectQuery, limit: rt.ResponseStoreLimit, closes: true}
 		}
 		q.limit = max(q.limit, rt.ResponseStoreLimit)
+		q.closes = q.closes && rt.EffectQueryCloses
 		q.routes = append(q.routes, rt.key)
 		if !slices.Contains(templates, rt.EffectQuery) {
 			templates = append(templates, rt.EffectQuery)
@@ -165,7 +181,9 @@ func effectQueryURL(template string, m store.Mutation) string {
 
 // queryEffect asks the effect-query endpoint whether the mutation took
 // effect: 200 applied (its body, complete and within q.limit, is kept as
-// the response), 404 not applied. Anything else, including a body that is
+// the response), 404 not applied as of the question (final only once the
+// mutation is quiet, or when q closes the operation: the store decides).
+// Anything else, including a body that is
 // cut off or larger than the limit, cannot tell: ok is false and the
 // mutation stays unknown (a partial body is never stored as the answer).
 func (p *Proxy) queryEffect(ctx context.Context, q *effectQuery, m store.Mutation) (applied bool, body []byte, ok bool) {

@@ -24,6 +24,10 @@ func (p *Proxy) writeForwarded(w http.ResponseWriter, r *backendResponse, receip
 		h[k] = v
 	}
 	removeHopHeaders(h) // also those the backend's Connection names (send removed them already)
+	// Only the sidecar speaks in its namespace: none of the backend's
+	// Fence-* fields, in any spelling, reaches the client (namespace.go),
+	// as none is kept for a replay (storedHeader).
+	removeSidecarOwned(h)
 	if _, ok := r.header["Content-Type"]; !ok {
 		h["Content-Type"] = nil // the backend sent none: send none, never net/http's sniffed guess
 	}
@@ -65,7 +69,9 @@ func (p *Proxy) writeReceipt(w http.ResponseWriter, rc *store.Receipt, replayed 
 		return
 	}
 	for k, v := range rc.Response.Header {
-		h[k] = v
+		if !sidecarOwned(k) { // kept by a version that dropped only the canonical Fence-*
+			h[k] = v
+		}
 	}
 	if _, ok := rc.Response.Header["Content-Type"]; !ok {
 		h["Content-Type"] = nil // none was stored: send none, never a sniffed guess

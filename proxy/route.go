@@ -29,17 +29,37 @@ func resourcePattern(template string) *regexp.Regexp {
 }
 
 // router matches requests to routes with chi's tree.
+//
+// chi prefers a static segment to a regexp parameter to a parameter to a
+// catch-all, so a route of a lower mode can win a path that an enforced
+// route matches too (an off PUT /v1/items/42 next to an enforced PUT
+// /v1/items/{id}). Config.Validate refuses a route below enforce that
+// overlaps an enforced one; at run time, defensively, a mutation whose best
+// match is below enforce is matched again against the trees of the stricter
+// modes alone, and the strictest mode that matches decides (enforce >
+// shadow > off), with that route's resource template. So a shadow route
+// that overlaps an off one (which Validate allows) takes the paths both
+// match.
 type router struct {
 	mux    *chi.Mux
 	routes map[string]*route // by key
+	// strict holds a tree of only the enforced routes and one of only the
+	// shadow routes.
+	strict map[Mode]*chi.Mux
 }
 
 func newRouter(cfgs []RouteConfig) (*router, error) {
-	rt := &router{mux: chi.NewRouter(), routes: map[string]*route{}}
+	rt := &router{mux: chi.NewRouter(), routes: map[string]*route{},
+		strict: map[Mode]*chi.Mux{ModeEnforce: chi.NewRouter(), ModeShadow: chi.NewRouter()}}
 	for _, c := range cfgs {
 		r := &route{RouteConfig: c, key: c.Method + " " + c.Path, resourceRE: resourcePattern(c.Resource)}
 		if err := addPattern(rt.mux, c.Method, c.Path, "route "+r.key); err != nil {
 			return nil, err
+		}
+		if mux := rt.strict[c.Mode]; mux != nil {
+			if err := addPattern(mux, c.Method, c.Path, "route "+r.key); err != nil {
+				return nil, err
+			}
 		}
 		rt.routes[r.key] = r
 	}
@@ -70,14 +90,19 @@ func (rt *router) match(req *http.Request) (*route, string, error) {
 
 // matchPath is match for a method and an escaped path.
 func (rt *router) matchPath(method, path string) (*route, string, error) {
-	rctx := chi.NewRouteContext()
-	pattern := rt.mux.Find(rctx, method, path)
-	if pattern == "" {
-		return nil, "", nil
-	}
-	r := rt.routes[method+" "+pattern]
+	r, rctx := rt.find(rt.mux, method, path)
 	if r == nil {
 		return nil, "", nil
+	}
+	// The strictest mode that matches decides.
+	for _, m := range []Mode{ModeEnforce, ModeShadow} {
+		if m == r.Mode {
+			break
+		}
+		if s, sctx := rt.find(rt.strict[m], method, path); s != nil {
+			r, rctx = s, sctx
+			break
+		}
 	}
 	var bad error
 	res := templateParam.ReplaceAllStringFunc(r.Resource, func(m string) string {
@@ -94,6 +119,16 @@ func (rt *router) matchPath(method, path string) (*route, string, error) {
 		return r, "", err
 	}
 	return r, res, nil
+}
+
+// find is the route of tree mux for method and path, or nil.
+func (rt *router) find(mux *chi.Mux, method, path string) (*route, *chi.Context) {
+	rctx := chi.NewRouteContext()
+	pattern := mux.Find(rctx, method, path)
+	if pattern == "" {
+		return nil, nil
+	}
+	return rt.routes[method+" "+pattern], rctx
 }
 
 // all returns the routes.

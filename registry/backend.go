@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -43,6 +44,24 @@ type Backend interface {
 	// Meta reads the registry-wide state (a new registry reads as issuer
 	// epoch 1).
 	Meta(ctx context.Context) (Meta, error)
+	// Init is a registry process's start (DecideInit): the data set gets
+	// its lineage if it has none, and the global fence floor is raised to
+	// in.FenceFloor. It never changes a lineage or lowers a floor.
+	Init(ctx context.Context, in InitInput) (Meta, error)
+	// RegisterStore registers a fenced store's generation
+	// (DecideRegisterStore).
+	RegisterStore(ctx context.Context, in RegisterStoreInput) (RegisterStoreResult, error)
+	// Store reads a fenced store's record, ledger and anchor count.
+	Store(ctx context.Context, q StoreQuery) (StoreView, error)
+	// Anchor decides a batch of anchor steps in one transaction
+	// (DecideAnchor).
+	Anchor(ctx context.Context, in AnchorInput) (fencegate.AnchorResponse, error)
+	// RecordLedger records an enforcement ledger event (DecideLedger).
+	RecordLedger(ctx context.Context, in LedgerInput) (StoreView, error)
+	// AcknowledgeLoss adopts a store's new generation (DecideAcknowledge).
+	AcknowledgeLoss(ctx context.Context, in AcknowledgeInput) (AcknowledgeResult, error)
+	// Anchors lists a page of a store's anchors (DecideAnchors).
+	Anchors(ctx context.Context, q AnchorsQuery) (fencegate.AnchorPage, error)
 	// Compact deletes up to limit leases that ended (released, expired or
 	// revoked, as stored) before endedBefore, with their request-ID and
 	// digest index entries. Fence sequences are never touched: a compacted
@@ -68,7 +87,10 @@ type AcquireInput struct {
 	Issuer    string
 	LeaseID   string
 	GrantID   string
-	Now       time.Time
+	// Lineage is a fresh random lineage, the meta's from this grant on
+	// when it has none yet (see Meta.Lineage).
+	Lineage string
+	Now     time.Time
 }
 
 // AcquireResult is Acquire's answer. Exactly one of Granted, Existing and

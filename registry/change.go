@@ -22,11 +22,18 @@ type Change struct {
 	Policy *Policy
 	// Delete lists leases to delete, each with its two index entries.
 	Delete []LeaseRecord
+	// Store replaces a fenced store's record (anchor.go).
+	Store *StoreRecord
+	// Anchors replace the anchored progress of (store, resource), in order.
+	Anchors []AnchorRecord
+	// Ledger replaces a fenced store's enforcement ledger.
+	Ledger *LedgerRecord
 }
 
 // Empty reports whether c writes nothing.
 func (c Change) Empty() bool {
-	return c.Meta == nil && c.Resource == nil && len(c.Leases) == 0 && c.Grant == nil && c.Policy == nil && len(c.Delete) == 0
+	return c.Meta == nil && c.Resource == nil && len(c.Leases) == 0 && c.Grant == nil && c.Policy == nil && len(c.Delete) == 0 &&
+		c.Store == nil && len(c.Anchors) == 0 && c.Ledger == nil
 }
 
 // AcquireSnapshot is what DecideAcquire reads. A backend loads it by keys

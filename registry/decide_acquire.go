@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -74,6 +75,14 @@ func DecideAcquire(snap AcquireSnapshot, in AcquireInput) (AcquireResult, Change
 	if base == math.MaxUint64 {
 		return AcquireResult{}, Change{}, ErrFenceExhausted
 	}
+	// 5. The lineage the grant carries: the meta's, set now by the first
+	// grant of a data set that has none (never started with DecideInit).
+	if m.Lineage == "" {
+		if err := fencegate.ValidateLineage(in.Lineage); err != nil {
+			return AcquireResult{}, Change{}, fmt.Errorf("%w: the registry has no lineage yet and the acquire brought none: %v", ErrInvalidInput, err)
+		}
+		m.Lineage = in.Lineage
+	}
 	fence := base + 1
 	m.Revision++
 	now := ms(in.Now)
@@ -84,6 +93,7 @@ func DecideAcquire(snap AcquireSnapshot, in AcquireInput) (AcquireResult, Change
 		Owner:            in.Owner,
 		RequestID:        in.RequestID,
 		OpClass:          in.OpClass,
+		Lineage:          m.Lineage,
 		Fence:            fence,
 		IssuerEpoch:      m.IssuerEpoch,
 		PolicyGeneration: pol.Generation,

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -16,6 +17,40 @@ func DecideBumpEpoch(m Meta) (Meta, Change, error) {
 		return m, Change{}, fmt.Errorf("%w: issuer epoch exhausted", ErrInvalidInput)
 	}
 	m.IssuerEpoch++
+	m.Revision++
+	out := m
+	return m, Change{Meta: &out}, nil
+}
+
+// InitInput is what a registry process does at start, before serving:
+// give the data set its lineage if it has none, and raise the global fence
+// floor to at least FenceFloor (0: leave it).
+type InitInput struct {
+	// Lineage is a fresh random lineage, used only when the meta has none.
+	Lineage    string
+	FenceFloor uint64
+}
+
+// DecideInit is the start of a registry process over the meta m: the meta
+// gets in.Lineage when it has no lineage yet (an empty data set, or one of
+// a version before lineages), and the global floor is raised to
+// in.FenceFloor when that is higher. It never changes a lineage and never
+// lowers a floor; when nothing changes it writes nothing.
+func DecideInit(m Meta, in InitInput) (Meta, Change, error) {
+	m = m.current()
+	changed := false
+	if m.Lineage == "" {
+		if err := fencegate.ValidateLineage(in.Lineage); err != nil {
+			return Meta{}, Change{}, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+		}
+		m.Lineage, changed = in.Lineage, true
+	}
+	if in.FenceFloor > m.FenceFloor {
+		m.FenceFloor, changed = in.FenceFloor, true
+	}
+	if !changed {
+		return m, Change{}, nil
+	}
 	m.Revision++
 	out := m
 	return m, Change{Meta: &out}, nil

@@ -23,15 +23,22 @@ func held() registry.LeaseRecord {
 
 func acquireIn(owner, requestID string) registry.AcquireInput {
 	return registry.AcquireInput{Resource: "r", Owner: owner, RequestID: requestID, OpClass: "write", TTL: time.Second,
-		Issuer: "iss", LeaseID: "lease-new", GrantID: "g-new", Now: t0}
+		Issuer: "iss", LeaseID: "lease-new", GrantID: "g-new", Lineage: candidateLineage, Now: t0}
 }
+
+// The data set's lineage in the snapshots, and the fresh one an acquire
+// brings (used only by a data set without one).
+const (
+	metaLineage      = "0123456789abcdef0123456789abcdef"
+	candidateLineage = "fedcba9876543210fedcba9876543210"
+)
 
 // acquireSnap is resource r held by held() at fence 7, floors 0, meta at
 // epoch 2, revision 41, policy generation 3.
 func acquireSnap() registry.AcquireSnapshot {
 	h := held()
 	return registry.AcquireSnapshot{
-		Meta:     registry.Meta{IssuerEpoch: 2, Revision: 41, PolicySeq: 3},
+		Meta:     registry.Meta{IssuerEpoch: 2, Revision: 41, PolicySeq: 3, Lineage: metaLineage},
 		Policy:   registry.Policy{Pattern: "r", Generation: 3},
 		Resource: registry.ResourceRecord{Resource: "r", LastFence: 7, Holder: h.Lease},
 		Holder:   &h,
@@ -75,6 +82,18 @@ func TestDecideAcquireTable(t *testing.T) {
 			s.Holder.State = verify.StateReleased
 		}, at(0), "", registry.ErrFenceExhausted, 0, ""},
 		{"policy denies the owner", func(s *registry.AcquireSnapshot) { s.Policy.AllowedOwners = []string{"owner-a"} }, at(time.Second), "", registry.ErrPolicyDenied, 0, ""},
+		{"data set without a lineage: the grant gives it the acquire's", func(s *registry.AcquireSnapshot) {
+			s.Meta.Lineage = ""
+			s.Holder.State = verify.StateReleased
+		}, at(0), "granted", nil, 8, ""},
+		{"no lineage anywhere: refused", func(s *registry.AcquireSnapshot) {
+			s.Meta.Lineage = ""
+			s.Holder.State = verify.StateReleased
+		}, func() registry.AcquireInput { in := at(0); in.Lineage = ""; return in }(), "", registry.ErrInvalidInput, 0, ""},
+		{"malformed candidate lineage: refused", func(s *registry.AcquireSnapshot) {
+			s.Meta.Lineage = ""
+			s.Holder.State = verify.StateReleased
+		}, func() registry.AcquireInput { in := at(0); in.Lineage = "NOT-HEX"; return in }(), "", registry.ErrInvalidInput, 0, ""},
 		{"same request: existing, even while held", func(s *registry.AcquireSnapshot) {
 			s.RequestIndex, s.Requested = "lease-7", s.Holder
 		}, func() registry.AcquireInput { in := acquireIn("owner-a", "req-7"); return in }(), "existing", nil, 7, ""},
@@ -145,6 +164,15 @@ func checkGrant(t *testing.T, name string, snap registry.AcquireSnapshot, in reg
 	if ch.Meta == nil || ch.Meta.Revision != snap.Meta.Revision+1 || ch.Meta.IssuerEpoch != epoch {
 		t.Errorf("%s: change meta %+v", name, ch.Meta)
 	}
+	// The grant carries the data set's lineage; a data set without one
+	// takes the acquire's, in the same change, and never changes it after.
+	wantLineage := snap.Meta.Lineage
+	if wantLineage == "" {
+		wantLineage = in.Lineage
+	}
+	if l.Lineage != wantLineage || ch.Meta == nil || ch.Meta.Lineage != wantLineage {
+		t.Errorf("%s: grant lineage %q, meta lineage %+v, want %q", name, l.Lineage, ch.Meta, wantLineage)
+	}
 	if r := ch.Resource; r == nil || r.Resource != "r" || r.LastFence != fence || r.Holder != in.LeaseID || r.FreedAt != 0 ||
 		r.FenceFloor != snap.Resource.FenceFloor {
 		t.Errorf("%s: change record %+v", name, ch.Resource)
@@ -183,7 +211,7 @@ func TestSealGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if signed != registry.GrantClaims(res.View.Lease, "iss") || signed.FenceToken != 8 || signed.Issuer != "iss" ||
+	if signed != registry.GrantClaims(res.View.Lease, "iss") || signed.FenceToken != 8 || signed.Issuer != "iss" || signed.Lineage != metaLineage ||
 		signed.OperationRoot != registry.OperationRoot("r", 8, "g-new") {
 		t.Errorf("sealed claims %+v", signed)
 	}

@@ -24,10 +24,14 @@
 //     resource's record and its holder lease;
 //   - DecideRenew, DecideRelease and DecideStatus over a LeaseSnapshot: the
 //     meta, one lease, its resource's record and policy;
-//   - DecideResource over a ResourceSnapshot; DecideBumpEpoch over the
-//     meta; DecideFenceFloor over the meta and one record; DecidePutPolicy
-//     and DecideDeletePolicy over the meta (and the policy of the pattern);
-//     DecideCompact over candidate leases.
+//   - DecideResource over a ResourceSnapshot; DecideBumpEpoch and
+//     DecideInit over the meta; DecideFenceFloor over the meta and one
+//     record; DecidePutPolicy and DecideDeletePolicy over the meta (and the
+//     policy of the pattern); DecideCompact over candidate leases;
+//   - the store anchor (below): DecideRegisterStore, DecideLedger,
+//     DecideAcknowledge and DecideStore over a StoreSnapshot, DecideAnchor
+//     over an AnchorSnapshot (a batch of anchor steps, each AnchorStep),
+//     DecideAnchors over an AnchorsSnapshot.
 //
 // A decision reads nothing else and writes only its Change, so the Redis
 // backend (registry/redis) implements it with WATCHed reads of those keys
@@ -95,6 +99,38 @@
 // without a second fence). The pair reused for another resource or
 // operation class is ErrRequestConflict. Compaction deletes the entry with
 // its lease; a request ID is then unknown.
+//
+// # The issuer lineage
+//
+// Meta.Lineage is a random ID (32 lowercase hex digits) written once, by
+// the first write that finds the meta without one: Registry.Init at a
+// process's start (DecideInit, with the start fence floor), or the first
+// grant (DecideAcquire, from the candidate in AcquireInput) or store write
+// of a data set never started with Init. Nothing changes it after, so a
+// data set restored from a backup keeps its lineage, and an empty one (a
+// new registry, an emptied Redis) gets a new one. Every grant carries the
+// meta's lineage as its "lineage" claim (LeaseRecord.Lineage, GrantClaims):
+// the sidecars tell by it a registry that continued above a resource's
+// highest fence from one that started over. Two first writers racing
+// (Redis processes) serialize on the meta, so one lineage wins and every
+// grant carries it.
+//
+// # The store anchor
+//
+// The registry keeps, for every fenced store (named by the sidecars'
+// store.service), what no copy of the store can lose with it
+// (docs/design.md section 15): its generation and loss counters
+// (StoreRecord), its enforcement ledger, and per resource the anchored
+// fencegate.Progress that every copy of the store must cover. A sidecar
+// registers its store's generation (the first registration anchors it,
+// another is ErrStoreLost until an operator acknowledges the loss) and
+// sends batches of anchor steps, which DecideAnchor decides in one
+// transaction, item by item, with fencegate.Progress.Covers (AnchorStep):
+// a store found behind its anchor is LOSS, and nothing changes. The policy
+// matching fencegate.StoreResource(store) says who may call. Anchor writes
+// are not writes a grant or a proof states: they never count in
+// Meta.Revision and never write the meta (but a data set's first lineage),
+// so they do not conflict with lease writes.
 //
 // # Proofs
 //

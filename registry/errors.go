@@ -1,6 +1,9 @@
 package registry
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. The HTTP API maps each to a stable problem code.
 var (
@@ -25,4 +28,25 @@ var (
 	ErrBackend = errors.New("registry: backend failure")
 	// ErrClosed: the backend or registry is closed.
 	ErrClosed = errors.New("registry: closed")
+	// ErrStoreLost: a fenced store presented a generation that is not the
+	// one anchored: it lost its data or is another data set. A
+	// *StoreLostError says which generations.
+	ErrStoreLost = errors.New("registry: fenced store lost (its generation is not the anchored one)")
 )
+
+// StoreLostError is returned (wrapping ErrStoreLost) when a registration or
+// an anchor request of Store presents generation Presented where Anchored
+// is anchored. Every anchor step of the store is refused until an operator
+// acknowledges the loss (Registry.AcknowledgeLoss).
+type StoreLostError struct {
+	Store     string
+	Anchored  string
+	Presented string
+}
+
+func (e *StoreLostError) Error() string {
+	return fmt.Sprintf("registry: fenced store %s presented generation %q, the anchored one is %q: it lost its data or is another data set; acknowledge the loss to adopt the new generation", e.Store, e.Presented, e.Anchored)
+}
+
+// Unwrap makes errors.Is(err, ErrStoreLost) true.
+func (e *StoreLostError) Unwrap() error { return ErrStoreLost }

@@ -3,6 +3,7 @@ package registry
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/buildinfo"
 )
 
@@ -17,6 +18,12 @@ type metrics struct {
 	acquireWait prometheus.Histogram
 	waiting     prometheus.GaugeFunc
 	compacted   prometheus.Counter
+
+	// The store anchor (registry_anchor.go).
+	anchorSteps      *prometheus.CounterVec
+	anchorBatch      prometheus.Histogram
+	registrations    *prometheus.CounterVec
+	acknowledgements prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, waiting func() float64) (*metrics, error) {
@@ -64,6 +71,31 @@ func newMetrics(reg prometheus.Registerer, waiting func() float64) (*metrics, er
 		Name: "fencegate_registry_waiting_acquires",
 		Help: "Acquires waiting for a lease right now.",
 	}, waiting)
+	m.anchorSteps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fencegate_registry_anchor_steps_total",
+		Help: "Anchor steps of fenced stores by op (BEGIN, SETTLE, PAUSE, RESUME, SEED) and outcome (ANCHORED, LOSS: the store lost data, CONFLICT).",
+	}, []string{"op", "outcome"})
+	m.anchorBatch = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fencegate_registry_anchor_batch_items",
+		Help:    "Items per anchor request (one backend transaction each).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 10), // 1 .. 512
+	})
+	m.registrations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fencegate_registry_store_registrations_total",
+		Help: "Fenced store registrations by result: created (first, anchored), matched, lost (another generation: STORE_LOST).",
+	}, []string{"result"})
+	m.acknowledgements = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fencegate_registry_store_loss_acknowledgements_total",
+		Help: "Fenced store losses acknowledged by an operator (a new generation adopted).",
+	})
+	for _, op := range []fencegate.AnchorOp{fencegate.AnchorBegin, fencegate.AnchorSettle, fencegate.AnchorPause, fencegate.AnchorResume, fencegate.AnchorSeed} {
+		for _, o := range []fencegate.AnchorOutcome{fencegate.AnchorAnchored, fencegate.AnchorLoss, fencegate.AnchorConflict} {
+			m.anchorSteps.WithLabelValues(string(op), string(o))
+		}
+	}
+	for _, v := range []string{"created", "matched", "lost"} {
+		m.registrations.WithLabelValues(v)
+	}
 	// Every label value at zero from start, for increase() alerts.
 	for _, v := range []string{"true", "false"} {
 		m.grants.WithLabelValues(v)
@@ -75,6 +107,7 @@ func newMetrics(reg prometheus.Registerer, waiting func() float64) (*metrics, er
 		m.revocations.WithLabelValues(v)
 	}
 	for _, c := range []prometheus.Collector{m.grants, m.renewals, m.expiries, m.releases, m.revocations, m.busy, m.handoff, m.acquireWait, m.waiting, m.compacted,
+		m.anchorSteps, m.anchorBatch, m.registrations, m.acknowledgements,
 		buildinfo.Collector("registry")} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

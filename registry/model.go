@@ -16,6 +16,13 @@ type Meta struct {
 	FenceFloor uint64 `json:"fenceFloor"`
 	// PolicySeq is the last policy generation handed out.
 	PolicySeq uint64 `json:"policySeq"`
+	// Lineage is the registry's issuer lineage (fencegate.ValidateLineage):
+	// set by the first write that finds it empty (the start of an empty
+	// data set, DecideInit, or the first grant), never changed after, and
+	// carried by every grant as its "lineage" claim. A data set restored
+	// from a backup keeps the backup's; an emptied or new one gets a new
+	// one.
+	Lineage string `json:"lineage,omitempty"`
 }
 
 // current is m as the registry reads it: a meta never written yet (a new
@@ -48,12 +55,15 @@ type ResourceRecord struct {
 // (LeaseState, LeaseView) or is its wire form (fencegate.Lease, made by the
 // HTTP API).
 type LeaseRecord struct {
-	Lease            string `json:"lease"`
-	GrantID          string `json:"grantId"`
-	Resource         string `json:"resource"`
-	Owner            string `json:"owner"`
-	RequestID        string `json:"requestId"`
-	OpClass          string `json:"opClass"`
+	Lease     string `json:"lease"`
+	GrantID   string `json:"grantId"`
+	Resource  string `json:"resource"`
+	Owner     string `json:"owner"`
+	RequestID string `json:"requestId"`
+	OpClass   string `json:"opClass"`
+	// Lineage is the meta's lineage when the lease was granted (its
+	// grant's "lineage" claim); "" for a lease granted before lineages.
+	Lineage          string `json:"lineage,omitempty"`
 	Fence            uint64 `json:"fenceToken"`
 	IssuerEpoch      uint64 `json:"issuerEpoch"`
 	PolicyGeneration uint64 `json:"policyGeneration"`

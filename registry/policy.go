@@ -25,13 +25,23 @@ func MatchPolicy(ps []Policy, resource string) Policy {
 	return best
 }
 
+// AllowsOwner tells whether the policy lets owner act on its resources:
+// its AllowedOwners (empty allows every owner; a tombstone, or no policy,
+// allows every owner).
+func (p Policy) AllowsOwner(owner string) error {
+	if p.Deleted || len(p.AllowedOwners) == 0 || slices.ContainsFunc(p.AllowedOwners, func(a string) bool { return matchPattern(a, owner) }) {
+		return nil
+	}
+	return fmt.Errorf("%w: owner %q is not allowed on %s", ErrPolicyDenied, owner, p.Pattern)
+}
+
 // Check tells whether the policy allows this acquire.
 func (p Policy) Check(owner, opClass string, ttl time.Duration) error {
 	if p.Deleted {
 		return nil
 	}
-	if len(p.AllowedOwners) > 0 && !slices.ContainsFunc(p.AllowedOwners, func(a string) bool { return matchPattern(a, owner) }) {
-		return fmt.Errorf("%w: owner %q is not allowed on %s", ErrPolicyDenied, owner, p.Pattern)
+	if err := p.AllowsOwner(owner); err != nil {
+		return err
 	}
 	if len(p.OpClasses) > 0 && !slices.Contains(p.OpClasses, opClass) {
 		return fmt.Errorf("%w: operation class %q is not allowed on %s", ErrPolicyDenied, opClass, p.Pattern)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"sync"
@@ -190,6 +191,19 @@ func (r *Registry) newID(prefix string) (string, error) {
 	return prefix + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b), nil
 }
 
+// newLineage returns a fresh random issuer lineage: 32 lowercase hex
+// digits (128 bits).
+func (r *Registry) newLineage() (string, error) {
+	b := make([]byte, 16)
+	r.randMu.Lock()
+	_, err := io.ReadFull(r.opt.Rand, b)
+	r.randMu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("registry: random lineage: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
 func (r *Registry) ttl(d time.Duration) (time.Duration, error) {
 	if d == 0 {
 		return r.opt.DefaultTTL, nil
@@ -279,6 +293,9 @@ func (r *Registry) tryAcquire(ctx context.Context, in AcquireInput) (AcquireResu
 		return AcquireResult{}, time.Time{}, err
 	}
 	if in.GrantID, err = r.newID("g-"); err != nil {
+		return AcquireResult{}, time.Time{}, err
+	}
+	if in.Lineage, err = r.newLineage(); err != nil {
 		return AcquireResult{}, time.Time{}, err
 	}
 	in.Now = r.Now()
@@ -472,6 +489,48 @@ func (r *Registry) Policies(ctx context.Context) ([]Policy, error) {
 // Meta reads the registry-wide state.
 func (r *Registry) Meta(ctx context.Context) (Meta, error) {
 	return r.opt.Backend.Meta(ctx)
+}
+
+// InitOptions is what Init does at a process's start.
+type InitOptions struct {
+	// FenceFloor raises the global fence floor to at least this value (0:
+	// leave it): the floor taken from the sidecars (fencegate fences
+	// collect) when a registry replaces another. It never lowers the floor.
+	FenceFloor uint64
+}
+
+// Init runs the registry process's start against its backend, before it
+// serves: a data set without a lineage (new, or of a version before
+// lineages) gets one, written once (Meta.Lineage), and the global fence
+// floor is raised to o.FenceFloor. Both are logged. Serving without Init
+// is safe: the first grant of a data set without a lineage sets it.
+func (r *Registry) Init(ctx context.Context, o InitOptions) (Meta, error) {
+	before, err := r.opt.Backend.Meta(ctx)
+	if err != nil {
+		return Meta{}, err
+	}
+	lineage, err := r.newLineage()
+	if err != nil {
+		return Meta{}, err
+	}
+	m, err := r.opt.Backend.Init(ctx, InitInput{Lineage: lineage, FenceFloor: o.FenceFloor})
+	if err != nil {
+		return Meta{}, err
+	}
+	if before.Lineage == "" && m.Lineage != "" {
+		r.log.Info("registry lineage created: this data set had none (a new registry, or one of a version before lineages)", zap.String("lineage", m.Lineage))
+	} else {
+		r.log.Info("registry lineage", zap.String("lineage", m.Lineage))
+	}
+	switch {
+	case o.FenceFloor > before.FenceFloor:
+		r.log.Warn("global fence floor raised at start: every fence issued from now on exceeds it",
+			zap.Uint64("floor", m.FenceFloor), zap.Uint64("previous", before.FenceFloor))
+	case o.FenceFloor > 0:
+		r.log.Info("global fence floor already at or above the start floor: unchanged",
+			zap.Uint64("floor", m.FenceFloor), zap.Uint64("asked", o.FenceFloor))
+	}
+	return m, nil
 }
 
 // Ready checks that the backend answers.

@@ -29,6 +29,7 @@ func GrantClaims(l LeaseRecord, issuer string) verify.Grant {
 		TTLMs:            l.TTLMs,
 		OpClass:          l.OpClass,
 		IssuedAt:         uint64(l.IssuedAt),
+		Lineage:          l.Lineage,
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fencegate/fencegate"
 )
 
 // Tx is one transaction of a transactional key-value store. The memory
@@ -30,6 +32,34 @@ type Tx interface {
 	EachLease(fn func(LeaseRecord) error) error
 	// DeleteLease removes a lease and its request and digest index entries.
 	DeleteLease(l LeaseRecord) error
+
+	// The anchors of fenced stores (anchor.go). They are not registry
+	// writes a grant or a proof states: none of them touches the meta.
+
+	// Lineage is Meta().Lineage. A backend may read it without making the
+	// transaction conflict with later writes of the meta (the lineage is
+	// written once and never changed), as the anchor steps do: they must
+	// not conflict with lease writes. When it is "", the caller reads
+	// Meta() (which such a backend watches) before writing the lineage.
+	Lineage() (string, error)
+	// StoreRecord reads a fenced store's record.
+	StoreRecord(store string) (rec StoreRecord, found bool, err error)
+	PutStoreRecord(StoreRecord) error
+	// Ledger reads a store's enforcement ledger (nil when none).
+	Ledger(store string) ([]fencegate.LedgerEntry, error)
+	PutLedger(LedgerRecord) error
+	// Anchors reads the anchors of resources of store: the map holds the
+	// ones stored. A backend reads them together (one round trip).
+	Anchors(store string, resources []string) (map[string]fencegate.Progress, error)
+	PutAnchor(AnchorRecord) error
+	// AnchorsAfter lists up to limit anchors of store whose resource is
+	// after after ("" from the first), in resource (byte) order. It is a
+	// listing, not a decision's read: a backend need not make the
+	// transaction conflict with later writes of what it listed.
+	AnchorsAfter(store, after string, limit int) ([]fencegate.ResourceAnchor, error)
+	// AnchorCount counts the resources anchored for store (like
+	// AnchorsAfter, without conflicts).
+	AnchorCount(store string) (uint64, error)
 }
 
 // TxStore runs functions in transactions. Update is atomic and durable
@@ -252,6 +282,20 @@ func (b txBackend) Meta(ctx context.Context) (Meta, error) {
 	return m.current(), err
 }
 
+func (b txBackend) Init(ctx context.Context, in InitInput) (Meta, error) {
+	var m Meta
+	err := b.decide(ctx, func(tx Tx) (Change, error) {
+		cur, err := tx.Meta()
+		if err != nil {
+			return Change{}, err
+		}
+		var ch Change
+		m, ch, err = DecideInit(cur, in)
+		return ch, err
+	})
+	return m, err
+}
+
 // errCompactLimit stops the lease walk once enough candidates are found.
 var errCompactLimit = errors.New("registry: compact limit reached")
 
@@ -438,6 +482,21 @@ func writeChange(tx Tx, ch Change) error {
 	}
 	for _, l := range ch.Delete {
 		if err := tx.DeleteLease(l); err != nil {
+			return err
+		}
+	}
+	if ch.Store != nil {
+		if err := tx.PutStoreRecord(*ch.Store); err != nil {
+			return err
+		}
+	}
+	for _, a := range ch.Anchors {
+		if err := tx.PutAnchor(a); err != nil {
+			return err
+		}
+	}
+	if ch.Ledger != nil {
+		if err := tx.PutLedger(*ch.Ledger); err != nil {
 			return err
 		}
 	}

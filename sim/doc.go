@@ -17,7 +17,9 @@
 // registry.TxStore, with a seeded random source and the virtual clock;
 // real Ed25519 keys derived from the seed, whose signatures are
 // deterministic), one fenced store (store/memory, which a store loss
-// empties or puts back to a saved state), one to three sidecar replicas
+// empties or puts back to a saved state; shared by the replicas as a
+// Redis is, it decides every transition on its own clock, the registry's,
+// as store/redis does on the server's TIME), one to three sidecar replicas
 // sharing it (proxy.New, driven by calling ServeHTTP), each with its own
 // clock offset from the registry's, a recording backend that is the
 // sidecars' http.RoundTripper, and two to four workers. One goroutine runs
@@ -89,7 +91,11 @@
 // # The faults of the gate, and the pending ones
 //
 // AllFaults are the kinds the gate runs: net, pause, lostack, dial,
-// crash, restore, forged, tampered, cross, revoked, zombie, skip,
+// crash, restore, forged, tampered, cross, revoked, zombie, skip, late
+// (the backend applies a write after the sidecar's forward timed out,
+// less than backend.maxApplyDelay after its deadline, while reconcile
+// passes and the operator ask the effect query: issue 19, story 1, which
+// the quiet time survives; sabotage not-quiet shows it failing without),
 // conflict (a segment resent with another payload), skew (one replica's
 // clock beyond trust.clockSkew: either way in registry mode, ahead in
 // proof mode; every round has offsets within it) and rotate.
@@ -97,15 +103,11 @@
 // that survives them exists; a run that names them fails, and
 // TestPendingFaultsFailToday shows each one failing:
 //
-//   - late: the backend applies a write after the sidecar's forward timed
-//     out, within maxApplyDelay; the reconcile pass or the operator finds
-//     "not applied" first, and the write lands after the next owner's
-//     (issue 19, story 1). It needs "not applied" to be settled only once
-//     no late apply can overtake it (backend.maxApplyDelay, Deliver 1).
 //   - storeloss: the fenced store emptied or put back to an older save, at
-//     any instant, also while a segment is at the backend (stories 2, 3).
-//     It needs the store's identity and progress anchored outside it
-//     (Deliver 2).
+//     any instant, also while a segment is at the backend (stories 2, 3):
+//     a segment is applied twice. It needs the sidecars to check the
+//     store against its anchor at the registry (Deliver 2), which the
+//     registry keeps but the sidecars do not use yet.
 //   - skewlag: on a route in proof mode, a replica whose clock lags the
 //     registry's by more than trust.clockSkew. The sidecar judges a
 //     proof's exp and maxAge by its own clock, so it accepts a proof after
@@ -209,10 +211,12 @@
 //     between concurrent requests inside one sidecar process, or between
 //     replicas at the same instant, are not explored (the store's own
 //     linearizability tests, store/storetest, cover its atomicity).
-//   - Only the memory store: not bbolt, not Redis. A Redis that loses or
-//     rolls back its data is modelled by emptying or restoring the memory
-//     store's state; Redis replication, failover, appendfsync and WAIT
-//     (minReplicas) are not modelled. The registry runs on registry/memory
+//   - Only the memory store: not bbolt, not Redis. It stands for a Redis
+//     shared by the replicas (one clock for its decisions); a store per
+//     replica (bbolt), deciding on each sidecar's own clock, is not
+//     modelled. A Redis that loses or rolls back its data is modelled by
+//     emptying or restoring the memory store's state; Redis replication,
+//     failover, appendfsync and WAIT (minReplicas) are not modelled. The registry runs on registry/memory
 //     (restored from snapshots), not on bolt or Redis (whose watermark
 //     meets a restore by itself).
 //   - Clocks have fixed offsets, never different rates: a clock that runs
@@ -260,7 +264,8 @@
 // status source that says HELD for an ended lease, a trust bundle that
 // trusts the attacker's key, a store whose read writes, no reconcile loop
 // and no operator, a store that takes another payload for a replay, a
-// registry that keeps released leases, an SDK whose clock runs slow), so
+// registry that keeps released leases, an SDK whose clock runs slow, a
+// store that settles "not applied" before the quiet time), so
 // tests show that the gate can fail, each on the counter that part
 // protects (TestGateCanFail).
 package sim

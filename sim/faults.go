@@ -44,7 +44,8 @@ const (
 	FaultSkip Fault = "skip"
 	// FaultLate: the backend receives a write, the sidecar's forward times
 	// out (MUTATION_UNKNOWN), and the backend applies the write later,
-	// within the route's declared apply delay (issue 19, story 1).
+	// within backend.maxApplyDelay after the forward's deadline (issue 19,
+	// story 1): "not applied" must wait for the quiet time.
 	FaultLate Fault = "late"
 	// FaultConflict: an owner sends an accepted segment again with another
 	// payload (SEGMENT_CONFLICT and a quarantine entry; the backend must
@@ -82,19 +83,17 @@ const (
 func AllFaults() []Fault {
 	return []Fault{FaultNet, FaultPause, FaultLostAck, FaultDial, FaultCrash, FaultRestore,
 		FaultForged, FaultTampered, FaultCross, FaultRevoked, FaultZombie, FaultSkip,
-		FaultConflict, FaultSkew, FaultRotate}
+		FaultLate, FaultConflict, FaultSkew, FaultRotate}
 }
 
 // PendingFaults are fault kinds the simulation models but the gate does
 // not run yet, because the code that survives them is not built: a run
-// that names them fails, which is what they show. FaultLate waits for the
-// rule that settles "not applied" only once a late apply cannot overtake
-// it (backend.maxApplyDelay, issue 19, Deliver 1); FaultStoreLoss for the
-// anchor of the store's identity and progress outside the store (Deliver
-// 2); FaultSkewLag for a proof-mode sidecar that notices its clock lags
-// (nothing in issue 19 builds it yet); FaultKeyAdd for controlled key
-// rotation (Deliver 7).
-func PendingFaults() []Fault { return []Fault{FaultLate, FaultStoreLoss, FaultSkewLag, FaultKeyAdd} }
+// that names them fails, which is what they show. FaultStoreLoss waits for
+// the sidecars to use the anchor of the store's identity and progress
+// outside the store (issue 19, Deliver 2); FaultSkewLag for a proof-mode
+// sidecar that notices its clock lags (nothing in issue 19 builds it);
+// FaultKeyAdd for controlled key rotation in the sidecar (Deliver 7).
+func PendingFaults() []Fault { return []Fault{FaultStoreLoss, FaultSkewLag, FaultKeyAdd} }
 
 func knownFaults() []Fault { return append(AllFaults(), PendingFaults()...) }
 

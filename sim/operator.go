@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -99,13 +100,19 @@ func (r *round) look() {
 		applied, body := r.back.effect(m.OperationID)
 		if _, err := p.Reconcile(ctx, m.Resource, m.OperationID, applied, http.StatusCreated, body); err != nil {
 			r.logf("operator: reconcile %s as applied=%v: %v", m.OperationID, applied, err)
+			if nq := (*store.NotQuietError)(nil); errors.As(err, &nq) && !r.looking && r.watching() {
+				// The backend may still apply it: the sidecar refuses "not
+				// applied" before the quiet time. Look again then.
+				r.looking = true
+				r.background(nq.QuietAt.Sub(r.start)+time.Millisecond, "the operator looks at the quiet time", r.look)
+			}
 			continue
 		}
 		r.res.Seen[seenOperator]++
 		r.logf("operator: the backend says %s applied=%v; reconciled so", m.OperationID, applied)
 	}
 	r.trackUnknown()
-	if r.sc.Config.Effects && r.watching() {
+	if !r.looking && r.sc.Config.Effects && r.watching() {
 		r.looking = true
 		r.background(r.now()+operatorAgain, "the operator looks again", r.look)
 	}

@@ -205,7 +205,7 @@ func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hi
 		}
 		defer os.Remove(r.bundle)
 	}
-	r.st = newSharedStore()
+	r.st = newSharedStore(r.clk, seed)
 	r.back = newBackend(r)
 	for i := range sc.Config.Replicas {
 		r.sidecars = append(r.sidecars, &sidecar{clk: offsetClock{base: r.clk, off: sc.Config.Offsets[i]}})

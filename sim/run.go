@@ -49,12 +49,16 @@ const (
 	// after the lease has expired (the safety margin absorbs small rate
 	// differences, not this).
 	SabotageSDKSlowClock Sabotage = "sdk-slow-clock"
+	// SabotageNotQuiet makes the store settle "not applied" before the
+	// mutation's quiet time (as if every effect query closed the
+	// operation): a late apply then lands after the next owner's writes.
+	SabotageNotQuiet Sabotage = "not-quiet"
 )
 
 // Sabotages lists every sabotage, in a fixed order.
 func Sabotages() []Sabotage {
 	return []Sabotage{SabotageShadow, SabotageStatusLies, SabotageTrustForger, SabotageReadWrites, SabotageNoReconcile, SabotageConflictReplays, SabotageReleaseIgnored,
-		SabotageSDKSlowClock}
+		SabotageSDKSlowClock, SabotageNotQuiet}
 }
 
 // Options configure a run.

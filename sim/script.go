@@ -94,7 +94,8 @@ type event struct {
 	// Restore: a store loss puts back the last save instead of emptying.
 	Restore bool
 	// Late is how long after it received the write the backend applies
-	// it (bfLate): past the sidecar's timeout, within maxApplyDelay after.
+	// it (bfLate): at or past the sidecar's timeout, less than
+	// maxApplyDelay after it (before the quiet time).
 	Late time.Duration
 	// Step is a rotation's step: 1 the bundle gains the new key, 2 the
 	// registry restarts signing with it, 3 the bundle drops the old key.
@@ -231,10 +232,11 @@ func (s script) without(drop func(int) bool) script {
 // Model constants (virtual time).
 const (
 	backendTimeout = time.Second // the sidecar's backend.timeout: a marker lasts it + 5 s
-	// maxApplyDelay is how long after the forward's deadline the backend
-	// may still apply a write it received (a late apply, FaultLate).
-	// TODO(h-quiet): set the route's backend.maxApplyDelay to it once that
-	// configuration exists, so the sidecars know the bound.
+	// maxApplyDelay is the sidecars' backend.maxApplyDelay: how long
+	// after the forward's deadline the backend may still apply a write it
+	// received (a late apply, FaultLate, lands before it). "Not applied"
+	// is settled from the quiet time on (the forward's deadline plus
+	// this).
 	maxApplyDelay = 2 * time.Second
 	busyWait      = 50 * time.Millisecond
 	answerTimeout = time.Second // a worker waits this long for an answer before retrying
@@ -349,7 +351,7 @@ func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) scr
 				e.Fault = bfCrash
 			case has(FaultLate) && r >= 6 && r < 9:
 				e.Fault = bfLate
-				e.Late = backendTimeout + time.Duration(1+rng.IntN(int(maxApplyDelay/time.Millisecond)))*time.Millisecond
+				e.Late = backendTimeout + time.Duration(rng.IntN(int(maxApplyDelay/time.Millisecond)))*time.Millisecond
 			}
 			writes = append(writes, len(sc.Events))
 			add(e)

@@ -186,12 +186,19 @@ func (s *processStore) Resolve(ctx context.Context, in store.ResolveInput) (stor
 	if s.dead {
 		return store.ResolveResult{}, errProcessDead
 	}
+	s.resolveSabotage(&in)
 	res, err := s.Store.Resolve(ctx, in)
 	if err == nil && res.Receipt != nil {
 		s.r.noteReceipt(*res.Receipt)
 	}
 	return res, err
 }
+func (s *processStore) resolveSabotage(in *store.ResolveInput) {
+	if s.sab == SabotageNotQuiet && !in.Applied {
+		in.Closed = true // the broken part: the quiet time is skipped
+	}
+}
+
 func (s *processStore) MarkUnknown(ctx context.Context, in store.MarkUnknownInput) (store.Mutation, error) {
 	if s.dead {
 		return store.Mutation{}, errProcessDead
@@ -208,28 +215,86 @@ func (s *processStore) Abort(ctx context.Context, in store.AbortInput) (store.Re
 // sharedStore is the fenced store every replica of a round shares (one
 // store/memory), which a store loss (FaultStoreLoss) empties or puts back
 // to a saved state under the running sidecars.
+//
+// A store shared by replicas is, in production, a Redis, which decides
+// every transition at the server's TIME (store/redis, "Time"): a Begin's
+// Now becomes TIME and its Deadline and QuietAt TIME plus the windows the
+// sidecar asked for, and the other calls take TIME for their Now, so a
+// marker written by one replica expires and becomes quiet at the same
+// moment for all of them whatever their clocks. sharedStore does the same
+// with the round's virtual clock (the registry's): the sidecars' clock
+// offsets then matter where they do in production.
 type sharedStore struct {
 	store.Store // the current contents
 	mem         *storemem.Store
 	saved       *storemem.Snapshot
+	clk         simClock
+	gen         string // the round's generation prefix; a loss makes the next
+	losses      int
 }
 
-func newSharedStore() *sharedStore {
-	m := storemem.New(storemem.Options{})
-	return &sharedStore{Store: m, mem: m}
+func newSharedStore(clk simClock, seed uint64) *sharedStore {
+	gen := fmt.Sprintf("sim%016x", seed)
+	m := storemem.New(storemem.Options{Generation: gen + "g0"})
+	return &sharedStore{Store: m, mem: m, clk: clk, gen: gen}
 }
 
 // save keeps a copy of the state now (a backup, an RDB).
 func (s *sharedStore) save() { s.saved = s.mem.Snapshot() }
 
 // lose empties the store (a Redis restarted without persistence, a new
-// pod on an empty disk), or with restore puts back the saved state.
+// pod on an empty disk: another generation), or with restore puts back
+// the saved state.
 func (s *sharedStore) lose(restore bool) {
 	if restore && s.saved != nil {
 		s.mem.Restore(s.saved)
 		return
 	}
-	s.mem.Restore(storemem.New(storemem.Options{}).Snapshot())
+	s.losses++
+	s.mem.Restore(storemem.New(storemem.Options{Generation: fmt.Sprintf("%sg%d", s.gen, s.losses)}).Snapshot())
+}
+
+func (s *sharedStore) now() time.Time { return s.clk.Now() }
+
+func (s *sharedStore) Begin(ctx context.Context, in store.BeginInput) (store.BeginResult, error) {
+	srv := s.now()
+	window := in.Deadline.Sub(in.Now)
+	if !in.QuietAt.IsZero() {
+		in.QuietAt = srv.Add(in.QuietAt.Sub(in.Now))
+	}
+	in.Now, in.Deadline = srv, srv.Add(window)
+	return s.Store.Begin(ctx, in)
+}
+func (s *sharedStore) Commit(ctx context.Context, in store.CommitInput) (store.Receipt, error) {
+	in.Now = s.now()
+	return s.Store.Commit(ctx, in)
+}
+func (s *sharedStore) MarkUnknown(ctx context.Context, in store.MarkUnknownInput) (store.Mutation, error) {
+	in.Now = s.now()
+	return s.Store.MarkUnknown(ctx, in)
+}
+func (s *sharedStore) Resolve(ctx context.Context, in store.ResolveInput) (store.ResolveResult, error) {
+	in.Now = s.now() // the evidence is placed at TIME minus its age
+	return s.Store.Resolve(ctx, in)
+}
+func (s *sharedStore) Abort(ctx context.Context, in store.AbortInput) (store.Record, error) {
+	in.Now = s.now()
+	return s.Store.Abort(ctx, in)
+}
+func (s *sharedStore) Pause(ctx context.Context, in store.PauseInput) (store.Record, error) {
+	in.Now = s.now()
+	return s.Store.Pause(ctx, in)
+}
+func (s *sharedStore) Repair(ctx context.Context, in store.RepairInput) (store.Record, error) {
+	in.Now = s.now()
+	return s.Store.Repair(ctx, in)
+}
+func (s *sharedStore) ListUnknown(ctx context.Context, _ time.Time) ([]store.Mutation, error) {
+	return s.Store.ListUnknown(ctx, s.now())
+}
+func (s *sharedStore) Compact(ctx context.Context, in store.CompactInput) (store.CompactResult, error) {
+	in.Now = s.now()
+	return s.Store.Compact(ctx, in)
 }
 
 // Route and resource names of a round.
@@ -264,7 +329,7 @@ func proxyConfig(m *materials, rc roundConfig, sab Sabotage, bundle string) prox
 	}
 	return proxy.Config{
 		Listen:    "127.0.0.1:0",
-		Backend:   proxy.BackendConfig{URL: backendURL, Timeout: backendTimeout},
+		Backend:   proxy.BackendConfig{URL: backendURL, Timeout: backendTimeout, MaxApplyDelay: maxApplyDelay},
 		Routes:    []proxy.RouteConfig{route},
 		Identity:  identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:     proxy.TrustConfig{Bundle: bundle, ClockSkew: rc.ClockSkew},

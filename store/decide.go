@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -38,6 +39,7 @@ func Decide(rec Record, receipt *Receipt, in BeginInput) (BeginResult, Change, e
 	}
 
 	d := decider{in: in, next: &next}
+	d.res.Prior = rec.Clone()
 	switch {
 	// 1. Paused, or blocked by an unknown outcome.
 	case next.Pause != nil:
@@ -48,6 +50,9 @@ func Decide(rec Record, receipt *Receipt, in BeginInput) (BeginResult, Change, e
 			m.State = MutationInFlight
 			m.Attempts++
 			m.BegunAt = now
+			// The earlier attempts may still land: the quiet time only
+			// moves later.
+			m.QuietAt = laterQuiet(m.QuietBy(), in)
 			m.Deadline = normTime(in.Deadline)
 			changed = true
 			d.decide(DecisionProceed, "retry of unknown mutation "+m.OperationID)
@@ -89,7 +94,19 @@ func Decide(rec Record, receipt *Receipt, in BeginInput) (BeginResult, Change, e
 			d.decide(DecisionSegmentConflict, "segment accepted before with another payload as "+receipt.ID)
 		}
 
-	// 3. Lower than the highest accepted fence.
+	// 3. Lower than the highest accepted fence. Under another known issuer
+	// lineage, evidence does not compare: a lineage the record saw
+	// superseded is stale, any other is a registry that did not continue
+	// above the highest fence.
+	case in.Fence < next.HighestFence && !in.Evidence.SameLineage(next.Evidence):
+		if slices.Contains(next.PriorLineages, in.Evidence.Lineage) {
+			d.decide(DecisionStaleOwner, "fence "+u(in.Fence)+" of superseded issuer lineage "+in.Evidence.Lineage+
+				" below highest "+u(next.HighestFence)+" of lineage "+next.Evidence.Lineage)
+		} else {
+			d.regress(now, "fence "+u(in.Fence)+" of issuer lineage "+in.Evidence.Lineage+" below highest "+u(next.HighestFence)+
+				" of lineage "+next.Evidence.Lineage+": a registry that did not continue above the highest fence")
+			changed = true
+		}
 	case in.Fence < next.HighestFence:
 		if in.Evidence.IssuedAfter(next.Evidence) {
 			d.regress(now, "fence "+u(in.Fence)+" below highest "+u(next.HighestFence)+
@@ -116,6 +133,9 @@ func Decide(rec Record, receipt *Receipt, in BeginInput) (BeginResult, Change, e
 		if in.Seq != 1 {
 			d.decide(DecisionSegmentGap, "new fence "+u(in.Fence)+" must start at segment 1, got "+u(in.Seq))
 			break
+		}
+		if l := next.Evidence.Lineage; l != "" && l != in.Evidence.Lineage {
+			next.PriorLineages = pushLineage(next.PriorLineages, l)
 		}
 		next.HighestFence = in.Fence
 		next.Root = in.Root
@@ -197,11 +217,40 @@ func (d *decider) proceed(now time.Time) {
 		Evidence:      d.in.Evidence,
 		BegunAt:       now,
 		Deadline:      normTime(d.in.Deadline),
+		QuietAt:       normTime(d.in.QuietAt),
 		Attempts:      1,
 		State:         MutationInFlight,
 	}
 	d.res.Mutation = cloneMutation(d.next.InFlight)
 	d.decide(DecisionProceed, "mutation "+ref.OperationID()+" in flight")
+}
+
+// laterQuiet is the quiet time of a retried mutation: the later of the
+// earlier attempts' (old) and the retry's own, which is taken as the
+// marker's QuietBy of the retry alone when the input has none.
+func laterQuiet(old time.Time, in BeginInput) time.Time {
+	retry := (&Mutation{Deadline: normTime(in.Deadline), QuietAt: normTime(in.QuietAt)}).QuietBy()
+	if retry.After(old) {
+		return retry
+	}
+	return old
+}
+
+// pushLineage appends l to the prior lineages ls (moving it to the end if
+// it is there already), keeping the newest MaxPriorLineages. ls is not
+// modified.
+func pushLineage(ls []string, l string) []string {
+	out := make([]string, 0, len(ls)+1)
+	for _, x := range ls {
+		if x != l {
+			out = append(out, x)
+		}
+	}
+	out = append(out, l)
+	if len(out) > MaxPriorLineages {
+		out = out[len(out)-MaxPriorLineages:]
+	}
+	return out
 }
 
 func cloneMutation(m *Mutation) *Mutation {

@@ -146,6 +146,7 @@ func TestDecideDoesNotAlias(t *testing.T) {
 	in := storetest.Attempt("r", 6, 1, "x")
 	in.Now = storetest.T0.Add(time.Hour)
 	in.Deadline = in.Now.Add(time.Minute)
+	in.QuietAt = in.Deadline.Add(time.Minute)
 	res, ch, err := store.Decide(rec, nil, in)
 	if err != nil || res.Decision != store.DecisionMutationUnknown || !ch.WriteRecord || ch.Record.InFlight.Cause != store.CauseDeadline {
 		t.Fatalf("%s %+v %v", res.Decision, ch, err)
@@ -273,5 +274,124 @@ func TestInputErrorsAreTyped(t *testing.T) {
 	var ie *store.InputError
 	if !errors.As(err, &ie) || ie.Field != "fence" || !errors.Is(err, store.ErrInvalidInput) || !strings.HasPrefix(err.Error(), "store: ") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// Issuer lineages: below the highest fence, evidence compares only within
+// one lineage (or when either is unknown); a lineage the record saw
+// superseded is STALE_OWNER, any other known lineage is a registry that did
+// not continue above the highest fence: FENCE_REGRESSION and a pause,
+// whatever retention deleted (no receipt is needed). A higher fence under
+// another lineage is accepted and the old lineage becomes a prior one.
+func TestDecideLineage(t *testing.T) {
+	ev := func(lineage string, epoch, rev uint64) store.Evidence {
+		return store.Evidence{IssuerEpoch: epoch, BackendRevision: rev, Lineage: lineage}
+	}
+	rec := store.Record{Resource: "r", HighestFence: 5, Root: storetest.Root(5), Lease: "lease-5", LastSeq: 2,
+		Evidence: ev("l2", 1, 50), PriorLineages: []string{"l1"}}
+	legacy := rec.Clone() // a record whose highest fence's grant carried no lineage
+	legacy.Evidence.Lineage, legacy.PriorLineages = "", nil
+	at := func(fence, seq uint64, e store.Evidence) store.BeginInput {
+		in := storetest.Attempt("r", fence, seq, "x")
+		in.Evidence = e
+		return in
+	}
+	full := []string{"p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8"}
+	for _, c := range []struct {
+		name  string
+		rec   store.Record
+		in    store.BeginInput
+		want  store.Decision
+		prior []string // PriorLineages after a PROCEED
+	}{
+		{"lower, superseded lineage", rec, at(4, 1, ev("l1", 1, 40)), store.DecisionStaleOwner, nil},
+		{"lower, superseded lineage, later evidence", rec, at(4, 1, ev("l1", 9, 900)), store.DecisionStaleOwner, nil},
+		{"lower, unseen lineage", rec, at(4, 1, ev("l3", 1, 40)), store.DecisionFenceRegression, nil},
+		{"lower, unseen lineage, earlier evidence", rec, at(1, 1, ev("l3", 0, 1)), store.DecisionFenceRegression, nil},
+		{"lower, unseen lineage, later evidence", rec, at(4, 1, ev("l3", 2, 1)), store.DecisionFenceRegression, nil},
+		{"lower, same lineage, earlier evidence", rec, at(4, 1, ev("l2", 1, 40)), store.DecisionStaleOwner, nil},
+		{"lower, same lineage, later evidence", rec, at(4, 1, ev("l2", 1, 51)), store.DecisionFenceRegression, nil},
+		{"lower, grant without lineage, earlier evidence", rec, at(4, 1, ev("", 1, 40)), store.DecisionStaleOwner, nil},
+		{"lower, grant without lineage, later evidence", rec, at(4, 1, ev("", 2, 1)), store.DecisionFenceRegression, nil},
+		{"lower, record without lineage, earlier evidence", legacy, at(4, 1, ev("l3", 1, 40)), store.DecisionStaleOwner, nil},
+		{"lower, record without lineage, later evidence", legacy, at(4, 1, ev("l3", 2, 1)), store.DecisionFenceRegression, nil},
+		{"higher, another lineage", rec, at(6, 1, ev("l3", 1, 1)), store.DecisionProceed, []string{"l1", "l2"}},
+		{"higher, a superseded lineage again", rec, at(6, 1, ev("l1", 1, 1)), store.DecisionProceed, []string{"l1", "l2"}},
+		{"higher, same lineage", rec, at(6, 1, ev("l2", 1, 60)), store.DecisionProceed, []string{"l1"}},
+		{"higher, grant without lineage", rec, at(6, 1, ev("", 1, 60)), store.DecisionProceed, []string{"l1", "l2"}},
+		{"higher, record without lineage", legacy, at(6, 1, ev("l3", 1, 60)), store.DecisionProceed, nil},
+		{"higher, prior lineages full", func() store.Record { r := rec.Clone(); r.PriorLineages = full; return r }(),
+			at(6, 1, ev("l3", 1, 1)), store.DecisionProceed, append(full[1:len(full):len(full)], "l2")},
+		// Steps before 3 do not look at lineages.
+		{"highest, other root, other lineage", rec, func() store.BeginInput { in := at(5, 3, ev("l1", 1, 1)); in.Root = "other"; return in }(),
+			store.DecisionFenceRegression, nil},
+		{"highest, same root, other lineage", rec, at(5, 3, ev("l3", 1, 1)), store.DecisionProceed, []string{"l1"}},
+	} {
+		res, ch, err := store.Decide(c.rec, nil, c.in)
+		if err != nil || res.Decision != c.want {
+			t.Errorf("%s: %s (%s), %v; want %s", c.name, res.Decision, res.Detail, err, c.want)
+			continue
+		}
+		switch c.want {
+		case store.DecisionStaleOwner:
+			if ch.Writes() {
+				t.Errorf("%s: stale owner writes %+v", c.name, ch)
+			}
+		case store.DecisionFenceRegression:
+			p := ch.Record.Pause
+			if !ch.WriteRecord || p == nil || p.Reason != store.PauseFenceRegression || p.Fence != c.in.Fence || p.Evidence != c.in.Evidence ||
+				ch.Record.HighestFence != 5 || !reflect.DeepEqual(ch.Record.PriorLineages, c.rec.PriorLineages) {
+				t.Errorf("%s: change %+v, pause %+v", c.name, ch, p)
+			}
+			if c.in.Fence < c.rec.HighestFence && c.in.Evidence.Lineage != "" && c.rec.Evidence.Lineage != "" && c.in.Evidence.Lineage != c.rec.Evidence.Lineage &&
+				(!strings.Contains(p.Detail, c.in.Evidence.Lineage) || !strings.Contains(p.Detail, c.rec.Evidence.Lineage)) {
+				t.Errorf("%s: detail %q names neither lineage", c.name, p.Detail)
+			}
+		case store.DecisionProceed:
+			r := ch.Record
+			if !ch.WriteRecord || !reflect.DeepEqual(r.PriorLineages, c.prior) || r.Evidence != c.in.Evidence && c.in.Fence > c.rec.HighestFence {
+				t.Errorf("%s: record lineage %q, prior %q; want %q, prior %q", c.name, r.Evidence.Lineage, r.PriorLineages, c.in.Evidence.Lineage, c.prior)
+			}
+		}
+		if !reflect.DeepEqual(res.Prior, c.rec) {
+			t.Errorf("%s: Prior %+v, want the record read", c.name, res.Prior)
+		}
+	}
+}
+
+// A lineage is "" or 1..64 bytes of [0-9a-z], the rule of the grant claim.
+func TestBeginInputLineage(t *testing.T) {
+	for l, ok := range map[string]bool{
+		"": true, "0123456789abcdef0123456789abcdef": true, strings.Repeat("z", fencegate.MaxLineageLen): true,
+		strings.Repeat("z", fencegate.MaxLineageLen+1): false, "ABC": false, "a-b": false, "a b": false, "é": false, "a\x00": false,
+	} {
+		in := storetest.Attempt("r", 5, 1, "a")
+		in.Evidence.Lineage = l
+		err := in.Validate()
+		var ie *store.InputError
+		if ok != (err == nil) || !ok && (!errors.As(err, &ie) || ie.Field != "evidence.lineage") {
+			t.Errorf("lineage %q: %v", l, err)
+		}
+	}
+}
+
+// Prior is the record as read, sharing nothing with it or the change.
+func TestDecidePrior(t *testing.T) {
+	if res, _, err := store.Decide(store.Record{}, nil, storetest.Attempt("r", 5, 1, "a")); err != nil || res.Prior.Exists() {
+		t.Fatalf("Prior of a new resource: %+v, %v", res.Prior, err)
+	}
+	rec := store.Record{Resource: "r", HighestFence: 5, Root: storetest.Root(5), LastSeq: 1, PriorLineages: []string{"l1"},
+		InFlight: &store.Mutation{OpRef: storetest.Attempt("r", 5, 2, "a").Ref(), OperationID: "root-5/2", PayloadDigest: storetest.Digest("a"),
+			State: store.MutationUnknown, Cause: store.CauseNoAnswer, Deadline: storetest.T0, Attempts: 1}}
+	in := storetest.Attempt("r", 5, 2, "a")
+	in.RetryUnknown = true
+	res, ch, err := store.Decide(rec, nil, in)
+	if err != nil || res.Decision != store.DecisionProceed || !reflect.DeepEqual(res.Prior, rec) {
+		t.Fatalf("%s %+v %v", res.Decision, res.Prior, err)
+	}
+	res.Prior.InFlight.Attempts = 99
+	res.Prior.PriorLineages[0] = "zz"
+	if rec.InFlight.Attempts == 99 || ch.Record.InFlight.Attempts == 99 || rec.PriorLineages[0] != "l1" || ch.Record.PriorLineages[0] != "l1" {
+		t.Fatal("Prior shares memory with the record read or the change")
 	}
 }

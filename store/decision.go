@@ -74,6 +74,14 @@ type BeginInput struct {
 	// Deadline bounds the mutation: after it an un-settled marker counts as
 	// MUTATION_UNKNOWN. Must be after Now, within MaxInFlightWindow.
 	Deadline time.Time
+	// QuietAt is the caller's promise that no attempt of the mutation can
+	// take effect after it: the end of the forward's own deadline (taken
+	// before Begin) plus the time the backend may still apply a request it
+	// received. It becomes Mutation.QuietAt (a RetryUnknown raises it, never
+	// lowers it); "not applied" is not settled before it (ApplyResolve).
+	// Must be after Now, within MaxInFlightWindow; zero means unknown, and
+	// the marker is then quiet only LegacyQuietDelay after its Deadline.
+	QuietAt time.Time
 	// RetryUnknown asks to forward again the exact mutation whose outcome is
 	// unknown (same fence, root, seq and payload digest); set it only when
 	// the route's backend honours Idempotency-Key.
@@ -93,6 +101,11 @@ type BeginResult struct {
 	Detail string
 	// Record is the resource's record after the decision.
 	Record Record
+	// Prior is the resource's record as the decision read it, before any
+	// change (the zero Record if there was none). With Record it is the
+	// step an outside anchor checks (fencegate.AnchorBegin: Prior must
+	// cover the anchor before the mutation is forwarded).
+	Prior Record
 	// Mutation is, for PROCEED, the marker now in flight; for BUSY and
 	// MUTATION_UNKNOWN, the mutation that blocks (with its deadline).
 	Mutation *Mutation

@@ -12,7 +12,9 @@
 //   - Decide (Begin): the decision table of the acceptance pipeline (docs/design.md, "applyFencedMutation"
 //     step 4, over (record, the receipt stored for (fence, seq), input);
 //   - ApplyCommit, ApplyMarkUnknown, ApplyAbort, ApplyResolve, ApplyPause,
-//     ApplyResume: the other transitions.
+//     ApplyResume, ApplyRepair: the other transitions of a record;
+//   - ApplyEnforcement and ApplyTrust: the enforcement ledger and the trust
+//     pins.
 //
 // Each function reads at most the resource's record and one receipt, and
 // returns a Change (record, receipt, quarantine entry) that a backend writes in
@@ -38,15 +40,24 @@
 //     payload digest → REPLAY with the stored receipt and response, even if a
 //     newer fence took over since; same root, other payload →
 //     SEGMENT_CONFLICT and a quarantine entry;
-//  3. fence < highest → STALE_OWNER, or FENCE_REGRESSION when the attempt's
-//     evidence shows the registry issued it after the highest fence (a higher
-//     issuer epoch, or the same epoch and a higher backend revision): the
+//  3. fence < highest, the grant's issuer lineage and the highest fence's
+//     both known and different → STALE_OWNER when the grant's lineage is
+//     one of the record's PriorLineages (a registry that a new one
+//     continued above), else FENCE_REGRESSION and the resource pauses (a
+//     registry that did not continue above the highest fence), whatever
+//     the evidence and whatever retention deleted;
+//     fence < highest otherwise (one lineage, or either unknown) →
+//     STALE_OWNER, or FENCE_REGRESSION when the attempt's evidence shows
+//     the registry issued it after the highest fence (a higher issuer
+//     epoch, or the same epoch and a higher backend revision): the
 //     resource is then paused in the same step;
 //  4. fence = highest under another operation root than the record's →
 //     FENCE_REGRESSION and the resource pauses, even while a mutation is in
 //     flight;
 //  5. another mutation in flight → BUSY (with that mutation and its deadline);
-//  6. fence > highest → only segment 1, else SEGMENT_GAP;
+//  6. fence > highest → only segment 1, else SEGMENT_GAP (on PROCEED the
+//     old highest fence's lineage, if known and another, joins
+//     PriorLineages, the newest MaxPriorLineages kept);
 //  7. fence = highest → seq = lastSeq+1, else SEGMENT_GAP (another root gets
 //     SEGMENT_GAP only under a record without a root, which Decide never
 //     writes);
@@ -83,6 +94,21 @@
 // before BUSY: the evidence is made durable at once instead of waiting for a
 // mutation that may be slow to settle. A pause or an unknown outcome (step 1)
 // still comes first: either already refuses every attempt.
+//
+// # Issuer lineages
+//
+// Every registry data set has a lineage, a random ID written at its first
+// start and never changed, which its grants carry (Evidence.Lineage). An
+// issuer epoch or a backend revision only orders grants of one lineage: a
+// new or replaced registry starts its own counters. Such a registry is
+// required to continue above every fence already accepted (its fence
+// floor); when it does, its first grant is a higher fence (step 6) and the
+// old lineage becomes a prior one, so the old registry's grants are merely
+// stale from then on. When it does not, its grant below the highest fence
+// comes from a lineage the record never saw superseded: FENCE_REGRESSION
+// and a pause, from the first such grant on and with no receipt needed.
+// Grants of registries that predate lineages carry none (""): between them
+// and any lineage, the rules stay those of one lineage.
 //
 // # When a new fence becomes the highest: at Begin
 //
@@ -128,10 +154,27 @@
 // attempts (a RetryUnknown) Abort returns it to UNKNOWN instead of clearing it,
 // because the earlier attempt may still have landed.
 //
+// # Not applied only when it is stable
+//
+// "Not found yet" is not "never will be": a backend may still apply a request
+// after the sidecar gave up on its answer (its own queues, a slow database).
+// So every Begin carries QuietAt, the caller's promise that no attempt of the
+// mutation can take effect after it (the forward's own deadline, taken before
+// Begin, plus the backend's declared apply delay); a RetryUnknown raises it,
+// never lowers it. Resolve as not applied is accepted only on evidence
+// gathered at or after the marker's quiet time (Mutation.QuietBy), the
+// evidence's time being Now minus ResolveInput.EvidenceAge; earlier it is
+// refused with a *NotQuietError (ErrNotQuiet) and writes nothing. The one
+// exception is evidence that closes the operation (ResolveInput.Closed: the
+// backend recorded that it will never apply the mutation). Applied, and a
+// late Commit, are accepted at any time. A marker without QuietAt (stored by
+// an earlier version, or begun without one) is quiet LegacyQuietDelay after
+// its Deadline.
+//
 // # Time and identifiers
 //
 // Backends never read a clock: every input carries Now (and Begin a
-// Deadline). Times are stored in UTC without a monotonic reading. Receipt and
+// Deadline and a QuietAt). Times are stored in UTC without a monotonic reading. Receipt and
 // quarantine IDs are derived from their inputs (ReceiptID, QuarantineID), so a
 // deterministic simulation replays identically.
 //
@@ -152,8 +195,12 @@
 // Safety argument: a compacted segment can never be accepted again. Take a
 // deleted receipt (f, s) of a resource whose record, at deletion, has highest
 // fence H and last segment L; then f < H, or f = H and s < L. Neither can go
-// back afterwards: H never decreases, and L only grows while H stays (a new,
-// higher fence replaces both, and then f < H). Decide answers PROCEED in
+// back afterwards: H never decreases, and L only grows while H stays under
+// its root (a new, higher fence replaces both, and then f < H). The one
+// exception is Repair of a fence the registry issued twice: the record then
+// takes the anchor's root and last segment, which may be lower; a segment of
+// the replaced root is refused by step 4 (the highest fence under another
+// root pauses), so the argument holds per root. Decide answers PROCEED in
 // exactly three places: a fence above the highest at segment 1 (excluded,
 // f <= H); the highest fence under its own root at segment lastSeq+1
 // (excluded, s <= L < L+1); and the RetryUnknown of the unknown mutation,
@@ -167,6 +214,35 @@
 // SEGMENT_GAP instead of REPLAY. Quarantine entries are evidence for
 // operators and never read by a decision, so deleting them changes no
 // answer.
+//
+// # Store loss and repair
+//
+// A fenced store that loses data (a Redis restarted empty or restored from
+// an older RDB/AOF, a bbolt file replaced) would accept again what it
+// forgot. So the sidecar keeps, outside the store (at the registry), a
+// fencegate.Progress per resource that the store's record must always
+// cover: ProgressOf(record) is what a record shows, BeginResult.Prior and
+// BeginResult.Record the step a Begin took, and a mutation is forwarded
+// only once the anchor accepted that step (Prior covering it). A store
+// found behind its anchor is repaired: Repair (ApplyRepair) raises the
+// record to the anchor, never lowering anything, puts back as UNKNOWN
+// (cause STORE_LOSS) a mutation the anchor says may have reached the
+// backend, and pauses the resource with reason STORE_LOSS; Begin then
+// answers PAUSED, whose code is FENCE_REGRESSION, until an operator
+// resumes. Generation names the store's data set (another one, or none,
+// is a loss of the whole store), and Records pages through every record
+// (to seed a new anchor).
+//
+// # Trust pins
+//
+// The store keeps the keys the sidecar trusts (TrustedKeys, RecordTrust,
+// ApplyTrust): kid, RFC 7638 thumbprint, algorithm, when and how each was
+// pinned, and until when a grant it signed may still be held. They are
+// shared by the replicas of a store and survive restarts. A store without
+// pins trusts the first bundle it is shown (FIRST_USE, atomically: one
+// bundle wins); any later key is pinned only by an operator or a bundle
+// signed by a pinned key; a key in use is unpinned only by force, and the
+// last pins never.
 //
 // # The enforcement ledger
 //

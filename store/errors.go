@@ -1,6 +1,10 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+	"time"
+)
 
 // Sentinel errors. Backends and the pure transition functions wrap them with
 // %w and a "store: " prefix; test with errors.Is.
@@ -26,9 +30,20 @@ var (
 	// declared unknown; only Resolve (or a Commit of its answer) may clear it.
 	ErrOutcomeUnknown = errors.New("store: mutation outcome unknown, resolve it")
 
+	// ErrNotQuiet: Resolve(not applied) on evidence gathered before the
+	// mutation's quiet time (Mutation.QuietBy): the backend may still apply
+	// it, so "not found yet" does not prove "never". Returned as a
+	// *NotQuietError; nothing was written. Applied may be settled at any
+	// time.
+	ErrNotQuiet = errors.New("store: the mutation may still take effect")
+
 	// ErrConflict: the call contradicts what the store already knows, e.g.
 	// Resolve(not applied) for a mutation that has a receipt.
 	ErrConflict = errors.New("store: conflicts with stored state")
+
+	// ErrKeyInUse: an UNPIN without Force of a trusted key that may have
+	// signed a grant still held (TrustedKey.InUseUntil after Now).
+	ErrKeyInUse = errors.New("store: trusted key still in use")
 
 	// ErrNotPaused: Resume was called for a resource that is not paused.
 	ErrNotPaused = errors.New("store: resource not paused")
@@ -57,6 +72,27 @@ func (e *InputError) Error() string {
 
 // Unwrap returns ErrInvalidInput.
 func (e *InputError) Unwrap() error { return ErrInvalidInput }
+
+// NotQuietError is ErrNotQuiet with the mutation's quiet time.
+type NotQuietError struct {
+	// OperationID and Resource name the mutation.
+	OperationID, Resource string
+	// QuietAt is the mutation's quiet time (Mutation.QuietBy) on the
+	// store's clock.
+	QuietAt time.Time
+	// Remaining is how long after the evidence the quiet time is, on the
+	// store's clock: evidence gathered that much later can settle it.
+	Remaining time.Duration
+}
+
+// Error implements error.
+func (e *NotQuietError) Error() string {
+	return "store: resolve " + e.OperationID + " of " + strconv.Quote(e.Resource) + " as not applied: the mutation may still take effect until " +
+		e.QuietAt.Format(time.RFC3339Nano) + " (" + e.Remaining.String() + " after the evidence)"
+}
+
+// Unwrap returns ErrNotQuiet.
+func (e *NotQuietError) Unwrap() error { return ErrNotQuiet }
 
 func invalid(field, reason string) error {
 	return &InputError{Field: field, Reason: reason}

@@ -14,6 +14,9 @@ const (
 	MaxDetailLen = 1024
 	// MaxInFlightWindow is the longest allowed Deadline - Now of a Begin.
 	MaxInFlightWindow = 24 * time.Hour
+	// MaxPriorLineages is the number of earlier issuer lineages a record
+	// keeps (Record.PriorLineages); older ones are dropped.
+	MaxPriorLineages = 8
 
 	// MaxResponseHeaders is the maximum number of header values stored with a
 	// response (summed over all names).

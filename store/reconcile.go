@@ -23,6 +23,13 @@ type AbortInput struct {
 
 // ResolveInput settles a mutation whose outcome is unknown (reconciliation):
 // it was applied, with the response to replay, or it was proven not applied.
+//
+// "Not applied" is settled only on evidence that a later apply cannot
+// overtake: evidence gathered at or after the mutation's quiet time
+// (Mutation.QuietBy), or evidence that closes the operation (Closed).
+// The evidence's time is Now minus EvidenceAge, on the store's own clock
+// (store/redis takes Now from the server's TIME, so a caller's clock that
+// runs ahead of the server's cannot settle early).
 type ResolveInput struct {
 	OpRef
 	// Applied says the mutation took effect at the backend.
@@ -33,6 +40,15 @@ type ResolveInput struct {
 	// Response is what replays of the segment return. Required with
 	// Applied (Status may be 0 to mean BackendStatus), empty otherwise.
 	Response StoredResponse
+	// EvidenceAge is how long before Now the evidence was gathered (the
+	// effect query was sent, the operator looked), measured on the
+	// caller's monotonic clock; 0 means at Now. Only "not applied" uses it.
+	EvidenceAge time.Duration
+	// Closed says the evidence of "not applied" closes the operation: the
+	// backend has recorded that it will never apply the mutation (an
+	// effect query declared to close it answered 404), so the quiet time
+	// does not apply. Only with not applied.
+	Closed bool
 	// Now is the caller's current time.
 	Now time.Time
 }
@@ -101,9 +117,12 @@ func ApplyAbort(rec Record, in AbortInput) (Change, error) {
 // ApplyResolve is Resolve as a pure function. existing is the receipt stored
 // for (fence, seq), or nil. The matching marker must be UNKNOWN or past its
 // deadline (else ErrStillInFlight). Applied writes a receipt (source
-// RECONCILED) and advances the segment; not applied clears the marker without
-// advancing. Resolving an already-settled mutation as applied returns its
-// receipt; as not applied, when a receipt exists, ErrConflict.
+// RECONCILED) and advances the segment, at any time; not applied clears the
+// marker without advancing, but only on evidence gathered at or after the
+// marker's QuietBy (or Closed): earlier, a *NotQuietError (ErrNotQuiet) and
+// nothing written, because the mutation may still take effect. Resolving an
+// already-settled mutation as applied returns its receipt; as not applied,
+// when a receipt exists, ErrConflict.
 func ApplyResolve(rec Record, existing *Receipt, in ResolveInput, bodyLimit int) (Change, error) {
 	if err := in.Validate(); err != nil {
 		return Change{}, err
@@ -123,6 +142,12 @@ func ApplyResolve(rec Record, existing *Receipt, in ResolveInput, bodyLimit int)
 			return Change{}, fmt.Errorf("store: resolve %s of %q as not applied: receipt %s exists: %w", in.OperationID(), in.Resource, existing.ID, ErrConflict)
 		}
 		return Change{}, fmt.Errorf("store: resolve %s of %q: %w", in.OperationID(), in.Resource, ErrNotInFlight)
+	}
+	if m := rec.InFlight; !in.Closed {
+		evidence := normTime(in.Now).Add(-in.EvidenceAge)
+		if quiet := m.QuietBy(); evidence.Before(quiet) {
+			return Change{}, &NotQuietError{OperationID: m.OperationID, Resource: m.Resource, QuietAt: quiet, Remaining: quiet.Sub(evidence)}
+		}
 	}
 	next := rec.Clone()
 	next.InFlight = nil

@@ -15,15 +15,27 @@ type Evidence struct {
 	IssuerEpoch uint64 `json:"issuerEpoch"`
 	// BackendRevision is the coordination backend's revision at issue.
 	BackendRevision uint64 `json:"backendRevision"`
+	// Lineage is the issuer lineage of the registry that issued the grant
+	// (the grant's "lineage" claim: 1..MaxLineageLen bytes of [0-9a-z]),
+	// or "" for a grant of a registry that predates lineages. Epochs and
+	// revisions are only comparable within one lineage.
+	Lineage string `json:"lineage,omitempty"`
 }
 
 // IssuedAfter reports whether e shows a later issue than o: a higher issuer
-// epoch, or the same epoch and a higher backend revision.
+// epoch, or the same epoch and a higher backend revision. It ignores
+// lineages; Decide compares evidence only when SameLineage holds.
 func (e Evidence) IssuedAfter(o Evidence) bool {
 	if e.IssuerEpoch != o.IssuerEpoch {
 		return e.IssuerEpoch > o.IssuerEpoch
 	}
 	return e.BackendRevision > o.BackendRevision
+}
+
+// SameLineage reports whether e and o may be compared as issued by one
+// registry history: the same lineage, or either unknown ("").
+func (e Evidence) SameLineage(o Evidence) bool {
+	return e.Lineage == "" || o.Lineage == "" || e.Lineage == o.Lineage
 }
 
 // MutationState is the state of the mutation marked in flight on a resource.
@@ -49,6 +61,9 @@ const (
 	CauseNoAnswer UnknownCause = "NO_ANSWER"
 	// CauseDeadline: a Begin found the marker past its deadline.
 	CauseDeadline UnknownCause = "DEADLINE"
+	// CauseStoreLoss: Repair put the mutation back from the store's outside
+	// anchor: the store had lost it, and it may have reached the backend.
+	CauseStoreLoss UnknownCause = "STORE_LOSS"
 )
 
 // OpRef names one mutation: a segment of an operation under a fence.
@@ -89,6 +104,13 @@ type Mutation struct {
 	// Deadline is when the owner must have committed, aborted or declared
 	// the outcome unknown; past it, the marker counts as unknown.
 	Deadline time.Time `json:"deadline"`
+	// QuietAt is when no attempt of this mutation can take effect at the
+	// backend any more: the forward's own deadline plus the backend's
+	// declared apply delay (BeginInput.QuietAt), raised by each
+	// RetryUnknown. Before it, "not applied" cannot be settled on evidence
+	// that a later apply could overtake (ApplyResolve, ErrNotQuiet). Zero
+	// for a marker stored before QuietAt was kept: see QuietBy.
+	QuietAt time.Time `json:"quietAt,omitzero"`
 	// Attempts counts the Begins that proceeded for this mutation: 1, plus
 	// one per RetryUnknown.
 	Attempts uint32 `json:"attempts"`
@@ -102,6 +124,22 @@ type Mutation struct {
 
 // Ref returns the mutation's OpRef.
 func (m *Mutation) Ref() OpRef { return m.OpRef }
+
+// LegacyQuietDelay is how long after its Deadline a marker without QuietAt
+// (stored before QuietAt was kept, or begun without one) is taken to be
+// quiet. Its backend's apply delay was never declared, so the bound is a
+// conservative one: the longest backend timeout a sidecar accepts.
+const LegacyQuietDelay = time.Hour
+
+// QuietBy is the time from which no attempt of the mutation can take effect
+// any more: QuietAt, or for a marker without one, Deadline plus
+// LegacyQuietDelay.
+func (m *Mutation) QuietBy() time.Time {
+	if m.QuietAt.IsZero() {
+		return m.Deadline.Add(LegacyQuietDelay)
+	}
+	return m.QuietAt
+}
 
 // Expired reports whether the mutation is still marked IN_FLIGHT at or past
 // its deadline.
@@ -134,11 +172,15 @@ const (
 	PauseFenceRegression = PauseReason(fencegate.CodeFenceRegression)
 	// PauseOperator: an operator paused the resource.
 	PauseOperator PauseReason = "OPERATOR"
+	// PauseStoreLoss: the store was found behind its outside anchor (it lost
+	// data) and Repair raised the record to the anchor. Begin answers
+	// PAUSED with the code FENCE_REGRESSION until an operator resumes.
+	PauseStoreLoss PauseReason = "STORE_LOSS"
 )
 
 // Pause records why and when a resource was paused.
 type Pause struct {
-	// Reason is FENCE_REGRESSION or OPERATOR.
+	// Reason is FENCE_REGRESSION, OPERATOR or STORE_LOSS.
 	Reason PauseReason `json:"reason"`
 	// Detail is free text for operators.
 	Detail string `json:"detail,omitempty"`
@@ -163,8 +205,15 @@ type Record struct {
 	Lease string `json:"lease,omitempty"`
 	// GrantDigest is the digest of HighestFence's grant.
 	GrantDigest string `json:"grantDigest,omitempty"`
-	// Evidence is the issue evidence of HighestFence's grant.
+	// Evidence is the issue evidence of HighestFence's grant, its lineage
+	// included.
 	Evidence Evidence `json:"evidence"`
+	// PriorLineages are the issuer lineages that held the highest fence
+	// before Evidence.Lineage, oldest first, at most MaxPriorLineages: a
+	// grant of one of them below the highest fence is STALE_OWNER (its
+	// registry was superseded by one that continued above), a grant of
+	// another lineage below it is FENCE_REGRESSION.
+	PriorLineages []string `json:"priorLineages,omitempty"`
 	// AcceptedAt is when HighestFence was accepted (its first Begin).
 	AcceptedAt time.Time `json:"acceptedAt,omitzero"`
 	// LastSeq is the last committed segment under HighestFence; 0 if none.
@@ -184,6 +233,9 @@ func (r Record) Clone() Record {
 	if r.Pause != nil {
 		p := *r.Pause
 		r.Pause = &p
+	}
+	if r.PriorLineages != nil {
+		r.PriorLineages = append([]string(nil), r.PriorLineages...)
 	}
 	return r
 }

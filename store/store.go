@@ -30,6 +30,10 @@ type Store interface {
 	Pause(ctx context.Context, in PauseInput) (Record, error)
 	// Resume clears a pause and keeps the highest fence (see ApplyResume).
 	Resume(ctx context.Context, resource string) (Record, error)
+	// Repair raises a resource's record to what the store's outside anchor
+	// says it accepted and pauses it (STORE_LOSS), never lowering anything
+	// (see ApplyRepair); it returns the record as stored.
+	Repair(ctx context.Context, in RepairInput) (Record, error)
 
 	// Record returns a resource's record, or ErrNotFound.
 	Record(ctx context.Context, resource string) (Record, error)
@@ -47,6 +51,16 @@ type Store interface {
 	// ListQuarantined returns the quarantine entries of a resource, or of
 	// all resources when resource is "", by resource then ID.
 	ListQuarantined(ctx context.Context, resource string) ([]Quarantine, error)
+	// Records returns one page of records in resource order (see
+	// RecordsQuery): every record, paused-only ones included.
+	Records(ctx context.Context, q RecordsQuery) ([]Record, error)
+
+	// Generation returns the store's generation: a random ID of its data
+	// set, made when the data set was (an empty Redis, a new bbolt file, a
+	// new memory store), 1..fencegate.MaxGenerationLen bytes of
+	// [0-9a-z]. The same data set always answers the same ID; another ID
+	// means another data set. The outside anchor registers it.
+	Generation(ctx context.Context) (string, error)
 
 	// Enforcements returns the enforcement ledger: the entry of every route
 	// shape ever enforced, by shape.
@@ -55,6 +69,14 @@ type Store interface {
 	// ledger entry of a shape (see ApplyEnforcement) and returns the entry
 	// as stored. The entry is its own unit of atomicity.
 	RecordEnforcement(ctx context.Context, in EnforcementInput) (Enforcement, error)
+
+	// TrustedKeys returns the trust pins (the keys the sidecar trusts),
+	// by kid.
+	TrustedKeys(ctx context.Context) ([]TrustedKey, error)
+	// RecordTrust applies a PIN, UNPIN or IN_USE to the trust pins (see
+	// ApplyTrust) and returns the pins after it, by kid. The whole pin set
+	// is one unit of atomicity.
+	RecordTrust(ctx context.Context, in TrustInput) ([]TrustedKey, error)
 
 	// Compact deletes receipts and quarantine entries past their retention,
 	// at most in.MaxDeletes per call (see PlanCompaction). It never changes

@@ -63,6 +63,9 @@ func (in BeginInput) Validate() error {
 	if err := checkText("owner", in.Owner, MaxOwnerLen, true); err != nil {
 		return err
 	}
+	if err := ValidateLineage("evidence.lineage", in.Evidence.Lineage); err != nil {
+		return err
+	}
 	if in.Now.IsZero() {
 		return invalid("now", "required")
 	}
@@ -71,6 +74,30 @@ func (in BeginInput) Validate() error {
 	}
 	if in.Deadline.Sub(in.Now) > MaxInFlightWindow {
 		return invalid("deadline", "further than "+MaxInFlightWindow.String()+" after now")
+	}
+	if !in.QuietAt.IsZero() {
+		if !in.QuietAt.After(in.Now) {
+			return invalid("quietAt", "must be after now")
+		}
+		if in.QuietAt.Sub(in.Now) > MaxInFlightWindow {
+			return invalid("quietAt", "further than "+MaxInFlightWindow.String()+" after now")
+		}
+	}
+	return nil
+}
+
+// ValidateLineage checks an issuer lineage as an *InputError of field: ""
+// (unknown: a grant of a registry before lineages), or 1 to
+// fencegate.MaxLineageLen bytes of [0-9a-z], the rule of the grant's
+// "lineage" claim.
+func ValidateLineage(field, l string) error {
+	if len(l) > fencegate.MaxLineageLen {
+		return invalid(field, "longer than "+strconv.Itoa(fencegate.MaxLineageLen)+" bytes")
+	}
+	for i := 0; i < len(l); i++ {
+		if c := l[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
+			return invalid(field, "want [0-9a-z]")
+		}
 	}
 	return nil
 }
@@ -107,10 +134,17 @@ func (in AbortInput) Validate() error {
 
 // Validate checks a Resolve input. Applied requires a Response (its status
 // is what replays return; BackendStatus may be 0 when no backend answer was
-// observed); not applied forbids both.
+// observed); not applied forbids both. Closed is only for not applied;
+// EvidenceAge is in 0..MaxInFlightWindow.
 func (in ResolveInput) Validate() error {
 	if err := in.OpRef.Validate(); err != nil {
 		return err
+	}
+	if in.EvidenceAge < 0 || in.EvidenceAge > MaxInFlightWindow {
+		return invalid("evidenceAge", "must be in 0.."+MaxInFlightWindow.String())
+	}
+	if in.Applied && in.Closed {
+		return invalid("closed", "only for not applied")
 	}
 	if in.Applied {
 		if in.BackendStatus != 0 {

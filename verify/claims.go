@@ -16,10 +16,10 @@ const (
 	StateRevoked  = "REVOKED"
 )
 
-// Grant is the claim set of a lockGrant.v1 token. Every field is required.
-// Integers are unsigned 64-bit and are decoded exactly (never through
-// float64), so fence tokens above 2^53 survive a round trip. Times are Unix
-// milliseconds.
+// Grant is the claim set of a lockGrant.v1 token. Every field is required
+// but Lineage. Integers are unsigned 64-bit and are decoded exactly (never
+// through float64), so fence tokens above 2^53 survive a round trip. Times
+// are Unix milliseconds.
 type Grant struct {
 	Schema           string `json:"schema"`
 	Issuer           string `json:"iss"`
@@ -36,6 +36,11 @@ type Grant struct {
 	TTLMs            uint64 `json:"ttlMs"`
 	OpClass          string `json:"opClass"`
 	IssuedAt         uint64 `json:"iat"`
+	// Lineage is the issuing registry's issuer lineage (see
+	// fencegate.ValidateLineage), the only optional claim: "" when the
+	// grant has none (a registry older than the claim). The registry
+	// always issues it.
+	Lineage string `json:"lineage,omitempty"`
 }
 
 // Status is the claim set of a lockStatus.v1 proof: a short-lived, signed

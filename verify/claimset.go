@@ -5,18 +5,25 @@ import (
 	"strconv"
 )
 
-// claim describes one required claim of a schema and where it is decoded to.
+// claim describes one claim of a schema and where it is decoded to.
 type claim struct {
 	name string
 	str  *string // for a string claim
 	num  *uint64 // for an integer claim
+	// optional: the claim may be absent (it then decodes to its zero
+	// value); when present it obeys the same rules as a required one.
+	optional bool
+	// domain, when set, checks a string claim's value (an error is
+	// ErrClaimType: a value outside the claim's domain).
+	domain func(string) error
 }
 
 // decodeClaims decodes payload strictly into the claims: a flat JSON object
 // without duplicate members, with exactly the given claims (unknown members
-// are refused), the schema claim first checked to be exactly schema, every
-// string claim a non-empty JSON string and every integer claim a JSON
-// integer in [0, 2^64-1] decoded exactly, without float64.
+// are refused, required ones must be present), the schema claim first
+// checked to be exactly schema, every string claim a non-empty JSON string
+// in its domain and every integer claim a JSON integer in [0, 2^64-1]
+// decoded exactly, without float64.
 func decodeClaims(payload []byte, schema string, claims []claim) *Error {
 	obj, e := decodeObject(payload, "payload")
 	if e != nil {
@@ -41,6 +48,9 @@ func decodeClaims(payload []byte, schema string, claims []claim) *Error {
 	for _, c := range claims {
 		raw, ok := obj.get(c.name)
 		if !ok {
+			if c.optional {
+				continue
+			}
 			return invalid(ErrMissingClaim, fmt.Sprintf("claim %q is missing", c.name))
 		}
 		switch {
@@ -51,6 +61,11 @@ func decodeClaims(payload []byte, schema string, claims []claim) *Error {
 			}
 			if s == "" {
 				return invalid(ErrEmptyClaim, fmt.Sprintf("claim %q is empty", c.name))
+			}
+			if c.domain != nil {
+				if err := c.domain(s); err != nil {
+					return invalid(ErrClaimType, fmt.Sprintf("claim %q: %v", c.name, err))
+				}
 			}
 			*c.str = s
 		case c.num != nil:

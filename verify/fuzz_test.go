@@ -74,6 +74,9 @@ func checkGrantInvariants(t *testing.T, g *verify.Grant) {
 			t.Fatalf("accepted grant with an empty string claim: %+v", g)
 		}
 	}
+	if g.Lineage != "" && fencegate.ValidateLineage(g.Lineage) != nil {
+		t.Fatalf("accepted grant with lineage %q", g.Lineage)
+	}
 }
 
 func checkStatusInvariants(t *testing.T, st *verify.Status) {
@@ -113,6 +116,10 @@ func grantSeeds(t testing.TB, k *fuzzKeys) [][]byte {
 		[]byte(p[0] + ".." + p[2]),
 		good[:len(good)/2],
 		[]byte(`{"protected":"` + p[0] + `","payload":"` + p[1] + `","signature":"` + p[2] + `"}`),
+		ed.Sign(ed.Grant(func(g *verify.Grant) { g.Lineage = "0123456789abcdef0123456789abcdef" })),
+		ed.SignRaw(verify.GrantSchema, grantJSON(t, g, `"opClass":`, `"lineage":"","opClass":`)),
+		ed.SignRaw(verify.GrantSchema, grantJSON(t, g, `"opClass":`, `"lineage":"ABC","opClass":`)),
+		ed.SignRaw(verify.GrantSchema, grantJSON(t, g, `"opClass":`, `"lineage":null,"opClass":`)),
 	}
 }
 
@@ -208,6 +215,9 @@ func FuzzSignedGrant(f *testing.F) {
 	f.Add([]byte(hdr), grantJSON(f, g, `"fenceToken":7`, `"fenceToken":1.0`))
 	f.Add([]byte(hdr), grantJSON(f, g, `"owner":`, `"\u006fwner":"x","owner":`))
 	f.Add([]byte(hdr), grantJSON(f, g, `"opClass":`, `"extra":null,"opClass":`))
+	f.Add([]byte(hdr), grantJSON(f, g, `"opClass":`, `"lineage":"abc123","opClass":`))
+	f.Add([]byte(hdr), grantJSON(f, g, `"opClass":`, `"lineage":"abc-123","opClass":`))
+	f.Add([]byte(hdr), grantJSON(f, g, `"opClass":`, `"lineage":"a","lineage":"b","opClass":`))
 	f.Add([]byte(`{"alg":"HS256","kid":"fuzz-hs","typ":"lockGrant.v1","crit":["b64"],"b64":false}`), grantJSON(f, g))
 	f.Add([]byte(`{"alg":"HS256","kid":"fuzz-hs","typ":"lockGrant.v1","kid":"fuzz-ed"}`), grantJSON(f, g))
 	f.Add([]byte(`{"alg":"HS256","kid":"fuzz-hs","typ":"lockStatus.v1"}`), grantJSON(f, g))

@@ -1,5 +1,7 @@
 package verify
 
+import "github.com/fencegate/fencegate"
+
 // ParseAndVerifyGrant authenticates a lockGrant.v1 compact JWS against the
 // trust bundle b and returns its claims and its grantDigest (see Digest).
 //
@@ -28,11 +30,15 @@ package verify
 //     without duplicate members [ErrDuplicateMember], with schema exactly
 //     "lockGrant.v1" [ErrWrongSchema], no member that is not a Grant claim
 //     (unknown claims are rejected, not ignored) [ErrUnknownClaim], every
-//     claim present [ErrMissingClaim], strings as non-empty JSON strings
-//     [ErrClaimType, ErrEmptyClaim], integers as plain JSON integers in
-//     [0, 2^64-1] decoded exactly, never through float64, so no sign,
-//     fraction or exponent [ErrClaimType], and fenceToken >= 1 and
-//     ttlMs >= 1 [ErrClaimType].
+//     claim present but the optional "lineage" [ErrMissingClaim], strings
+//     as non-empty JSON strings [ErrClaimType, ErrEmptyClaim], integers as
+//     plain JSON integers in [0, 2^64-1] decoded exactly, never through
+//     float64, so no sign, fraction or exponent [ErrClaimType], and
+//     fenceToken >= 1 and ttlMs >= 1 [ErrClaimType]; "lineage", when
+//     present, a JSON string of 1..64 bytes of [0-9a-z]
+//     (fencegate.ValidateLineage) [ErrClaimType, ErrEmptyClaim]: absent is
+//     accepted as Grant.Lineage "" (a grant of a registry older than the
+//     claim), anything else is refused.
 //
 // The grant's owner, resource, epoch and state are not checked here; see
 // CheckBinding, CheckEpoch and CheckStatus. On error the returned grant is
@@ -73,5 +79,6 @@ func grantClaims(g *Grant) []claim {
 		{name: "ttlMs", num: &g.TTLMs},
 		{name: "opClass", str: &g.OpClass},
 		{name: "iat", num: &g.IssuedAt},
+		{name: "lineage", str: &g.Lineage, optional: true, domain: fencegate.ValidateLineage},
 	}
 }

@@ -84,9 +84,16 @@ func runReconcile(ctx context.Context, args []string, out io.Writer) error {
 	if *res == "" || *op == "" || *applied == *notApplied {
 		return &exitError{2, errors.New("need --resource, --op and exactly one of --applied or --not-applied")}
 	}
-	return a.call(ctx, http.MethodPost, "/v1/reconcile", adminapi.ReconcileRequest{
+	err := a.call(ctx, http.MethodPost, "/v1/reconcile", adminapi.ReconcileRequest{
 		Resource: *res, OperationID: *op, Applied: *applied, Status: *status, Body: *body, Reason: *reason,
 	}, out)
+	if p := (*fencegate.Problem)(nil); errors.As(err, &p) && p.Code == fencegate.CodeMayStillApply {
+		quiet, _ := p.Extra["quietAt"].(string)
+		return &exitError{1, fmt.Errorf("NOT settled (%s): %s of %s may still take effect at the backend until %s "+
+			"(its forward's deadline plus backend.maxApplyDelay), so finding it absent now does not prove it will stay absent. "+
+			"Look at the backend again after %s and run this again, or settle it --applied if it did take effect", p.Code, *op, *res, quiet, quiet)}
+	}
+	return err
 }
 
 func runResume(ctx context.Context, args []string, out io.Writer) error {

@@ -29,7 +29,7 @@ func runSim(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("sim", "[--rounds N] [--seed S] [--faults LIST] [--replicas N] [--modes proof,registry] [--seeds K] [--json]")
 	rounds := fs.Int("rounds", 1000, "rounds to run (each: one resource handed off between workers, a few writes, faults and attacks drawn from the seed)")
 	seed := fs.Uint64("seed", 1, "seed: the same seed replays exactly")
-	faults := fs.String("faults", "all", "fault kinds, comma-separated: "+sim.FaultNames()+"; all (the gate's kinds, which may be combined with pending ones: all,late) or none")
+	faults := fs.String("faults", "all", "fault kinds, comma-separated: "+sim.FaultNames()+"; all (the gate's kinds, which may be combined with pending ones: all,storeloss) or none")
 	replicas := fs.Int("replicas", 3, "at most this many sidecar replicas share a round's store")
 	modes := fs.String("modes", "proof,registry", "status modes rounds draw from")
 	workers := fs.Int("workers", 0, "rounds run in parallel (0: one per CPU); the result does not depend on it")

@@ -3,6 +3,7 @@ package adminapi
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
@@ -84,6 +85,17 @@ func (s *server) reconcile(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	out, err := s.Proxy.Reconcile(req.Context(), rr.Resource, rr.OperationID, rr.Applied, rr.Status, []byte(rr.Body))
+	if nq := (*store.NotQuietError)(nil); errors.As(err, &nq) {
+		// "Not found yet" is not "never will be": the backend may still
+		// apply it until quietAt. Applied stays possible at any time.
+		s.Logger.Warn("operator's not-applied refused: the mutation may still take effect", zap.String("resource", rr.Resource),
+			zap.String("operationId", rr.OperationID), zap.Time("quietAt", nq.QuietAt), zap.String("reason", rr.Reason))
+		p := fencegate.NewProblem(fencegate.CodeMayStillApply, "the backend may still apply "+rr.OperationID+" until "+nq.QuietAt.UTC().Format(time.RFC3339)+
+			" (the forward's deadline plus backend.maxApplyDelay): a not-applied found before then can be overtaken. Look at the backend again after quietAt, or settle it as applied if it took effect").
+			With("quietAt", nq.QuietAt.UTC().Format(time.RFC3339Nano)).With("operationId", rr.OperationID).With("resource", rr.Resource)
+		fencegate.WriteProblem(w, p, nq.Remaining)
+		return
+	}
 	if err != nil {
 		storeProblem(w, err)
 		return

@@ -20,8 +20,8 @@ type StoreLoss interface {
 	CheckGeneration(ctx context.Context) error
 	// AcknowledgeGeneration adopts the data set the store has now.
 	AcknowledgeGeneration(ctx context.Context) error
-	// Generation is the marker of the data set the store expects.
-	Generation() string
+	// ExpectedGeneration is the marker of the data set the store expects.
+	ExpectedGeneration() string
 }
 
 // StoreLossAnswer is the body of POST /v1/store/acknowledge-loss.
@@ -40,7 +40,7 @@ type StoreLossAnswer struct {
 func (s *server) acknowledgeLoss(w http.ResponseWriter, req *http.Request) {
 	loss := s.Store.GenerationLoss()
 	if loss == nil {
-		writeJSON(w, 200, StoreLossAnswer{Generation: s.Store.Generation()})
+		writeJSON(w, 200, StoreLossAnswer{Generation: s.Store.ExpectedGeneration()})
 		return
 	}
 	if err := s.Store.AcknowledgeGeneration(req.Context()); err != nil {
@@ -49,6 +49,6 @@ func (s *server) acknowledgeLoss(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	s.Logger.Warn("operator acknowledged the store's data loss: writes flow again; per-resource checkpoints still refuse fences below what this sidecar saw",
-		zap.String("loss", loss.Error()), zap.String("generation", s.Store.Generation()))
-	writeJSON(w, 200, StoreLossAnswer{Acknowledged: loss.Error(), Generation: s.Store.Generation()})
+		zap.String("loss", loss.Error()), zap.String("generation", s.Store.ExpectedGeneration()))
+	writeJSON(w, 200, StoreLossAnswer{Acknowledged: loss.Error(), Generation: s.Store.ExpectedGeneration()})
 }

@@ -12,11 +12,19 @@
 //
 // Layout: a "meta" bucket (schema version and the registry-wide Meta), and
 // one bucket per table (resources, leases, requests, digests, policies)
-// holding JSON values. Opening a file written by a newer schema fails.
+// holding JSON values; for the anchors of fenced stores, "stores" and
+// "ledgers" (by store name), "anchors" with one nested bucket per store
+// (resource -> progress, in resource order for paging) and "anchorcounts"
+// (store -> the number of resources anchored, kept by PutAnchor so a
+// registration does not walk the store's anchors). The anchor buckets are
+// additive: a file of a version without them opens and gets them, and the
+// schema version is unchanged. Opening a file written by a newer schema
+// fails.
 package bolt
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +32,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/boltgroup"
 	"github.com/fencegate/fencegate/registry"
 )
@@ -38,6 +47,10 @@ var (
 	bRequests  = []byte("requests")
 	bDigests   = []byte("digests")
 	bPolicies  = []byte("policies")
+	bStores    = []byte("stores")
+	bLedgers   = []byte("ledgers")
+	bAnchors   = []byte("anchors")
+	bCounts    = []byte("anchorcounts")
 	kMeta      = []byte("meta")
 	kSchema    = []byte("schema")
 )
@@ -62,7 +75,7 @@ func Open(path string, timeout time.Duration) (*Store, error) {
 		return nil, fmt.Errorf("registry/bolt: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bMeta, bResources, bLeases, bRequests, bDigests, bPolicies} {
+		for _, b := range [][]byte{bMeta, bResources, bLeases, bRequests, bDigests, bPolicies, bStores, bLedgers, bAnchors, bCounts} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -241,4 +254,106 @@ func getString(t *bbolt.Tx, bucket []byte, key string) (string, bool, error) {
 		return "", false, nil
 	}
 	return string(v), true, nil
+}
+
+func (t tx) Lineage() (string, error) {
+	m, err := t.Meta()
+	return m.Lineage, err
+}
+
+func (t tx) StoreRecord(store string) (registry.StoreRecord, bool, error) {
+	return getJSON[registry.StoreRecord](t.t, bStores, store)
+}
+func (t tx) PutStoreRecord(r registry.StoreRecord) error {
+	return putJSON(t.bucket(bStores), r.Store, r)
+}
+
+func (t tx) Ledger(store string) ([]fencegate.LedgerEntry, error) {
+	l, _, err := getJSON[[]fencegate.LedgerEntry](t.t, bLedgers, store)
+	return l, err
+}
+func (t tx) PutLedger(l registry.LedgerRecord) error {
+	return putJSON(t.bucket(bLedgers), l.Store, l.Entries)
+}
+
+// anchorBucket is the nested bucket of store's anchors (nil if none yet).
+func (t tx) anchorBucket(store string) *bbolt.Bucket {
+	return t.t.Bucket(bAnchors).Bucket([]byte(store))
+}
+
+func decodeProgress(store string, k, v []byte) (fencegate.Progress, error) {
+	var p fencegate.Progress
+	if err := json.Unmarshal(v, &p); err != nil {
+		return p, fmt.Errorf("%w: registry/bolt: corrupt anchor %s/%q: %v", registry.ErrBackend, store, k, err)
+	}
+	return p, nil
+}
+
+func (t tx) Anchors(store string, resources []string) (map[string]fencegate.Progress, error) {
+	out := make(map[string]fencegate.Progress, len(resources))
+	b := t.anchorBucket(store)
+	if b == nil {
+		return out, nil
+	}
+	for _, r := range resources {
+		v := b.Get([]byte(r))
+		if v == nil {
+			continue
+		}
+		p, err := decodeProgress(store, []byte(r), v)
+		if err != nil {
+			return nil, err
+		}
+		out[r] = p
+	}
+	return out, nil
+}
+
+func (t tx) PutAnchor(a registry.AnchorRecord) error {
+	b, err := t.bucket(bAnchors).CreateBucketIfNotExists([]byte(a.Store))
+	if err != nil {
+		return fmt.Errorf("registry/bolt: anchors of %s: %w", a.Store, err)
+	}
+	if b.Get([]byte(a.Resource)) == nil {
+		n, err := t.AnchorCount(a.Store)
+		if err != nil {
+			return err
+		}
+		if err := t.bucket(bCounts).Put([]byte(a.Store), binary.BigEndian.AppendUint64(nil, n+1)); err != nil {
+			return err
+		}
+	}
+	return putJSON(b, a.Resource, a.Progress)
+}
+
+func (t tx) AnchorsAfter(store, after string, limit int) ([]fencegate.ResourceAnchor, error) {
+	var out []fencegate.ResourceAnchor
+	b := t.anchorBucket(store)
+	if b == nil || limit <= 0 {
+		return out, nil
+	}
+	c := b.Cursor()
+	k, v := c.Seek([]byte(after))
+	if k != nil && string(k) == after {
+		k, v = c.Next()
+	}
+	for ; k != nil && len(out) < limit; k, v = c.Next() {
+		p, err := decodeProgress(store, k, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fencegate.ResourceAnchor{Resource: string(k), Anchored: p})
+	}
+	return out, nil
+}
+
+func (t tx) AnchorCount(store string) (uint64, error) {
+	v := t.t.Bucket(bCounts).Get([]byte(store))
+	if v == nil {
+		return 0, nil
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: registry/bolt: corrupt anchor count of %s", registry.ErrBackend, store)
+	}
+	return binary.BigEndian.Uint64(v), nil
 }

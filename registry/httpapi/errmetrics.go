@@ -17,9 +17,15 @@ const (
 	opRelease  = "release"
 	opStatus   = "status"
 	opResource = "resource"
-	opAdmin    = "admin"
-	opReady    = "ready"
-	opOther    = "other"
+	// opStore: a fenced store's registration, read, ledger and anchor
+	// listing; opAnchor: its anchor batches (progress); opAcknowledge:
+	// the admin acknowledgement of its loss.
+	opStore       = "store"
+	opAnchor      = "anchor"
+	opAcknowledge = "acknowledge"
+	opAdmin       = "admin"
+	opReady       = "ready"
+	opOther       = "other"
 )
 
 // opCodes are the problem codes each operation can answer, created at zero
@@ -38,6 +44,14 @@ var opCodes = map[string][]fencegate.Code{
 	opResource: {fencegate.CodeIdentityRequired, fencegate.CodeInvalidRequest, fencegate.CodeNotFound, fencegate.CodeBackendUnavailable, fencegate.CodeInternal},
 	opAdmin: {fencegate.CodeIdentityRequired, fencegate.CodeAdminRequired, fencegate.CodeInvalidRequest, fencegate.CodeUnsupportedMedia,
 		fencegate.CodeBodyTooLarge, fencegate.CodeNotFound, fencegate.CodeBackendUnavailable, fencegate.CodeInternal},
+	opStore: {fencegate.CodeIdentityRequired, fencegate.CodeInvalidRequest, fencegate.CodeUnsupportedMedia, fencegate.CodeBodyTooLarge,
+		fencegate.CodePolicyDenied, fencegate.CodeNotFound, fencegate.CodeStoreLost, fencegate.CodeMethodNotAllowed,
+		fencegate.CodeBackendUnavailable, fencegate.CodeInternal},
+	opAnchor: {fencegate.CodeIdentityRequired, fencegate.CodeInvalidRequest, fencegate.CodeUnsupportedMedia, fencegate.CodeBodyTooLarge,
+		fencegate.CodePolicyDenied, fencegate.CodeNotFound, fencegate.CodeStoreLost, fencegate.CodeMethodNotAllowed,
+		fencegate.CodeBackendUnavailable, fencegate.CodeInternal},
+	opAcknowledge: {fencegate.CodeIdentityRequired, fencegate.CodeAdminRequired, fencegate.CodeInvalidRequest, fencegate.CodeUnsupportedMedia,
+		fencegate.CodeBodyTooLarge, fencegate.CodeNotFound, fencegate.CodeMethodNotAllowed, fencegate.CodeBackendUnavailable, fencegate.CodeInternal},
 	opReady: {fencegate.CodeBackendUnavailable},
 	opOther: {fencegate.CodeIdentityRequired, fencegate.CodeNotFound, fencegate.CodeMethodNotAllowed, fencegate.CodeAdminRequired, fencegate.CodeInternal},
 }
@@ -47,7 +61,7 @@ var opCodes = map[string][]fencegate.Code{
 func newErrorCounter() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fencegate_registry_errors_total",
-		Help: "Failed registry API calls by operation (acquire, lookup, renew, release, status, resource, admin, ready, other) and problem code.",
+		Help: "Failed registry API calls by operation (acquire, lookup, renew, release, status, resource, store, anchor, acknowledge, admin, ready, other) and problem code.",
 	}, []string{"op", "code"})
 	for op, codes := range opCodes {
 		for _, code := range codes {
@@ -74,6 +88,12 @@ func opOf(method, path string) string {
 		return opStatus
 	case strings.HasPrefix(path, "/v1/resources/"):
 		return opResource
+	case strings.HasPrefix(path, "/v1/stores/") && strings.HasSuffix(path, "/progress"):
+		return opAnchor
+	case strings.HasPrefix(path, "/v1/stores/") && strings.HasSuffix(path, "/acknowledge"):
+		return opAcknowledge
+	case strings.HasPrefix(path, "/v1/stores/"):
+		return opStore
 	case strings.HasPrefix(path, "/v1/admin/"):
 		return opAdmin
 	case path == "/readyz":

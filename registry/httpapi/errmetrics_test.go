@@ -18,6 +18,12 @@ func TestOpOf(t *testing.T) {
 		{"POST", "/v1/leases/l1/release", opRelease},
 		{"GET", "/v1/grants/sha256:00/status", opStatus},
 		{"GET", "/v1/resources/inv/1", opResource},
+		{"PUT", "/v1/stores/billing", opStore},
+		{"GET", "/v1/stores/billing", opStore},
+		{"POST", "/v1/stores/billing/ledger", opStore},
+		{"GET", "/v1/stores/billing/anchors", opStore},
+		{"POST", "/v1/stores/billing/progress", opAnchor},
+		{"POST", "/v1/stores/billing/acknowledge", opAcknowledge},
 		{"POST", "/v1/admin/epoch", opAdmin},
 		{"GET", "/v1/admin/meta", opAdmin},
 		{"GET", "/readyz", opReady},
@@ -46,7 +52,7 @@ func TestErrorCounterStartsAtZero(t *testing.T) {
 	if got := testutil.CollectAndCount(c); got != n {
 		t.Fatalf("%d series, want %d", got, n)
 	}
-	for _, op := range []string{opAcquire, opLookup, opRenew, opRelease, opStatus, opResource, opAdmin} {
+	for _, op := range []string{opAcquire, opLookup, opRenew, opRelease, opStatus, opResource, opStore, opAnchor, opAcknowledge, opAdmin} {
 		if len(opCodes[op]) < 3 {
 			t.Errorf("op %s has only %v", op, opCodes[op])
 		}

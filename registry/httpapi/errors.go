@@ -15,12 +15,16 @@ import (
 // busy resource's is its holder's time left, on the registry's clock).
 func toProblem(err error) (*fencegate.Problem, time.Duration) {
 	var busy *registry.BusyError
+	var lost *registry.StoreLostError
 	switch {
 	case errors.As(err, &busy):
 		retry := max(busy.HolderExpiresAt.Sub(busy.At), time.Second)
 		return fencegate.NewProblem(fencegate.CodeLeaseHeld, err.Error()).
 			With("resource", busy.Resource).
 			With("holderExpiresAt", busy.HolderExpiresAt.UTC().Format(time.RFC3339Nano)), retry
+	case errors.As(err, &lost):
+		return fencegate.NewProblem(fencegate.CodeStoreLost, err.Error()).
+			With("store", lost.Store).With("anchored", lost.Anchored).With("presented", lost.Presented), 0
 	case errors.Is(err, registry.ErrInvalidInput):
 		return fencegate.NewProblem(fencegate.CodeInvalidRequest, err.Error()), 0
 	case errors.Is(err, identity.ErrNoIdentity), errors.Is(err, identity.ErrUntrusted):

@@ -119,6 +119,14 @@ func New(o Options) (http.Handler, error) {
 		r.Post("/leases/{lease}/release", s.release)
 		r.Get("/grants/{digest}/status", s.grantStatus)
 		r.Get("/resources/*", s.resource)
+		// Flat routes, not a sub-router: "/v1/stores/{store}/" (a trailing
+		// slash) is no other spelling of a store route (NOT_FOUND).
+		r.Put("/stores/{store}", s.registerStore)
+		r.Get("/stores/{store}", s.getStore)
+		r.Post("/stores/{store}/progress", s.anchor)
+		r.Post("/stores/{store}/ledger", s.ledger)
+		r.Get("/stores/{store}/anchors", s.listAnchors)
+		r.With(s.adminOnly).Post("/stores/{store}/acknowledge", s.acknowledge)
 		r.Route("/admin", func(r chi.Router) {
 			r.Use(s.adminOnly)
 			r.Post("/epoch", s.bumpEpoch)
@@ -221,8 +229,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// decode reads a strict JSON body into v. An empty body leaves v as is.
+// decode reads a strict JSON body of at most MaxBodyBytes into v. An
+// empty body leaves v as is.
 func (s *server) decode(w http.ResponseWriter, req *http.Request, v any) bool {
+	return s.decodeLimit(w, req, v, MaxBodyBytes)
+}
+
+// decodeLimit is decode with a body limit of limit bytes.
+func (s *server) decodeLimit(w http.ResponseWriter, req *http.Request, v any, limit int64) bool {
 	if req.ContentLength == 0 && req.Header.Get("Content-Type") == "" {
 		return true
 	}
@@ -230,12 +244,12 @@ func (s *server) decode(w http.ResponseWriter, req *http.Request, v any) bool {
 		s.fail(w, req, fencegate.NewProblem(fencegate.CodeUnsupportedMedia, "body must be application/json"), 0)
 		return false
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
+	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			s.fail(w, req, fencegate.NewProblem(fencegate.CodeBodyTooLarge, fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes)), 0)
+			s.fail(w, req, fencegate.NewProblem(fencegate.CodeBodyTooLarge, fmt.Sprintf("body exceeds %d bytes", limit)), 0)
 			return false
 		}
 		if errors.Is(err, io.EOF) {

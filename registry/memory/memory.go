@@ -7,8 +7,10 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -29,7 +31,16 @@ type tables struct {
 	policies  map[string]registry.Policy
 	// deleted is staged lease deletions (with their index entries).
 	deleted []registry.LeaseRecord
+	// The anchors of fenced stores: store records, ledgers, and the
+	// anchored progress by anchorKey(store, resource).
+	stores  map[string]registry.StoreRecord
+	ledgers map[string][]fencegate.LedgerEntry
+	anchors map[string]fencegate.Progress
 }
+
+// anchorKey is the anchors' key: the store name holds no NUL, so the
+// keys of one store are exactly those with its prefix.
+func anchorKey(store, resource string) string { return store + "\x00" + resource }
 
 func newTables() tables {
 	return tables{
@@ -38,6 +49,9 @@ func newTables() tables {
 		requests:  map[string]string{},
 		digests:   map[string]string{},
 		policies:  map[string]registry.Policy{},
+		stores:    map[string]registry.StoreRecord{},
+		ledgers:   map[string][]fencegate.LedgerEntry{},
+		anchors:   map[string]fencegate.Progress{},
 	}
 }
 
@@ -65,6 +79,9 @@ func (s *Store) Update(_ context.Context, fn func(registry.Tx) error) error {
 	maps.Copy(s.data.requests, tx.stage.requests)
 	maps.Copy(s.data.digests, tx.stage.digests)
 	maps.Copy(s.data.policies, tx.stage.policies)
+	maps.Copy(s.data.stores, tx.stage.stores)
+	maps.Copy(s.data.ledgers, tx.stage.ledgers)
+	maps.Copy(s.data.anchors, tx.stage.anchors)
 	for _, l := range tx.stage.deleted {
 		delete(s.data.leases, l.Lease)
 		delete(s.data.requests, l.Owner+"\x00"+l.RequestID)
@@ -99,6 +116,9 @@ func (t tables) clone() tables {
 		requests:  maps.Clone(t.requests),
 		digests:   maps.Clone(t.digests),
 		policies:  maps.Clone(t.policies),
+		stores:    maps.Clone(t.stores),
+		ledgers:   maps.Clone(t.ledgers), // entries are replaced whole, never changed in place
+		anchors:   maps.Clone(t.anchors), // progress values are copied in and out (cloneProgress)
 	}
 }
 
@@ -200,4 +220,86 @@ func (t *tx) DeleteLease(l registry.LeaseRecord) error {
 
 func (t *tx) PutPolicy(p registry.Policy) error {
 	return t.put(func() { t.stage.policies[p.Pattern] = p })
+}
+
+func (t *tx) Lineage() (string, error) { return t.stage.meta.Lineage, nil }
+
+func (t *tx) StoreRecord(store string) (registry.StoreRecord, bool, error) {
+	return get(t.stage.stores, t.base.stores, store)
+}
+func (t *tx) PutStoreRecord(r registry.StoreRecord) error {
+	return t.put(func() { t.stage.stores[r.Store] = r })
+}
+
+func (t *tx) Ledger(store string) ([]fencegate.LedgerEntry, error) {
+	l, _, _ := get(t.stage.ledgers, t.base.ledgers, store)
+	return cloneLedger(l), nil
+}
+func (t *tx) PutLedger(l registry.LedgerRecord) error {
+	return t.put(func() { t.stage.ledgers[l.Store] = cloneLedger(l.Entries) })
+}
+
+func (t *tx) Anchors(store string, resources []string) (map[string]fencegate.Progress, error) {
+	out := make(map[string]fencegate.Progress, len(resources))
+	for _, r := range resources {
+		if p, ok, _ := get(t.stage.anchors, t.base.anchors, anchorKey(store, r)); ok {
+			out[r] = cloneProgress(p)
+		}
+	}
+	return out, nil
+}
+func (t *tx) PutAnchor(a registry.AnchorRecord) error {
+	return t.put(func() { t.stage.anchors[anchorKey(a.Store, a.Resource)] = cloneProgress(a.Progress) })
+}
+
+// storeAnchors is the merged anchors of store, by resource.
+func (t *tx) storeAnchors(store string) map[string]fencegate.Progress {
+	prefix := anchorKey(store, "")
+	out := map[string]fencegate.Progress{}
+	for _, m := range []map[string]fencegate.Progress{t.base.anchors, t.stage.anchors} {
+		for k, p := range m {
+			if r, ok := strings.CutPrefix(k, prefix); ok {
+				out[r] = p
+			}
+		}
+	}
+	return out
+}
+
+func (t *tx) AnchorsAfter(store, after string, limit int) ([]fencegate.ResourceAnchor, error) {
+	all := t.storeAnchors(store)
+	var out []fencegate.ResourceAnchor
+	for _, r := range slices.Sorted(maps.Keys(all)) {
+		if len(out) == limit {
+			break
+		}
+		if r > after {
+			out = append(out, fencegate.ResourceAnchor{Resource: r, Anchored: cloneProgress(all[r])})
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) AnchorCount(store string) (uint64, error) {
+	return uint64(len(t.storeAnchors(store))), nil
+}
+
+func cloneProgress(p fencegate.Progress) fencegate.Progress {
+	if p.Pending != nil {
+		op := *p.Pending
+		p.Pending = &op
+	}
+	return p
+}
+
+func cloneLedger(l []fencegate.LedgerEntry) []fencegate.LedgerEntry {
+	if l == nil {
+		return nil
+	}
+	out := make([]fencegate.LedgerEntry, len(l))
+	for i, e := range l {
+		out[i] = e
+		out[i].History = slices.Clone(e.History)
+	}
+	return out
 }

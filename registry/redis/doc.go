@@ -25,6 +25,13 @@
 //   - a View is the same without writes: its EXEC (of a PING) only checks
 //     that none of the keys it read changed, so a status proof states a
 //     consistent snapshot, retried like a write;
+//   - a step WATCHes only the keys it reads (no key is WATCHed up front),
+//     so the anchor steps of fenced stores (tx_anchor.go), which read the
+//     lineage without WATCHing the meta and write no meta, never conflict
+//     with lease writes, nor lease writes with them
+//     (TestAnchorStepsDoNotConflictWithLeases); the one read a step makes
+//     without WATCHing it, that lineage, is still checked against the
+//     watermark;
 //   - EachLease (compaction only) walks the lease keys with SCAN, from
 //     where the previous walk of this Store stopped, examining at most
 //     Options.ScanLimit leases per compaction; each lease it hands over is
@@ -48,8 +55,11 @@
 // hash tag: {fgreg}:schema, {fgreg}:meta, {fgreg}:policies (a hash,
 // pattern -> policy), and one key per record: {fgreg}:res:<resource>,
 // {fgreg}:lease:<id>, {fgreg}:req:<owner>\x00<requestId>,
-// {fgreg}:dig:<digest>. Values are the same JSON as bolt's. The tag is
-// the prefix and not the resource because a step reads the global meta and
+// {fgreg}:dig:<digest>; for the anchors of fenced stores
+// {fgreg}:store:<store>, {fgreg}:ledger:<store>,
+// {fgreg}:anc:<store>:<resource> and the sorted set {fgreg}:ancidx:<store>.
+// Values are the same JSON as bolt's. The tag is the prefix and not the
+// resource because a step reads the global meta and
 // policies along with the resource's keys, and a MULTI/EXEC (or WATCH)
 // cannot span Cluster slots; with one tag the whole registry is one slot.
 //
@@ -98,7 +108,9 @@
 // process announce (every committed write PUBLISHes the state it reached on
 // {prefix}:state inside its MULTI, so the announcement exists exactly when
 // the write does). Redis only ever raises those numbers, so a step whose
-// meta read comes back below the watermark proves a rollback, and before
+// meta read comes back below the watermark as it stood when the read was
+// sent proves a rollback (an announcement heard while the read is on its
+// way may be of a later write: TestNoFalseRollbackBetweenProcesses), and before
 // that step decides anything the process recovers (recover.go): in one
 // transaction it bumps the issuer epoch above every epoch it saw (every
 // earlier grant, recorded or forgotten, reads REVOKED), raises the global

@@ -56,6 +56,22 @@ func (k keyspace) ended() string { return k.tag + "ended" }
 // covers the other processes' writes.
 func (k keyspace) state() string { return k.tag + "state" }
 
+// store holds a fenced store's record (JSON); store names hold no ':'.
+func (k keyspace) store(name string) string { return k.tag + "store:" + name }
+
+// ledger holds a fenced store's enforcement ledger (JSON).
+func (k keyspace) ledger(name string) string { return k.tag + "ledger:" + name }
+
+// anchor holds the anchored progress of one resource of a store (JSON).
+func (k keyspace) anchor(store, resource string) string {
+	return k.tag + "anc:" + store + ":" + resource
+}
+
+// anchorIndex is a sorted set of the resources anchored for a store (all
+// at score 0, so ZRANGE BYLEX pages them in byte order and ZCARD counts
+// them).
+func (k keyspace) anchorIndex(store string) string { return k.tag + "ancidx:" + store }
+
 // digest holds the lease ID of a grant digest.
 func (k keyspace) digest(d string) string { return k.tag + "dig:" + d }
 

@@ -315,8 +315,11 @@ func (s *Store) attempt(ctx context.Context, try func() error) error {
 	return fmt.Errorf("%w: %w after %d attempts", registry.ErrBackend, ErrContention, s.maxAttempts)
 }
 
-// step is one attempt: WATCH the meta, run fn (its reads WATCH their
-// keys), then EXEC the buffered writes (or nothing, for a view).
+// step is one attempt: run fn (its reads WATCH their keys as they read
+// them: the meta too, for every decision that reads it), then EXEC the
+// buffered writes (or nothing, for a view). Nothing is WATCHed that the
+// step did not read, so an anchor step, which reads the lineage without
+// WATCHing the meta (tx.Lineage), does not conflict with lease writes.
 func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) error) error {
 	var fnErr error
 	err := s.c.Watch(ctx, func(rtx *goredis.Tx) error {
@@ -351,7 +354,7 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 			err = redisconf.WaitReplicas(ctx, rtx, s.minReplicas, s.replicaWait)
 		}
 		return err
-	}, s.keys.meta())
+	})
 	if fnErr != nil {
 		// The decision's own error, or a read's (already wrapped).
 		return fnErr

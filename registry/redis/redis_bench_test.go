@@ -96,3 +96,17 @@ func BenchmarkAcquireParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAnchorBatch is registry/bolt's BenchmarkAnchorBatch on Redis
+// with the durable settings: one WATCH+MGET of the batch's anchors, the
+// store's record and the lineage, then one MULTI/EXEC (one AOF fsync).
+func BenchmarkAnchorBatch(b *testing.B) {
+	for _, size := range []int{1, 64} {
+		b.Run(fmt.Sprintf("items=%d", size), func(b *testing.B) {
+			srv := redistest.Start(b, durable...)
+			be := open(b, srv.Addr())
+			b.Cleanup(func() { be.Close() })
+			registrytest.BenchAnchorBatch(b, be, size)
+		})
+	}
+}

@@ -18,15 +18,17 @@ import (
 
 // TestConformance runs the registry conformance suite on one private
 // redis-server, each subtest under its own key prefix (so each starts
-// empty, and prefixes are shown not to leak into each other).
+// empty, and prefixes are shown not to leak into each other). A second
+// Store on the same prefix is a second registry process.
 func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	var n atomic.Int64
 	registrytest.Run(t, func(t *testing.T) registrytest.Opener {
 		prefix := fmt.Sprintf("conf%d", n.Add(1))
-		return registrytest.Opener{Open: func() (registry.Backend, error) {
+		open := func() (registry.Backend, error) {
 			return redis.OpenBackend(context.Background(), redis.Options{Addr: srv.Addr(), Prefix: prefix})
-		}}
+		}
+		return registrytest.Opener{Open: open, Shared: open}
 	})
 }
 

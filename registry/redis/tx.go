@@ -33,6 +33,10 @@ type tx struct {
 	// them once EXEC succeeded.
 	meta     *registry.Meta
 	maxFence uint64
+	// indexed are the (store, resource) pairs whose anchors this step
+	// writes: ZADDed to the store's anchor index in the MULTI (an index
+	// entry is only ever added, so it is not WATCHed).
+	indexed [][2]string
 }
 
 func newTx(ctx context.Context, s *Store, rtx *goredis.Tx, writable bool) *tx {
@@ -109,11 +113,12 @@ func (t *tx) Meta() (registry.Meta, error) {
 	if t.meta != nil {
 		return *t.meta, nil
 	}
+	seen := t.s.wm.snapshot() // before the read: see watermark.check
 	m, found, err := getJSON[registry.Meta](t, t.s.keys.meta())
 	if err != nil {
 		return m, err
 	}
-	return m, t.s.wm.check(m, found)
+	return m, t.s.wm.check(seen, m, found)
 }
 func (t *tx) PutMeta(m registry.Meta) error {
 	if err := t.putJSON(t.s.keys.meta(), m); err != nil {
@@ -256,6 +261,9 @@ func (t *tx) flush(p goredis.Pipeliner) error {
 		} else {
 			p.Del(t.ctx, key)
 		}
+	}
+	for _, sr := range t.indexed {
+		p.ZAdd(t.ctx, t.s.keys.anchorIndex(sr[0]), goredis.Z{Member: sr[1]})
 	}
 	for pattern, pol := range t.policies {
 		raw, err := json.Marshal(pol)

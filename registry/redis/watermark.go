@@ -82,12 +82,19 @@ func loadWatermark(file string, reserve uint64) (*watermark, error) {
 }
 
 // check compares a meta read from Redis (found=false: no meta key) with
-// the watermark and raises the watermark to it; a meta below the
-// watermark is errRolledBack.
-func (w *watermark) check(m registry.Meta, found bool) error {
+// seen, the watermark as it was before the read was sent, and raises the
+// watermark to it; a meta below seen is errRolledBack.
+//
+// It must be the watermark of before the read: another process's
+// announcement heard while the read is on its way (the subscription
+// raises the watermark at any time) may be of a write committed after the
+// read was served, which the read rightly does not show. Only what was
+// heard, read or written before the read was sent is a floor the read
+// must reach: those writes committed before it.
+func (w *watermark) check(seen watermarkState, m registry.Meta, found bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	st := w.state
+	st := seen
 	if m.Revision < st.Revision || (!found && st.Revision > 0) ||
 		(found && (m.IssuerEpoch < st.Epoch || m.PolicySeq < st.PolicySeq)) {
 		return fmt.Errorf("%w: revision %d (meta found: %t), issuer epoch %d, policy generation %d, where this process saw revision %d, epoch %d, generation %d",

@@ -138,7 +138,7 @@ func testBadInputBackend(t *testing.T, e *env) {
 		return e.keys.Signer.Sign(verify.GrantSchema, c)
 	}
 	good := registry.AcquireInput{Resource: res, Owner: "owner-a", RequestID: "bb-1", OpClass: "write",
-		TTL: time.Second, Issuer: Issuer, LeaseID: "lease-bb-1", GrantID: "g-bb-1", Now: e.clock.Now()}
+		TTL: time.Second, Issuer: Issuer, LeaseID: "lease-bb-1", GrantID: "g-bb-1", Lineage: "0123456789abcdef0123456789abcdef", Now: e.clock.Now()}
 	bad := map[string]func(*registry.AcquireInput){
 		"no lease ID":      func(in *registry.AcquireInput) { in.LeaseID = "" },
 		"no grant ID":      func(in *registry.AcquireInput) { in.GrantID = "" },
@@ -148,6 +148,10 @@ func testBadInputBackend(t *testing.T, e *env) {
 		"illegal resource": func(in *registry.AcquireInput) { in.Resource = "a/../b" },
 		"illegal owner":    func(in *registry.AcquireInput) { in.Owner = "a b" },
 		"illegal request":  func(in *registry.AcquireInput) { in.RequestID = "a/b" },
+		// The data set has no lineage yet (no Init, no grant): the first
+		// grant must bring a well-formed one.
+		"no lineage":        func(in *registry.AcquireInput) { in.Lineage = "" },
+		"malformed lineage": func(in *registry.AcquireInput) { in.Lineage = "ABC" },
 	}
 	before := e.snapshot(t, res)
 	for name, f := range bad {

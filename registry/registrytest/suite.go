@@ -29,6 +29,12 @@ type Opener struct {
 	// (the memory backend keeps nothing); restart subtests are skipped
 	// with this reason and Open is called only once.
 	NotDurable string
+	// Shared, when set, opens another backend on the same state while the
+	// one Open returned is open, as a second registry process sharing it
+	// would (Redis). The suite closes what it returns. Without it, the
+	// subtests that race two processes race two Registries over the one
+	// backend.
+	Shared func() (registry.Backend, error)
 }
 
 // Registry options used by the suite.
@@ -130,6 +136,16 @@ func cases() []testCase {
 		{"Restart", testRestart},
 		{"Compact", testCompact},
 		{"Closed", testClosed},
+		{"Lineage", testLineage},
+		{"LineageInit", testLineageInit},
+		{"LineageRace", testLineageRace},
+		{"AnchorRegister", testAnchorRegister},
+		{"AnchorPolicy", testAnchorPolicy},
+		{"AnchorSteps", testAnchorSteps},
+		{"AnchorLedger", testAnchorLedger},
+		{"AnchorRestart", testAnchorRestart},
+		{"AnchorFullBatch", testAnchorFullBatch},
+		{"AnchorConcurrent", testAnchorConcurrent},
 	}
 }
 
@@ -510,6 +526,23 @@ func (e *env) granted(t testing.TB, o outcome) registry.Result {
 	}
 	e.record(t, o.req.Resource, o.res.View.Lease.Fence)
 	return o.res
+}
+
+// otherProcess returns a Registry standing for a second registry process
+// on the same state: over a second backend (Opener.Shared, closed at the
+// end of the test) when the backend can be shared, else over the env's
+// backend.
+func (e *env) otherProcess(t *testing.T) *registry.Registry {
+	t.Helper()
+	be := e.backend()
+	if e.opener.Shared != nil {
+		var err error
+		if be, err = e.opener.Shared(); err != nil {
+			t.Fatalf("open a second process: %v", err)
+		}
+		t.Cleanup(func() { _ = be.Close() })
+	}
+	return e.newRegistry(t, be)
 }
 
 // newRegistry returns another Registry over be with the env's key and clock.

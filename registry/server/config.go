@@ -38,13 +38,21 @@ type Config struct {
 	SigningKey string `yaml:"signingKey"`
 	// PublishKeys are more key files (JWK or JWK set) whose public halves are
 	// published in /.well-known/jwks.json: the old key during a rotation.
-	PublishKeys []string        `yaml:"publishKeys"`
-	TLS         tlsfiles.Server `yaml:"tls"`
-	Identity    identity.Config `yaml:"identity"`
-	Leases      LeaseConfig     `yaml:"leases"`
-	Proofs      ProofConfig     `yaml:"proofs"`
-	Admin       AdminConfig     `yaml:"admin"`
-	Log         LogConfig       `yaml:"log"`
+	PublishKeys []string `yaml:"publishKeys"`
+	// FenceFloor, when set, raises the global fence floor to at least this
+	// value at every start, before the registry serves: every fence issued
+	// from then on exceeds it. It never lowers the floor, so it may stay in
+	// the configuration. Use it when a registry replaces, migrates or
+	// rolls back another: the floor is the highest fence the sidecars
+	// accepted (fencegate fences collect) plus a margin. The flag
+	// --fence-floor overrides it.
+	FenceFloor uint64          `yaml:"fenceFloor"`
+	TLS        tlsfiles.Server `yaml:"tls"`
+	Identity   identity.Config `yaml:"identity"`
+	Leases     LeaseConfig     `yaml:"leases"`
+	Proofs     ProofConfig     `yaml:"proofs"`
+	Admin      AdminConfig     `yaml:"admin"`
+	Log        LogConfig       `yaml:"log"`
 }
 
 // RedisConfig is the redis backend's server and key prefix.

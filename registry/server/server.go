@@ -42,7 +42,13 @@ type Server struct {
 	handler  http.Handler
 	ln       net.Listener
 	srv      *http.Server
+	// meta is the registry's state after its start (Registry.Init).
+	meta registry.Meta
 }
+
+// StartMeta is the registry's meta as its start left it: its issuer
+// lineage and the global fence floor after the start floor was applied.
+func (s *Server) StartMeta() registry.Meta { return s.meta }
 
 // New builds a registry from cfg and binds its listener. Call Run. On an
 // error, whatever New had opened is closed again.
@@ -90,6 +96,15 @@ func New(cfg Config, log *zap.Logger) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Before serving: the data set's lineage (written once), and the
+	// start floor (raised, never lowered).
+	ictx, icancel := context.WithTimeout(context.Background(), 30*time.Second)
+	m, err := s.Registry.Init(ictx, registry.InitOptions{FenceFloor: cfg.FenceFloor})
+	icancel()
+	if err != nil {
+		return nil, fmt.Errorf("server: start: %w", err)
+	}
+	s.meta = m
 	res, err := identity.New(cfg.Identity)
 	if err != nil {
 		return nil, err

@@ -35,7 +35,8 @@
 //
 // Buckets, one per concern:
 //
-//	meta        "format" = "fencegate.store", "schema" = decimal SchemaVersion
+//	meta        "format" = "fencegate.store", "schema" = decimal SchemaVersion,
+//	            "generation" = the file's generation (32 hex digits)
 //	records     resource                                 → JSON store.Record
 //	receipts    resource 0x00 fence(8, BE) seq(8, BE)    → JSON store.Receipt
 //	ops         resource 0x00 operationID 0x00 fence(8)  → receipts key
@@ -43,6 +44,7 @@
 //	inflight    resource → "" (index: records with a mutation in flight or unknown)
 //	paused      resource → "" (index: paused records)
 //	enforcement route shape                              → JSON store.Enforcement
+//	trust       kid                                      → JSON store.TrustedKey
 //
 // Resources and roots never contain NUL (store validation forbids control
 // characters), so the composite keys are unambiguous. Open refuses a file
@@ -50,8 +52,17 @@
 // JSON shape of store types must bump it (a golden test pins the encoding).
 // The enforcement bucket was added within schema 1: Open creates it in a file
 // that lacks it, and older binaries ignore it.
-// The optional "owner" member of receipts and in-flight markers was added
-// within schema 1 too: older files read back ownerless (and the sidecar shows
+// So were the trust bucket and the meta "generation" (Open writes a random
+// one, once, into a file that lacks it: a file created anew, after a
+// deletion or on a new volume, has another generation, which the outside
+// anchor catches), and the optional record members "lineage" (in evidence)
+// and "priorLineages", the marker cause and pause reason STORE_LOSS. Older
+// binaries ignore the new members and keys; one that rewrites a record
+// drops its lineages, so a later lower fence of a prior lineage is
+// FENCE_REGRESSION (a pause) instead of STALE_OWNER: the safe direction; it
+// reads STORE_LOSS as a cause other than DEADLINE (no Abort) and as a pause
+// (RESOURCE_PAUSED). The optional "owner" member of receipts and in-flight
+// markers was added within schema 1 too: older files read back ownerless (and the sidecar shows
 // an ownerless receipt to no worker), older binaries ignore the member, and a
 // downgraded binary that rewrites a marker drops its owner, so that receipt
 // ends up ownerless: the safe direction.

@@ -100,6 +100,14 @@ func (s *Store) Resume(ctx context.Context, resource string) (store.Record, erro
 	return s.recordTransition(ctx, resource, func(rec store.Record) (store.Change, error) { return store.ApplyResume(rec, resource) })
 }
 
+// Repair implements store.Store.
+func (s *Store) Repair(ctx context.Context, in store.RepairInput) (store.Record, error) {
+	if err := in.Validate(); err != nil {
+		return store.Record{}, err
+	}
+	return s.recordTransition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.ApplyRepair(rec, in) })
+}
+
 func (s *Store) recordTransition(ctx context.Context, resource string, f func(store.Record) (store.Change, error)) (store.Record, error) {
 	ch, _, err := s.transition(ctx, resource, nil, func(rec store.Record, _ *store.Receipt) (store.Change, error) { return f(rec) })
 	if err != nil {

@@ -163,3 +163,46 @@ func (s *Store) ListQuarantined(ctx context.Context, resource string) ([]store.Q
 	})
 	return out, err
 }
+
+// Records implements store.Store: a cursor over the records bucket, whose
+// byte order is resource order, in one read-only transaction.
+func (s *Store) Records(ctx context.Context, q store.RecordsQuery) ([]store.Record, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	var out []store.Record
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		out = make([]store.Record, 0, min(q.Limit, 64))
+		c := tx.Bucket(bucketRecords).Cursor()
+		k, _ := c.Seek([]byte(q.After))
+		if k != nil && q.After != "" && string(k) == q.After {
+			k, _ = c.Next()
+		}
+		for ; k != nil && len(out) < q.Limit; k, _ = c.Next() {
+			rec, err := loadRecord(tx, string(k))
+			if err != nil {
+				return err
+			}
+			out = append(out, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Generation implements store.Store: the ID in the meta bucket, written
+// when the file was created (or first opened by a version that keeps it).
+func (s *Store) Generation(ctx context.Context) (string, error) {
+	var g string
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		g = string(tx.Bucket(bucketMeta).Get(keyGeneration))
+		if err := store.ValidateGeneration(g); err != nil {
+			return fmt.Errorf("store: bolt: file generation %q: %v: %w", g, err, store.ErrCorrupt)
+		}
+		return nil
+	})
+	return g, err
+}

@@ -28,11 +28,18 @@ var (
 	// 1 was released without a format change: Open creates it in an older
 	// file, which older binaries open and ignore.
 	bucketEnforcement = []byte("enforcement")
+	// bucketTrust holds the trust pins (kid → JSON store.TrustedKey),
+	// added within schema 1 like bucketEnforcement.
+	bucketTrust = []byte("trust")
 
-	dataBuckets = [][]byte{bucketRecords, bucketReceipts, bucketOps, bucketQuarantine, bucketInFlight, bucketPaused, bucketEnforcement}
+	dataBuckets = [][]byte{bucketRecords, bucketReceipts, bucketOps, bucketQuarantine, bucketInFlight, bucketPaused, bucketEnforcement, bucketTrust}
 
 	keyFormat = []byte("format")
 	keySchema = []byte("schema")
+	// keyGeneration is the file's generation (store.Store.Generation): a
+	// random ID written once, when a file is created or first opened by a
+	// version that keeps it (within schema 1; older binaries ignore it).
+	keyGeneration = []byte("generation")
 )
 
 // initSchema creates the buckets of a new file, or checks an existing one.
@@ -65,6 +72,13 @@ func initSchema(tx *bbolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
+	}
+	g := meta.Get(keyGeneration)
+	if g == nil {
+		return meta.Put(keyGeneration, []byte(store.NewGeneration()))
+	}
+	if err := store.ValidateGeneration(string(g)); err != nil {
+		return fmt.Errorf("store: bolt: file generation %q: %v: %w", g, err, store.ErrCorrupt)
 	}
 	return nil
 }

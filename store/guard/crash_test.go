@@ -85,6 +85,7 @@ func crashChild(dir string) {
 					in := storetest.Attempt(res, fence, seq, "payload-"+strconv.Itoa(rng.IntN(1000)))
 					in.Now = time.Now()
 					in.Deadline = in.Now.Add(time.Minute)
+					in.QuietAt = in.Deadline
 					r, err := g.Begin(ctx, in)
 					if err != nil || r.Decision != store.DecisionProceed {
 						fail("begin %s fence %d: %s %s %v", in.Ref().OperationID(), fence, r.Decision, r.Detail, err)

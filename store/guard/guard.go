@@ -182,7 +182,7 @@ func (g *Store) Begin(ctx context.Context, in store.BeginInput) (store.BeginResu
 				return store.BeginResult{}, err
 			}
 		} else if detail := lost(cp, rec); detail != "" {
-			return g.regress(ctx, in, detail)
+			return g.regress(ctx, in, detail, rec)
 		}
 	}
 	res, err := g.Store.Begin(ctx, in)
@@ -199,7 +199,7 @@ func (g *Store) Begin(ctx context.Context, in store.BeginInput) (store.BeginResu
 
 // regress pauses the resource for a detected loss and answers
 // FENCE_REGRESSION; the pause is recorded in the checkpoint too.
-func (g *Store) regress(ctx context.Context, in store.BeginInput, detail string) (store.BeginResult, error) {
+func (g *Store) regress(ctx context.Context, in store.BeginInput, detail string, prior store.Record) (store.BeginResult, error) {
 	rec, err := g.Store.Pause(ctx, store.PauseInput{
 		Resource: in.Resource, Reason: store.PauseFenceRegression, Detail: detail, Now: in.Now,
 	})
@@ -209,7 +209,7 @@ func (g *Store) regress(ctx context.Context, in store.BeginInput, detail string)
 	if err := g.update(in.Resource, func(c *Checkpoint) { c.SawPause = true }); err != nil {
 		return store.BeginResult{}, err
 	}
-	return store.BeginResult{Decision: store.DecisionFenceRegression, Detail: detail, Record: rec}, nil
+	return store.BeginResult{Decision: store.DecisionFenceRegression, Detail: detail, Record: rec, Prior: prior}, nil
 }
 
 // lost compares a record with a checkpoint and describes the loss, or
@@ -315,6 +315,17 @@ func (g *Store) Resume(ctx context.Context, resource string) (store.Record, erro
 		return r, err
 	}
 	return r, g.adopt(r)
+}
+
+// Repair implements store.Store: the record raised to its outside anchor
+// (and paused) is what the checkpoint observes, so it never lags it.
+func (g *Store) Repair(ctx context.Context, in store.RepairInput) (store.Record, error) {
+	defer g.lock(in.Resource)()
+	r, err := g.Store.Repair(ctx, in)
+	if err != nil {
+		return r, err
+	}
+	return r, g.observe(r)
 }
 
 // raise moves c up to (fence, seq), never down.

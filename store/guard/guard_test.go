@@ -161,7 +161,7 @@ func TestResolveAndResumeAcknowledge(t *testing.T) {
 	if _, err := g.MarkUnknown(context.Background(), store.MarkUnknownInput{OpRef: in.Ref(), Now: storetest.T0}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Resolve(context.Background(), store.ResolveInput{OpRef: in.Ref(), Now: storetest.T0}); err != nil {
+	if _, err := g.Resolve(context.Background(), store.ResolveInput{OpRef: in.Ref(), Now: in.QuietAt}); err != nil {
 		t.Fatal(err)
 	}
 	if cp, _ := g.Checkpoint("r"); cp.UnknownSeq != 0 {

@@ -36,6 +36,7 @@ func TestCompactionKeepsHeapFlat(t *testing.T) {
 		in := storetest.Attempt(resource, 1, uint64(i/resources+1), "p"+strconv.Itoa(i))
 		in.Now = storetest.T0.Add(time.Duration(i) * time.Second)
 		in.Deadline = in.Now.Add(time.Minute)
+		in.QuietAt = in.Deadline.Add(time.Minute)
 		if res, err := s.Begin(ctx, in); err != nil || res.Decision != store.DecisionProceed {
 			t.Fatalf("Begin %d: %s %s %v", i, res.Decision, res.Detail, err)
 		}

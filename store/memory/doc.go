@@ -4,4 +4,6 @@
 // Every call runs under one mutex and decides through the pure functions of
 // package store (store.Decide, store.ApplyCommit, ...), so it behaves exactly
 // like the durable backends. Values are deep-copied on the way in and out.
+// Each store is its own data set: its generation is random per New unless
+// Options.Generation names one (the simulation does, to replay exactly).
 package memory

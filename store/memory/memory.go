@@ -12,6 +12,10 @@ import (
 type Options struct {
 	// MaxResponseBody is the stored response body limit (see store.BodyLimit).
 	MaxResponseBody int
+	// Generation is the store's generation (store.ValidateGeneration); a
+	// new random one (store.NewGeneration) when empty. A deterministic
+	// simulation sets it.
+	Generation string
 }
 
 // Store is the in-memory backend. It implements store.Store.
@@ -31,15 +35,28 @@ type Store struct {
 	byResource map[string][]fenceSeq
 	// ledger is the enforcement ledger by shape (enforcement.go).
 	ledger map[string]store.Enforcement
+	// pins are the trust pins (trust.go).
+	pins []store.TrustedKey
+	// generation is the store's generation ID.
+	generation string
 }
 
 type opKey struct{ resource, operationID string }
 
 var _ store.Store = (*Store)(nil)
 
-// New returns an empty memory store.
+// New returns an empty memory store. It panics on an invalid
+// Options.Generation (a programming error).
 func New(opts Options) *Store {
+	gen := opts.Generation
+	if gen == "" {
+		gen = store.NewGeneration()
+	}
+	if err := store.ValidateGeneration(gen); err != nil {
+		panic("store/memory: " + err.Error())
+	}
 	return &Store{
+		generation: gen,
 		bodyLimit:  store.BodyLimit(opts.MaxResponseBody),
 		records:    map[string]*store.Record{},
 		receipts:   map[store.ReceiptKey]*store.Receipt{},

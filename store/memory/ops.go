@@ -105,6 +105,14 @@ func (s *Store) Resume(ctx context.Context, resource string) (store.Record, erro
 	return s.transition(ctx, resource, func(rec store.Record) (store.Change, error) { return store.ApplyResume(rec, resource) })
 }
 
+// Repair implements store.Store.
+func (s *Store) Repair(ctx context.Context, in store.RepairInput) (store.Record, error) {
+	if err := in.Validate(); err != nil {
+		return store.Record{}, err
+	}
+	return s.transition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.ApplyRepair(rec, in) })
+}
+
 func (s *Store) transition(ctx context.Context, resource string, f func(store.Record) (store.Change, error)) (store.Record, error) {
 	if err := s.lock(ctx); err != nil {
 		return store.Record{}, err

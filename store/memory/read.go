@@ -130,3 +130,28 @@ func (s *Store) ListQuarantined(ctx context.Context, resource string) ([]store.Q
 	})
 	return out, nil
 }
+
+// Records implements store.Store. It sorts the resources after q.After on
+// every call: O(resources) a page, which a memory store can afford.
+func (s *Store) Records(ctx context.Context, q store.RecordsQuery) ([]store.Record, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var names []string
+	for r := range s.records {
+		if r > q.After {
+			names = append(names, r)
+		}
+	}
+	slices.Sort(names)
+	names = names[:min(len(names), q.Limit)]
+	out := make([]store.Record, len(names))
+	for i, r := range names {
+		out[i] = s.records[r].Clone()
+	}
+	return out, nil
+}

@@ -8,8 +8,8 @@ import (
 )
 
 // Snapshot is a copy of a memory store's whole state: records, receipts,
-// quarantine entries and the enforcement ledger. It shares nothing with the
-// store it was taken from.
+// quarantine entries, the enforcement ledger, the trust pins and the
+// generation. It shares nothing with the store it was taken from.
 //
 // Snapshot and Restore exist for the deterministic simulation (package
 // sim), which models a fenced store put back to an older state under
@@ -24,6 +24,8 @@ type Snapshot struct {
 	paused     map[string]struct{}
 	byResource map[string][]fenceSeq
 	ledger     map[string]store.Enforcement
+	pins       []store.TrustedKey
+	generation string
 }
 
 // Snapshot returns a copy of the store's state now.
@@ -42,11 +44,13 @@ func (s *Store) Restore(snap *Snapshot) {
 	c := snap.clone()
 	s.records, s.receipts, s.ops, s.quarantine = c.records, c.receipts, c.ops, c.quarantine
 	s.inFlight, s.paused, s.byResource, s.ledger = c.inFlight, c.paused, c.byResource, c.ledger
+	s.pins, s.generation = c.pins, c.generation
 }
 
 func (s *Store) copyState() *Snapshot {
 	return (&Snapshot{records: s.records, receipts: s.receipts, ops: s.ops, quarantine: s.quarantine,
-		inFlight: s.inFlight, paused: s.paused, byResource: s.byResource, ledger: s.ledger}).clone()
+		inFlight: s.inFlight, paused: s.paused, byResource: s.byResource, ledger: s.ledger,
+		pins: s.pins, generation: s.generation}).clone()
 }
 
 // clone is a deep copy of snap.
@@ -60,6 +64,8 @@ func (snap *Snapshot) clone() *Snapshot {
 		paused:     maps.Clone(snap.paused),
 		byResource: make(map[string][]fenceSeq, len(snap.byResource)),
 		ledger:     make(map[string]store.Enforcement, len(snap.ledger)),
+		pins:       slices.Clone(snap.pins),
+		generation: snap.generation,
 	}
 	if c.inFlight == nil {
 		c.inFlight = map[string]struct{}{}

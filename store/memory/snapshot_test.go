@@ -33,6 +33,7 @@ func TestSnapshotRestore(t *testing.T) {
 		e, _ := s.Enforcements(ctx)
 		return rec, q, e, err
 	}
+	gen0, _ := s.Generation(ctx)
 	write(1, 1, "a")
 	if _, err := s.RecordEnforcement(ctx, store.EnforcementInput{Shape: "PUT /x/{}", Kind: store.EnforcementEnforce, Now: storetest.T0}); err != nil {
 		t.Fatal(err)
@@ -64,8 +65,11 @@ func TestSnapshotRestore(t *testing.T) {
 		write(1, 2, "b")
 	}
 
-	empty := memory.New(memory.Options{}).Snapshot()
+	empty := memory.New(memory.Options{Generation: "another"}).Snapshot()
 	s.Restore(empty)
+	if gen, _ := s.Generation(ctx); gen != "another" || gen == gen0 {
+		t.Fatalf("generation after restoring another store's snapshot: %q (was %q)", gen, gen0)
+	}
 	if _, err := s.Record(ctx, "r"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a restore of an empty snapshot kept the record: %v", err)
 	}

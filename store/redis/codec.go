@@ -84,6 +84,12 @@ func decodeQuarantine(b []byte, resource, id string) (store.Quarantine, error) {
 	return q, nil
 }
 
+// decodeMismatch is the error of a value stored under one key naming
+// another.
+func decodeMismatch(what, under, names string) error {
+	return fmt.Errorf("store/redis: %s under %q names %q: %w", what, under, names, store.ErrCorrupt)
+}
+
 func u(v uint64) string { return strconv.FormatUint(v, 10) }
 
 func errorsIsNil(err error) bool { return errors.Is(err, goredis.Nil) }

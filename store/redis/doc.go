@@ -6,7 +6,8 @@
 //
 // Every transition decides through the pure functions of package store
 // (store.Decide, store.ApplyCommit, ApplyMarkUnknown, ApplyAbort,
-// ApplyResolve, ApplyPause, ApplyResume, ApplyEnforcement, PlanCompaction),
+// ApplyResolve, ApplyPause, ApplyResume, ApplyRepair, ApplyEnforcement,
+// ApplyTrust, PlanCompaction),
 // exactly like store/memory and store/bolt, under optimistic concurrency:
 //
 //  1. one pipeline WATCHes the resource's record key and quarantine hash
@@ -50,6 +51,7 @@
 //	P:bytes                   total length of the stored JSON values (Stats)
 //	P:enf                     hash route shape → JSON store.Enforcement
 //	P:gen                     the store's generation marker: a random ID written once (SET NX)
+//	P:trust                   hash kid → JSON store.TrustedKey (the trust pins, one unit)
 //
 // The JSON shapes are those store/bolt stores (pinned by its golden test).
 // The escaping keeps every key segment free of ':' and braces, so keys of
@@ -106,15 +108,27 @@
 // already names one, compares: a missing or different marker means the
 // data set is not the one this sidecar wrote to. Every transition then
 // reads the marker in the same pipeline as its WATCH and record GET (one
-// more key, no extra round trip), and so does Record; a mismatch, at
+// more key, no extra round trip), and so do Record, Records and the list
+// calls; a mismatch, at
 // Open or on any call, fails the whole store closed: every call returns
 // ErrGenerationChanged (the proxy answers STORE_UNAVAILABLE and logs it)
 // until an operator acknowledges (the sidecar admin API's POST
 // /v1/store/acknowledge-loss, Options.AcknowledgeGenerationChange, or
 // deleting the local file and restarting, or AcknowledgeGeneration), which
 // adopts the marker Redis now has. A marker missing after a restart is not
-// rewritten by a sidecar that knew the old one, so every replica that saw
+// rewritten by the Open of a sidecar that knew the old one, and the new one
+// that Generation writes matches no sidecar's, so every replica that saw
 // the old data set stays closed.
+//
+// The expectation can instead come from outside the pod, which is what
+// catches a new pod on an empty disk: Options.ExpectedGeneration (and
+// Store.ExpectGeneration, to change it) make every call check the marker
+// against a generation the caller keeps (the sidecar registers
+// Store.Generation with its registry and expects what the registry
+// anchored), with the same fail-closed effect and no local file.
+// Generation creates the marker (SET NX) when it is missing, so an emptied
+// Redis answers a new generation, which the registry refuses as another
+// data set until an operator acknowledges it.
 //
 // The marker is written once, so a restore of an older copy of the same
 // data set keeps it: that is caught by the per-resource checkpoints of
@@ -124,7 +138,10 @@
 // below them is refused FENCE_REGRESSION and pauses the resource. (A
 // global write counter P:epoch, bumped in every MULTI, would catch such a
 // rollback store-wide; it is not kept, because the checkpoints catch it
-// where it matters, per resource, without a hot global key.)
+// where it matters, per resource, without a hot global key.) The
+// checkpoints only know what their own sidecar saw; the outside anchor's
+// per-resource progress (Store.Repair, docs/design.md "Store loss and
+// repair") catches such a rollback for every replica, a new pod included.
 //
 // What each Redis setting guarantees:
 //
@@ -163,11 +180,14 @@
 // receipt's age under retention), and several replicas share the store, so
 // they must compare on one clock. By default every transition decides at
 // the server's TIME, read in the same pipeline as its WATCHed reads (no
-// extra round trip): a Begin's Now becomes TIME and its Deadline TIME plus
-// the window the sidecar asked for, Commit and Resolve stamp receipts with
-// TIME, Compact ages receipts by TIME, and ListUnknown asks TIME first. So
-// a marker written by one replica expires at the same moment for all of
-// them, whatever their clocks' skew (TestReplicasShareTheServerClock).
+// extra round trip): a Begin's Now becomes TIME and its Deadline and
+// QuietAt TIME plus the windows the sidecar asked for, Commit and Resolve
+// stamp receipts with TIME, a Resolve's evidence of "not applied" is placed
+// at TIME minus its age (the sidecar measures the age, never a wall time),
+// Compact ages receipts by TIME, and ListUnknown asks TIME first. So a
+// marker written by one replica expires, and becomes quiet, at the same
+// moment for all of them, whatever their clocks' skew
+// (TestReplicasShareTheServerClock, TestNotAppliedDecidesOnServerClock).
 // Options.CallerClock keeps each input's Now instead, for tests that drive
 // a virtual clock. Skew still shows in one place, harmlessly: the
 // Retry-After a sidecar computes from a marker's deadline. No decision

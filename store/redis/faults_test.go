@@ -97,7 +97,7 @@ func redisError(t *testing.T, what string, err error) {
 // returns its decision.
 func begin(t *testing.T, s *Store, in store.BeginInput, now time.Time) store.Decision {
 	t.Helper()
-	in.Now, in.Deadline = now, now.Add(time.Minute)
+	in.Now, in.Deadline, in.QuietAt = now, now.Add(time.Minute), now.Add(2*time.Minute)
 	res, err := s.Begin(context.Background(), in)
 	if err != nil {
 		t.Fatalf("Begin %s at %v: %v", in.Ref().OperationID(), now, err)

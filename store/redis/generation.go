@@ -2,8 +2,6 @@ package redis
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate/internal/atomicfile"
+	"github.com/fencegate/fencegate/store"
 )
 
 // ErrGenerationChanged is returned (wrapped) by every call of a store whose
@@ -74,11 +73,76 @@ func (s *Store) GenerationLoss() error {
 	return err
 }
 
-// Generation returns the generation marker the store expects ("" when
-// generation checks are off).
-func (s *Store) Generation() string {
+// ExpectedGeneration returns the generation marker the store expects (""
+// when generation checks are off).
+func (s *Store) ExpectedGeneration() string {
 	g, _ := s.expect()
 	return g
+}
+
+// Generation implements store.Store: Redis's generation marker P:gen,
+// created (SET NX, a store.NewGeneration) when it is missing, as in an
+// empty or flushed Redis. It answers even while the store refuses calls
+// for a loss (the marker is what an operator acknowledges); a marker of
+// another shape is ErrCorrupt. Creating the marker anew does not hide a
+// loss from a store that expects the old one: that store sees another
+// marker and stays closed.
+func (s *Store) Generation(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if s.closed.Load() {
+		return "", store.ErrClosed
+	}
+	ctx = context.WithoutCancel(ctx)
+	got, err := raw(s.c.Get(ctx, s.k.generation()), "read generation")
+	if err != nil {
+		return "", err
+	}
+	if got == nil {
+		if err := s.c.SetNX(ctx, s.k.generation(), store.NewGeneration(), 0).Err(); err != nil {
+			return "", wrap("write generation", err)
+		}
+		if got, err = raw(s.c.Get(ctx, s.k.generation()), "read generation"); err != nil {
+			return "", err
+		}
+		if got == nil {
+			return "", wrap("read generation", errors.New("marker vanished"))
+		}
+	}
+	if err := store.ValidateGeneration(string(got)); err != nil {
+		return "", fmt.Errorf("store/redis: generation marker %q: %v: %w", got, err, store.ErrCorrupt)
+	}
+	return string(got), nil
+}
+
+// ExpectGeneration makes gen the generation marker every later call must
+// see (as Options.ExpectedGeneration does at Open), and reads the marker
+// now: a missing or different one fails the store closed with
+// ErrGenerationChanged, which is also returned; a matching one lifts an
+// earlier loss. The sidecar calls it with the generation its outside
+// anchor registered, after an operator acknowledged a loss there. It is
+// refused when the store keeps a local generation file
+// (Options.GenerationFile): that file is the expectation then.
+func (s *Store) ExpectGeneration(ctx context.Context, gen string) error {
+	if err := store.ValidateGeneration(gen); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	s.gen.mu.Lock()
+	if s.gen.path != "" {
+		s.gen.mu.Unlock()
+		return errors.New("store/redis: the generation is kept in a local generation file")
+	}
+	s.gen.expected, s.gen.lost = gen, nil
+	s.gen.mu.Unlock()
+	got, err := raw(s.c.Get(context.WithoutCancel(ctx), s.k.generation()), "read generation")
+	if err != nil {
+		return err
+	}
+	return s.checkGeneration(got, gen)
 }
 
 // initGeneration loads the local generation file at path and checks it
@@ -119,9 +183,7 @@ func (s *Store) AcknowledgeGeneration(ctx context.Context) error {
 	if path == "" {
 		return errors.New("store/redis: generation checks are off (no generation file)")
 	}
-	id := make([]byte, 16)
-	_, _ = rand.Read(id)
-	if err := s.c.SetNX(ctx, s.k.generation(), hex.EncodeToString(id), 0).Err(); err != nil {
+	if err := s.c.SetNX(ctx, s.k.generation(), store.NewGeneration(), 0).Err(); err != nil {
 		return wrap("write generation", err)
 	}
 	got, err := raw(s.c.Get(ctx, s.k.generation()), "read generation")

@@ -129,6 +129,19 @@ func (s *Store) Resume(ctx context.Context, resource string) (store.Record, erro
 	return s.recordTransition(ctx, "resume", resource, func(rec store.Record, _ time.Time) (store.Change, error) { return store.ApplyResume(rec, resource) })
 }
 
+// Repair implements store.Store. It decides at the server's TIME: the
+// repaired marker's UnknownSince and Deadline, and the pause's time.
+func (s *Store) Repair(ctx context.Context, in store.RepairInput) (store.Record, error) {
+	if err := in.Validate(); err != nil {
+		return store.Record{}, err
+	}
+	return s.recordTransition(ctx, "repair", in.Resource, func(rec store.Record, srv time.Time) (store.Change, error) {
+		in := in
+		in.Now = at(in.Now, srv)
+		return store.ApplyRepair(rec, in)
+	})
+}
+
 func (s *Store) recordTransition(ctx context.Context, op, resource string, f func(store.Record, time.Time) (store.Change, error)) (store.Record, error) {
 	ctx, err := s.enter(ctx)
 	if err != nil {

@@ -164,18 +164,64 @@ func (s *Store) indexedRecords(ctx context.Context, index, op string) ([]store.R
 		return nil, wrap(op, err)
 	}
 	slices.Sort(resources)
+	return s.recordsOf(ctx, resources, op)
+}
+
+// Records implements store.Store. It reads the names of every resource with
+// a record (P:res, a set: O(resources) a page), sorts them and reads the
+// page's records in one pipeline with the generation marker.
+func (s *Store) Records(ctx context.Context, q store.RecordsQuery) ([]store.Record, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	ctx, err := s.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resources, err := s.c.SMembers(ctx, s.k.all()).Result()
+	if err != nil {
+		return nil, wrap("records", err)
+	}
+	slices.Sort(resources)
+	i, found := slices.BinarySearch(resources, q.After)
+	if found {
+		i++
+	}
+	resources = resources[i:min(len(resources), i+q.Limit)]
+	out, err := s.recordsOf(ctx, resources, "records")
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []store.Record{}
+	}
+	return out, nil
+}
+
+// recordsOf reads the records of resources in one pipeline, with the
+// generation marker when checks are on; each must exist.
+func (s *Store) recordsOf(ctx context.Context, resources []string, op string) ([]store.Record, error) {
 	if len(resources) == 0 {
 		return nil, nil
 	}
+	expected, err := s.expect()
+	if err != nil {
+		return nil, err
+	}
+	var genCmd *goredis.StringCmd
 	cmds := make([]*goredis.StringCmd, len(resources))
 	_, err = s.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, r := range resources {
 			cmds[i] = p.Get(ctx, s.k.record(r))
 		}
+		genCmd = s.readGeneration(ctx, p, expected)
 		return nil
 	})
 	if err != nil && !errors.Is(err, goredis.Nil) {
 		return nil, wrap(op, err)
+	}
+	if err := s.confirmGeneration(genCmd, expected); err != nil {
+		return nil, err
 	}
 	out := make([]store.Record, 0, len(resources))
 	for i, c := range cmds {

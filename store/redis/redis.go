@@ -96,6 +96,13 @@ type Options struct {
 	// generation marker instead of failing closed: the operator's
 	// acknowledgement of a loss (Open only, with GenerationFile).
 	AcknowledgeGenerationChange bool
+	// ExpectedGeneration, when set (Open and New), is the generation
+	// marker every call must see, as a GenerationFile's would be, but
+	// kept by the caller (the sidecar takes it from its outside anchor)
+	// instead of a local file; see Store.ExpectGeneration to change it.
+	// It is not checked at Open: the first call that reads the marker
+	// fails the store closed on a mismatch. Exclusive with GenerationFile.
+	ExpectedGeneration string
 }
 
 // ErrContention is returned when a call lost the optimistic race
@@ -166,7 +173,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 }
 
 // New returns a store over a client the caller owns (Close leaves it
-// open). Only opts.Prefix, MaxResponseBody and MaxAttempts are used. The
+// open). Only opts.Prefix, MaxResponseBody, MaxAttempts, MinReplicas,
+// ReplicaTimeout, CallerClock and ExpectedGeneration are used. The
 // client must reach a single primary (a *redis.Client, or a failover
 // client): a cluster client is refused, see the package comment.
 func New(c goredis.UniversalClient, opts Options) (*Store, error) {
@@ -190,8 +198,18 @@ func New(c goredis.UniversalClient, opts Options) (*Store, error) {
 	if attempts == 0 {
 		attempts = DefaultMaxAttempts
 	}
-	return &Store{c: c, k: keys{prefix: prefix}, bodyLimit: store.BodyLimit(opts.MaxResponseBody), maxAttempts: attempts, callerClock: opts.CallerClock,
-		minReplicas: opts.MinReplicas, replicaWait: opts.ReplicaTimeout}, nil
+	if opts.ExpectedGeneration != "" {
+		if opts.GenerationFile != "" {
+			return nil, errors.New("store/redis: expectedGeneration and generationFile are exclusive")
+		}
+		if err := store.ValidateGeneration(opts.ExpectedGeneration); err != nil {
+			return nil, fmt.Errorf("store/redis: expectedGeneration: %w", err)
+		}
+	}
+	s := &Store{c: c, k: keys{prefix: prefix}, bodyLimit: store.BodyLimit(opts.MaxResponseBody), maxAttempts: attempts, callerClock: opts.CallerClock,
+		minReplicas: opts.MinReplicas, replicaWait: opts.ReplicaTimeout}
+	s.gen.expected = opts.ExpectedGeneration
+	return s, nil
 }
 
 // ValidatePrefix checks a key prefix: 1..MaxPrefixLen printable ASCII
@@ -283,6 +301,7 @@ func (k keys) nQuarantine() string { return k.prefix + ":n:quar" }
 func (k keys) bytes() string       { return k.prefix + ":bytes" }
 func (k keys) enforcement() string { return k.prefix + ":enf" }
 func (k keys) generation() string  { return k.prefix + ":gen" }
+func (k keys) trust() string       { return k.prefix + ":trust" }
 
 // member is a receipt's entry in its resource's receipts sorted set: all
 // scores are 0, so members sort by bytes, and fixed-width decimals make

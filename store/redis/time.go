@@ -19,10 +19,14 @@ import (
 // clock, and their skew would move when a mutation counts as expired. So by
 // default every transition decides at the server's TIME, read in the same
 // pipeline as its WATCHed reads (no extra round trip): the caller's Now is
-// replaced by TIME, and a Begin's Deadline by TIME plus the window the caller
-// asked for (Deadline - Now), so the window keeps its length whatever the
-// sidecar's clock says. Options.CallerClock keeps the caller's Now instead,
-// for tests that drive a virtual clock.
+// replaced by TIME, and a Begin's Deadline and QuietAt by TIME plus the
+// windows the caller asked for (Deadline - Now, QuietAt - Now), so each
+// window keeps its length whatever the sidecar's clock says. A Resolve's
+// evidence is an age (ResolveInput.EvidenceAge, measured on the caller's
+// monotonic clock), so it is placed at TIME minus that age: a sidecar whose
+// clock runs ahead of the server's cannot settle "not applied" before the
+// quiet time, nor one behind it only later. Options.CallerClock keeps the
+// caller's Now instead, for tests that drive a virtual clock.
 
 // readTime queues TIME on p, or nothing with Options.CallerClock.
 func (s *Store) readTime(ctx context.Context, p goredis.Pipeliner) *goredis.TimeCmd {
@@ -66,13 +70,17 @@ func at(caller, srv time.Time) time.Time {
 	return srv
 }
 
-// beginAt moves a Begin to the server's time, keeping the length of the
-// in-flight window the caller asked for.
+// beginAt moves a Begin to the server's time, keeping the lengths of the
+// in-flight and quiet windows the caller asked for (a zero QuietAt stays
+// zero: the marker's quiet time is then derived from its Deadline).
 func beginAt(in store.BeginInput, srv time.Time) store.BeginInput {
 	if srv.IsZero() {
 		return in
 	}
 	window := in.Deadline.Sub(in.Now)
+	if !in.QuietAt.IsZero() {
+		in.QuietAt = srv.Add(in.QuietAt.Sub(in.Now))
+	}
 	in.Now, in.Deadline = srv, srv.Add(window)
 	return in
 }

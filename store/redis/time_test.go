@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestReplicasShareTheServerClock(t *testing.T) {
 			r2 := replicaAt(t, srv, prefix, c.callerClock)
 
 			in := storetest.Attempt("skew/r", 1, 1, "a")
-			in.Now, in.Deadline = slow, slow.Add(time.Minute)
+			in.Now, in.Deadline, in.QuietAt = slow, slow.Add(time.Minute), slow.Add(2*time.Minute)
 			res, err := r1.Begin(ctx, in)
 			if err != nil || res.Decision != store.DecisionProceed {
 				t.Fatalf("Begin on the slow replica: %v %v", res.Decision, err)
@@ -65,7 +66,7 @@ func TestReplicasShareTheServerClock(t *testing.T) {
 			}
 
 			next := storetest.Attempt("skew/r", 1, 2, "b")
-			next.Now, next.Deadline = fast, fast.Add(time.Minute)
+			next.Now, next.Deadline, next.QuietAt = fast, fast.Add(time.Minute), fast.Add(2*time.Minute)
 			res2, err := r2.Begin(ctx, next)
 			if err != nil {
 				t.Fatal(err)
@@ -106,7 +107,7 @@ func TestReceiptsStampedByServer(t *testing.T) {
 			real := clock.Real().Now().UTC()
 			for seq := uint64(1); seq <= 2; seq++ {
 				in := storetest.Attempt("stamp/r", 1, seq, "a")
-				in.Now, in.Deadline = real, real.Add(time.Minute)
+				in.Now, in.Deadline, in.QuietAt = real, real.Add(time.Minute), real.Add(2*time.Minute)
 				if res, err := s.Begin(ctx, in); err != nil || res.Decision != store.DecisionProceed {
 					t.Fatalf("Begin: %v %v", res.Decision, err)
 				}
@@ -126,6 +127,96 @@ func TestReceiptsStampedByServer(t *testing.T) {
 			}
 			if r.Receipts != c.deleted {
 				t.Errorf("compaction by a replica three days ahead deleted %d receipts, want %d", r.Receipts, c.deleted)
+			}
+		})
+	}
+}
+
+// TestNotAppliedDecidesOnServerClock: "not applied" is settled only once a
+// mutation is quiet, judged on Redis's TIME. Replica 1 (its clock right)
+// begins a mutation that may still take effect for two minutes (QuietAt)
+// and its answer is lost; replica 2, whose clock runs an hour ahead, asks
+// to settle it as not applied at once. On the server's clock the evidence
+// (TIME minus its age, which the replica measured) is two minutes early:
+// refused (ErrNotQuiet), nothing written. Under the callers' clocks the
+// fast replica's Now is past the slow one's QuietAt and the write that may
+// still land is settled "not applied" (what CallerClock, for virtual-time
+// tests only, gives up). On the server's clock, evidence presented late but
+// gathered before the quiet time is refused too, and fresh evidence settles
+// it once the (short) quiet time has passed.
+func TestNotAppliedDecidesOnServerClock(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name        string
+		callerClock bool
+		early       bool // the fast replica settles before the quiet time
+	}{
+		{"server clock", false, false},
+		{"caller clock", true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prefix := "quiet" + c.name[:1]
+			r1 := replicaAt(t, srv, prefix, c.callerClock)
+			r2 := replicaAt(t, srv, prefix, c.callerClock)
+			real := clock.Real().Now().UTC()
+			fast := real.Add(time.Hour)
+
+			in := storetest.Attempt("quiet/r", 1, 1, "a")
+			in.Now, in.Deadline, in.QuietAt = real, real.Add(time.Minute), real.Add(2*time.Minute)
+			if res, err := r1.Begin(ctx, in); err != nil || res.Decision != store.DecisionProceed {
+				t.Fatalf("Begin: %v %v", res.Decision, err)
+			}
+			if _, err := r1.MarkUnknown(ctx, store.MarkUnknownInput{OpRef: in.Ref(), Now: real}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := r2.Resolve(ctx, store.ResolveInput{OpRef: in.Ref(), Now: fast})
+			if c.early {
+				if err != nil {
+					t.Fatalf("under the callers' clocks the fast replica's resolve: %v, want it settled (early)", err)
+				}
+				return
+			}
+			var nq *store.NotQuietError
+			if !errors.Is(err, store.ErrNotQuiet) || !errors.As(err, &nq) {
+				t.Fatalf("the fast replica settled %s as not applied two minutes before it is quiet: %v", in.Ref().OperationID(), err)
+			}
+			if nq.Remaining < time.Minute || nq.Remaining > 2*time.Minute {
+				t.Errorf("not quiet for another %v on the server's clock, want about 2m", nq.Remaining)
+			}
+			if rec, err := r2.Record(ctx, "quiet/r"); err != nil || !rec.Unknown() {
+				t.Fatalf("record after the refused resolve: %+v %v, want the mutation still unknown", rec, err)
+			}
+
+			// A mutation quiet a few milliseconds after it begins: evidence
+			// gathered before that (an hour ago by the fast replica's
+			// monotonic measure) is refused, fresh evidence settles it.
+			soon := storetest.Attempt("quiet/soon", 1, 1, "a")
+			now := clock.Real().Now().UTC().Add(time.Hour)
+			soon.Now, soon.Deadline, soon.QuietAt = now, now.Add(time.Millisecond), now.Add(20*time.Millisecond)
+			if res, err := r2.Begin(ctx, soon); err != nil || res.Decision != store.DecisionProceed {
+				t.Fatalf("Begin: %v %v", res.Decision, err)
+			}
+			if _, err := r2.MarkUnknown(ctx, store.MarkUnknownInput{OpRef: soon.Ref(), Now: now}); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := clock.Real().Now().Add(10 * time.Second); ; {
+				now := clock.Real().Now().UTC().Add(time.Hour)
+				_, err := r2.Resolve(ctx, store.ResolveInput{OpRef: soon.Ref(), Now: now, EvidenceAge: time.Hour})
+				if !errors.Is(err, store.ErrNotQuiet) {
+					t.Fatalf("evidence gathered an hour before the mutation began: %v, want ErrNotQuiet", err)
+				}
+				_, err = r2.Resolve(ctx, store.ResolveInput{OpRef: soon.Ref(), Now: now})
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, store.ErrNotQuiet) || clock.Real().Now().After(deadline) {
+					t.Fatalf("fresh evidence of a quiet mutation: %v", err)
+				}
+				clock.Sleep(clock.Real(), 5*time.Millisecond, nil)
+			}
+			if rec, err := r2.Record(ctx, "quiet/soon"); err != nil || rec.InFlight != nil {
+				t.Fatalf("record after the resolve: %+v %v, want settled", rec, err)
 			}
 		})
 	}

@@ -47,6 +47,11 @@ func runBadInput(t *testing.T, newStore Factory) {
 		"zero now":           func(in *store.BeginInput) { in.Now = time.Time{} },
 		"deadline at now":    func(in *store.BeginInput) { in.Deadline = in.Now },
 		"deadline too far":   func(in *store.BeginInput) { in.Deadline = in.Now.Add(store.MaxInFlightWindow + time.Second) },
+		"quiet at now":       func(in *store.BeginInput) { in.QuietAt = in.Now },
+		"quiet before now":   func(in *store.BeginInput) { in.QuietAt = in.Now.Add(-time.Second) },
+		"quiet too far":      func(in *store.BeginInput) { in.QuietAt = in.Now.Add(store.MaxInFlightWindow + time.Second) },
+		"uppercase lineage":  func(in *store.BeginInput) { in.Evidence.Lineage = "ABC" },
+		"oversized lineage":  func(in *store.BeginInput) { in.Evidence.Lineage = strings.Repeat("a", fencegate.MaxLineageLen+1) },
 	}
 	for name, mutate := range begins {
 		t.Run("Begin/"+name, func(t *testing.T) {
@@ -64,6 +69,7 @@ func runBadInput(t *testing.T, newStore Factory) {
 		in.Root = long(fencegate.MaxRootLen)
 		in.Lease = long(store.MaxLeaseLen)
 		in.Deadline = in.Now.Add(store.MaxInFlightWindow)
+		in.QuietAt = in.Now.Add(store.MaxInFlightWindow)
 		f.expect(in, store.DecisionProceed)
 		in2 := Attempt("maxseq", 5, fencegate.MaxSeq, "a")
 		f.expect(in2, store.DecisionSegmentGap)
@@ -141,6 +147,18 @@ func runBadInput(t *testing.T, newStore Factory) {
 				_, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: ref, Applied: true, Now: T0.Add(time.Hour)})
 				return err
 			},
+			"Resolve negative evidence age": func() error {
+				_, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: ref, EvidenceAge: -time.Nanosecond, Now: T0.Add(time.Hour)})
+				return err
+			},
+			"Resolve evidence age too large": func() error {
+				_, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: ref, EvidenceAge: store.MaxInFlightWindow + time.Second, Now: T0.Add(time.Hour)})
+				return err
+			},
+			"Resolve applied and closed": func() error {
+				_, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: ref, Applied: true, Closed: true, Response: store.StoredResponse{Status: 200}, Now: T0.Add(time.Hour)})
+				return err
+			},
 			"Resolve applied bad status": func() error {
 				_, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: ref, Applied: true, BackendStatus: 42, Response: store.StoredResponse{Status: 200}, Now: T0.Add(time.Hour)})
 				return err
@@ -185,6 +203,44 @@ func runBadInput(t *testing.T, newStore Factory) {
 				_, err := f.s.ListQuarantined(f.ctx, "a\tb")
 				return err
 			},
+			"Repair bad anchor": func() error {
+				_, err := f.s.Repair(f.ctx, store.RepairInput{Resource: live, Anchored: fencegate.Progress{Fence: 9}, Now: T0})
+				return err
+			},
+			"Repair pending out of order": func() error {
+				_, err := f.s.Repair(f.ctx, store.RepairInput{Resource: live, Now: T0, Anchored: fencegate.Progress{Fence: 9, Root: Root(9), LastSeq: 1,
+					Pending: &fencegate.PendingOp{Seq: 3, PayloadDigest: Digest("x")}}})
+				return err
+			},
+			"Repair negative window": func() error {
+				_, err := f.s.Repair(f.ctx, store.RepairInput{Resource: live, Anchored: fencegate.Progress{Fence: 9, Root: Root(9)}, Now: T0, Window: -1})
+				return err
+			},
+			"Repair zero now": func() error {
+				_, err := f.s.Repair(f.ctx, store.RepairInput{Resource: live, Anchored: fencegate.Progress{Fence: 9, Root: Root(9)}})
+				return err
+			},
+			"Records limit 0": func() error {
+				_, err := f.s.Records(f.ctx, store.RecordsQuery{})
+				return err
+			},
+			"Records limit too high": func() error {
+				_, err := f.s.Records(f.ctx, store.RecordsQuery{Limit: store.MaxRecordsLimit + 1})
+				return err
+			},
+			"Records bad after": func() error {
+				_, err := f.s.Records(f.ctx, store.RecordsQuery{After: "a\x00", Limit: 1})
+				return err
+			},
+			"RecordTrust unknown kind": func() error {
+				_, err := f.s.RecordTrust(f.ctx, store.TrustInput{Kind: "TRUST", Keys: []store.KeyRef{{Kid: "k"}}, Now: T0})
+				return err
+			},
+			"RecordTrust pin without thumbprint": func() error {
+				_, err := f.s.RecordTrust(f.ctx, store.TrustInput{Kind: store.TrustPin, How: store.TrustOperator,
+					Keys: []store.KeyRef{{Kid: "k", Alg: fencegate.AlgEdDSA}}, Now: T0})
+				return err
+			},
 		}
 		for name, call := range calls {
 			if err := call(); !isInputError(err) {
@@ -194,6 +250,8 @@ func runBadInput(t *testing.T, newStore Factory) {
 		f.unchanged(live, before)
 		ps, err := f.s.ListPaused(f.ctx)
 		f.check(err == nil && len(ps) == 0, "paused: %+v, %v", ps, err)
+		pins, err := f.s.TrustedKeys(f.ctx)
+		f.check(err == nil && len(pins) == 0, "pins: %+v, %v", pins, err)
 	})
 }
 

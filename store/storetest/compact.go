@@ -163,6 +163,7 @@ func runCompact(t *testing.T, newStore Factory) {
 				in := Attempt(res, 5, 1, "x"+strconv.Itoa(i))
 				in.Now = T0.Add(time.Duration(i) * time.Hour)
 				in.Deadline = in.Now.Add(time.Minute)
+				in.QuietAt = in.Deadline.Add(time.Minute)
 				f.expect(in, store.DecisionSegmentConflict)
 			}
 			before := f.record(res)
@@ -297,6 +298,7 @@ func (f *fixture) acceptAt(in store.BeginInput, now time.Time) store.Receipt {
 	f.Helper()
 	in.Now = now.Add(-time.Second)
 	in.Deadline = now.Add(time.Minute)
+	in.QuietAt = in.Deadline.Add(time.Minute)
 	f.expect(in, store.DecisionProceed)
 	ans := Answer(in.Ref())
 	ans.Now = now

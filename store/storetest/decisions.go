@@ -28,12 +28,62 @@ func runDecisions(t *testing.T, newStore Factory) {
 				rec.GrantDigest == in.GrantDigest && rec.Evidence == in.Evidence && rec.AcceptedAt.Equal(in.Now) &&
 				rec.InFlight != nil && rec.InFlight.OperationID == m.OperationID && rec.Pause == nil, "record %s", dump(rec))
 			f.check(reflect.DeepEqual(r.Record, rec), "result record %s, stored %s", dump(r.Record), dump(rec))
+			f.check(!r.Prior.Exists(), "prior of a new resource %s", dump(r.Prior))
 		}},
 		{"ProceedNextSegment", func(f *fixture) {
 			f.acceptN(res, 5, 3)
 			rec := f.record(res)
 			f.check(rec.HighestFence == 5 && rec.LastSeq == 3 && rec.InFlight == nil, "record %s", dump(rec))
-			f.expect(Attempt(res, 5, 4, "p4"), store.DecisionProceed)
+			r := f.expect(Attempt(res, 5, 4, "p4"), store.DecisionProceed)
+			// Prior is the record as Begin read it: what an outside anchor
+			// checks before the mutation is forwarded.
+			f.check(reflect.DeepEqual(r.Prior, rec), "prior %s, want %s", dump(r.Prior), dump(rec))
+			f.check(store.ProgressOf(r.Record).Pending != nil && store.ProgressOf(r.Record).Pending.Seq == 4, "progress %+v", store.ProgressOf(r.Record))
+		}},
+		{"LineageSupersededBelowHighestIsStale", func(f *fixture) {
+			// A new coordination client (lineage l2) continued above l1's
+			// fences: l1's later grants are merely stale.
+			in := Attempt(res, 5, 1, "p1")
+			in.Evidence.Lineage = "l1"
+			f.accept(in)
+			next := Attempt(res, 6, 1, "q1")
+			next.Evidence = store.Evidence{IssuerEpoch: 1, BackendRevision: 1, Lineage: "l2"}
+			f.accept(next)
+			rec := f.record(res)
+			f.check(rec.Evidence.Lineage == "l2" && reflect.DeepEqual(rec.PriorLineages, []string{"l1"}), "record %s", dump(rec))
+			old := Attempt(res, 5, 2, "p2")
+			old.Evidence = store.Evidence{IssuerEpoch: 9, BackendRevision: 900, Lineage: "l1"} // not comparable with l2's
+			f.expect(old, store.DecisionStaleOwner)
+			f.unchanged(res, rec)
+		}},
+		{"LineageUnseenBelowHighestPauses", func(f *fixture) {
+			// A registry that did not continue above the highest fence (an
+			// empty data directory): its fence 2 pauses the resource with no
+			// receipt to compare, whatever its evidence.
+			in := Attempt(res, 6, 1, "p1")
+			in.Evidence.Lineage = "l1"
+			f.accept(in)
+			fresh := Attempt(res, 2, 1, "x")
+			fresh.Evidence = store.Evidence{IssuerEpoch: 1, BackendRevision: 1, Lineage: "l9"}
+			r := f.expect(fresh, store.DecisionFenceRegression)
+			rec := f.record(res)
+			p := rec.Pause
+			f.check(rec.HighestFence == 6 && rec.LastSeq == 1 && p != nil && p.Reason == store.PauseFenceRegression && p.Fence == 2 &&
+				p.Evidence == fresh.Evidence && strings.Contains(p.Detail, "l9") && strings.Contains(p.Detail, "l1") &&
+				reflect.DeepEqual(r.Record, rec), "record %s", dump(rec))
+			f.check(r.Code() == "FENCE_REGRESSION", "code %s", r.Code())
+			if _, err := f.s.Resume(f.ctx, res); err != nil {
+				f.Fatal(err)
+			}
+			f.expect(fresh, store.DecisionFenceRegression)
+		}},
+		{"LineageUnknownKeepsTodaysRules", func(f *fixture) {
+			f.acceptN(res, 6, 1) // a grant without lineage
+			in := Attempt(res, 5, 1, "x")
+			in.Evidence.Lineage = "l9"
+			f.expect(in, store.DecisionStaleOwner)
+			in.Evidence.IssuerEpoch = 2
+			f.expect(in, store.DecisionFenceRegression)
 		}},
 		{"ProceedNewFenceAfterCommits", func(f *fixture) {
 			f.acceptN(res, 5, 2)

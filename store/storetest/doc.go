@@ -4,11 +4,14 @@
 // exclusivity under racing goroutines, a rapid (pgregory.net/rapid) stateful
 // test against a small independent reference model, a porcupine
 // linearizability check of concurrent per-resource histories, the
-// enforcement ledger, and compaction (retention never lets a compacted
-// segment be accepted again) with Stats.
+// enforcement ledger, compaction (retention never lets a compacted segment
+// be accepted again) with Stats, issuer lineages, Repair (a record raised
+// to its outside anchor), Records, Generation and the trust pins. The
+// stateful model knows lineages and Repair.
 //
 // Backend-specific properties (durability across a crash, fsync grouping)
 // are tested in the backend's own package; BeginCommitLoop is the shared
 // driver for their benchmarks, and RunReopen checks what a durable backend
-// must keep across a reopen.
+// must keep across a reopen (the ledger, the pins, the generation,
+// compaction).
 package storetest

@@ -30,7 +30,8 @@ func Owner(fence uint64) string {
 
 // Attempt returns a valid Begin input: fence, its root, seq and a payload,
 // owned by Owner(fence), issued at epoch 1 with backend revision 10*fence, at
-// T0 with a one-minute deadline.
+// T0 with a one-minute deadline, quiet (no attempt can take effect any more)
+// two minutes after T0.
 func Attempt(resource string, fence, seq uint64, payload string) store.BeginInput {
 	return store.BeginInput{
 		Resource:      resource,
@@ -44,6 +45,7 @@ func Attempt(resource string, fence, seq uint64, payload string) store.BeginInpu
 		Evidence:      store.Evidence{IssuerEpoch: 1, BackendRevision: 10 * fence},
 		Now:           T0,
 		Deadline:      T0.Add(time.Minute),
+		QuietAt:       T0.Add(2 * time.Minute),
 	}
 }
 

@@ -155,7 +155,8 @@ func runLifecycle(t *testing.T, newStore Factory) {
 			if _, err := f.s.MarkUnknown(f.ctx, store.MarkUnknownInput{OpRef: in.Ref(), Now: T0}); err != nil {
 				f.Fatal(err)
 			}
-			rr, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: in.Ref(), Now: T0})
+			// At its quiet time: no attempt can take effect any more.
+			rr, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: in.Ref(), Now: in.QuietAt})
 			f.check(err == nil && !rr.Applied && rr.Receipt == nil && rr.Record.LastSeq == 1 && rr.Record.InFlight == nil && rr.Record.HighestFence == 5,
 				"resolve: %+v, %v", rr, err)
 			_, err = f.s.Receipt(f.ctx, store.ReceiptKey{Resource: res, Fence: 5, Seq: 2})
@@ -176,8 +177,12 @@ func runLifecycle(t *testing.T, newStore Factory) {
 			_, err = f.s.Resolve(f.ctx, store.ResolveInput{OpRef: in.Ref(), Applied: true, BackendStatus: 200, Now: T0})
 			f.wantErr(err, store.ErrStillInFlight)
 			f.unchanged(res, before)
-			// Past its deadline it counts as unknown and may be resolved.
-			rr, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: in.Ref(), Now: in.Deadline})
+			// Past its deadline it counts as unknown and may be resolved;
+			// as not applied only once it is quiet too.
+			_, err = f.s.Resolve(f.ctx, store.ResolveInput{OpRef: in.Ref(), Now: in.Deadline})
+			f.wantErr(err, store.ErrNotQuiet)
+			f.unchanged(res, before)
+			rr, err := f.s.Resolve(f.ctx, store.ResolveInput{OpRef: in.Ref(), Now: in.QuietAt})
 			f.check(err == nil && rr.Record.InFlight == nil && rr.Record.HighestFence == 5 && rr.Record.LastSeq == 0, "resolve: %+v, %v", rr, err)
 		}},
 		{"AbortRules", func(f *fixture) {

@@ -25,6 +25,7 @@ type linOp struct {
 	Begin   store.BeginInput
 	Ref     store.OpRef
 	Applied bool
+	Closed  bool // resolve: the evidence of "not applied" closes the operation
 }
 
 func (o linOp) resource() string {
@@ -68,7 +69,7 @@ var linModel = porcupine.Model{
 		case "abort":
 			next, want = s.abort(in.Ref)
 		case "resolve":
-			next, want = s.resolve(in.Ref, in.Applied, T0)
+			next, want = s.resolve(store.ResolveInput{OpRef: in.Ref, Applied: in.Applied, Closed: in.Closed, Now: T0})
 		case "resume":
 			next, want = s.resume()
 		default:
@@ -277,11 +278,15 @@ func (c *linClient) end(ctx context.Context, ref store.OpRef) {
 	}
 }
 
-// reconcile resolves an unknown mutation, as applied or not.
+// reconcile resolves an unknown mutation, as applied or not. Every
+// operation happens at T0, before any mutation is quiet: "not applied" is
+// settled only on evidence that closes the operation, and refused
+// (not-quiet) otherwise.
 func (c *linClient) reconcile(ctx context.Context, ref store.OpRef) {
 	applied := c.rng.IntN(2) == 0
-	c.record(linOp{Kind: "resolve", Ref: ref, Applied: applied}, func() mOut {
-		in := store.ResolveInput{OpRef: ref, Applied: applied, Now: T0}
+	closed := !applied && c.rng.IntN(3) > 0
+	c.record(linOp{Kind: "resolve", Ref: ref, Applied: applied, Closed: closed}, func() mOut {
+		in := store.ResolveInput{OpRef: ref, Applied: applied, Closed: closed, Now: T0}
 		if applied {
 			in.Response = store.StoredResponse{Status: 200}
 		}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/fencegate/fencegate"
@@ -23,6 +24,8 @@ const (
 	outConflict      = "conflict"
 	outNotPaused     = "not-paused"
 	outNotFound      = "not-found"
+	outNotQuiet      = "not-quiet"
+	outCorrupt       = "corrupt"
 )
 
 type mReceipt struct {
@@ -34,8 +37,21 @@ type mMut struct {
 	root, payload string
 	unknown       bool
 	byDeadline    bool
+	byLoss        bool // put back by Repair
 	attempts      int
 	deadline      time.Time
+	// quiet is when no attempt can take effect any more: the Begin's
+	// QuietAt (its Deadline plus store.LegacyQuietDelay when it has none),
+	// the latest of all attempts'.
+	quiet time.Time
+}
+
+// quietOf is the quiet time a Begin input promises.
+func quietOf(in store.BeginInput) time.Time {
+	if in.QuietAt.IsZero() {
+		return in.Deadline.Add(store.LegacyQuietDelay)
+	}
+	return in.QuietAt
 }
 
 type mState struct {
@@ -43,7 +59,8 @@ type mState struct {
 	highest    uint64
 	root       string
 	lastSeq    uint64
-	evidence   store.Evidence
+	evidence   store.Evidence // with the highest fence's lineage
+	prior      []string       // lineages that held the highest fence before, oldest first
 	inflight   *mMut
 	paused     bool
 	receipts   map[[2]uint64]mReceipt
@@ -73,8 +90,10 @@ func opID(root string, seq uint64) string { return fencegate.OperationID(root, s
 func (s mState) begin(in store.BeginInput) (mState, mOut) {
 	s = s.clone()
 	if m := s.inflight; m != nil && !m.unknown && !in.Now.Before(m.deadline) {
-		m.unknown, m.byDeadline = true, true
+		m.unknown, m.byDeadline, m.byLoss = true, true, false
 	}
+	// Two known, different lineages: evidence does not compare.
+	otherLineage := in.Evidence.Lineage != "" && s.evidence.Lineage != "" && in.Evidence.Lineage != s.evidence.Lineage
 	later := in.Evidence.IssuerEpoch > s.evidence.IssuerEpoch ||
 		in.Evidence.IssuerEpoch == s.evidence.IssuerEpoch && in.Evidence.BackendRevision > s.evidence.BackendRevision
 	rc, accepted := s.receipts[[2]uint64{in.Fence, in.Seq}]
@@ -87,6 +106,9 @@ func (s mState) begin(in store.BeginInput) (mState, mOut) {
 			m.unknown = false
 			m.attempts++
 			m.deadline = in.Deadline
+			if q := quietOf(in); q.After(m.quiet) {
+				m.quiet = q
+			}
 			return s, mOut{Decision: store.DecisionProceed, Op: opID(m.root, m.seq)}
 		}
 		return s, mOut{Decision: store.DecisionMutationUnknown, Op: opID(m.root, m.seq)}
@@ -104,6 +126,13 @@ func (s mState) begin(in store.BeginInput) (mState, mOut) {
 		}
 		s.quarantine[store.QuarantineID(in.Ref(), in.PayloadDigest)]++
 		return s, mOut{Decision: store.DecisionSegmentConflict, ID: store.ReceiptID(in.Ref(), rc.payload)}
+	case in.Fence < s.highest && otherLineage && slices.Contains(s.prior, in.Evidence.Lineage):
+		// A lineage superseded by one that continued above it.
+		return s, mOut{Decision: store.DecisionStaleOwner}
+	case in.Fence < s.highest && otherLineage:
+		// A registry that did not continue above the highest fence.
+		s.paused = true
+		return s, mOut{Decision: store.DecisionFenceRegression}
 	case in.Fence < s.highest && later:
 		s.paused = true
 		return s, mOut{Decision: store.DecisionFenceRegression}
@@ -119,12 +148,15 @@ func (s mState) begin(in store.BeginInput) (mState, mOut) {
 	case in.Fence > s.highest && in.Seq != 1:
 		return s, mOut{Decision: store.DecisionSegmentGap}
 	case in.Fence > s.highest:
+		if s.evidence.Lineage != "" && s.evidence.Lineage != in.Evidence.Lineage {
+			s.prior = withPrior(s.prior, s.evidence.Lineage)
+		}
 		s.highest, s.root, s.lastSeq, s.evidence = in.Fence, in.Root, 0, in.Evidence
 	case in.Root != s.root || in.Seq != s.lastSeq+1:
 		return s, mOut{Decision: store.DecisionSegmentGap}
 	}
 	s.exists = true
-	s.inflight = &mMut{fence: in.Fence, seq: in.Seq, root: in.Root, payload: in.PayloadDigest, attempts: 1, deadline: in.Deadline}
+	s.inflight = &mMut{fence: in.Fence, seq: in.Seq, root: in.Root, payload: in.PayloadDigest, attempts: 1, deadline: in.Deadline, quiet: quietOf(in)}
 	return s, mOut{Decision: store.DecisionProceed, Op: opID(in.Root, in.Seq)}
 }
 
@@ -133,13 +165,27 @@ func (s mState) matches(r store.OpRef) bool {
 	return m != nil && m.fence == r.Fence && m.seq == r.Seq && m.root == r.Root
 }
 
+// withPrior is prior with l last (moved there if present), the newest
+// store.MaxPriorLineages kept; prior is not modified.
+func withPrior(prior []string, l string) []string {
+	out := slices.DeleteFunc(slices.Clone(prior), func(x string) bool { return x == l })
+	out = append(out, l)
+	return out[max(0, len(out)-store.MaxPriorLineages):]
+}
+
 // settle is Commit and Resolve(applied).
 func (s mState) settle(r store.OpRef) (mState, mOut) {
+	rc, receipted := s.receipts[[2]uint64{r.Fence, r.Seq}]
 	if !s.matches(r) {
-		if rc, ok := s.receipts[[2]uint64{r.Fence, r.Seq}]; ok && rc.root == r.Root {
+		if receipted && rc.root == r.Root {
 			return s, mOut{Class: outOK, ID: store.ReceiptID(r, rc.payload)}
 		}
 		return s, mOut{Class: outNotInFlight}
+	}
+	if receipted {
+		// Only after a Repair that took another root's place under the
+		// same fence: that root's receipt holds the segment's key.
+		return s, mOut{Class: outCorrupt}
 	}
 	s = s.clone()
 	if s.receipts == nil {
@@ -159,7 +205,7 @@ func (s mState) markUnknown(r store.OpRef) (mState, mOut) {
 		return s, mOut{Class: outNotInFlight}
 	}
 	s = s.clone()
-	s.inflight.unknown, s.inflight.byDeadline = true, false
+	s.inflight.unknown, s.inflight.byDeadline, s.inflight.byLoss = true, false, false
 	return s, mOut{Class: outOK}
 }
 
@@ -172,18 +218,20 @@ func (s mState) abort(r store.OpRef) (mState, mOut) {
 	}
 	s = s.clone()
 	if s.inflight.attempts > 1 {
-		s.inflight.unknown, s.inflight.byDeadline = true, false
+		s.inflight.unknown, s.inflight.byDeadline, s.inflight.byLoss = true, false, false
 	} else {
 		s.inflight = nil
 	}
 	return s, mOut{Class: outOK}
 }
 
-func (s mState) resolve(r store.OpRef, applied bool, now time.Time) (mState, mOut) {
+// resolve is Resolve of in (its OpRef, Applied, Closed, EvidenceAge and Now).
+func (s mState) resolve(in store.ResolveInput) (mState, mOut) {
+	r, now := in.OpRef, in.Now
 	if s.matches(r) && !s.inflight.unknown && now.Before(s.inflight.deadline) {
 		return s, mOut{Class: outStillInFlight}
 	}
-	if applied {
+	if in.Applied {
 		return s.settle(r)
 	}
 	if !s.matches(r) {
@@ -191,6 +239,10 @@ func (s mState) resolve(r store.OpRef, applied bool, now time.Time) (mState, mOu
 			return s, mOut{Class: outConflict}
 		}
 		return s, mOut{Class: outNotInFlight}
+	}
+	// Not applied only on evidence no later apply can overtake.
+	if !in.Closed && now.Add(-in.EvidenceAge).Before(s.inflight.quiet) {
+		return s, mOut{Class: outNotQuiet}
 	}
 	s = s.clone()
 	s.inflight = nil
@@ -201,6 +253,48 @@ func (s mState) pause() (mState, mOut) {
 	s = s.clone()
 	s.exists = true
 	s.paused = true
+	return s, mOut{Class: outOK}
+}
+
+// repair is Repair of the anchored a at now: raise to the anchor, never
+// lower, put back what may have reached the backend, pause.
+func (s mState) repair(a fencegate.Progress, now time.Time, window time.Duration) (mState, mOut) {
+	s = s.clone()
+	lost := func() *mMut {
+		if a.Pending == nil {
+			return nil
+		}
+		return &mMut{fence: a.Fence, seq: a.Pending.Seq, root: a.Root, payload: a.Pending.PayloadDigest,
+			unknown: true, byLoss: true, attempts: 1, deadline: now.Add(window), quiet: now.Add(window)}
+	}
+	anchored := store.Evidence{IssuerEpoch: a.IssuerEpoch, BackendRevision: a.BackendRevision, Lineage: a.Lineage}
+	switch {
+	case a.Fence > s.highest:
+		if s.evidence.Lineage != "" && s.evidence.Lineage != a.Lineage {
+			s.prior = withPrior(s.prior, s.evidence.Lineage)
+		}
+		s.highest, s.root, s.lastSeq, s.evidence, s.inflight = a.Fence, a.Root, a.LastSeq, anchored, lost()
+	case a.Fence == s.highest && a.Fence > 0 && a.Root != s.root:
+		s.root, s.lastSeq, s.evidence, s.inflight = a.Root, a.LastSeq, anchored, lost()
+	case a.Fence == s.highest && a.Fence > 0:
+		s.lastSeq = max(s.lastSeq, a.LastSeq)
+		if m := s.inflight; m != nil && m.seq <= s.lastSeq {
+			s.inflight = nil
+		}
+		switch p, m := a.Pending, s.inflight; {
+		case p == nil || s.lastSeq >= p.Seq:
+		case m == nil || m.seq != p.Seq || m.payload != p.PayloadDigest:
+			s.inflight = lost()
+		case !m.unknown:
+			// The very mutation, in flight: it may have landed before,
+			// and is not quiet before now + window.
+			m.unknown, m.byLoss, m.byDeadline = true, true, false
+			if q := now.Add(window); q.After(m.quiet) {
+				m.quiet = q
+			}
+		}
+	}
+	s.exists, s.paused = true, true
 	return s, mOut{Class: outOK}
 }
 
@@ -233,6 +327,10 @@ func classOf(err error) string {
 		return outNotPaused
 	case errors.Is(err, store.ErrNotFound):
 		return outNotFound
+	case errors.Is(err, store.ErrNotQuiet):
+		return outNotQuiet
+	case errors.Is(err, store.ErrCorrupt):
+		return outCorrupt
 	}
 	return "error: " + err.Error()
 }
@@ -261,18 +359,21 @@ func (s mState) sameRecord(rec store.Record, found bool) bool {
 	if !found {
 		return true
 	}
-	if rec.HighestFence != s.highest || rec.Root != s.root || rec.LastSeq != s.lastSeq ||
+	if rec.HighestFence != s.highest || rec.Root != s.root || rec.LastSeq != s.lastSeq || !slices.Equal(rec.PriorLineages, s.prior) ||
 		rec.Evidence != s.evidence || (rec.Pause != nil) != s.paused || (rec.InFlight != nil) != (s.inflight != nil) {
 		return false
 	}
 	if m := s.inflight; m != nil {
 		g := rec.InFlight
 		cause := store.CauseNoAnswer
-		if m.byDeadline {
+		switch {
+		case m.byDeadline:
 			cause = store.CauseDeadline
+		case m.byLoss:
+			cause = store.CauseStoreLoss
 		}
 		if g.Fence != m.fence || g.Seq != m.seq || g.Root != m.root || g.PayloadDigest != m.payload ||
-			int(g.Attempts) != m.attempts || !g.Deadline.Equal(m.deadline) ||
+			int(g.Attempts) != m.attempts || !g.Deadline.Equal(m.deadline) || !g.QuietBy().Equal(m.quiet) ||
 			(g.State == store.MutationUnknown) != m.unknown || (m.unknown && g.Cause != cause) {
 			return false
 		}

@@ -35,12 +35,17 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 	}
 	t.Run("Decisions", func(t *testing.T) { runDecisions(t, newStore) })
 	t.Run("Lifecycle", func(t *testing.T) { runLifecycle(t, newStore) })
+	t.Run("Quiet", func(t *testing.T) { runQuiet(t, newStore) })
 	t.Run("Owner", func(t *testing.T) { runOwner(t, newStore) })
 	t.Run("BadInput", func(t *testing.T) { runBadInput(t, newStore) })
 	t.Run("InFlightExclusive", func(t *testing.T) { runExclusive(t, newStore) })
 	t.Run("Stateful", func(t *testing.T) { runStateful(t, newStore, cfg.rapidRounds) })
 	t.Run("Linearizable", func(t *testing.T) { runLinearizable(t, newStore) })
 	t.Run("Enforcement", func(t *testing.T) { runEnforcement(t, newStore) })
+	t.Run("Repair", func(t *testing.T) { runRepair(t, newStore) })
+	t.Run("Records", func(t *testing.T) { runRecords(t, newStore) })
+	t.Run("Generation", func(t *testing.T) { runGeneration(t, newStore) })
+	t.Run("Trust", func(t *testing.T) { runTrust(t, newStore) })
 	t.Run("Compact", func(t *testing.T) { runCompact(t, newStore) })
 }
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -53,6 +55,7 @@ func (m *machine) run(t *rapid.T) {
 		"resolve":     m.resolve,
 		"pause":       m.pause,
 		"resume":      m.resume,
+		"repair":      m.repair,
 		"tick":        m.tick,
 		"":            m.checkAll,
 	})
@@ -89,12 +92,26 @@ func (m *machine) begin(t *rapid.T) {
 		IssuerEpoch:     rapid.SampledFrom([]uint64{1, 1, 1, 1, 2}).Draw(t, "epoch"),
 		BackendRevision: 10*fence + rapid.Uint64Range(0, 1).Draw(t, "rev"),
 	}
+	in.Evidence.Lineage = rapid.SampledFrom(lineages).Draw(t, "lineage")
 	in.RetryUnknown = rapid.Bool().Draw(t, "retryUnknown")
 	in.Now = m.now
 	in.Deadline = m.now.Add(time.Duration(rapid.IntRange(1, 3).Draw(t, "ttl")) * time.Minute)
+	// The backend's apply delay after the forward: none declared (zero
+	// QuietAt, the legacy bound), or up to three minutes.
+	in.QuietAt = time.Time{}
+	if d := rapid.IntRange(-1, 180).Draw(t, "applyDelaySeconds"); d >= 0 {
+		in.QuietAt = in.Deadline.Add(time.Duration(d) * time.Second)
+	}
+	before, err := m.s.Record(m.ctx, in.Resource)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Record: %v", err)
+	}
 	got, err := m.s.Begin(m.ctx, in)
 	if err != nil {
 		t.Fatalf("Begin: %v", err)
+	}
+	if !reflect.DeepEqual(got.Prior, before) {
+		t.Fatalf("Begin's Prior %s, the record before %s", dump(got.Prior), dump(before))
 	}
 	next, want := st.begin(in)
 	if g := beginOut(got); g != want {
@@ -102,6 +119,9 @@ func (m *machine) begin(t *rapid.T) {
 	}
 	m.model[i] = next
 	m.seen[string(want.Decision)]++
+	if l := st.evidence.Lineage; in.Fence < st.highest && l != "" && in.Evidence.Lineage != "" && l != in.Evidence.Lineage {
+		m.seen["otherLineage:"+string(want.Decision)]++
+	}
 }
 
 func (m *machine) commit(t *rapid.T) {
@@ -137,17 +157,20 @@ func (m *machine) abort(t *rapid.T) {
 func (m *machine) resolve(t *rapid.T) {
 	i := rapid.IntRange(0, machineResources-1).Draw(t, "res")
 	r := m.ref(t, i)
-	in := store.ResolveInput{OpRef: r, Applied: rapid.Bool().Draw(t, "applied"), Now: m.now}
+	in := store.ResolveInput{OpRef: r, Applied: rapid.Bool().Draw(t, "applied"), Now: m.now,
+		EvidenceAge: time.Duration(rapid.SampledFrom([]int{0, 0, 30, 120}).Draw(t, "evidenceAgeSeconds")) * time.Second}
 	if in.Applied {
 		in.Response = store.StoredResponse{Status: 200}
+	} else {
+		in.Closed = rapid.IntRange(0, 3).Draw(t, "closed") == 0
 	}
 	got, err := m.s.Resolve(m.ctx, in)
 	out := mOut{Class: classOf(err)}
 	if got.Receipt != nil {
 		out.ID = got.Receipt.ID
 	}
-	next, want := m.model[i].resolve(r, in.Applied, m.now)
-	m.compare(t, fmt.Sprintf("Resolve(applied=%v)", in.Applied), r, out, want)
+	next, want := m.model[i].resolve(in)
+	m.compare(t, fmt.Sprintf("Resolve(applied=%v, closed=%v)", in.Applied, in.Closed), r, out, want)
 	m.model[i] = next
 }
 
@@ -167,6 +190,42 @@ func (m *machine) resume(t *rapid.T) {
 	_, err := m.s.Resume(m.ctx, m.resource(i))
 	next, want := m.model[i].resume()
 	m.compare(t, "Resume", store.OpRef{Resource: m.resource(i)}, mOut{Class: classOf(err)}, want)
+	m.model[i] = next
+}
+
+// lineages are the issuer lineages Begin and Repair draw from: "" is a
+// grant of a registry before lineages.
+var lineages = []string{"", "l1", "l1", "l2", "l3"}
+
+// repair draws an anchor near the resource's model state (below, at it
+// under its root or another, above; maybe pending, maybe paused) and
+// repairs the store to it.
+func (m *machine) repair(t *rapid.T) {
+	if rapid.IntRange(0, 3).Draw(t, "skipRepair") > 0 {
+		return // every repair pauses
+	}
+	i := rapid.IntRange(0, machineResources-1).Draw(t, "res")
+	st := m.model[i]
+	fence := st.highest + rapid.Uint64Range(0, 1).Draw(t, "anchorFence")
+	if fence > 1 && rapid.IntRange(0, 3).Draw(t, "anchorBelow") == 0 {
+		fence--
+	}
+	a := fencegate.Progress{}
+	if fence > 0 {
+		a = Progress(fence, rapid.Uint64Range(0, st.lastSeq+2).Draw(t, "anchorLastSeq"), 0, "")
+		if rapid.IntRange(0, 5).Draw(t, "anchorOtherRoot") == 0 {
+			a.Root = "other"
+		}
+		a.Lineage = rapid.SampledFrom(lineages).Draw(t, "anchorLineage")
+		if rapid.Bool().Draw(t, "anchorPending") {
+			a.Pending = &fencegate.PendingOp{Seq: a.LastSeq + 1, PayloadDigest: Digest(rapid.SampledFrom([]string{"a", "b"}).Draw(t, "anchorPayload")),
+				Owner: Owner(fence)}
+		}
+	}
+	window := time.Duration(rapid.IntRange(0, 2).Draw(t, "window")) * time.Minute
+	_, err := m.s.Repair(m.ctx, store.RepairInput{Resource: m.resource(i), Anchored: a, Now: m.now, Window: window})
+	next, want := st.repair(a, m.now, window)
+	m.compare(t, "Repair", store.OpRef{Resource: m.resource(i), Fence: a.Fence}, mOut{Class: classOf(err)}, want)
 	m.model[i] = next
 }
 
@@ -217,17 +276,18 @@ func (m *machine) checkAll(t *rapid.T) {
 				t.Fatalf("quarantine %s: %d attempts, model %d", q.ID, q.Attempts, st.quarantine[q.ID])
 			}
 		}
-		if rec.Exists() && rec.LastSeq > 0 {
-			// The receipts of the current fence are all there, each owned by
-			// the owner of the Begin that proceeded.
-			for seq := uint64(1); seq <= rec.LastSeq; seq++ {
-				rc, err := m.s.Receipt(m.ctx, store.ReceiptKey{Resource: rec.Resource, Fence: rec.HighestFence, Seq: seq})
-				if err != nil {
-					t.Fatalf("receipt %d/%d of %s: %v", rec.HighestFence, seq, rec.Resource, err)
-				}
-				if rc.Owner != Owner(rc.Fence) {
-					t.Fatalf("receipt %s owned by %q, want %q", rc.ID, rc.Owner, Owner(rc.Fence))
-				}
+		// Every receipt written is there, under its root, each owned by the
+		// owner of the Begin that proceeded (or the anchor's pending owner).
+		for k, want := range st.receipts {
+			rc, err := m.s.Receipt(m.ctx, store.ReceiptKey{Resource: m.resource(i), Fence: k[0], Seq: k[1]})
+			if err != nil {
+				t.Fatalf("receipt %d/%d of %s: %v", k[0], k[1], m.resource(i), err)
+			}
+			if rc.Root != want.root || rc.PayloadDigest != want.payload {
+				t.Fatalf("receipt %s: root %s payload %s, model %+v", rc.ID, rc.Root, rc.PayloadDigest, want)
+			}
+			if rc.Owner != Owner(rc.Fence) {
+				t.Fatalf("receipt %s owned by %q, want %q", rc.ID, rc.Owner, Owner(rc.Fence))
 			}
 		}
 	}

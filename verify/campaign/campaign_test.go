@@ -34,6 +34,7 @@ var allowedCodes = map[string][]fencegate.Code{
 	"duplicate-members": {fencegate.CodeGrantInvalid},
 	"huge-numbers":      {fencegate.CodeGrantInvalid},
 	"typ-confusion":     {fencegate.CodeGrantInvalid},
+	"bad-lineage":       {fencegate.CodeGrantInvalid},
 }
 
 // allowedReasons narrows the kinds whose finer reason is known.
@@ -46,6 +47,7 @@ var allowedReasons = map[string][]error{
 	"duplicate-members": {verify.ErrDuplicateMember},
 	"huge-numbers":      {verify.ErrClaimType, verify.ErrMalformed},
 	"typ-confusion":     {verify.ErrWrongSchema, verify.ErrUnknownClaim},
+	"bad-lineage":       {verify.ErrClaimType, verify.ErrEmptyClaim, verify.ErrUnknownClaim},
 	"revoked-epoch":     {verify.ErrEpochRevoked},
 	"stale-policy":      {verify.ErrPolicyMismatch},
 	"expired":           {verify.ErrProofExpired, verify.ErrProofTooOld, verify.ErrProofFromFuture, verify.ErrGrantNotHeld},

@@ -33,6 +33,9 @@ const (
 	// proofs.maxTTL (both their defaults).
 	MaxAge      = 5 * time.Second
 	MaxProofTTL = 5 * time.Second
+	// Lineage is the registry's issuer lineage, carried by every
+	// original grant (the registry always issues the claim).
+	Lineage = "6c696e656167652d6f662d7468652d72"
 	// ClockSkew is trust.clockSkew (its default).
 	ClockSkew = time.Second
 	// grantAge and proofAge: how long before the sidecar's now the
@@ -169,7 +172,7 @@ func (f *Fixture) makeOriginal(i int, resource, owner string, fence uint64) (*or
 	iat := Now.Add(-grantAge).UnixMilli()
 	rec := registry.LeaseRecord{
 		Lease: fmt.Sprintf("lease-%d", i+1), GrantID: fmt.Sprintf("grant-%d", i+1),
-		Resource: resource, Owner: owner, RequestID: fmt.Sprintf("req-%d", i+1), OpClass: "write",
+		Resource: resource, Owner: owner, RequestID: fmt.Sprintf("req-%d", i+1), OpClass: "write", Lineage: Lineage,
 		Fence: fence, IssuerEpoch: Epoch, PolicyGeneration: Policy, Revision: uint64(100 + i),
 		TTLMs: uint64(grantTTL / time.Millisecond), IssuedAt: iat, ExpiresAt: iat + grantTTL.Milliseconds(),
 		State: verify.StateHeld,

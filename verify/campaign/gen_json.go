@@ -17,7 +17,7 @@ import (
 
 var (
 	grantNames = []string{"schema", "iss", "grantId", "resource", "owner", "requestId", "lease", "operationRoot",
-		"fenceToken", "backendRevision", "policyGeneration", "issuerEpoch", "ttlMs", "opClass", "iat"}
+		"fenceToken", "backendRevision", "policyGeneration", "issuerEpoch", "ttlMs", "opClass", "iat", "lineage"}
 	grantNums  = []string{"fenceToken", "backendRevision", "policyGeneration", "issuerEpoch", "ttlMs", "iat"}
 	proofNames = []string{"schema", "iss", "grantDigest", "resource", "lease", "fenceToken", "state",
 		"backendRevision", "policyGeneration", "issuerEpoch", "iat", "exp"}

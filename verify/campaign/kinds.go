@@ -32,6 +32,7 @@ var kinds = []kind{
 	{"duplicate-members", "a claim or header member twice, re-signed", genDuplicateMembers},
 	{"huge-numbers", "integer claims as 1e400, 2^64, -1, 1.5, \"1\", ..., re-signed", genHugeNumbers},
 	{"typ-confusion", "a proof presented as a grant and vice versa; near-miss typ", genTypConfusion},
+	{"bad-lineage", "lineage claim empty, null, not a string, outside [0-9a-z], too long or misspelt, re-signed", genBadLineage},
 }
 
 // Kinds returns the names of all mutation kinds, in table order.
