@@ -73,7 +73,18 @@ func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) 
 	h.grant, h.claims = l.Grant, claims
 	h.observeLocked(opAcquire, sent, l, nil)
 	short := h.state == StateHeld && h.deadline.Sub(h.clock.Now()) < (cfg.ttl-cfg.safetyMargin)/2
+	// A waiting acquire that waited most of a TTL: its conservative
+	// deadline (sent + TTL - margin) passed before the grant came back,
+	// so the answer left the Holder OWNERSHIP_UNKNOWN. Confirm it now,
+	// before handing the Holder out, rather than return one that refuses
+	// every effect until its keeper's first status read.
+	doubted := h.state == StateOwnershipUnknown && errors.Is(h.cause, ErrLocalDeadline)
 	h.mu.Unlock()
+	if doubted {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.attemptTimeout)
+		_, _ = h.Check(cctx) // an uncertain answer leaves it to the keeper
+		cancel()
+	}
 	if cfg.noBackground {
 		close(h.keeperDone) // no keeper: Release has nothing to stop
 	} else {

@@ -624,6 +624,37 @@ func TestWaitingAcquireHandoff(t *testing.T) {
 	}
 }
 
+// TestWaitingAcquireLongerThanItsTTL: a Hold that waits longer than its
+// own TTL gets a grant whose conservative local deadline (the request's
+// send time plus the TTL) has already passed; Hold confirms the lease
+// before returning, so the Holder it hands out is HELD and usable, not
+// OWNERSHIP_UNKNOWN until its keeper's first status read (which made a
+// restarted sidecar refuse writes on its store claim).
+func TestWaitingAcquireLongerThanItsTTL(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	a, err := s.mustWorker(t, "worker-a").Hold(ctx, "batch/long-wait", client.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(600 * time.Millisecond) // longer than worker-b's TTL
+		released <- a.Release(ctx)
+	}()
+	b, err := s.mustWorker(t, "worker-b").Hold(ctx, "batch/long-wait", client.WithTTL(300*time.Millisecond), client.WithWait(10*time.Second))
+	if rerr := <-released; rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatalf("worker-b: %v", err)
+	}
+	defer b.Release(ctx)
+	if st := b.State(); st != client.StateHeld || b.Usable() != nil {
+		t.Fatalf("worker-b's Hold returned a Holder in state %s (usable: %v), want HELD", st, b.Usable())
+	}
+}
+
 // TestLostAcquireRequest: the acquire never reaches the registry. The
 // lookup says the request ID is unknown, so the acquire is sent again with
 // the same request ID and granted once.

@@ -11,13 +11,14 @@ import (
 	"github.com/fencegate/fencegate/client"
 )
 
-var startLineRE = regexp.MustCompile(`lineage ([0-9a-z]+), fence floor (\d+)\)`)
+var startLineRE = regexp.MustCompile(`lineage ([0-9a-z]+), fence floor (\d+), issuer epoch (\d+)\)`)
 
 // TestRegistryStartFenceFloor runs the real binary: `fencegate registry
 // --fence-floor N` raises the global floor before it serves (the first
-// grant is N+1), says so on its start line with the data set's lineage, and
-// a later start with a lower floor never lowers it; the lineage stays the
-// data set's across restarts.
+// grant is N+1) and `--issuer-epoch E` the issuer epoch, it says both on its
+// start line with the data set's lineage, and a later start with a lower
+// floor or epoch never lowers them; the lineage stays the data set's across
+// restarts.
 func TestRegistryStartFenceFloor(t *testing.T) {
 	dataDir := t.TempDir()
 	ctx := context.Background()
@@ -41,17 +42,21 @@ func TestRegistryStartFenceFloor(t *testing.T) {
 	}
 	var lineage string
 	for i, c := range []struct {
-		flag      string
-		wantFloor uint64
-	}{{"1000", 1000}, {"10", 1000}, {"", 1000}, {"5000", 5000}} {
+		flag, epochFlag      string
+		wantFloor, wantEpoch uint64
+	}{{"1000", "", 1000, 1}, {"10", "4", 1000, 4}, {"", "2", 1000, 4}, {"5000", "", 5000, 4}} {
 		extra := []string{}
 		if c.flag != "" {
 			extra = append(extra, "--fence-floor", c.flag)
 		}
+		if c.epochFlag != "" {
+			extra = append(extra, "--issuer-epoch", c.epochFlag)
+		}
 		reg := startRegistry(t, dataDir, extra...)
 		line := startLineRE.FindStringSubmatch(reg.Stdout())
-		if line == nil || line[2] != fmt.Sprint(c.wantFloor) {
-			t.Fatalf("start %d (--fence-floor %q): start line %q, want fence floor %d", i, c.flag, reg.Stdout(), c.wantFloor)
+		if line == nil || line[2] != fmt.Sprint(c.wantFloor) || line[3] != fmt.Sprint(c.wantEpoch) {
+			t.Fatalf("start %d (--fence-floor %q --issuer-epoch %q): start line %q, want fence floor %d, issuer epoch %d",
+				i, c.flag, c.epochFlag, reg.Stdout(), c.wantFloor, c.wantEpoch)
 		}
 		l := acquire(reg, fmt.Sprintf("floor/r%d", i))
 		if l.FenceToken <= c.wantFloor || (i == 0 && l.FenceToken != 1001) {
@@ -62,7 +67,7 @@ func TestRegistryStartFenceFloor(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := metaOf(reg)
-		if m.FenceFloor != c.wantFloor || m.Lineage != line[1] || g.Lineage != m.Lineage {
+		if m.FenceFloor != c.wantFloor || m.IssuerEpoch != c.wantEpoch || g.IssuerEpoch != c.wantEpoch || m.Lineage != line[1] || g.Lineage != m.Lineage {
 			t.Fatalf("start %d: meta %+v, start line lineage %q, grant lineage %q", i, m, line[1], g.Lineage)
 		}
 		if i == 0 {

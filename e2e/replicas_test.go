@@ -153,20 +153,6 @@ func TestReplicasUnknownBlocksEveryReplica(t *testing.T) {
 	}
 }
 
-// appendLog is a backend that applies every write it receives, in order.
-type appendLog struct {
-	mu      sync.Mutex
-	applied []string
-}
-
-func (l *appendLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	l.mu.Lock()
-	l.applied = append(l.applied, string(body))
-	l.mu.Unlock()
-	io.WriteString(w, "ok")
-}
-
 // TestReplicasConcurrentOwners: three sidecars share one Redis store.
 // Owners take the resource over one after another; each writes segments
 // 1..3, each through a randomly chosen sidecar, while the previous owner

@@ -5,12 +5,15 @@
 // applyFencedMutation (ServeHTTP): the route gives the canonical resource
 // ID; the caller's workload identity is established (mTLS SPIFFE ID or a
 // trusted mesh header); the lockGrant.v1 in Fence-Grant is verified against
-// the fixed trust bundle and bound to that identity and resource; the grant
+// the trust bundle's pinned keys and bound to that identity and resource; the grant
 // is shown to be currently held, by a fresh lockStatus.v1 proof in
 // Fence-Status or by a linearizable registry read (unreachable registry:
 // 503 REGISTRY_UNAVAILABLE, never forward). None of these steps touches the
 // store. Then the fenced store decides (store.Store.Begin) on fence and
-// segment order and marks the mutation in flight, with its quiet time (the
+// segment order, with the grant's issuer epoch, backend revision and issuer
+// lineage as its evidence (a lower fence of a lineage the record never saw
+// superseded is a registry that started over: FENCE_REGRESSION and a
+// pause), and marks the mutation in flight, with its quiet time (the
 // forward's deadline, taken before Begin, plus backend.maxApplyDelay: no
 // attempt can take effect after it); the request is forwarded, never after
 // that deadline,
@@ -40,6 +43,14 @@
 // mutation about to pass without enforcement whose path a lenient backend
 // reads as an enforced route's (a trailing slash, dot segments, case,
 // percent-encoding ...) is refused (lenient.go, lenientpath.go).
+//
+// The keys verified with are the trust bundle file's keys that are pinned
+// in the fenced store (trust.go): the store pins the file on first use
+// (when Options.FirstUseAllowed allows it); a key added later is pinned by
+// an operator (AcceptTrust) or by a signed bundle (a verify.BundleSchema
+// JWS signed by a pinned key, newer than the last one the store took); a
+// key whose grants may still be held is never dropped by a reload unless
+// forced, and that time is stored with its pin (restarts keep it).
 //
 // Rejections are RFC 9457 problem documents with the stable codes in
 // errors.go.

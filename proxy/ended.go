@@ -77,10 +77,3 @@ func (e *endedGrants) ended(digest string, now time.Time) bool {
 	}
 	return ok
 }
-
-// size is the number of grants remembered.
-func (e *endedGrants) size() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.until)
-}

@@ -17,6 +17,10 @@ import (
 // fence runs steps 4-5: the store decision, forwarding, and the receipt.
 func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 	g := a.grant
+	// The evidence carries the grant's issuer lineage ("" for a registry
+	// before lineages): a lower fence of a lineage the record never saw
+	// superseded is a registry that did not continue above the highest
+	// fence (FENCE_REGRESSION and a pause, whatever retention deleted).
 	in := store.BeginInput{
 		Resource:      a.resource,
 		Fence:         g.FenceToken,
@@ -26,7 +30,7 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 		GrantDigest:   a.digest,
 		Lease:         g.Lease,
 		Owner:         a.caller,
-		Evidence:      store.Evidence{IssuerEpoch: g.IssuerEpoch, BackendRevision: g.BackendRevision},
+		Evidence:      store.Evidence{IssuerEpoch: g.IssuerEpoch, BackendRevision: g.BackendRevision, Lineage: g.Lineage},
 		RetryUnknown:  a.rt.IdempotencyKey,
 	}
 	if rej := p.checkBegin(a, in); rej != nil {

@@ -26,6 +26,22 @@ func (p *Proxy) Record(ctx context.Context, resource string) (store.Record, erro
 	return p.store.Record(ctx, resource)
 }
 
+// Records returns one page of the store's records in resource order
+// (store.RecordsQuery): the admin API's list of highest fences.
+func (p *Proxy) Records(ctx context.Context, q store.RecordsQuery) ([]store.Record, error) {
+	return p.store.Records(ctx, q)
+}
+
+// MinIssuerEpoch is the lowest issuer epoch of a grant this sidecar
+// accepts now: trust.minIssuerEpoch, or the highest issuer epoch a
+// verified status proof carried since the sidecar started, whichever is
+// higher. A grant of a lower epoch is EPOCH_REVOKED, whichever registry
+// issued it: a registry that replaces another must issue at least this
+// epoch.
+func (p *Proxy) MinIssuerEpoch() uint64 {
+	return max(p.status.minEpoch, p.status.maxSeen.Load())
+}
+
 // Unknown lists the mutations whose outcome is unknown now, by the
 // sidecar's clock: those waiting for reconciliation.
 func (p *Proxy) Unknown(ctx context.Context) ([]store.Mutation, error) {
@@ -64,13 +80,20 @@ func (p *Proxy) Resume(ctx context.Context, resource string) (store.Record, erro
 	return p.store.Resume(ctx, resource)
 }
 
-// ReloadTrust re-reads the trust bundle now. It reports whether the bundle
-// changed. A reload that drops a key behind grants still held fails with
-// ErrKeyInUse unless force is set.
-func (p *Proxy) ReloadTrust(force bool) (bool, error) { return p.trust.reload(force) }
+// ReloadTrust re-reads the trust bundle file and the trust pins now (see
+// trust.go: first use, a signed bundle's keys, removals). It reports
+// whether the file or the keys verified with changed. A reload that drops
+// a key behind grants still held fails with ErrKeyInUse unless force is
+// set.
+func (p *Proxy) ReloadTrust(force bool) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return p.trust.reload(ctx, force)
+}
 
-// TrustKeyIDs are the key IDs of the current trust bundle.
-func (p *Proxy) TrustKeyIDs() []string { return p.trust.current().KeyIDs() }
+// TrustKeyIDs are the key IDs the sidecar verifies with: the bundle
+// file's keys that are pinned.
+func (p *Proxy) TrustKeyIDs() []string { return p.trust.keyIDs() }
 
 // resolve settles the unknown mutation with operation ID op on an
 // operator's word (how labels the reconciliation in metrics).

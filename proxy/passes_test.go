@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -10,10 +11,12 @@ import (
 	"github.com/fencegate/fencegate/store"
 )
 
-// TestOnePassFunctions: ReconcileOnce and CompactOnce do, when called, what
-// one tick of Run's loops does (Run is not started here): a pass settles an
-// unknown mutation through the route's effect query, and a compaction pass
-// deletes the receipts past the retention, keeping the last segment's.
+// TestOnePassFunctions: ReconcileOnce, CompactOnce and TrustOnce do, when
+// called, what one tick of Run's loops does (Run is not started here): a
+// pass settles an unknown mutation through the route's effect query, a
+// compaction pass deletes the receipts past the retention, keeping the last
+// segment's, and a trust tick reads a changed bundle file (a key it gained
+// is listed, not trusted: nothing pinned it).
 func TestOnePassFunctions(t *testing.T) {
 	eff := newRCEffectServer(t)
 	f := newFixture(t, func(c *proxy.Config) {
@@ -43,5 +46,22 @@ func TestOnePassFunctions(t *testing.T) {
 	}
 	if _, err := f.store.Receipt(ctx, store.ReceiptKey{Resource: "item/keep", Fence: a.View.Lease.Fence, Seq: 4}); err != nil {
 		t.Fatalf("the last segment's receipt is gone: %v", err)
+	}
+
+	added := newIssuerKey(t)
+	writeBundle(t, f.cfg.Trust.Bundle, f.issuer.Key(), added)
+	f.proxy.TrustOnce(ctx)
+	list, err := f.proxy.TrustList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := ""
+	for _, k := range list.Keys {
+		if k.Kid == added.KeyID() {
+			state = k.State
+		}
+	}
+	if state != proxy.KeyUnpinned || slices.Contains(f.proxy.TrustKeyIDs(), added.KeyID()) {
+		t.Fatalf("after a trust tick the added key is %q (trusted: %v), want %s and not trusted", state, f.proxy.TrustKeyIDs(), proxy.KeyUnpinned)
 	}
 }

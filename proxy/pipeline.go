@@ -157,7 +157,7 @@ func (p *Proxy) admit(a *attempt) *rejection {
 	if rej := p.status.check(a.req.Context(), a.rt, view, g, digest, []byte(proof), p.clk); rej != nil {
 		return p.supersededOr(a, rej)
 	}
-	p.trust.noteUse(kid, time.Duration(g.TTLMs)*time.Millisecond)
+	p.trust.noteUse(a.req.Context(), kid, time.Duration(g.TTLMs)*time.Millisecond)
 	a.stage = stageAdmitted
 	a.cov.auth = true // signature, claims, binding and status all passed
 	return p.readBody(a)

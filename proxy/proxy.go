@@ -40,6 +40,14 @@ type Options struct {
 	// ForceDowngrade names routes ("PUT /v1/x/{id}") that may leave
 	// enforce mode although the ledger says they were enforced.
 	ForceDowngrade []string
+	// FirstUseAllowed says whether a fenced store with no trust pins may
+	// pin the trust bundle file as it is (trust on first use). It must
+	// answer false when the store is not known to be its own data set (a
+	// store that lost its data lost its pins with it: pinning on first
+	// use then would trust whatever the file holds now); the outside
+	// anchor of the store answers it. nil: allowed. An error is a refusal
+	// (asked again at the next reload).
+	FirstUseAllowed FirstUseCheck
 }
 
 // Proxy is the sidecar: the only acceptance point for protected writes.
@@ -110,7 +118,11 @@ func New(o Options) (*Proxy, error) {
 	if p.ident.Insecure() {
 		p.log.Warn("INSECURE identity mode: the " + p.ident.Header() + " header is trusted from any caller; anyone can act as any owner. Use only for local development.")
 	}
-	if p.trust, err = newTrust(cfg.Trust.Bundle, cfg.Trust.AllowHS256, o.Clock, o.Logger, m); err != nil {
+	tctx, tcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	p.trust, err = newTrust(tctx, trustDeps{path: cfg.Trust.Bundle, allowHS: cfg.Trust.AllowHS256, skew: cfg.Trust.ClockSkew,
+		store: o.Store, firstUse: o.FirstUseAllowed, clk: o.Clock, log: o.Logger, m: m, reg: o.Metrics})
+	tcancel()
+	if err != nil {
 		return nil, err
 	}
 	if n := cfg.Trust.VerifyCacheEntries; n != nil {

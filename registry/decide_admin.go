@@ -23,19 +23,23 @@ func DecideBumpEpoch(m Meta) (Meta, Change, error) {
 }
 
 // InitInput is what a registry process does at start, before serving:
-// give the data set its lineage if it has none, and raise the global fence
-// floor to at least FenceFloor (0: leave it).
+// give the data set its lineage if it has none, raise the global fence
+// floor to at least FenceFloor and the issuer epoch to at least
+// MinIssuerEpoch (0: leave them).
 type InitInput struct {
 	// Lineage is a fresh random lineage, used only when the meta has none.
-	Lineage    string
-	FenceFloor uint64
+	Lineage        string
+	FenceFloor     uint64
+	MinIssuerEpoch uint64
 }
 
 // DecideInit is the start of a registry process over the meta m: the meta
 // gets in.Lineage when it has no lineage yet (an empty data set, or one of
 // a version before lineages), and the global floor is raised to
-// in.FenceFloor when that is higher. It never changes a lineage and never
-// lowers a floor; when nothing changes it writes nothing.
+// in.FenceFloor when that is higher, and the issuer epoch to
+// in.MinIssuerEpoch when that is higher (revoking every grant of an older
+// epoch, as a bump does). It never changes a lineage and never lowers a
+// floor or an epoch; when nothing changes it writes nothing.
 func DecideInit(m Meta, in InitInput) (Meta, Change, error) {
 	m = m.current()
 	changed := false
@@ -47,6 +51,9 @@ func DecideInit(m Meta, in InitInput) (Meta, Change, error) {
 	}
 	if in.FenceFloor > m.FenceFloor {
 		m.FenceFloor, changed = in.FenceFloor, true
+	}
+	if in.MinIssuerEpoch > m.IssuerEpoch {
+		m.IssuerEpoch, changed = in.MinIssuerEpoch, true
 	}
 	if !changed {
 		return m, Change{}, nil

@@ -29,6 +29,8 @@ func TestDecideInit(t *testing.T) {
 		{"no lineage to give", registry.Meta{}, registry.InitInput{}, "", 0, false, registry.ErrInvalidInput},
 		{"malformed lineage to give", registry.Meta{}, registry.InitInput{Lineage: "Z-1"}, "", 0, false, registry.ErrInvalidInput},
 		{"a kept lineage needs no candidate", registry.Meta{Lineage: metaLineage}, registry.InitInput{FenceFloor: 3}, metaLineage, 3, true, nil},
+		{"epoch raised", registry.Meta{Lineage: metaLineage, IssuerEpoch: 2}, registry.InitInput{MinIssuerEpoch: 7}, metaLineage, 0, true, nil},
+		{"epoch never lowered", registry.Meta{Lineage: metaLineage, IssuerEpoch: 9}, registry.InitInput{MinIssuerEpoch: 7}, metaLineage, 0, false, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, ch, err := registry.DecideInit(c.meta, c.in)
@@ -41,7 +43,8 @@ func TestDecideInit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.Lineage != c.wantLineage || m.FenceFloor != c.wantFloor || m.IssuerEpoch < 1 {
+			if m.Lineage != c.wantLineage || m.FenceFloor != c.wantFloor || m.IssuerEpoch < max(1, c.in.MinIssuerEpoch, c.meta.IssuerEpoch) ||
+				m.IssuerEpoch > max(1, c.in.MinIssuerEpoch, c.meta.IssuerEpoch) {
 				t.Fatalf("meta %+v, want lineage %q floor %d", m, c.wantLineage, c.wantFloor)
 			}
 			if c.writes != !ch.Empty() {

@@ -497,6 +497,12 @@ type InitOptions struct {
 	// leave it): the floor taken from the sidecars (fencegate fences
 	// collect) when a registry replaces another. It never lowers the floor.
 	FenceFloor uint64
+	// MinIssuerEpoch raises the issuer epoch to at least this value (0:
+	// leave it): above the highest epoch the sidecars accept (fencegate
+	// fences collect prints it), so that a replacing registry's grants are
+	// not EPOCH_REVOKED by sidecars that learned the old registry's epoch.
+	// It never lowers the epoch; raising it revokes older grants.
+	MinIssuerEpoch uint64
 }
 
 // Init runs the registry process's start against its backend, before it
@@ -513,7 +519,7 @@ func (r *Registry) Init(ctx context.Context, o InitOptions) (Meta, error) {
 	if err != nil {
 		return Meta{}, err
 	}
-	m, err := r.opt.Backend.Init(ctx, InitInput{Lineage: lineage, FenceFloor: o.FenceFloor})
+	m, err := r.opt.Backend.Init(ctx, InitInput{Lineage: lineage, FenceFloor: o.FenceFloor, MinIssuerEpoch: o.MinIssuerEpoch})
 	if err != nil {
 		return Meta{}, err
 	}

@@ -35,8 +35,10 @@
 // query, where the round's route declares one), every retention.interval
 // a compaction pass (Proxy.CompactOnce, with a retention small enough to
 // delete receipts within a round), and, in rounds whose trust bundle file
-// changes, a reload every trust.reloadInterval (Proxy.ReloadTrust). A pass
-// runs between requests, for the process it belongs to, and stops with it.
+// or pins change, a tick of the trust watch every trust.reloadInterval
+// (Proxy.TrustOnce: the pins read again, the file applied when it
+// changed). A pass runs between requests, for the process it belongs to,
+// and stops with it.
 // Running Run's goroutines on the virtual clock instead would let a pass
 // interleave with the event loop in an order no seed decides.
 //
@@ -85,8 +87,9 @@
 // grant with changed payload bytes, a valid grant and proof of another
 // resource, and a grant (with its last proof) replayed after the
 // registry's epoch was bumped. A rotation adds the new key to the bundle
-// file, restarts the registry signing with it, and drops the old key (a
-// reload the sidecar refuses while grants of the old key may be held).
+// file and has an operator pin it (fencegate trust accept), restarts the
+// registry signing with it, and drops the old key (a reload the sidecar
+// refuses while grants of the old key may be held).
 //
 // # The faults of the gate, and the pending ones
 //
@@ -98,7 +101,11 @@
 // the quiet time survives; sabotage not-quiet shows it failing without),
 // conflict (a segment resent with another payload), skew (one replica's
 // clock beyond trust.clockSkew: either way in registry mode, ahead in
-// proof mode; every round has offsets within it) and rotate.
+// proof mode; every round has offsets within it), rotate (a key rotation
+// by the documented procedure, the new key accepted by the operator) and
+// keyadd (the attacker's key added to the bundle file, which nobody pins:
+// story 8; sabotage file-pins shows it failing when the pins follow the
+// file).
 // PendingFaults are modelled but left out of the gate until the code
 // that survives them exists; a run that names them fails, and
 // TestPendingFaultsFailToday shows each one failing:
@@ -113,8 +120,6 @@
 //     proof's exp and maxAge by its own clock, so it accepts a proof after
 //     its window has closed in real time; it would have to notice the lag
 //     (a verified proof whose iat is ahead of its clock says so).
-//   - keyadd: the attacker's key added to the bundle file is taken by the
-//     next reload, and its grants are accepted (story 8; Deliver 7).
 //
 // # The invariants, and why each is the safety property
 //
@@ -265,7 +270,8 @@
 // trusts the attacker's key, a store whose read writes, no reconcile loop
 // and no operator, a store that takes another payload for a replay, a
 // registry that keeps released leases, an SDK whose clock runs slow, a
-// store that settles "not applied" before the quiet time), so
+// store that settles "not applied" before the quiet time, trust pins that
+// follow the bundle file), so
 // tests show that the gate can fail, each on the counter that part
 // protects (TestGateCanFail).
 package sim

@@ -73,8 +73,8 @@ const (
 	FaultStoreLoss Fault = "storeloss"
 	// FaultKeyAdd: the attacker's key is added to the sidecars' trust
 	// bundle file (by anyone who can write it), and grants signed with it
-	// follow (issue 19, story 8). Pending: a reload takes an added key
-	// silently until controlled rotation exists (Deliver 7).
+	// follow (issue 19, story 8): a key the file gains is trusted only
+	// once a controlled step pins it, which nobody does for this one.
 	FaultKeyAdd Fault = "keyadd"
 )
 
@@ -83,7 +83,7 @@ const (
 func AllFaults() []Fault {
 	return []Fault{FaultNet, FaultPause, FaultLostAck, FaultDial, FaultCrash, FaultRestore,
 		FaultForged, FaultTampered, FaultCross, FaultRevoked, FaultZombie, FaultSkip,
-		FaultLate, FaultConflict, FaultSkew, FaultRotate}
+		FaultLate, FaultConflict, FaultSkew, FaultRotate, FaultKeyAdd}
 }
 
 // PendingFaults are fault kinds the simulation models but the gate does
@@ -91,9 +91,8 @@ func AllFaults() []Fault {
 // that names them fails, which is what they show. FaultStoreLoss waits for
 // the sidecars to use the anchor of the store's identity and progress
 // outside the store (issue 19, Deliver 2); FaultSkewLag for a proof-mode
-// sidecar that notices its clock lags (nothing in issue 19 builds it);
-// FaultKeyAdd for controlled key rotation in the sidecar (Deliver 7).
-func PendingFaults() []Fault { return []Fault{FaultStoreLoss, FaultSkewLag, FaultKeyAdd} }
+// sidecar that notices its clock lags (nothing in issue 19 builds it).
+func PendingFaults() []Fault { return []Fault{FaultStoreLoss, FaultSkewLag} }
 
 func knownFaults() []Fault { return append(AllFaults(), PendingFaults()...) }
 

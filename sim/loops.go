@@ -2,9 +2,9 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
@@ -19,7 +19,7 @@ const trustReload = time.Second
 // proxy.Run does in a sidecar: reconciliation every reconcile.interval,
 // compaction every retention.interval, the trust bundle's reload every
 // trust.reloadInterval. Each tick runs the loop's own one-pass function
-// (Proxy.ReconcileOnce, Proxy.CompactOnce, Proxy.ReloadTrust) as a step of
+// (Proxy.ReconcileOnce, Proxy.CompactOnce, Proxy.TrustOnce) as a step of
 // the virtual clock, between requests, so a seed replays exactly; running
 // Run's goroutines on a virtual clock would let a pass interleave with the
 // event loop in an order no seed decides. A loop ends with its process (a
@@ -27,11 +27,10 @@ const trustReload = time.Second
 // settle is unknown; otherwise it ticks while other work is scheduled.
 //
 // Shortcuts that change no answer: a reconcile pass with no mutation in
-// flight or unknown only refreshes gauges, so it is skipped; trust reloads
-// run only in rounds whose bundle file changes (a rotation), and a pass
-// whose process already took the file as it is now is skipped, since a
-// reload of an unchanged file changes nothing (a refused reload is tried
-// again at every pass, as the refusal may lapse).
+// flight or unknown only refreshes gauges, so it is skipped; and trust
+// reload ticks (Proxy.TrustOnce: the pins read again, the file applied
+// when it changed) run only in rounds whose bundle file or pins change (a
+// rotation, an added key), since elsewhere a tick finds nothing new.
 func (r *round) startLoops(i int) {
 	sc := r.sidecars[i]
 	life := sc.life
@@ -75,34 +74,25 @@ func (r *round) startLoops(i int) {
 		}
 	}, never)
 	if r.rotates {
-		seen := -1 // the bundle version this process last reloaded without a refusal
 		loop("trust reload", trustReload, func() {
-			if seen == r.bundleVersion {
-				return // the file is as the last pass found it: nothing to do
-			}
-			changed, err := sc.p.ReloadTrust(false)
-			if err == nil {
-				seen = r.bundleVersion
-			}
-			switch {
-			case changed:
+			before := strings.Join(sc.p.TrustKeyIDs(), ",")
+			sc.p.TrustOnce(ctx)
+			if after := strings.Join(sc.p.TrustKeyIDs(), ","); after != before {
 				r.res.Seen[seenReload]++
-			case errors.Is(err, proxy.ErrKeyInUse):
-				r.res.Seen[seenReloadRefused]++
-			}
-			if changed || err != nil {
-				r.logf("sidecar replica %d: trust bundle reloaded: changed %v (%v), keys %v", i, changed, err, sc.p.TrustKeyIDs())
+				r.logf("sidecar replica %d: trust reloaded: keys %s (were %s)", i, after, before)
 			}
 		}, never)
 	}
 }
 
-// rotate runs a step of a signing-key rotation, in the documented order:
-// the bundle gains the new key (the sidecars' reload loop picks it up),
-// the registry restarts signing with it, the bundle drops the old key
-// (a reload refused while grants of the old key may still be held). Step
-// 4 is not a rotation: the attacker's key is added to the bundle file
-// (FaultKeyAdd, story 8 of issue 19), which the sidecars must not take.
+// rotate runs a step of a signing-key rotation, in the documented order
+// (docs/operations.md): the bundle gains the new key and an operator pins
+// it (fencegate trust accept, at the operator's sidecar: the pins are in
+// the shared store, the other replicas take them at their next tick), the
+// registry restarts signing with it, the bundle drops the old key (a
+// reload refused while grants of the old key may still be held). Step 4
+// is not a rotation: the attacker's key is added to the bundle file
+// (FaultKeyAdd, story 8 of issue 19), which no one pins.
 func (r *round) rotate(e event) {
 	var err error
 	switch e.Step {
@@ -117,7 +107,11 @@ func (r *round) rotate(e event) {
 	}
 	if e.Step != 2 && err == nil {
 		err = r.writeBundle()
-		r.bundleVersion++
+	}
+	if e.Step == 1 && err == nil {
+		var acc proxy.TrustAccepted
+		acc, err = r.sidecars[0].p.AcceptTrust(context.Background(), r.m.rotatedKey.KeyID(), "", "rotation")
+		r.logf("operator: trust accept %s: trusted %v %s", r.m.rotatedKey.KeyID(), acc.Trusted, acc.Reload)
 	}
 	if err != nil {
 		r.logf("rotation step %d failed: %v", e.Step, err)
@@ -227,14 +221,13 @@ func (r *round) ownerNamed(name string) *owner {
 // What a round saw happen (Report.Seen): proof that the modelled parts
 // ran, not invariants.
 const (
-	seenEffectQuery   = "unknown outcomes settled by a reconcile pass (effect query)"
-	seenOperator      = "unknown outcomes settled by the operator"
-	seenCompacted     = "receipts and quarantine entries compacted"
-	seenReload        = "trust bundles reloaded"
-	seenReloadRefused = "trust reloads refused (a key still in use)"
-	seenSDK           = "SDK workers (client.Holder)"
-	seenSDKLocal      = "writes the SDK refused locally (not holding)"
-	seenLate          = "writes the backend applied after the sidecar's timeout"
-	seenStoreLoss     = "fenced stores emptied or restored"
-	seenConflict      = "segments resent with another payload"
+	seenEffectQuery = "unknown outcomes settled by a reconcile pass (effect query)"
+	seenOperator    = "unknown outcomes settled by the operator"
+	seenCompacted   = "receipts and quarantine entries compacted"
+	seenReload      = "trust key sets changed by a reload"
+	seenSDK         = "SDK workers (client.Holder)"
+	seenSDKLocal    = "writes the SDK refused locally (not holding)"
+	seenLate        = "writes the backend applied after the sidecar's timeout"
+	seenStoreLoss   = "fenced stores emptied or restored"
+	seenConflict    = "segments resent with another payload"
 )

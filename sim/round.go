@@ -80,10 +80,9 @@ type round struct {
 	owners   []*owner
 	// bundle is the trust bundle file the sidecars load: the run's, or
 	// the round's own when a rotation rewrites it.
-	bundle        string
-	rotates       bool
-	bundleVersion int       // how many times the rotation rewrote the bundle
-	bundleKeys    []jwk.Key // what the round's bundle file holds
+	bundle     string
+	rotates    bool
+	bundleKeys []jwk.Key // what the round's bundle file holds
 
 	q    queue
 	tie  *rand.Rand

@@ -53,12 +53,16 @@ const (
 	// mutation's quiet time (as if every effect query closed the
 	// operation): a late apply then lands after the next owner's writes.
 	SabotageNotQuiet Sabotage = "not-quiet"
+	// SabotageFilePins makes the store's trust pins say whatever the
+	// bundle file says (every key of the file pinned): a key added to the
+	// file is trusted at the next reload, as before controlled rotation.
+	SabotageFilePins Sabotage = "file-pins"
 )
 
 // Sabotages lists every sabotage, in a fixed order.
 func Sabotages() []Sabotage {
 	return []Sabotage{SabotageShadow, SabotageStatusLies, SabotageTrustForger, SabotageReadWrites, SabotageNoReconcile, SabotageConflictReplays, SabotageReleaseIgnored,
-		SabotageSDKSlowClock, SabotageNotQuiet}
+		SabotageSDKSlowClock, SabotageNotQuiet, SabotageFilePins}
 }
 
 // Options configure a run.

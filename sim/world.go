@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"crypto"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -193,6 +195,29 @@ func (s *processStore) Resolve(ctx context.Context, in store.ResolveInput) (stor
 	}
 	return res, err
 }
+
+// TrustedKeys are the store's trust pins; under SabotageFilePins also a
+// pin of every key the bundle file holds now.
+func (s *processStore) TrustedKeys(ctx context.Context) ([]store.TrustedKey, error) {
+	pins, err := s.Store.TrustedKeys(ctx)
+	if err != nil || s.sab != SabotageFilePins {
+		return pins, err
+	}
+	for _, k := range s.r.bundleKeys {
+		pub, err := jwk.PublicKeyOf(k)
+		if err != nil {
+			return nil, err
+		}
+		sum, err := pub.Thumbprint(crypto.SHA256)
+		if err != nil {
+			return nil, err
+		}
+		pins = append(pins, store.TrustedKey{Kid: k.KeyID(), Thumbprint: base64.RawURLEncoding.EncodeToString(sum),
+			Alg: k.Algorithm().String(), How: store.TrustOperator, PinnedAt: time.UnixMilli(0)})
+	}
+	return pins, nil
+}
+
 func (s *processStore) resolveSabotage(in *store.ResolveInput) {
 	if s.sab == SabotageNotQuiet && !in.Applied {
 		in.Closed = true // the broken part: the quiet time is skipped

@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -95,14 +94,23 @@ func Decide(rec Record, receipt *Receipt, in BeginInput) (BeginResult, Change, e
 		}
 
 	// 3. Lower than the highest accepted fence. Under another known issuer
-	// lineage, evidence does not compare: a lineage the record saw
-	// superseded is stale, any other is a registry that did not continue
-	// above the highest fence.
+	// lineage, evidence does not compare: a fence of a lineage the record
+	// saw superseded, at most the fence it had reached then, was issued
+	// before and is stale; above it (the superseded registry rolled back
+	// and issuing again), or of any other lineage, it comes from a
+	// registry that did not continue above the highest fence.
 	case in.Fence < next.HighestFence && !in.Evidence.SameLineage(next.Evidence):
-		if slices.Contains(next.PriorLineages, in.Evidence.Lineage) {
+		top, prior := priorFence(next.PriorLineages, in.Evidence.Lineage)
+		switch {
+		case prior && in.Fence <= top:
 			d.decide(DecisionStaleOwner, "fence "+u(in.Fence)+" of superseded issuer lineage "+in.Evidence.Lineage+
 				" below highest "+u(next.HighestFence)+" of lineage "+next.Evidence.Lineage)
-		} else {
+		case prior:
+			d.regress(now, "fence "+u(in.Fence)+" of issuer lineage "+in.Evidence.Lineage+", superseded at fence "+u(top)+
+				", below highest "+u(next.HighestFence)+" of lineage "+next.Evidence.Lineage+
+				": issued after its registry was superseded (a registry rolled back) and not above the highest fence")
+			changed = true
+		default:
 			d.regress(now, "fence "+u(in.Fence)+" of issuer lineage "+in.Evidence.Lineage+" below highest "+u(next.HighestFence)+
 				" of lineage "+next.Evidence.Lineage+": a registry that did not continue above the highest fence")
 			changed = true
@@ -135,7 +143,7 @@ func Decide(rec Record, receipt *Receipt, in BeginInput) (BeginResult, Change, e
 			break
 		}
 		if l := next.Evidence.Lineage; l != "" && l != in.Evidence.Lineage {
-			next.PriorLineages = pushLineage(next.PriorLineages, l)
+			next.PriorLineages = pushLineage(next.PriorLineages, l, next.HighestFence)
 		}
 		next.HighestFence = in.Fence
 		next.Root = in.Root
@@ -236,17 +244,19 @@ func laterQuiet(old time.Time, in BeginInput) time.Time {
 	return old
 }
 
-// pushLineage appends l to the prior lineages ls (moving it to the end if
-// it is there already), keeping the newest MaxPriorLineages. ls is not
-// modified.
-func pushLineage(ls []string, l string) []string {
-	out := make([]string, 0, len(ls)+1)
+// pushLineage appends l, superseded at fence, to the prior lineages ls
+// (moving it to the end if it is there already, with the higher of the
+// two fences), keeping the newest MaxPriorLineages. ls is not modified.
+func pushLineage(ls []PriorLineage, l string, fence uint64) []PriorLineage {
+	out := make([]PriorLineage, 0, len(ls)+1)
 	for _, x := range ls {
-		if x != l {
+		if x.Lineage != l {
 			out = append(out, x)
+		} else {
+			fence = max(fence, x.Fence)
 		}
 	}
-	out = append(out, l)
+	out = append(out, PriorLineage{Lineage: l, Fence: fence})
 	if len(out) > MaxPriorLineages {
 		out = out[len(out)-MaxPriorLineages:]
 	}

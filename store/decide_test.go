@@ -194,7 +194,7 @@ func TestEvidenceIssuedAfter(t *testing.T) {
 func TestIDsAreDeterministicAndDistinct(t *testing.T) {
 	ref := store.OpRef{Resource: "r", Fence: 5, Root: "root", Seq: 1}
 	p := storetest.Digest("a")
-	if store.ReceiptID(ref, p) != store.ReceiptID(ref, p) {
+	if a, b := store.ReceiptID(ref, p), store.ReceiptID(ref, p); a != b {
 		t.Fatal("ReceiptID not deterministic")
 	}
 	seen := map[string]bool{}
@@ -288,7 +288,7 @@ func TestDecideLineage(t *testing.T) {
 		return store.Evidence{IssuerEpoch: epoch, BackendRevision: rev, Lineage: lineage}
 	}
 	rec := store.Record{Resource: "r", HighestFence: 5, Root: storetest.Root(5), Lease: "lease-5", LastSeq: 2,
-		Evidence: ev("l2", 1, 50), PriorLineages: []string{"l1"}}
+		Evidence: ev("l2", 1, 50), PriorLineages: []store.PriorLineage{{Lineage: "l1", Fence: 4}}}
 	legacy := rec.Clone() // a record whose highest fence's grant carried no lineage
 	legacy.Evidence.Lineage, legacy.PriorLineages = "", nil
 	at := func(fence, seq uint64, e store.Evidence) store.BeginInput {
@@ -296,16 +296,22 @@ func TestDecideLineage(t *testing.T) {
 		in.Evidence = e
 		return in
 	}
-	full := []string{"p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8"}
+	full := []store.PriorLineage{{"p1", 1}, {"p2", 1}, {"p3", 1}, {"p4", 1}, {"p5", 1}, {"p6", 1}, {"p7", 1}, {"p8", 1}}
+	pl := func(ls ...store.PriorLineage) []store.PriorLineage { return ls }
 	for _, c := range []struct {
 		name  string
 		rec   store.Record
 		in    store.BeginInput
 		want  store.Decision
-		prior []string // PriorLineages after a PROCEED
+		prior []store.PriorLineage // PriorLineages after a PROCEED
 	}{
 		{"lower, superseded lineage", rec, at(4, 1, ev("l1", 1, 40)), store.DecisionStaleOwner, nil},
+		{"lower, superseded lineage, below its fence", rec, at(2, 1, ev("l1", 1, 20)), store.DecisionStaleOwner, nil},
 		{"lower, superseded lineage, later evidence", rec, at(4, 1, ev("l1", 9, 900)), store.DecisionStaleOwner, nil},
+		// l1 was superseded at fence 4: its fence 5 (l1 has 4 at most) was
+		// issued after that, by a rolled-back registry below the highest.
+		{"lower, superseded lineage above the fence it reached", func() store.Record { r := rec.Clone(); r.HighestFence = 7; return r }(),
+			at(5, 1, ev("l1", 1, 50)), store.DecisionFenceRegression, nil},
 		{"lower, unseen lineage", rec, at(4, 1, ev("l3", 1, 40)), store.DecisionFenceRegression, nil},
 		{"lower, unseen lineage, earlier evidence", rec, at(1, 1, ev("l3", 0, 1)), store.DecisionFenceRegression, nil},
 		{"lower, unseen lineage, later evidence", rec, at(4, 1, ev("l3", 2, 1)), store.DecisionFenceRegression, nil},
@@ -315,17 +321,17 @@ func TestDecideLineage(t *testing.T) {
 		{"lower, grant without lineage, later evidence", rec, at(4, 1, ev("", 2, 1)), store.DecisionFenceRegression, nil},
 		{"lower, record without lineage, earlier evidence", legacy, at(4, 1, ev("l3", 1, 40)), store.DecisionStaleOwner, nil},
 		{"lower, record without lineage, later evidence", legacy, at(4, 1, ev("l3", 2, 1)), store.DecisionFenceRegression, nil},
-		{"higher, another lineage", rec, at(6, 1, ev("l3", 1, 1)), store.DecisionProceed, []string{"l1", "l2"}},
-		{"higher, a superseded lineage again", rec, at(6, 1, ev("l1", 1, 1)), store.DecisionProceed, []string{"l1", "l2"}},
-		{"higher, same lineage", rec, at(6, 1, ev("l2", 1, 60)), store.DecisionProceed, []string{"l1"}},
-		{"higher, grant without lineage", rec, at(6, 1, ev("", 1, 60)), store.DecisionProceed, []string{"l1", "l2"}},
+		{"higher, another lineage", rec, at(6, 1, ev("l3", 1, 1)), store.DecisionProceed, pl(store.PriorLineage{"l1", 4}, store.PriorLineage{"l2", 5})},
+		{"higher, a superseded lineage again", rec, at(6, 1, ev("l1", 1, 1)), store.DecisionProceed, pl(store.PriorLineage{"l1", 4}, store.PriorLineage{"l2", 5})},
+		{"higher, same lineage", rec, at(6, 1, ev("l2", 1, 60)), store.DecisionProceed, pl(store.PriorLineage{"l1", 4})},
+		{"higher, grant without lineage", rec, at(6, 1, ev("", 1, 60)), store.DecisionProceed, pl(store.PriorLineage{"l1", 4}, store.PriorLineage{"l2", 5})},
 		{"higher, record without lineage", legacy, at(6, 1, ev("l3", 1, 60)), store.DecisionProceed, nil},
 		{"higher, prior lineages full", func() store.Record { r := rec.Clone(); r.PriorLineages = full; return r }(),
-			at(6, 1, ev("l3", 1, 1)), store.DecisionProceed, append(full[1:len(full):len(full)], "l2")},
+			at(6, 1, ev("l3", 1, 1)), store.DecisionProceed, append(full[1:len(full):len(full)], store.PriorLineage{"l2", 5})},
 		// Steps before 3 do not look at lineages.
 		{"highest, other root, other lineage", rec, func() store.BeginInput { in := at(5, 3, ev("l1", 1, 1)); in.Root = "other"; return in }(),
 			store.DecisionFenceRegression, nil},
-		{"highest, same root, other lineage", rec, at(5, 3, ev("l3", 1, 1)), store.DecisionProceed, []string{"l1"}},
+		{"highest, same root, other lineage", rec, at(5, 3, ev("l3", 1, 1)), store.DecisionProceed, pl(store.PriorLineage{"l1", 4})},
 	} {
 		res, ch, err := store.Decide(c.rec, nil, c.in)
 		if err != nil || res.Decision != c.want {
@@ -340,7 +346,7 @@ func TestDecideLineage(t *testing.T) {
 		case store.DecisionFenceRegression:
 			p := ch.Record.Pause
 			if !ch.WriteRecord || p == nil || p.Reason != store.PauseFenceRegression || p.Fence != c.in.Fence || p.Evidence != c.in.Evidence ||
-				ch.Record.HighestFence != 5 || !reflect.DeepEqual(ch.Record.PriorLineages, c.rec.PriorLineages) {
+				ch.Record.HighestFence != c.rec.HighestFence || !reflect.DeepEqual(ch.Record.PriorLineages, c.rec.PriorLineages) {
 				t.Errorf("%s: change %+v, pause %+v", c.name, ch, p)
 			}
 			if c.in.Fence < c.rec.HighestFence && c.in.Evidence.Lineage != "" && c.rec.Evidence.Lineage != "" && c.in.Evidence.Lineage != c.rec.Evidence.Lineage &&
@@ -350,7 +356,7 @@ func TestDecideLineage(t *testing.T) {
 		case store.DecisionProceed:
 			r := ch.Record
 			if !ch.WriteRecord || !reflect.DeepEqual(r.PriorLineages, c.prior) || r.Evidence != c.in.Evidence && c.in.Fence > c.rec.HighestFence {
-				t.Errorf("%s: record lineage %q, prior %q; want %q, prior %q", c.name, r.Evidence.Lineage, r.PriorLineages, c.in.Evidence.Lineage, c.prior)
+				t.Errorf("%s: record lineage %q, prior %v; want %q, prior %v", c.name, r.Evidence.Lineage, r.PriorLineages, c.in.Evidence.Lineage, c.prior)
 			}
 		}
 		if !reflect.DeepEqual(res.Prior, c.rec) {
@@ -380,7 +386,7 @@ func TestDecidePrior(t *testing.T) {
 	if res, _, err := store.Decide(store.Record{}, nil, storetest.Attempt("r", 5, 1, "a")); err != nil || res.Prior.Exists() {
 		t.Fatalf("Prior of a new resource: %+v, %v", res.Prior, err)
 	}
-	rec := store.Record{Resource: "r", HighestFence: 5, Root: storetest.Root(5), LastSeq: 1, PriorLineages: []string{"l1"},
+	rec := store.Record{Resource: "r", HighestFence: 5, Root: storetest.Root(5), LastSeq: 1, PriorLineages: []store.PriorLineage{{Lineage: "l1", Fence: 3}},
 		InFlight: &store.Mutation{OpRef: storetest.Attempt("r", 5, 2, "a").Ref(), OperationID: "root-5/2", PayloadDigest: storetest.Digest("a"),
 			State: store.MutationUnknown, Cause: store.CauseNoAnswer, Deadline: storetest.T0, Attempts: 1}}
 	in := storetest.Attempt("r", 5, 2, "a")
@@ -390,8 +396,8 @@ func TestDecidePrior(t *testing.T) {
 		t.Fatalf("%s %+v %v", res.Decision, res.Prior, err)
 	}
 	res.Prior.InFlight.Attempts = 99
-	res.Prior.PriorLineages[0] = "zz"
-	if rec.InFlight.Attempts == 99 || ch.Record.InFlight.Attempts == 99 || rec.PriorLineages[0] != "l1" || ch.Record.PriorLineages[0] != "l1" {
+	res.Prior.PriorLineages[0].Lineage = "zz"
+	if rec.InFlight.Attempts == 99 || ch.Record.InFlight.Attempts == 99 || rec.PriorLineages[0].Lineage != "l1" || ch.Record.PriorLineages[0].Lineage != "l1" {
 		t.Fatal("Prior shares memory with the record read or the change")
 	}
 }

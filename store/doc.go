@@ -43,9 +43,12 @@
 //  3. fence < highest, the grant's issuer lineage and the highest fence's
 //     both known and different → STALE_OWNER when the grant's lineage is
 //     one of the record's PriorLineages (a registry that a new one
-//     continued above), else FENCE_REGRESSION and the resource pauses (a
-//     registry that did not continue above the highest fence), whatever
-//     the evidence and whatever retention deleted;
+//     continued above) and the fence is at most the one the store had
+//     accepted under it when it was superseded; else FENCE_REGRESSION and
+//     the resource pauses (a registry that did not continue above the
+//     highest fence: a new one, or a superseded one rolled back and
+//     issuing again), whatever the evidence and whatever retention
+//     deleted;
 //     fence < highest otherwise (one lineage, or either unknown) →
 //     STALE_OWNER, or FENCE_REGRESSION when the attempt's evidence shows
 //     the registry issued it after the highest fence (a higher issuer
@@ -57,7 +60,8 @@
 //  5. another mutation in flight → BUSY (with that mutation and its deadline);
 //  6. fence > highest → only segment 1, else SEGMENT_GAP (on PROCEED the
 //     old highest fence's lineage, if known and another, joins
-//     PriorLineages, the newest MaxPriorLineages kept);
+//     PriorLineages with the old highest fence, the newest
+//     MaxPriorLineages kept);
 //  7. fence = highest → seq = lastSeq+1, else SEGMENT_GAP (another root gets
 //     SEGMENT_GAP only under a record without a root, which Decide never
 //     writes);
@@ -242,7 +246,10 @@
 // pins trusts the first bundle it is shown (FIRST_USE, atomically: one
 // bundle wins); any later key is pinned only by an operator or a bundle
 // signed by a pinned key; a key in use is unpinned only by force, and the
-// last pins never.
+// last pins never. The pin set also keeps a signed-bundle watermark
+// (TrustedKey.BundleSeq, in every pin, so it outlives any one of them): a
+// signed bundle pins keys only at a sequence above it, so an old signed
+// bundle replayed cannot bring back a key removed since.
 //
 // # The enforcement ledger
 //

@@ -209,11 +209,14 @@ type Record struct {
 	// included.
 	Evidence Evidence `json:"evidence"`
 	// PriorLineages are the issuer lineages that held the highest fence
-	// before Evidence.Lineage, oldest first, at most MaxPriorLineages: a
-	// grant of one of them below the highest fence is STALE_OWNER (its
-	// registry was superseded by one that continued above), a grant of
-	// another lineage below it is FENCE_REGRESSION.
-	PriorLineages []string `json:"priorLineages,omitempty"`
+	// before Evidence.Lineage, each with the highest fence the store
+	// accepted under it, oldest first, at most MaxPriorLineages: a grant
+	// of one of them below the highest fence and at most its fence is
+	// STALE_OWNER (issued before its registry was superseded by one that
+	// continued above); above its fence, or of another lineage, it is
+	// FENCE_REGRESSION (a registry that did not continue above: a new one,
+	// or the old one rolled back).
+	PriorLineages []PriorLineage `json:"priorLineages,omitempty"`
 	// AcceptedAt is when HighestFence was accepted (its first Begin).
 	AcceptedAt time.Time `json:"acceptedAt,omitzero"`
 	// LastSeq is the last committed segment under HighestFence; 0 if none.
@@ -222,6 +225,27 @@ type Record struct {
 	InFlight *Mutation `json:"inFlight,omitempty"`
 	// Pause is set while the resource is paused.
 	Pause *Pause `json:"pause,omitempty"`
+}
+
+// PriorLineage is an issuer lineage that held a resource's highest fence
+// before the record's current one (Record.PriorLineages).
+type PriorLineage struct {
+	// Lineage is the registry's issuer lineage.
+	Lineage string `json:"lineage"`
+	// Fence is the highest fence the store accepted under it, when a grant
+	// of another lineage took the highest fence over.
+	Fence uint64 `json:"fence"`
+}
+
+// priorFence returns the fence a prior lineage l reached, and whether l is
+// one of ls.
+func priorFence(ls []PriorLineage, l string) (uint64, bool) {
+	for _, p := range ls {
+		if p.Lineage == l {
+			return p.Fence, true
+		}
+	}
+	return 0, false
 }
 
 // Clone returns a deep copy of r.
@@ -235,7 +259,7 @@ func (r Record) Clone() Record {
 		r.Pause = &p
 	}
 	if r.PriorLineages != nil {
-		r.PriorLineages = append([]string(nil), r.PriorLineages...)
+		r.PriorLineages = append([]PriorLineage(nil), r.PriorLineages...)
 	}
 	return r
 }

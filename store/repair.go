@@ -134,7 +134,7 @@ func ApplyRepair(rec Record, in RepairInput) (Change, error) {
 	case a.Fence > next.HighestFence:
 		notes = append(notes, "highest fence "+u(next.HighestFence)+" raised to the anchored "+u(a.Fence))
 		if l := next.Evidence.Lineage; l != "" && l != a.Lineage {
-			next.PriorLineages = pushLineage(next.PriorLineages, l)
+			next.PriorLineages = pushLineage(next.PriorLineages, l, next.HighestFence)
 		}
 		adoptAnchor(&next, in, now)
 		changed = true

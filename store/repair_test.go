@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -77,7 +78,7 @@ func TestApplyRepair(t *testing.T) {
 			UnknownSince: storetest.T0}
 	}
 	// adopted is base raised to a (fence, grant, segment, pending).
-	adopted := func(r store.Record, a fencegate.Progress, prior []string) store.Record {
+	adopted := func(r store.Record, a fencegate.Progress, prior []store.PriorLineage) store.Record {
 		r.HighestFence, r.Root, r.Lease, r.GrantDigest = a.Fence, a.Root, a.Lease, a.GrantDigest
 		r.Evidence = store.Evidence{IssuerEpoch: a.IssuerEpoch, BackendRevision: a.BackendRevision, Lineage: a.Lineage}
 		r.AcceptedAt, r.LastSeq, r.InFlight, r.PriorLineages = storetest.T0, a.LastSeq, nil, prior
@@ -102,8 +103,8 @@ func TestApplyRepair(t *testing.T) {
 		{"no record, higher fence with pending", store.Record{}, higherPending,
 			adopted(store.Record{Resource: "r"}, higherPending, nil), []string{"raised to the anchored 7"}},
 		{"higher fence drops a lower marker", with(func(r *store.Record) { r.InFlight = marker(5, 3, "p3", store.MutationInFlight) }), higherPending,
-			adopted(base, higherPending, []string{"l1"}), []string{"highest fence 5 raised to the anchored 7"}},
-		{"higher fence, nothing pending", base, anchored(6, 4, 0, ""), adopted(base, anchored(6, 4, 0, ""), []string{"l1"}), nil},
+			adopted(base, higherPending, []store.PriorLineage{{Lineage: "l1", Fence: 5}}), []string{"highest fence 5 raised to the anchored 7"}},
+		{"higher fence, nothing pending", base, anchored(6, 4, 0, ""), adopted(base, anchored(6, 4, 0, ""), []store.PriorLineage{{Lineage: "l1", Fence: 5}}), nil},
 		{"same fence, later segment", with(func(r *store.Record) { r.InFlight = marker(5, 3, "p3", store.MutationUnknown) }), anchored(5, 4, 0, ""),
 			with(func(r *store.Record) { r.LastSeq = 4 }), []string{"last segment 2 raised to the anchored 4"}},
 		{"same fence, earlier segment keeps the record's", with(func(r *store.Record) { r.LastSeq = 6 }), anchored(5, 4, 0, ""),
@@ -376,7 +377,7 @@ func genProgress(t *rapid.T, rec store.Record) fencegate.Progress {
 
 func dumpRec(r store.Record) string {
 	s := r.Resource + " fence " + u(r.HighestFence) + " root " + r.Root + " lastSeq " + u(r.LastSeq) + " lineage " + r.Evidence.Lineage +
-		" prior " + strings.Join(r.PriorLineages, ",")
+		" prior " + fmt.Sprint(r.PriorLineages)
 	if m := r.InFlight; m != nil {
 		s += " marker " + m.OperationID + " " + string(m.State) + " " + string(m.Cause) + " payload " + m.PayloadDigest
 	}

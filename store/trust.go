@@ -34,7 +34,9 @@ const (
 	// the trust bundle is verified. A kid pinned already with the same
 	// thumbprint is left as it is; with another thumbprint the whole input
 	// is refused (ErrConflict): a kid names one key for ever, unless an
-	// operator unpins it first.
+	// operator unpins it first. A PIN of kind SIGNED_BUNDLE carries the
+	// bundle's sequence (TrustInput.BundleSeq) and is refused when the pin
+	// set has taken that sequence or a later one already (a replay).
 	TrustPin TrustKind = "PIN"
 	// TrustUnpin removes pins. A pin whose InUseUntil is after Now (a
 	// grant signed by it may still be held) is removed only with Force
@@ -58,7 +60,10 @@ const (
 	TrustFirstUse TrustHow = "FIRST_USE"
 	// TrustOperator: an operator's explicit command.
 	TrustOperator TrustHow = "OPERATOR"
-	// TrustSignedBundle: a bundle signed by a key already pinned.
+	// TrustSignedBundle: a bundle signed by a key already pinned. Its
+	// sequence must be above the pin set's (TrustedKey.BundleSeq): a
+	// signed bundle taken once, or an older one, pins nothing again, so a
+	// replayed old bundle cannot bring back a key removed since.
 	TrustSignedBundle TrustHow = "SIGNED_BUNDLE"
 )
 
@@ -80,6 +85,23 @@ type TrustedKey struct {
 	// InUseUntil is until when a grant signed by the key may still be
 	// held (zero: none seen); see TrustInUse.
 	InUseUntil time.Time `json:"inUseUntil,omitzero"`
+	// BundleSeq is the pin set's signed-bundle watermark: the highest
+	// sequence of a signed bundle the set has taken (the sidecar uses the
+	// bundle's issue time, Unix milliseconds), 0 when none. It is a
+	// property of the whole set, kept in every pin (the set's watermark is
+	// the maximum over its pins; the last pins are never removed, so it
+	// survives every UNPIN). Pins of earlier versions decode as 0.
+	BundleSeq uint64 `json:"bundleSeq,omitempty"`
+}
+
+// BundleSeqOf returns the pin set's signed-bundle watermark: the highest
+// BundleSeq of its pins.
+func BundleSeqOf(pins []TrustedKey) uint64 {
+	var s uint64
+	for _, p := range pins {
+		s = max(s, p.BundleSeq)
+	}
+	return s
 }
 
 // KeyRef names a key in a TrustInput.
@@ -110,6 +132,11 @@ type TrustInput struct {
 	Until time.Time
 	// Force is, for UNPIN, removal even while a key is in use.
 	Force bool
+	// BundleSeq is, for a PIN of kind SIGNED_BUNDLE, the signed bundle's
+	// sequence (>= 1; the sidecar passes its issue time in Unix
+	// milliseconds); for FIRST_USE the sequence of the bundle pinned when
+	// it is a signed one (else 0). Zero otherwise.
+	BundleSeq uint64
 	// Now is the caller's current time.
 	Now time.Time
 }
@@ -154,6 +181,10 @@ func (in TrustInput) Validate() error {
 		return invalid("force", "only with UNPIN")
 	case in.Kind != TrustInUse && !in.Until.IsZero():
 		return invalid("until", "only with IN_USE")
+	case in.How == TrustSignedBundle && in.BundleSeq == 0:
+		return invalid("bundleSeq", "a SIGNED_BUNDLE pin needs the bundle's sequence")
+	case in.How != TrustSignedBundle && in.How != TrustFirstUse && in.BundleSeq != 0:
+		return invalid("bundleSeq", "only with a PIN of SIGNED_BUNDLE or FIRST_USE")
 	}
 	if err := checkText("detail", in.Detail, MaxDetailLen, false); err != nil {
 		return err
@@ -195,6 +226,14 @@ func checkThumbprint(t string) error {
 // an UNPIN or IN_USE of a kid not pinned; ErrKeyInUse for an UNPIN of a
 // key in use without Force; ErrCorrupt for a stored set that repeats a kid
 // or holds more than MaxTrustedKeys pins.
+//
+// The set's signed-bundle watermark (BundleSeqOf) is kept in every pin: a
+// FIRST_USE pins with its BundleSeq, an OPERATOR pin takes the set's, and
+// a SIGNED_BUNDLE PIN is refused (ErrConflict) when its BundleSeq is below
+// the watermark, or equal to it while one of its keys is not pinned (that
+// bundle was taken, and the key removed since); equal with every key
+// pinned changes nothing (a replica taking the same bundle again); above,
+// its keys are pinned and every pin takes its BundleSeq.
 func ApplyTrust(pins []TrustedKey, in TrustInput) ([]TrustedKey, bool, error) {
 	if err := in.Validate(); err != nil {
 		return nil, false, err
@@ -234,6 +273,28 @@ func ApplyTrust(pins []TrustedKey, in TrustInput) ([]TrustedKey, bool, error) {
 		if in.How == TrustFirstUse && len(next) > 0 {
 			return next, false, nil
 		}
+		seq := BundleSeqOf(next)
+		if in.How == TrustSignedBundle {
+			if in.BundleSeq < seq {
+				return nil, false, fmt.Errorf("store: trust PIN: signed bundle %d is older than bundle %d taken already (a replay pins nothing): %w", in.BundleSeq, seq, ErrConflict)
+			}
+			if in.BundleSeq == seq {
+				for _, k := range in.Keys {
+					if i := find(k.Kid); i < 0 || next[i].Thumbprint != k.Thumbprint || next[i].Alg != k.Alg {
+						return nil, false, fmt.Errorf("store: trust PIN: signed bundle %d was taken already and kid %q is not pinned as in it now (removed since; a replay pins nothing): %w", in.BundleSeq, k.Kid, ErrConflict)
+					}
+				}
+				return next, false, nil
+			}
+			seq = in.BundleSeq
+			for i := range next {
+				next[i].BundleSeq = seq
+			}
+			changed = true
+		}
+		if in.How == TrustFirstUse {
+			seq = in.BundleSeq
+		}
 		for _, k := range in.Keys {
 			if i := find(k.Kid); i >= 0 {
 				if p := next[i]; p.Thumbprint != k.Thumbprint || p.Alg != k.Alg {
@@ -242,7 +303,7 @@ func ApplyTrust(pins []TrustedKey, in TrustInput) ([]TrustedKey, bool, error) {
 				}
 				continue
 			}
-			next = append(next, TrustedKey{Kid: k.Kid, Thumbprint: k.Thumbprint, Alg: k.Alg, PinnedAt: now, How: in.How, Detail: in.Detail})
+			next = append(next, TrustedKey{Kid: k.Kid, Thumbprint: k.Thumbprint, Alg: k.Alg, PinnedAt: now, How: in.How, Detail: in.Detail, BundleSeq: seq})
 			changed = true
 		}
 		if len(next) > MaxTrustedKeys {

@@ -52,7 +52,7 @@ func TestApplyTrust(t *testing.T) {
 	if !changed || len(pins) != 3 || pins[2].Kid != "k3" || pins[2].How != store.TrustOperator || !pins[2].PinnedAt.Equal(t1) || !pins[0].PinnedAt.Equal(t0) {
 		t.Fatalf("operator pin: %+v", pins)
 	}
-	if _, changed := mustTrust(t, pins, pin(store.TrustSignedBundle, t1, key("k3", "c"))); changed {
+	if _, changed := mustTrust(t, pins, pin(store.TrustOperator, t1, key("k3", "c"))); changed {
 		t.Fatal("pin of a pinned key changed the pins")
 	}
 	// A kid names one key: another thumbprint or algorithm under it is refused.
@@ -111,6 +111,62 @@ func TestApplyTrust(t *testing.T) {
 	}
 }
 
+// A signed bundle pins its keys once, at a sequence above the set's
+// watermark, which every pin keeps and no UNPIN loses: an old bundle
+// replayed cannot bring back a key removed since.
+func TestApplyTrustSignedBundleSeq(t *testing.T) {
+	t0, t1 := storetest.T0, storetest.T0.Add(time.Hour)
+	signed := func(seq uint64, keys ...store.KeyRef) store.TrustInput {
+		in := pin(store.TrustSignedBundle, t1, keys...)
+		in.BundleSeq = seq
+		return in
+	}
+	pins, _ := mustTrust(t, nil, pin(store.TrustFirstUse, t0, key("k1", "a")))
+	if store.BundleSeqOf(pins) != 0 {
+		t.Fatalf("watermark of a plain first use: %+v", pins)
+	}
+	// Bundle 100 adds k2 and k3: pinned, and every pin takes 100.
+	pins, changed := mustTrust(t, pins, signed(100, key("k1", "a"), key("k2", "b"), key("k3", "c")))
+	if !changed || len(pins) != 3 || pins[1].How != store.TrustSignedBundle {
+		t.Fatalf("signed bundle 100: %+v", pins)
+	}
+	for _, p := range pins {
+		if p.BundleSeq != 100 {
+			t.Fatalf("pin without the watermark: %+v", pins)
+		}
+	}
+	// Taken again (another replica): nothing changes.
+	if again, changed := mustTrust(t, pins, signed(100, key("k2", "b"), key("k3", "c"))); changed || !reflect.DeepEqual(again, pins) {
+		t.Fatalf("bundle 100 again: %v %+v", changed, again)
+	}
+	// k2 removed (unpinned); the watermark stays with the other pins.
+	pins, _ = mustTrust(t, pins, store.TrustInput{Kind: store.TrustUnpin, Keys: []store.KeyRef{{Kid: "k2"}}, Now: t1})
+	if store.BundleSeqOf(pins) != 100 {
+		t.Fatalf("watermark after unpin: %+v", pins)
+	}
+	// Bundle 100 replayed would pin k2 again, an older one too: refused.
+	for _, in := range []store.TrustInput{signed(100, key("k2", "b")), signed(99, key("k2", "b")), signed(50, key("k1", "a"))} {
+		if _, _, err := store.ApplyTrust(pins, in); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("replay of bundle %d: %v", in.BundleSeq, err)
+		}
+	}
+	// An operator pin keeps the watermark; a later bundle raises it.
+	pins, _ = mustTrust(t, pins, pin(store.TrustOperator, t1, key("k4", "d")))
+	if store.BundleSeqOf(pins) != 100 || pins[2].BundleSeq != 100 {
+		t.Fatalf("operator pin: %+v", pins)
+	}
+	pins, changed = mustTrust(t, pins, signed(101, key("k2", "b")))
+	if !changed || store.BundleSeqOf(pins) != 101 || len(pins) != 4 {
+		t.Fatalf("bundle 101: %+v", pins)
+	}
+	// A first use of a signed bundle starts at its sequence.
+	first := pin(store.TrustFirstUse, t0, key("k1", "a"))
+	first.BundleSeq = 7
+	if pins, _ := mustTrust(t, nil, first); store.BundleSeqOf(pins) != 7 {
+		t.Fatalf("first use of signed bundle 7: %+v", pins)
+	}
+}
+
 func TestApplyTrustBound(t *testing.T) {
 	var keys []store.KeyRef
 	for i := range store.MaxTrustedKeys {
@@ -150,6 +206,9 @@ func TestTrustInputValidate(t *testing.T) {
 		"until not after": {use, func(in *store.TrustInput) { in.Until = in.Now }, "until"},
 		"until far":       {use, func(in *store.TrustInput) { in.Until = in.Now.Add(store.MaxInUseAhead + time.Second) }, "until"},
 		"no until":        {use, func(in *store.TrustInput) { in.Until = time.Time{} }, "until"},
+		"seq on operator": {good, func(in *store.TrustInput) { in.BundleSeq = 1 }, "bundleSeq"},
+		"seq on use":      {use, func(in *store.TrustInput) { in.BundleSeq = 1 }, "bundleSeq"},
+		"signed no seq":   {good, func(in *store.TrustInput) { in.How = store.TrustSignedBundle }, "bundleSeq"},
 	} {
 		in := c.in
 		in.Keys = append([]store.KeyRef(nil), c.in.Keys...)

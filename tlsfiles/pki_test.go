@@ -8,10 +8,7 @@ import (
 	"github.com/fencegate/fencegate/tlsfiles/tlsfilestest"
 )
 
-type (
-	leaf  = tlsfilestest.Leaf
-	files = tlsfilestest.Files
-)
+type leaf = tlsfilestest.Leaf
 
 var (
 	writeFiles   = tlsfilestest.WriteFiles

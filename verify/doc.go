@@ -26,7 +26,17 @@
 // epochs) and CheckStatus (a proof is for this grant, fresh, HELD, of the
 // current issuer epoch and policy generation). Each documents its order.
 //
-// Every failure is a *Error whose Code is one of the contract's rejection codes
+// A signed trust bundle (fencegateBundle.v1: a compact JWS whose payload is
+// a JWK set with its schema, iat and exp) is checked the same way by
+// ParseAndVerifySignedBundle, against the keys allowed to sign one (a
+// sidecar's pinned keys): size limit (MaxSignedBundleBytes), compact form,
+// strict header, allow-list, kid, alg, exact typ, signature, then a strict
+// payload. CheckBundleTime checks its exp and iat. ParseSignedBundleUnverified
+// reads one without authenticating it, for the sidecar to find the key
+// material of a pinned key by its thumbprint. Their errors are *BundleError
+// (unwrapping to ErrBadSignedBundle and the same reason sentinels).
+//
+// Every failure of a grant or a proof is a *Error whose Code is one of the contract's rejection codes
 // (GRANT_INVALID, OWNER_MISMATCH, RESOURCE_MISMATCH, POLICY_MISMATCH,
 // GRANT_NOT_HELD, EPOCH_REVOKED, STATUS_STALE) and which unwraps both to that
 // code's sentinel (ErrGrantInvalid, ...) and to a finer reason sentinel

@@ -21,7 +21,7 @@ func init() {
 	register(command{name: "reconcile", summary: "settle a MUTATION_UNKNOWN: --applied or --not-applied (sidecar admin API)", run: runReconcile})
 	register(command{name: "resume", summary: "lift a resource's pause (FENCE_REGRESSION); never lowers its highest fence", run: runResume})
 	register(command{name: "receipts", summary: "list receipts, unknown mutations, quarantine or paused resources (sidecar admin API)", run: runReceipts})
-	register(command{name: "trust", summary: "reload the sidecar's trust bundle now: trust reload [--force] (sidecar admin API)", run: runTrust})
+	register(command{name: "trust", summary: "the sidecar's trusted keys: trust list | accept --kid K | reload (sidecar admin API)", run: runTrust})
 }
 
 type adminFlags struct{ url, tokenFile string }
@@ -138,15 +138,5 @@ func runReceipts(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func runTrust(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] != "reload" {
-		return &exitError{2, errors.New("usage: fencegate trust reload [--force]")}
-	}
-	fs := newFlags("trust reload", "[--force]")
-	var a adminFlags
-	a.add(fs)
-	force := fs.Bool("force", false, "drop keys even when grants signed by them may still be held (logged by the sidecar)")
-	if err := parse(fs, args[1:], false); err != nil {
-		return err
-	}
-	return a.call(ctx, http.MethodPost, "/v1/trust/reload", map[string]bool{"force": *force}, out)
+	return trustCommand(ctx, args, out)
 }

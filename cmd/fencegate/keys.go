@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"github.com/fencegate/fencegate/registry/keys"
+	"github.com/fencegate/fencegate/verify"
 )
 
 func init() {
@@ -78,10 +80,26 @@ func keysGenerate(args []string, out io.Writer) error {
 }
 
 func keysJWKS(args []string, out io.Writer) error {
-	fs := newFlags("keys jwks", "[--include-secrets] KEYFILE_OR_JWKS...")
+	fs := newFlags("keys jwks", "[--include-secrets] [--sign-with SIGNING_KEYFILE [--valid-for D]] KEYFILE_OR_JWKS...")
 	secrets := fs.Bool("include-secrets", false, "include HS256 shared secrets (the bundle must then be kept secret)")
+	signWith := fs.String("sign-with", "", "write a signed bundle ("+verify.BundleSchema+", a compact JWS) signed with this private key (a signing.jwk): "+
+		"sidecars that pinned its key pin the bundle's new keys when they load it")
+	validFor := fs.Duration("valid-for", 7*24*time.Hour, "with --sign-with: how long sidecars take the signed bundle's new keys (its exp)")
 	if err := parse(fs, args, true); err != nil {
 		return err
+	}
+	var signer *keys.Signer
+	if *signWith != "" {
+		k, err := keys.LoadSigningKey(*signWith)
+		if err != nil {
+			return err
+		}
+		if signer, err = keys.NewSigner(k); err != nil {
+			return err
+		}
+		if *validFor <= 0 {
+			return &exitError{2, errors.New("--valid-for must be positive")}
+		}
 	}
 	if fs.NArg() == 0 {
 		return &exitError{2, fmt.Errorf("name at least one key or JWKS file; during a rotation name the old and the new key")}
@@ -107,5 +125,14 @@ func keysJWKS(args []string, out io.Writer) error {
 	if bundle.Len() == 0 {
 		return &exitError{2, errors.New("no key left to publish: HS256 secrets are only included with --include-secrets (and the bundle must then be kept secret)")}
 	}
-	return printJSON(out, bundle)
+	if signer == nil {
+		return printJSON(out, bundle)
+	}
+	now := time.Now()
+	tok, err := keys.SignBundle(signer, bundle, now, now.Add(*validFor))
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s\n", tok)
+	return err
 }

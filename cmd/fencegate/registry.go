@@ -18,13 +18,14 @@ func init() {
 }
 
 func runRegistry(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("registry", "[--config FILE] [--data DIR] [--listen ADDR] [--fence-floor N] [--insecure-dev]")
+	fs := newFlags("registry", "[--config FILE] [--data DIR] [--listen ADDR] [--fence-floor N] [--issuer-epoch N] [--insecure-dev]")
 	configPath := fs.String("config", "", "YAML configuration file (flags below override it)")
 	data := fs.String("data", "", "data directory: the bbolt file and generated keys (default fencegate-data)")
 	listen := fs.String("listen", "", "listen address (default 127.0.0.1:8700; the host is $"+listenaddr.EnvHost+" when set)")
 	dev := fs.Bool("insecure-dev", false, "INSECURE development mode: trust the "+identity.DefaultHeader+" header from anyone as the caller's identity, and allow admin calls from loopback")
 	logLevel := fs.String("log-level", "", "log level: debug, info, warn, error")
-	fenceFloor := fs.Uint64("fence-floor", 0, "raise the global fence floor to at least N before serving (never lowers it): every fence issued after exceeds N; the highest fence the sidecars accepted plus a margin, when this registry replaces, migrates or rolls back another (overrides fenceFloor)")
+	fenceFloor := fs.Uint64("fence-floor", 0, "raise the global fence floor to at least N before serving (never lowers it): every fence issued after exceeds N; the highest fence the sidecars accepted (fencegate fences collect), when this registry replaces, migrates or rolls back another (overrides fenceFloor)")
+	issuerEpoch := fs.Uint64("issuer-epoch", 0, "raise the issuer epoch to at least N before serving (never lowers it; grants of older epochs are revoked): above the highest epoch the sidecars accept (fencegate fences collect), when this registry replaces, migrates or rolls back another (overrides minIssuerEpoch)")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -45,6 +46,8 @@ func runRegistry(ctx context.Context, args []string, out io.Writer) error {
 			cfg.Log.Level = *logLevel
 		case "fence-floor":
 			cfg.FenceFloor = *fenceFloor
+		case "issuer-epoch":
+			cfg.MinIssuerEpoch = *issuerEpoch
 		}
 	})
 	if *dev {
@@ -66,7 +69,7 @@ func runRegistry(ctx context.Context, args []string, out io.Writer) error {
 	m := srv.StartMeta()
 	log.Info("registry listening", zap.String("addr", srv.Addr()), zap.String("backend", cfg.Backend),
 		zap.String("dataDir", cfg.DataDir), zap.String("identity", cfg.Identity.Mode),
-		zap.String("lineage", m.Lineage), zap.Uint64("fenceFloor", m.FenceFloor))
-	fmt.Fprintf(out, "fencegate registry listening on %s (backend %s, data %s, lineage %s, fence floor %d)\n", srv.Addr(), cfg.Backend, cfg.DataDir, m.Lineage, m.FenceFloor)
+		zap.String("lineage", m.Lineage), zap.Uint64("fenceFloor", m.FenceFloor), zap.Uint64("issuerEpoch", m.IssuerEpoch))
+	fmt.Fprintf(out, "fencegate registry listening on %s (backend %s, data %s, lineage %s, fence floor %d, issuer epoch %d)\n", srv.Addr(), cfg.Backend, cfg.DataDir, m.Lineage, m.FenceFloor, m.IssuerEpoch)
 	return srv.Run(ctx)
 }

@@ -70,9 +70,6 @@ type armRow struct {
 	Runs       int               `json:"runs"`
 }
 
-// cpuRoles are the process roles in table order.
-var cpuRoles = []string{"proxy", "registry", "redis", "backend", "loadgen"}
-
 // buildRows summarizes runs into one row per (load, arm), in the order
 // loads and arms were first run.
 func buildRows(runs []runRecord) []armRow {

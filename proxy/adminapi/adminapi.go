@@ -78,11 +78,14 @@ func New(o Options) (http.Handler, error) {
 		r.Get("/resources/*", s.record)
 		r.Get("/unknown", s.unknown)
 		r.Get("/paused", s.paused)
+		r.Get("/fences", s.fences)
 		r.Get("/quarantine", s.quarantine)
 		r.Post("/reconcile", s.reconcile)
 		r.Post("/pause", s.pause)
 		r.Post("/resume", s.resume)
 		r.Post("/trust/reload", s.trustReload)
+		r.Get("/trust", s.trustList)
+		r.Post("/trust/accept", s.trustAccept)
 		if o.Store != nil {
 			r.Post("/store/acknowledge-loss", s.acknowledgeLoss)
 		}

@@ -13,12 +13,21 @@ import (
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
+	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/memory"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
 // newProxy is a real sidecar pipeline over the memory store.
 func newProxy(t *testing.T) *proxy.Proxy {
+	t.Helper()
+	st := memory.New(memory.Options{})
+	t.Cleanup(func() { _ = st.Close() })
+	return newProxyOn(t, st)
+}
+
+// newProxyOn is a real sidecar pipeline over st.
+func newProxyOn(t testing.TB, st store.Store) *proxy.Proxy {
 	t.Helper()
 	dir := t.TempDir()
 	bundle := verifytest.BundleFile(t, verifytest.NewIssuer(t, jwa.EdDSA))
@@ -33,8 +42,6 @@ func newProxy(t *testing.T) *proxy.Proxy {
 		DataDir:  dir,
 	}
 	cfg.SetDefaults()
-	st := memory.New(memory.Options{})
-	t.Cleanup(func() { _ = st.Close() })
 	p, err := proxy.New(proxy.Options{Config: cfg, Store: st})
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +107,7 @@ func TestAdminOnly(t *testing.T) {
 			method, path string
 			okStatus     int // the answer to an admitted caller; 0: anything but ADMIN_REQUIRED
 		}{
-			{"GET", "/metrics", 0}, {"GET", "/v1/paused", 0}, {"POST", "/v1/resume", 0}, {"POST", "/v1/trust/reload", 0}, {"GET", "/no/such/route", 0},
+			{"GET", "/metrics", 0}, {"GET", "/v1/paused", 0}, {"GET", "/v1/fences", 0}, {"POST", "/v1/resume", 0}, {"POST", "/v1/trust/reload", 0}, {"GET", "/v1/trust", 0}, {"POST", "/v1/trust/accept", 0}, {"GET", "/no/such/route", 0},
 			{"GET", "/debug/pprof/", 200}, {"GET", "/debug/pprof/cmdline", 200}, {"GET", "/debug/pprof/goroutine?debug=1", 200},
 			{"GET", "/debug/pprof/heap", 200}, {"GET", "/debug/pprof/symbol", 200}, {"POST", "/debug/pprof/symbol", 200},
 		} {

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/boltgroup"
@@ -142,7 +143,7 @@ func (s *Store) View(ctx context.Context, fn func(registry.Tx) error) error {
 }
 
 func wrap(err error) error {
-	if errors.Is(err, bbolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return registry.ErrClosed
 	}
 	return err

@@ -158,7 +158,7 @@ func (t *tx) AnchorsAfter(store, after string, limit int) ([]fencegate.ResourceA
 	if after != "" {
 		min = "(" + after
 	}
-	names, err := t.rtx.ZRangeByLex(t.ctx, t.s.keys.anchorIndex(store), &goredis.ZRangeBy{Min: min, Max: "+", Count: int64(limit)}).Result()
+	names, err := t.rtx.ZRangeArgs(t.ctx, goredis.ZRangeArgs{Key: t.s.keys.anchorIndex(store), Start: min, Stop: "+", ByLex: true, Count: int64(limit)}).Result()
 	if err != nil {
 		return nil, t.s.wrap(err)
 	}

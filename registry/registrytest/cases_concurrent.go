@@ -214,7 +214,6 @@ type event struct {
 	// notHeld: a renewal refused (RenewResult.NotHeld); released: a
 	// release that ended the lease (ReleaseResult.Released).
 	notHeld, released bool
-	holder            string // acquire: lease ID of a new grant
 }
 
 // historyBackend serializes Acquire, Renew and Release on a backend and

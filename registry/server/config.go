@@ -44,15 +44,22 @@ type Config struct {
 	// from then on exceeds it. It never lowers the floor, so it may stay in
 	// the configuration. Use it when a registry replaces, migrates or
 	// rolls back another: the floor is the highest fence the sidecars
-	// accepted (fencegate fences collect) plus a margin. The flag
-	// --fence-floor overrides it.
-	FenceFloor uint64          `yaml:"fenceFloor"`
-	TLS        tlsfiles.Server `yaml:"tls"`
-	Identity   identity.Config `yaml:"identity"`
-	Leases     LeaseConfig     `yaml:"leases"`
-	Proofs     ProofConfig     `yaml:"proofs"`
-	Admin      AdminConfig     `yaml:"admin"`
-	Log        LogConfig       `yaml:"log"`
+	// accepted (fencegate fences collect). The flag --fence-floor
+	// overrides it.
+	FenceFloor uint64 `yaml:"fenceFloor"`
+	// MinIssuerEpoch, when set, raises the issuer epoch to at least this
+	// value at every start, before the registry serves (never lowers it;
+	// raising it revokes every grant of an older epoch). A replacing
+	// registry starts above the highest epoch the sidecars accept
+	// (fencegate fences collect prints it), or its grants are
+	// EPOCH_REVOKED. The flag --issuer-epoch overrides it.
+	MinIssuerEpoch uint64          `yaml:"minIssuerEpoch"`
+	TLS            tlsfiles.Server `yaml:"tls"`
+	Identity       identity.Config `yaml:"identity"`
+	Leases         LeaseConfig     `yaml:"leases"`
+	Proofs         ProofConfig     `yaml:"proofs"`
+	Admin          AdminConfig     `yaml:"admin"`
+	Log            LogConfig       `yaml:"log"`
 }
 
 // RedisConfig is the redis backend's server and key prefix.

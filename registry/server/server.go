@@ -99,7 +99,7 @@ func New(cfg Config, log *zap.Logger) (_ *Server, err error) {
 	// Before serving: the data set's lineage (written once), and the
 	// start floor (raised, never lowered).
 	ictx, icancel := context.WithTimeout(context.Background(), 30*time.Second)
-	m, err := s.Registry.Init(ictx, registry.InitOptions{FenceFloor: cfg.FenceFloor})
+	m, err := s.Registry.Init(ictx, registry.InitOptions{FenceFloor: cfg.FenceFloor, MinIssuerEpoch: cfg.MinIssuerEpoch})
 	icancel()
 	if err != nil {
 		return nil, fmt.Errorf("server: start: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/fencegate/fencegate/internal/boltgroup"
 
@@ -236,7 +237,7 @@ func (s *Store) transition(ctx context.Context, resource string, key *store.Rece
 		return err
 	})
 	if err != nil {
-		if errors.Is(err, bbolt.ErrDatabaseNotOpen) {
+		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 			return store.Change{}, nil, store.ErrClosed
 		}
 		return store.Change{}, nil, err

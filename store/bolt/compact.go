@@ -8,6 +8,7 @@ import (
 	"iter"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/fencegate/fencegate/store"
 )
@@ -211,7 +212,7 @@ func (s *Store) Compact(ctx context.Context, in store.CompactInput) (store.Compa
 		}
 		return nil
 	})
-	if errors.Is(err, bbolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return store.CompactResult{}, store.ErrClosed
 	}
 	if err != nil {

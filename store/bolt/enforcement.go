@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/fencegate/fencegate/store"
 )
@@ -79,7 +80,7 @@ func (s *Store) RecordEnforcement(ctx context.Context, in store.EnforcementInput
 		}
 		return put(tx.Bucket(bucketEnforcement), []byte(in.Shape), next)
 	})
-	if errors.Is(err, bbolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return store.Enforcement{}, store.ErrClosed
 	}
 	if err != nil {

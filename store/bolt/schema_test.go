@@ -91,17 +91,19 @@ func TestEncodingIsPinned(t *testing.T) {
 	// The members added within schema 1: an issuer lineage in evidence, the
 	// prior lineages of a record, a STORE_LOSS marker and pause, a pin.
 	lin := store.Record{Resource: "r", HighestFence: 7, Root: "root", Evidence: store.Evidence{IssuerEpoch: 3, BackendRevision: 9, Lineage: "l2"},
-		PriorLineages: []string{"l1"}, LastSeq: 1,
+		PriorLineages: []store.PriorLineage{{Lineage: "l1", Fence: 6}}, LastSeq: 1,
 		InFlight: &store.Mutation{OpRef: ref, OperationID: "root/2", PayloadDigest: "p", Evidence: store.Evidence{Lineage: "l2"}, BegunAt: at, Deadline: at,
 			Attempts: 1, State: store.MutationUnknown, Cause: store.CauseStoreLoss, UnknownSince: at},
 		Pause: &store.Pause{Reason: store.PauseStoreLoss, Detail: "d", At: at, Fence: 7, Evidence: store.Evidence{Lineage: "l2"}}}
 	pin := store.TrustedKey{Kid: "k1", Thumbprint: "t", Alg: "EdDSA", PinnedAt: at, How: store.TrustFirstUse, Detail: "d", InUseUntil: at}
+	signedPin := store.TrustedKey{Kid: "k1", Thumbprint: "t", Alg: "EdDSA", PinnedAt: at, How: store.TrustSignedBundle, BundleSeq: uint64(at.UnixMilli())}
 	for _, c := range []struct {
 		v    any
 		want string
 	}{
-		{lin, `{"resource":"r","highestFence":7,"root":"root","evidence":{"issuerEpoch":3,"backendRevision":9,"lineage":"l2"},"priorLineages":["l1"],"lastSeq":1,"inFlight":{"resource":"r","fence":7,"root":"root","seq":2,"operationId":"root/2","payloadDigest":"p","grantDigest":"","lease":"","evidence":{"issuerEpoch":0,"backendRevision":0,"lineage":"l2"},"begunAt":"2026-07-19T12:00:00Z","deadline":"2026-07-19T12:00:00Z","attempts":1,"state":"UNKNOWN","cause":"STORE_LOSS","unknownSince":"2026-07-19T12:00:00Z"},"pause":{"reason":"STORE_LOSS","detail":"d","at":"2026-07-19T12:00:00Z","fence":7,"evidence":{"issuerEpoch":0,"backendRevision":0,"lineage":"l2"}}}`},
+		{lin, `{"resource":"r","highestFence":7,"root":"root","evidence":{"issuerEpoch":3,"backendRevision":9,"lineage":"l2"},"priorLineages":[{"lineage":"l1","fence":6}],"lastSeq":1,"inFlight":{"resource":"r","fence":7,"root":"root","seq":2,"operationId":"root/2","payloadDigest":"p","grantDigest":"","lease":"","evidence":{"issuerEpoch":0,"backendRevision":0,"lineage":"l2"},"begunAt":"2026-07-19T12:00:00Z","deadline":"2026-07-19T12:00:00Z","attempts":1,"state":"UNKNOWN","cause":"STORE_LOSS","unknownSince":"2026-07-19T12:00:00Z"},"pause":{"reason":"STORE_LOSS","detail":"d","at":"2026-07-19T12:00:00Z","fence":7,"evidence":{"issuerEpoch":0,"backendRevision":0,"lineage":"l2"}}}`},
 		{pin, `{"kid":"k1","thumbprint":"t","alg":"EdDSA","pinnedAt":"2026-07-19T12:00:00Z","how":"FIRST_USE","detail":"d","inUseUntil":"2026-07-19T12:00:00Z"}`},
+		{signedPin, `{"kid":"k1","thumbprint":"t","alg":"EdDSA","pinnedAt":"2026-07-19T12:00:00Z","how":"SIGNED_BUNDLE","bundleSeq":1784462400000}`},
 	} {
 		got, err := json.Marshal(c.v)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/fencegate/fencegate/store"
 )
@@ -90,7 +91,7 @@ func (s *Store) RecordTrust(ctx context.Context, in store.TrustInput) ([]store.T
 		}
 		return nil
 	})
-	if errors.Is(err, bbolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return nil, store.ErrClosed
 	}
 	if err != nil {

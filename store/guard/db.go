@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/fencegate/fencegate/internal/boltgroup"
 
@@ -240,7 +241,7 @@ func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 // errClosedDB maps bbolt's closed-database error, and a closed committer,
 // to store.ErrClosed.
 func errClosedDB(err error) error {
-	if errors.Is(err, bbolt.ErrDatabaseNotOpen) || errors.Is(err, boltgroup.ErrClosed) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) || errors.Is(err, boltgroup.ErrClosed) {
 		return store.ErrClosed
 	}
 	return err

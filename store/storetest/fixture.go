@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -165,15 +164,4 @@ func dump(r store.Record) string {
 		s += fmt.Sprintf(" pause=%+v", *r.Pause)
 	}
 	return s
-}
-
-var seqMu sync.Mutex
-var seqN int
-
-// unique returns a fresh name for a resource.
-func unique(prefix string) string {
-	seqMu.Lock()
-	defer seqMu.Unlock()
-	seqN++
-	return prefix + "-" + strconv.Itoa(seqN)
 }

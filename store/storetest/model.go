@@ -59,8 +59,8 @@ type mState struct {
 	highest    uint64
 	root       string
 	lastSeq    uint64
-	evidence   store.Evidence // with the highest fence's lineage
-	prior      []string       // lineages that held the highest fence before, oldest first
+	evidence   store.Evidence       // with the highest fence's lineage
+	prior      []store.PriorLineage // lineages that held the highest fence before, oldest first
 	inflight   *mMut
 	paused     bool
 	receipts   map[[2]uint64]mReceipt
@@ -126,8 +126,11 @@ func (s mState) begin(in store.BeginInput) (mState, mOut) {
 		}
 		s.quarantine[store.QuarantineID(in.Ref(), in.PayloadDigest)]++
 		return s, mOut{Decision: store.DecisionSegmentConflict, ID: store.ReceiptID(in.Ref(), rc.payload)}
-	case in.Fence < s.highest && otherLineage && slices.Contains(s.prior, in.Evidence.Lineage):
-		// A lineage superseded by one that continued above it.
+	case in.Fence < s.highest && otherLineage && slices.ContainsFunc(s.prior, func(p store.PriorLineage) bool {
+		return p.Lineage == in.Evidence.Lineage && in.Fence <= p.Fence
+	}):
+		// A fence a lineage issued before one that continued above it
+		// superseded it.
 		return s, mOut{Decision: store.DecisionStaleOwner}
 	case in.Fence < s.highest && otherLineage:
 		// A registry that did not continue above the highest fence.
@@ -149,7 +152,7 @@ func (s mState) begin(in store.BeginInput) (mState, mOut) {
 		return s, mOut{Decision: store.DecisionSegmentGap}
 	case in.Fence > s.highest:
 		if s.evidence.Lineage != "" && s.evidence.Lineage != in.Evidence.Lineage {
-			s.prior = withPrior(s.prior, s.evidence.Lineage)
+			s.prior = withPrior(s.prior, s.evidence.Lineage, s.highest)
 		}
 		s.highest, s.root, s.lastSeq, s.evidence = in.Fence, in.Root, 0, in.Evidence
 	case in.Root != s.root || in.Seq != s.lastSeq+1:
@@ -165,11 +168,17 @@ func (s mState) matches(r store.OpRef) bool {
 	return m != nil && m.fence == r.Fence && m.seq == r.Seq && m.root == r.Root
 }
 
-// withPrior is prior with l last (moved there if present), the newest
-// store.MaxPriorLineages kept; prior is not modified.
-func withPrior(prior []string, l string) []string {
-	out := slices.DeleteFunc(slices.Clone(prior), func(x string) bool { return x == l })
-	out = append(out, l)
+// withPrior is prior with l, superseded at fence, last (moved there if
+// present, keeping the higher fence), the newest store.MaxPriorLineages
+// kept; prior is not modified.
+func withPrior(prior []store.PriorLineage, l string, fence uint64) []store.PriorLineage {
+	for _, p := range prior {
+		if p.Lineage == l {
+			fence = max(fence, p.Fence)
+		}
+	}
+	out := slices.DeleteFunc(slices.Clone(prior), func(x store.PriorLineage) bool { return x.Lineage == l })
+	out = append(out, store.PriorLineage{Lineage: l, Fence: fence})
 	return out[max(0, len(out)-store.MaxPriorLineages):]
 }
 
@@ -271,7 +280,7 @@ func (s mState) repair(a fencegate.Progress, now time.Time, window time.Duration
 	switch {
 	case a.Fence > s.highest:
 		if s.evidence.Lineage != "" && s.evidence.Lineage != a.Lineage {
-			s.prior = withPrior(s.prior, s.evidence.Lineage)
+			s.prior = withPrior(s.prior, s.evidence.Lineage, s.highest)
 		}
 		s.highest, s.root, s.lastSeq, s.evidence, s.inflight = a.Fence, a.Root, a.LastSeq, anchored, lost()
 	case a.Fence == s.highest && a.Fence > 0 && a.Root != s.root:

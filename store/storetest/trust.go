@@ -67,6 +67,7 @@ func runTrust(t *testing.T, newStore Factory) {
 			f.check(kids(pins) == "k-a,k-b,k-c" && pins[2].How == store.TrustOperator, "pins %+v", pins)
 			// A kid is one key: another thumbprint is refused, and nothing changes.
 			bad := pinKeys(store.TrustSignedBundle, T0, "k-d", "k-a")
+			bad.BundleSeq = 1
 			bad.Keys[1].Thumbprint = Thumbprint("z")
 			_, err := f.s.RecordTrust(f.ctx, bad)
 			f.wantErr(err, store.ErrConflict)
@@ -89,6 +90,20 @@ func runTrust(t *testing.T, newStore Factory) {
 			_, err = f.s.RecordTrust(f.ctx, store.TrustInput{Kind: store.TrustInUse, Keys: []store.KeyRef{{Kid: "k-a"}}, Until: until.Add(time.Hour), Now: until})
 			f.wantErr(err, store.ErrNotFound)
 			f.check(kids(f.pins()) == "k-b", "pins %+v", f.pins())
+		}},
+		{"SignedBundleWatermark", func(f *fixture) {
+			// The signed-bundle watermark is stored with the pins and
+			// outlives the pin that brought it: a replay is refused.
+			f.trust(pinKeys(store.TrustFirstUse, T0, "k-a"))
+			signed := pinKeys(store.TrustSignedBundle, T0.Add(time.Minute), "k-b")
+			signed.BundleSeq = 42
+			pins := f.trust(signed)
+			f.check(kids(pins) == "k-a,k-b" && store.BundleSeqOf(pins) == 42 && pins[0].BundleSeq == 42, "pins %+v", pins)
+			f.trust(store.TrustInput{Kind: store.TrustUnpin, Keys: []store.KeyRef{{Kid: "k-b"}}, Now: T0.Add(time.Hour)})
+			f.check(store.BundleSeqOf(f.pins()) == 42, "watermark after unpin %+v", f.pins())
+			_, err := f.s.RecordTrust(f.ctx, signed)
+			f.wantErr(err, store.ErrConflict)
+			f.check(kids(f.pins()) == "k-a", "pins after a replay %+v", f.pins())
 		}},
 		{"ConcurrentFirstUsePinsOneBundle", func(f *fixture) {
 			// Replicas starting together on an empty store: one bundle wins.
@@ -117,6 +132,9 @@ func runTrustReopen(t *testing.T, newStore Factory, reopen Reopener) {
 	f := newFixture(t, newStore(t))
 	f.trust(pinKeys(store.TrustFirstUse, T0, "k-a", "k-b"))
 	f.trust(store.TrustInput{Kind: store.TrustInUse, Keys: []store.KeyRef{{Kid: "k-b"}}, Until: T0.Add(time.Hour), Now: T0})
+	signed := pinKeys(store.TrustSignedBundle, T0, "k-c")
+	signed.BundleSeq = 9
+	f.trust(signed)
 	before := f.pins()
 	f.s = reopen(t, f.s)
 	after := f.pins()
