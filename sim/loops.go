@@ -30,7 +30,10 @@ const trustReload = time.Second
 // flight or unknown only refreshes gauges, so it is skipped; and trust
 // reload ticks (Proxy.TrustOnce: the pins read again, the file applied
 // when it changed) run only in rounds whose bundle file or pins change (a
-// rotation, an added key), since elsewhere a tick finds nothing new.
+// rotation, an added key), and a tick is skipped when its process already
+// applied the file as it is and nothing changed since, for then it finds
+// nothing new (a refused reload is tried again at every tick, as the
+// refusal may lapse).
 func (r *round) startLoops(i int) {
 	sc := r.sidecars[i]
 	life := sc.life
@@ -74,12 +77,20 @@ func (r *round) startLoops(i int) {
 		}
 	}, never)
 	if r.rotates {
+		seen := -1 // the trust version this process last took whole
 		loop("trust reload", trustReload, func() {
+			if seen == r.trustVersion {
+				return // neither the file nor the pins changed: nothing to do
+			}
+			v := r.trustVersion
 			before := strings.Join(sc.p.TrustKeyIDs(), ",")
 			sc.p.TrustOnce(ctx)
 			if after := strings.Join(sc.p.TrustKeyIDs(), ","); after != before {
 				r.res.Seen[seenReload]++
 				r.logf("sidecar replica %d: trust reloaded: keys %s (were %s)", i, after, before)
+			}
+			if l, err := sc.p.TrustList(ctx); err == nil && l.Bundle.SHA256 == r.bundleSum {
+				seen = v // the file as it is was applied (a refused one is tried again)
 			}
 		}, never)
 	}
@@ -111,6 +122,7 @@ func (r *round) rotate(e event) {
 	if e.Step == 1 && err == nil {
 		var acc proxy.TrustAccepted
 		acc, err = r.sidecars[0].p.AcceptTrust(context.Background(), r.m.rotatedKey.KeyID(), "", "rotation")
+		r.trustVersion++
 		r.logf("operator: trust accept %s: trusted %v %s", r.m.rotatedKey.KeyID(), acc.Trusted, acc.Reload)
 	}
 	if err != nil {
@@ -135,6 +147,7 @@ func (r *round) loseStore(restore bool, when string) {
 		r.lostOps[rec.InFlight.OperationID] = true
 	}
 	r.st.lose(restore)
+	r.trustVersion++ // the pins went with the store
 	r.lost, r.lostAt = true, r.now()
 	r.res.Seen[seenStoreLoss]++
 	r.logf("the fenced store is %s %s", what, when)

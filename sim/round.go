@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash"
@@ -83,6 +84,10 @@ type round struct {
 	bundle     string
 	rotates    bool
 	bundleKeys []jwk.Key // what the round's bundle file holds
+	bundleSum  string    // its SHA-256, hex
+	// trustVersion counts the changes of the bundle file and of the
+	// trust pins (an operator's accept, a store loss).
+	trustVersion int
 
 	q    queue
 	tie  *rand.Rand
@@ -240,6 +245,9 @@ func (r *round) writeBundle() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrSetup, err)
 	}
+	sum := sha256.Sum256(b)
+	r.bundleSum = hex.EncodeToString(sum[:])
+	r.trustVersion++
 	return writeFile(r.bundle, b)
 }
 

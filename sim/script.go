@@ -413,7 +413,7 @@ func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) scr
 			t += time.Duration(rng.IntN(int(2*cfg.TTL/time.Millisecond))) * time.Millisecond
 		}
 	}
-	if has(FaultKeyAdd) && rng.IntN(3) == 0 {
+	if has(FaultKeyAdd) && rng.IntN(10) == 0 {
 		// Someone who can write the bundle file adds the attacker's key;
 		// the attacker then signs grants with it.
 		t := at()
