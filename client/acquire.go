@@ -47,6 +47,9 @@ func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) 
 		}
 	}
 	cfg.setDefaults()
+	if cfg.noBackground && (cfg.lifetime != nil || len(cfg.onTransition) > 0) {
+		return nil, errors.New("client: WithoutBackground cannot be combined with WithLifetime or WithOnTransition")
+	}
 	if cfg.safetyMargin >= cfg.ttl {
 		return nil, fmt.Errorf("client: safety margin %s must be below the TTL %s", cfg.safetyMargin, cfg.ttl)
 	}
@@ -82,7 +85,11 @@ func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) 
 		_, _ = h.Check(cctx) // an uncertain answer leaves it to the keeper
 		cancel()
 	}
-	go h.keep()
+	if cfg.noBackground {
+		close(h.keeperDone) // no keeper: Release has nothing to stop
+	} else {
+		go h.keep()
+	}
 	if life := cfg.lifetime; life != nil {
 		go func() {
 			select {

@@ -30,6 +30,7 @@ type holdConfig struct {
 	random         func() float64
 	onTransition   []func(Transition)
 	lifetime       context.Context
+	noBackground   bool // WithoutBackground (manual.go)
 }
 
 // Defaults of Hold.

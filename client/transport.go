@@ -322,7 +322,7 @@ func (h *Holder) freshProof(maxAge time.Duration) (proof string, ahead bool) {
 // the current proof stays usable until its reserve, and a request that
 // then needs a new one asks synchronously and sees the error itself.
 func (h *Holder) prefetchProof() {
-	if !h.prefetching.CompareAndSwap(false, true) {
+	if h.cfg.noBackground || !h.prefetching.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {

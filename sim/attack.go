@@ -22,7 +22,7 @@ import (
 func (r *round) attack(e event) {
 	ctx := context.Background()
 	switch e.Attack {
-	case FaultForged, FaultTampered:
+	case FaultForged, FaultTampered, FaultKeyAdd:
 		tmpl := r.or.latest
 		if tmpl == nil {
 			r.logf("%s: no grant to imitate yet", e)
@@ -37,9 +37,9 @@ func (r *round) attack(e event) {
 		claims.GrantID = fmt.Sprintf("g-FORGED%d", e.ID)
 		claims.OperationRoot = operationRoot(claims.Resource, claims.FenceToken, claims.GrantID)
 		var token, proof string
-		if e.Attack == FaultForged {
+		if e.Attack == FaultForged || e.Attack == FaultKeyAdd {
 			signer := r.m.forger
-			if e.ID%2 == 0 {
+			if e.ID%2 == 0 && e.Attack == FaultForged {
 				signer = r.m.forgerSame // the trusted key's kid, another key: a bad signature
 			}
 			tok, err := signer.Sign(verify.GrantSchema, claims)
@@ -114,7 +114,7 @@ func (r *round) sendAttack(e event, who, token, proof string, seq uint64) {
 		return
 	}
 	r.after(e.Net.ReqDelay, "attack delivery", func() {
-		out := r.serve(w, e.Replica, bfNone, e.Net.StatusDrop)
+		out := r.serve(w, e.Replica, delivery{statusDrop: e.Net.StatusDrop})
 		r.logf("attacker (%s) as %s, segment %d at replica %d -> %s", e.Attack, who, seq, e.Replica%len(r.sidecars), out)
 	})
 }
@@ -130,6 +130,19 @@ func decodeClaims(token string) (*verify.Grant, error) {
 	}
 	var g verify.Grant
 	return &g, json.Unmarshal(raw, &g)
+}
+
+func decodeStatus(token string) (*verify.Status, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("sim: not a compact JWS")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil, err
+	}
+	var st verify.Status
+	return &st, json.Unmarshal(raw, &st)
 }
 
 // operationRoot is the contract's sha256(resource "\n" fence "\n" grantId).

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/fencegate/fencegate"
 )
@@ -18,15 +20,23 @@ import (
 // applied operation is answered again, not applied twice). It is the
 // sidecars' http.RoundTripper, so a forward reaches it through the
 // simulated link, whose fault for the current request the round sets.
+// In rounds with Effects it also answers an effect query (GET
+// /v1/effects/{operationId}: 200 with the answer of an operation it
+// applied, 404 for one it has not applied, which includes one it received
+// and will apply later).
 //
-// Every write that reaches it is checked against the oracle and the store
-// before it is applied: this is where an accepted stale, forged, gapped or
-// regressed write, or one that skipped the fence transaction, is caught.
+// Every write that reaches it is checked twice: when it arrives (the
+// instant the sidecar accepted it: was it the store's in-flight mutation,
+// was its lease held) and when it is applied (the order of fences and
+// segments among what the backend holds). A late write (bfLate) is applied
+// after its sidecar gave up waiting, so the two checks are apart in time.
 type backend struct {
 	r       *round
 	applied []appliedOp
-	byOp    map[string]int  // operation ID -> index in applied
-	refused map[string]bool // operation IDs answered without effect
+	byOp    map[string]int      // operation ID -> index in applied
+	bySeg   map[receiptKey]int  // (fence, seq) -> index in applied
+	refused map[string]bool     // operation IDs answered without effect
+	pending map[string]struct{} // operation IDs received, applied later
 	// per resource: what it has applied last
 	last map[string]appliedOp
 }
@@ -39,14 +49,17 @@ type appliedOp struct {
 	op       string
 	body     []byte
 	grant    *grantInfo
+	idem     bool // sent with Idempotency-Key (the route honours it)
 }
 
 func newBackend(r *round) *backend {
-	return &backend{r: r, byOp: map[string]int{}, refused: map[string]bool{}, last: map[string]appliedOp{}}
+	return &backend{r: r, byOp: map[string]int{}, bySeg: map[receiptKey]int{}, refused: map[string]bool{},
+		pending: map[string]struct{}{}, last: map[string]appliedOp{}}
 }
 
-// truth is what an operator learns from the backend about op.
-func (b *backend) truth(op string) (applied bool, body []byte) {
+// effect is what the backend's effect query answers about op now: applied
+// (and the answer it gave), or not (yet).
+func (b *backend) effect(op string) (applied bool, body []byte) {
 	if i, ok := b.byOp[op]; ok {
 		return true, b.applied[i].body
 	}
@@ -60,8 +73,14 @@ func answer(status int, body []byte) *http.Response {
 
 var errLostAnswer = errors.New("sim: the backend's answer was lost")
 
+// errTimeout is the sidecar's forward running out of backend.timeout.
+var errTimeout = fmt.Errorf("sim: no answer from the backend within backend.timeout: %w", context.DeadlineExceeded)
+
 func (b *backend) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := b.r
+	if req.Method == http.MethodGet && strings.HasPrefix(req.URL.Path, effectsPath) {
+		return b.effectQuery(req), nil
+	}
 	fault := r.cur.fault
 	r.cur.fault = bfNone // a fault hits one forward only
 	body, _ := io.ReadAll(req.Body)
@@ -82,19 +101,64 @@ func (b *backend) RoundTrip(req *http.Request) (*http.Response, error) {
 		return answer(http.StatusCreated, body), nil
 	}
 	b.checkFenced(resource, op, fence)
+	a := appliedOp{resource: resource, fence: fence, seq: seq, root: root, op: op, body: body, grant: r.or.grants[root],
+		idem: h.Get(fencegate.HeaderIdempotency) == op}
+	b.checkAccepted(a)
+	if r.cur.storeMid {
+		r.cur.storeMid = false
+		r.loseStore(r.cur.storeRestore, "while "+op+" is at the backend")
+	}
 	if fault == bf5xxBefore {
 		b.refused[op] = true
 		r.logf("backend: %s answered 500 before any effect", op)
 		return answer(http.StatusInternalServerError, nil), nil
 	}
-	if i, dup := b.byOp[op]; dup && h.Get(fencegate.HeaderIdempotency) == op {
+	if fault == bfLate {
+		// The backend holds the request; the sidecar waits out its
+		// timeout (virtual time passes) and declares the outcome unknown;
+		// the backend applies it later, at most maxApplyDelay after the
+		// forward's deadline.
+		at := r.now() + r.cur.late
+		b.pending[op] = struct{}{}
+		r.clk.Advance(backendTimeout)
+		r.logf("backend: %s received; it will apply it at %s, after the sidecar's timeout", op, at)
+		r.at(at, "late apply", func() {
+			delete(b.pending, op)
+			if _, dup := b.byOp[op]; dup && a.idem {
+				r.logf("backend: late %s already applied by a retry under its Idempotency-Key: nothing to do", op)
+				return
+			}
+			r.logf("backend: late %s applied now", op)
+			r.res.Seen[seenLate]++
+			b.apply(a)
+		})
+		return nil, errTimeout
+	}
+	if i, dup := b.byOp[op]; dup && a.idem {
 		r.logf("backend: %s already applied (Idempotency-Key): answered again", op)
 		return b.after(fault, answer(http.StatusCreated, b.applied[i].body))
 	}
-	a := appliedOp{resource: resource, fence: fence, seq: seq, root: root, op: op, body: body, grant: r.or.grants[root]}
-	b.check(a)
 	b.apply(a)
 	return b.after(fault, answer(http.StatusCreated, body))
+}
+
+// effectQuery answers GET /v1/effects/{operationId} (the operation ID is
+// also in Fence-Operation-Id): what the backend has applied now.
+func (b *backend) effectQuery(req *http.Request) *http.Response {
+	r := b.r
+	if !r.sc.Config.Effects {
+		return answer(http.StatusNotImplemented, nil)
+	}
+	op := req.Header.Get(fencegate.HeaderOperationID)
+	if op == "" {
+		op, _ = url.PathUnescape(strings.TrimPrefix(req.URL.EscapedPath(), effectsPath))
+	}
+	applied, body := b.effect(op)
+	r.logf("backend: effect query of %s: applied %v", op, applied)
+	if !applied {
+		return answer(http.StatusNotFound, nil)
+	}
+	return answer(http.StatusOK, body)
 }
 
 // after applies the post-effect faults to the answer of an applied write.
@@ -130,22 +194,45 @@ func (b *backend) checkFenced(resource, op string, fence uint64) {
 	}
 }
 
-// check runs the invariants on a write about to be applied.
-func (b *backend) check(a appliedOp) {
+// checkAccepted runs the invariants of the instant the sidecar accepted a
+// write (it reaches the backend then): its grant was issued, for this
+// resource, and held.
+func (b *backend) checkAccepted(a appliedOp) {
 	r := b.r
 	g := a.grant
 	switch {
 	case g == nil:
-		r.violate(&r.res.Forged, fmt.Sprintf("%s applied under a grant the registry never issued (operation root %s)", a.op, a.root))
+		r.violate(&r.res.Forged, fmt.Sprintf("%s accepted under a grant the registry never issued (operation root %s)", a.op, a.root))
 	case g.resource != a.resource:
-		r.violate(&r.res.Forged, fmt.Sprintf("%s applied to %s under a grant for %s", a.op, a.resource, g.resource))
+		r.violate(&r.res.Forged, fmt.Sprintf("%s accepted for %s under a grant for %s", a.op, a.resource, g.resource))
 	default:
-		if why := r.or.stale(g, r.now(), r.nowMs(), r.sc.Config.Proof, r.sc.Config.MaxAge); why != "" {
-			r.violate(&r.res.Stale, fmt.Sprintf("%s applied under fence %d of %s: %s", a.op, g.fence, g.owner, why))
+		cfg := r.sc.Config
+		// Proof mode judges a proof by the sidecar's clock, which may lag
+		// the registry's by up to trust.clockSkew: the window is the
+		// design's on that clock. A lag beyond the tolerance earns
+		// nothing more.
+		off := max(cfg.Offsets[r.cur.replica], -cfg.ClockSkew)
+		if why := r.or.stale(g, r.now(), r.nowMs(), off, cfg.Proof, cfg.MaxAge); why != "" {
+			r.violate(&r.res.Stale, fmt.Sprintf("%s accepted under fence %d of %s: %s", a.op, g.fence, g.owner, why))
 			if g.epoch < r.or.epoch {
-				r.violate(&r.res.Forged, fmt.Sprintf("%s applied under a revoked grant (epoch %d < %d)", a.op, g.epoch, r.or.epoch))
+				r.violate(&r.res.Forged, fmt.Sprintf("%s accepted under a revoked grant (epoch %d < %d)", a.op, g.epoch, r.or.epoch))
 			}
 		}
+	}
+}
+
+// checkApplied runs the invariants of the order of what the backend
+// holds, on a write about to be applied.
+func (b *backend) checkApplied(a appliedOp) {
+	r := b.r
+	g := a.grant
+	if i, ok := b.bySeg[receiptKey{a.fence, a.seq}]; ok {
+		if prev := b.applied[i]; !bytes.Equal(prev.body, a.body) {
+			r.violate(&r.res.Conflicts, fmt.Sprintf("%s: segment %d of fence %d applied again with another payload", a.op, a.seq, a.fence))
+		} else {
+			r.violate(&r.res.Gaps, fmt.Sprintf("%s: segment %d of fence %d applied twice", a.op, a.seq, a.fence))
+		}
+		return
 	}
 	last, ok := b.last[a.resource]
 	switch {
@@ -169,15 +256,17 @@ func (b *backend) check(a appliedOp) {
 
 func (b *backend) apply(a appliedOp) {
 	r := b.r
+	b.checkApplied(a)
 	prev, had := b.last[a.resource]
 	b.byOp[a.op] = len(b.applied)
+	if _, dup := b.bySeg[receiptKey{a.fence, a.seq}]; !dup {
+		b.bySeg[receiptKey{a.fence, a.seq}] = len(b.applied)
+	}
 	b.applied = append(b.applied, a)
 	b.last[a.resource] = a
 	r.res.Accepted++
 	r.logf("backend: applied %s fence=%d seq=%d", a.op, a.fence, a.seq)
 	if had && a.fence > prev.fence && prev.grant != nil && a.grant != nil {
-		if end, ok := r.or.endOf(prev.grant, r.nowMs(), r.startMs()); ok && end <= r.now() {
-			r.res.Handoffs = append(r.res.Handoffs, r.now()-end)
-		}
+		r.handoff(prev.grant, a.grant)
 	}
 }

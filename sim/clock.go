@@ -29,3 +29,19 @@ func (c simClock) NewTimer(d time.Duration) clock.Timer {
 	c.Clock.Advance(d)
 	return c.Clock.NewTimer(0)
 }
+
+// offsetClock is one sidecar's clock: the round's virtual clock off by a
+// fixed offset from the registry's (which reads the virtual clock itself).
+// Its timers are the virtual clock's: a wait of d is d of the round's time.
+type offsetClock struct {
+	base simClock
+	off  time.Duration
+}
+
+var _ clock.Clock = offsetClock{}
+
+func (c offsetClock) Now() time.Time                       { return c.base.Now().Add(c.off) }
+func (c offsetClock) NewTimer(d time.Duration) clock.Timer { return c.base.NewTimer(d) }
+func (c offsetClock) NewTicker(d time.Duration) clock.Ticker {
+	return c.base.NewTicker(d)
+}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,76 +15,106 @@ import (
 	"github.com/fencegate/fencegate/store"
 )
 
-// The operator settles unknown outcomes by the backend's truth, as
-// docs/design.md section 8 step 4 says (fencegate reconcile --applied or
-// --not-applied), and recovers from a registry restore as section 10 says.
+// The operator knows only what a real one can learn: the sidecar's list of
+// unknown mutations (fencegate receipts --unknown) and, where the backend
+// offers one (roundConfig.Effects), its effect query, which it asks as a
+// person would look at the backend's data, and settles by what it answers
+// (fencegate reconcile --applied or --not-applied, design section 8 step
+// 4). It never reads the backend's hidden state: a write the backend
+// received and will apply later is "not found" to it, as it would be to a
+// person. Where the backend offers nothing, the operator cannot tell, and
+// the mutation stays UNKNOWN until a worker's idempotent retry settles it,
+// or for ever. It also recovers from a registry restore as section 10
+// says.
 
-// reconcileDelay is how long after an unknown outcome the operator acts.
-// On routes with idempotencyKey it waits longer than a worker's retry of
-// the same segment (2 s), so that retry settles the unknown first
-// (section 8, step 3) and the operator finds nothing left, or a retry that
-// failed again.
-func (r *round) reconcileDelay() time.Duration {
-	if r.sc.Config.Idempotent {
-		return 3 * time.Second
+// Operator timing (virtual time).
+const (
+	// operatorAgain: while an outcome it can ask about stays unknown (its
+	// evidence was refused, or the marker was still in flight), the
+	// operator looks again this often.
+	operatorAgain = time.Minute
+	// unknownWatch is how long after an outcome became unknown the round
+	// keeps running the background (reconcile passes, the operator) to
+	// settle it: past the 15-minute budget, so a settleable outcome left
+	// unknown fails the gate.
+	unknownWatch = MaxUnknownBudget + time.Minute
+)
+
+// trackUnknown follows the main resource's unknown outcome after every
+// step: a marker left in the store at the end of a step is a mutation
+// whose outcome no sidecar knows (every request is served within one
+// step), until the marker is gone or another one replaces it.
+func (r *round) trackUnknown() {
+	rec, err := r.st.Record(context.Background(), mainResource)
+	op := ""
+	if err == nil && rec.InFlight != nil {
+		op = rec.InFlight.OperationID
 	}
-	return 500 * time.Millisecond
-}
-
-// operatorSoon schedules a reconciliation pass: soon after an answer was
-// lost, and after the marker's deadline when a sidecar died mid-forward
-// (its marker stays IN_FLIGHT until then).
-func (r *round) operatorSoon(crashed bool) {
-	d := r.reconcileDelay()
-	if crashed {
-		d = backendTimeout + 5*time.Second + time.Millisecond
+	if r.unk != nil && r.unk.op != op {
+		d := r.now() - r.unk.since
+		r.logf("unknown outcome of %s settled after %s", r.unk.op, d)
+		r.unknownTime(r.unk.op, d, "settled")
+		r.unk = nil
 	}
-	r.after(d, "operator reconciles", func() { r.reconcile(false) })
-}
-
-// reconcile settles every unknown mutation through a live sidecar, by the
-// backend's truth. At the end of a round (final) it first lets every
-// in-flight marker reach its deadline.
-func (r *round) reconcile(final bool) {
-	ctx := context.Background()
-	p := r.sidecars[0].p
-	if final {
-		// Up to the marker's deadline, and its quiet time: before that a
-		// "not applied" is refused (the backend may still apply it).
-		if rec, err := r.st.Record(ctx, mainResource); err == nil && rec.InFlight != nil {
-			if end := maxTime(rec.InFlight.Deadline, rec.InFlight.QuietBy()); end.After(r.clk.Now()) {
-				r.clk.AdvanceTo(end.Add(time.Millisecond))
-			}
+	if op != "" && r.unk == nil {
+		r.unk = &unknownEpisode{op: op, since: r.now()}
+		r.res.Unknowns++
+		r.logf("outcome of %s unknown (%s)", op, rec.InFlight.State)
+		if !r.looking && r.sabotage != SabotageNoReconcile {
+			r.looking = true
+			r.background(r.now()+r.sc.Config.OperatorDelay, "the operator looks", r.look)
 		}
 	}
-	list, err := p.Unknown(ctx)
-	if err != nil {
-		r.violate(&r.res.Skipped, "listing unknown mutations failed: "+err.Error())
+}
+
+// unknownTime accounts for d in UNKNOWN of op: over the budget breaks the
+// bound.
+func (r *round) unknownTime(op string, d time.Duration, how string) {
+	r.res.MaxUnknown = max(r.res.MaxUnknown, d)
+	if d > MaxUnknownBudget {
+		r.violate(&r.res.UnknownOver, fmt.Sprintf("%s was UNKNOWN for %s (%s), over the %s budget", op, d, how, MaxUnknownBudget))
+	}
+}
+
+// watching reports whether the background should keep running for the
+// unknown outcome: there is one, and its watch has not run out.
+func (r *round) watching() bool { return r.unk != nil && r.now() < r.unk.since+unknownWatch }
+
+// look is the operator answering the page about unknown outcomes.
+func (r *round) look() {
+	r.looking = false
+	if r.unk == nil {
 		return
 	}
+	ctx := context.Background()
+	p := r.sidecars[0].p
+	list, err := p.Unknown(ctx)
+	if err != nil {
+		r.logf("operator: listing unknown mutations failed: %v", err)
+	}
 	for _, m := range list {
-		applied, body := r.back.truth(m.OperationID)
+		if !r.sc.Config.Effects {
+			r.logf("operator: cannot tell whether %s took effect: the backend offers no way to ask", m.OperationID)
+			continue
+		}
+		applied, body := r.back.effect(m.OperationID)
 		if _, err := p.Reconcile(ctx, m.Resource, m.OperationID, applied, http.StatusCreated, body); err != nil {
-			r.logf("operator: reconcile %s: %v", m.OperationID, err)
-			if nq := (*store.NotQuietError)(nil); errors.As(err, &nq) && !final {
-				// Not quiet yet: look again when it is.
-				r.at(nq.QuietAt.Sub(r.start)+time.Millisecond, "operator reconciles", func() { r.reconcile(false) })
+			r.logf("operator: reconcile %s as applied=%v: %v", m.OperationID, applied, err)
+			if nq := (*store.NotQuietError)(nil); errors.As(err, &nq) && !r.looking && r.watching() {
+				// The backend may still apply it: the sidecar refuses "not
+				// applied" before the quiet time. Look again then.
+				r.looking = true
+				r.background(nq.QuietAt.Sub(r.start)+time.Millisecond, "the operator looks at the quiet time", r.look)
 			}
 			continue
 		}
-		since := m.UnknownSince
-		if since.IsZero() {
-			since = m.Deadline
-		}
-		d := r.clk.Now().Sub(since)
-		r.res.MaxUnknown = max(r.res.MaxUnknown, d)
-		r.logf("operator: %s settled as applied=%v after %s unknown", m.OperationID, applied, d)
+		r.res.Seen[seenOperator]++
+		r.logf("operator: the backend says %s applied=%v; reconciled so", m.OperationID, applied)
 	}
-	if !final {
-		if rec, err := r.st.Record(ctx, mainResource); err == nil && rec.InFlight != nil && rec.InFlight.State == store.MutationInFlight {
-			// Still in flight: its process may have died; look again at its deadline.
-			r.at(rec.InFlight.Deadline.Sub(r.start)+time.Millisecond, "operator reconciles", func() { r.reconcile(false) })
-		}
+	r.trackUnknown()
+	if !r.looking && r.sc.Config.Effects && r.watching() {
+		r.looking = true
+		r.background(r.now()+operatorAgain, "the operator looks again", r.look)
 	}
 }
 
@@ -126,57 +157,106 @@ func (r *round) restore(e event) {
 	})
 }
 
-// finish settles what is left and checks that the backend's data is
-// exactly the store's receipts, in (fence, seq) order.
+// noteReceipt records a receipt a sidecar stored (Commit, or Resolve as
+// applied), for the end-of-round comparison with the backend.
+func (r *round) noteReceipt(rc store.Receipt) {
+	if rc.Resource == mainResource {
+		r.receipts[receiptKey{rc.Fence, rc.Seq}] = rc
+		r.noted[receiptKey{rc.Fence, rc.Seq}] = r.now()
+	}
+}
+
+// finish accounts for an outcome still unknown and checks that the
+// backend's data is exactly the sidecars' receipts, in (fence, seq) order,
+// and that the store kept what compaction must keep.
 func (r *round) finish() {
-	r.reconcile(true)
+	if u := r.unk; u != nil {
+		r.logf("outcome of %s still unknown at the end, after %s (the backend offers an effect query: %v)", u.op, r.now()-u.since, r.sc.Config.Effects)
+		if r.sc.Config.Effects {
+			// The operator could have settled it: its time counts.
+			r.unknownTime(u.op, r.now()-u.since, "still unknown at the end, although the backend's effect query could settle it")
+		} else {
+			r.res.NoEvidence++
+		}
+	}
 	for i := range r.sidecars {
 		r.checkCoverage(i)
 	}
 	ctx := context.Background()
 	applied := r.back.applied
-	type key struct{ fence, seq uint64 }
-	want := map[key]appliedOp{}
 	for i, a := range applied {
-		want[key{a.fence, a.seq}] = a
 		if i > 0 {
 			p := applied[i-1]
 			if p.fence > a.fence || p.fence == a.fence && p.seq >= a.seq {
 				r.violate(&r.res.DataMismatch, fmt.Sprintf("backend data out of (fence, seq) order: %d/%d after %d/%d", a.fence, a.seq, p.fence, p.seq))
 			}
 		}
+		rc, ok := r.receipts[receiptKey{a.fence, a.seq}]
+		switch {
+		case !ok && r.unk != nil && r.unk.op == a.op:
+			// Applied, and still unknown: not forgotten, not settled.
+		case !ok && r.lostOps[a.op]:
+			// In flight or unknown when the store was lost: the store
+			// forgot it (the loss is what the round tests).
+		case !ok:
+			r.violate(&r.res.DataMismatch, fmt.Sprintf("the backend applied %s but no sidecar stored a receipt for it", a.op))
+		case rc.PayloadDigest != payloadDigest(http.MethodPut, mainPath, a.body):
+			r.violate(&r.res.DataMismatch, fmt.Sprintf("receipt %s does not match the applied payload", rc.ID))
+		}
 	}
-	// Every receipt the store holds for a fence the round used, and every
-	// applied write, must match one to one.
-	fences := map[uint64]bool{}
+	keys := make([]receiptKey, 0, len(r.receipts))
+	for k := range r.receipts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b receiptKey) int {
+		if c := cmp.Compare(a.fence, b.fence); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	rec, _ := r.st.Record(ctx, mainResource)
+	for _, k := range keys {
+		rc := r.receipts[k]
+		if _, ok := r.back.bySeg[k]; !ok {
+			r.violate(&r.res.DataMismatch, fmt.Sprintf("receipt %s (fence %d, segment %d) for a write the backend never applied", rc.ID, k.fence, k.seq))
+		}
+		if _, err := r.st.Receipt(ctx, store.ReceiptKey{Resource: mainResource, Fence: k.fence, Seq: k.seq}); err != nil {
+			// Compaction deletes only segments below (highest, last); a
+			// store loss takes what was stored before it.
+			if r.lost && r.noted[k] <= r.lostAt {
+				continue
+			}
+			if k.fence > rec.HighestFence || k.fence == rec.HighestFence && k.seq >= rec.LastSeq {
+				r.violate(&r.res.DataMismatch, fmt.Sprintf("receipt %s (fence %d, segment %d) is gone from the store, but compaction must keep it (highest %d, last segment %d)",
+					rc.ID, k.fence, k.seq, rec.HighestFence, rec.LastSeq))
+			}
+		}
+	}
+	// And the store holds no receipt no sidecar stored.
+	fences := map[uint64]bool{rec.HighestFence: true}
 	for _, g := range r.or.grants {
 		if g.resource == mainResource {
 			fences[g.fence] = true
 		}
 	}
+	maxSeq := uint64(4)
 	for _, a := range applied {
 		fences[a.fence] = true
+		maxSeq = max(maxSeq, a.seq+2)
 	}
 	fl := make([]uint64, 0, len(fences))
 	for f := range fences {
 		fl = append(fl, f)
 	}
 	slices.Sort(fl)
-	maxSeq := uint64(4)
-	for _, a := range applied {
-		maxSeq = max(maxSeq, a.seq+2)
-	}
 	for _, f := range fl {
 		for s := uint64(1); s <= maxSeq; s++ {
 			rc, err := r.st.Receipt(ctx, store.ReceiptKey{Resource: mainResource, Fence: f, Seq: s})
-			a, ok := want[key{f, s}]
-			switch {
-			case err != nil && ok:
-				r.violate(&r.res.DataMismatch, fmt.Sprintf("the backend applied %s but the store has no receipt for it", a.op))
-			case err == nil && !ok:
-				r.violate(&r.res.DataMismatch, fmt.Sprintf("receipt %s (fence %d, segment %d) for a write the backend never applied", rc.ID, f, s))
-			case err == nil && rc.PayloadDigest != payloadDigest(http.MethodPut, mainPath, a.body):
-				r.violate(&r.res.DataMismatch, fmt.Sprintf("receipt %s does not match the applied payload", rc.ID))
+			if err != nil {
+				continue
+			}
+			if mine, ok := r.receipts[receiptKey{f, s}]; !ok || mine.ID != rc.ID {
+				r.violate(&r.res.DataMismatch, fmt.Sprintf("the store holds receipt %s (fence %d, segment %d) that no sidecar of the round stored", rc.ID, f, s))
 			}
 		}
 	}
@@ -188,11 +268,4 @@ func payloadDigest(method, target string, body []byte) string {
 	fmt.Fprintf(h, "%s\n%s\n", method, target)
 	h.Write(body)
 	return fencegate.DigestPrefix + hex.EncodeToString(h.Sum(nil))
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }

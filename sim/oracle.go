@@ -3,7 +3,9 @@ package sim
 import (
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/verify"
 )
 
 // oracle is the ground truth a round checks the sidecars against. It is
@@ -17,8 +19,10 @@ type oracle struct {
 	// snap is the lease table at the registry's last snapshot.
 	snap      map[string]leaseInfo
 	snapEpoch uint64
-	// latest is the newest grant issued on the main resource.
+	// latest is the newest grant issued on the main resource; issued
+	// counts them.
 	latest *grantInfo
+	issued int
 }
 
 type grantInfo struct {
@@ -31,6 +35,9 @@ type grantInfo struct {
 	owner    string
 	epoch    uint64
 	revision uint64
+	// issued is the grant's place in the order the registry issued the
+	// main resource's grants (1, 2, ...).
+	issued int
 }
 
 type leaseInfo struct {
@@ -41,6 +48,8 @@ type leaseInfo struct {
 	ended   bool
 	endedAt time.Duration
 	cause   string // released, revoked, restored (forgotten by a restore)
+	// restored: a registry restore rewrote the lease's history.
+	restored bool
 }
 
 func newOracle() *oracle {
@@ -61,6 +70,8 @@ func (o *oracle) granted(res registry.Result) *grantInfo {
 			lease: l.Lease, owner: l.Owner, epoch: l.IssuerEpoch, revision: l.Revision}
 		o.grants[root] = g
 		if l.Resource == mainResource {
+			o.issued++
+			g.issued = o.issued
 			o.latest = g
 		}
 	}
@@ -135,25 +146,30 @@ func (o *oracle) restore(now time.Duration) bool {
 		} else if !li.ended {
 			li.ended, li.endedAt, li.cause = true, now, "restored"
 		}
+		li.restored = true
 	}
 	o.epoch = o.snapEpoch
 	return true
 }
 
-// stale reports why a write under g accepted at now is stale by the
-// registry's truth, or "".
+// stale reports why a write under g accepted at now (nowMs on the
+// registry's clock) is stale by the registry's truth, or "". off is the
+// accepting sidecar's clock offset from the registry's, as far as the
+// design tolerates it (never below -trust.clockSkew).
 //
 // Registry mode: the sidecar read the status at now, so the lease must be
-// held at now: not ended, and now before its expiry.
+// held at now: not ended, and now before its expiry. The sidecar's clock
+// does not matter: the registry judged.
 //
 // Proof mode (docs/design.md 6.4, "the early-release window"): the
-// sidecar accepts a HELD proof while now < exp and now - iat <= maxAge,
-// and exp never passes the lease's expiry at iat (3.3). So the write must
-// be justified by a HELD proof the registry really signed for this lease
-// with now < exp and now - iat <= maxAge; and, whatever proofs exist, a
-// write more than maxAge after the lease was released, revoked or
-// forgotten by a restore is stale (a proof's iat is at most that instant).
-func (o *oracle) stale(g *grantInfo, now time.Duration, nowMs int64, proof bool, maxAge time.Duration) string {
+// sidecar accepts a HELD proof while now < exp and now - iat <= maxAge on
+// its own clock, and exp never passes the lease's expiry at iat (3.3). So
+// the write must be justified by a HELD proof the registry really signed
+// for this lease with now+off < exp and now+off - iat <= maxAge; and,
+// whatever proofs exist, a write more than maxAge after the lease was
+// released, revoked or forgotten by a restore (on the sidecar's clock) is
+// stale (a proof's iat is at most that instant).
+func (o *oracle) stale(g *grantInfo, now time.Duration, nowMs int64, off time.Duration, proof bool, maxAge time.Duration) string {
 	li, ok := o.leases[g.lease]
 	if !ok {
 		return "lease unknown to the registry"
@@ -167,22 +183,24 @@ func (o *oracle) stale(g *grantInfo, now time.Duration, nowMs int64, proof bool,
 		}
 		return ""
 	}
-	if li.ended && now-li.endedAt > maxAge {
+	pnow, pnowMs := now+off, nowMs+off.Milliseconds()
+	if li.ended && pnow-li.endedAt > maxAge {
 		return "lease " + li.cause + " more than status.maxAge before"
 	}
 	maxAgeMs := maxAge.Milliseconds()
 	for _, p := range li.proofs {
-		if nowMs < p.exp && nowMs-p.iat <= maxAgeMs {
+		if pnowMs < p.exp && pnowMs-p.iat <= maxAgeMs {
 			return ""
 		}
 	}
 	return "no HELD proof the registry signed covers this instant (expired or older than status.maxAge)"
 }
 
-// endOf is when the lease of g stopped being held, if it did by now.
+// endOf is when the lease of g stopped being held, if it did by now and
+// no restore rewrote its history.
 func (o *oracle) endOf(g *grantInfo, nowMs int64, start int64) (time.Duration, bool) {
 	li, ok := o.leases[g.lease]
-	if !ok {
+	if !ok || li.restored {
 		return 0, false
 	}
 	exp := time.Duration(li.expiresAt-start) * time.Millisecond
@@ -202,4 +220,45 @@ func later(a, b *grantInfo) bool {
 		return a.epoch > b.epoch
 	}
 	return a.revision > b.revision
+}
+
+// wire records what a registry answer on the HTTP API says (an SDK
+// worker's acquire, lookup, renewal, status read or release), as granted,
+// touch and proved do for the Go API's results: the grant (when the
+// answer carries it: to its owner only), the lease's expiry, and a HELD
+// proof. It returns the grant, if known.
+func (o *oracle) wire(l *fencegate.Lease) *grantInfo {
+	var g *grantInfo
+	if l.Grant != "" {
+		if c, err := decodeClaims(l.Grant); err == nil {
+			if g = o.grants[c.OperationRoot]; g == nil {
+				g = &grantInfo{token: l.Grant, digest: l.GrantDigest, root: c.OperationRoot, fence: c.FenceToken, resource: c.Resource,
+					lease: c.Lease, owner: c.Owner, epoch: c.IssuerEpoch, revision: c.BackendRevision}
+				o.grants[g.root] = g
+				if g.resource == mainResource {
+					o.issued++
+					g.issued = o.issued
+					o.latest = g
+				}
+			}
+		}
+	}
+	if g == nil {
+		for _, x := range o.grants {
+			if x.lease == l.Lease {
+				g = x
+				break
+			}
+		}
+	}
+	li, ok := o.leases[l.Lease]
+	if !ok {
+		li = &leaseInfo{}
+		o.leases[l.Lease] = li
+	}
+	li.expiresAt = l.ExpiresAt.UnixMilli()
+	if st, err := decodeStatus(l.Status); err == nil && st.State == verify.StateHeld && st.Lease == l.Lease {
+		li.proofs = append(li.proofs, proofWindow{iat: int64(st.IssuedAt), exp: int64(st.ExpiresAt)})
+	}
+	return g
 }

@@ -18,7 +18,7 @@ func TestOracleStale(t *testing.T) {
 	maxAge := ms(500)
 	check := func(name string, at int64, proof bool, stale bool) {
 		t.Helper()
-		why := o.stale(g, ms(at), base+at, proof, maxAge)
+		why := o.stale(g, ms(at), base+at, 0, proof, maxAge)
 		if (why != "") != stale {
 			t.Errorf("%s at %d ms (proof %v): stale %q, want stale=%v", name, at, proof, why, stale)
 		}
@@ -38,7 +38,7 @@ func TestOracleStale(t *testing.T) {
 	o.leases["l1"].proofs = append(o.leases["l1"].proofs, proofWindow{iat: base + 1900, exp: base + 5000})
 	check("released, window edge", 2400, true, false)
 	check("released, past the window", 2401, true, true)
-	if why := o.stale(&grantInfo{lease: "nope"}, 0, base, true, maxAge); why == "" {
+	if why := o.stale(&grantInfo{lease: "nope"}, 0, base, 0, true, maxAge); why == "" {
 		t.Error("an unknown lease is not stale")
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -39,12 +41,31 @@ type owner struct {
 	seq     uint64 // next segment
 	waiting uint64 // token of the write awaiting an answer (0: none)
 	tries   int
+
+	// For the hand-off latency: when the owner first asked for the lease,
+	// when it got it, and when it first sent its first segment.
+	askedAt, grantedAt, firstSentAt time.Duration
+	asked, granted, firstSent       bool
+	// releasedAt is when its release reached the registry.
+	releasedAt  time.Duration
+	releaseSeen bool
+	// askNet and firstNet are the network fates of its first ask and of
+	// its first segment's first send, firstLate that segment's late apply;
+	// blocked: its first segment met an unknown outcome (MUTATION_UNKNOWN).
+	askNet, firstNet netPlan
+	firstLate        time.Duration
+	blocked          bool
+	// sdk is set when the owner is an SDK worker (sdk.go).
+	sdk *sdkWorker
 }
 
 // acquire sends an acquire (the script's event; retries follow from it).
 func (o *owner) acquire(e event) {
 	if o.holding || o.done {
 		return
+	}
+	if !o.asked {
+		o.asked, o.askedAt, o.askNet = true, o.r.now(), e.Net
 	}
 	o.reqN++
 	o.send(e.Net, fmt.Sprintf("req-%s-%d", o.name, o.reqN), true)
@@ -101,6 +122,9 @@ func (o *owner) send(n netPlan, id string, first bool) {
 				return
 			}
 			o.holding = true
+			if !o.granted {
+				o.granted, o.grantedAt = true, r.now()
+			}
 			o.grant, o.proof, o.lease, o.fence = string(res.Grant), string(res.Status), g.lease, g.fence
 			o.next()
 		})
@@ -133,6 +157,11 @@ func (o *owner) run(e event) {
 		o.released = true
 		o.next() // only a zombie write can follow
 		r.after(e.Net.ReqDelay, "release at registry", func() {
+			o.releasedAt, o.releaseSeen = r.now(), true
+			if r.sabotage == SabotageReleaseIgnored {
+				r.logf("%s: the registry answers the release of %s but keeps the lease", o.name, o.lease)
+				return
+			}
 			res, err := r.reg.Release(context.Background(), o.name, o.lease)
 			if err == nil {
 				r.or.proved(res)
@@ -148,6 +177,9 @@ func (o *owner) run(e event) {
 			return
 		}
 		o.tries = 0
+		if !o.firstSent && o.seq == 1 && !e.Zombie {
+			o.firstSent, o.firstSentAt, o.firstNet, o.firstLate = true, r.now(), e.Net, e.Late
+		}
 		if e.Skip {
 			o.skip(e)
 		}
@@ -202,7 +234,7 @@ func (o *owner) skip(e event) {
 		proof = o.proof
 	}
 	w := newWire(mainPath, o.name, o.grant, proof, o.seq+1, []byte(fmt.Sprintf("%s/f%d/s%d/skipped-ahead", o.name, o.fence, o.seq+1)))
-	out := r.serve(w, e.Replica, bfNone, false)
+	out := r.serve(w, e.Replica, delivery{})
 	r.logf("%s: segment %d sent before %d at replica %d -> %v", o.name, o.seq+1, o.seq, e.Replica%len(r.sidecars), out)
 }
 
@@ -237,8 +269,10 @@ func (o *owner) write(e event) {
 			o.write(e)
 		}
 	})
+	first := o.tries == 1
 	deliver := func(n netPlan, fault backendFault, dup bool) {
-		out := r.serve(w, e.Replica, fault, n.StatusDrop)
+		mid := e.StoreMid && first && !dup
+		out := r.serve(w, e.Replica, delivery{fault: fault, statusDrop: n.StatusDrop, storeMid: mid, storeRestore: e.Restore, late: e.Late})
 		how := ""
 		if dup {
 			how = " (duplicate)"
@@ -271,11 +305,24 @@ func (o *owner) answered(e event, token uint64, out outcome) {
 		r.logf("%s: zombie write answered %v", o.name, out)
 		o.done = true
 	case out.status < 300, out.code == fencegate.CodeReplayIncomplete:
+		if e.Conflict {
+			o.conflict(e, o.seq)
+		}
 		o.seq++
 		o.step++
 		o.next()
 	case out.code == fencegate.CodeMutationUnknown:
-		r.after(2*time.Second, "retry after unknown", func() { o.write(e) })
+		if o.seq == 1 {
+			o.blocked = true // its hand-off waits for an unknown outcome
+		}
+		// Its own write's answer was lost (504): send it again soon (on an
+		// idempotent route that settles it). Another mutation's outcome is
+		// unknown (409): wait for its reconciliation.
+		wait := 2 * time.Second
+		if out.status == http.StatusGatewayTimeout {
+			wait = 200 * time.Millisecond
+		}
+		r.after(wait, "retry after unknown", func() { o.write(e) })
 	case out.code == fencegate.CodeStatusStale && r.sc.Config.Proof:
 		o.renew(netPlan{})
 		r.after(50*time.Millisecond, "retry with a fresh proof", func() { o.write(e) })
@@ -287,4 +334,34 @@ func (o *owner) answered(e event, token uint64, out outcome) {
 		r.logf("%s: stops (%s)", o.name, out)
 		o.done = true
 	}
+}
+
+// conflict sends accepted segment seq again with another payload: the
+// sidecar must answer SEGMENT_CONFLICT and quarantine it (design 6.6,
+// step 2), and the backend must never see it.
+func (o *owner) conflict(e event, seq uint64) {
+	r := o.r
+	proof := ""
+	if r.sc.Config.Proof {
+		proof = o.proof
+	}
+	body := []byte(fmt.Sprintf("%s/f%d/s%d/another-payload", o.name, o.fence, seq))
+	w := newWire(mainPath, o.name, o.grant, proof, seq, body)
+	r.res.Seen[seenConflict]++
+	r.after(10*time.Millisecond, "conflicting resend", func() {
+		out := r.serve(w, e.Replica, delivery{})
+		r.logf("%s: segment %d sent again with another payload at replica %d -> %v", o.name, seq, e.Replica%len(r.sidecars), out)
+		switch {
+		case out.status < 300:
+			r.violate(&r.res.Conflicts, fmt.Sprintf("segment %d of fence %d sent again with another payload was answered %v", seq, o.fence, out))
+		case out.code == fencegate.CodeSegmentConflict:
+			q, err := r.st.ListQuarantined(context.Background(), mainResource)
+			want := payloadDigest(http.MethodPut, mainPath, body)
+			if err != nil || !slices.ContainsFunc(q, func(q store.Quarantine) bool {
+				return q.Fence == o.fence && q.Seq == seq && q.PayloadDigest == want
+			}) {
+				r.violate(&r.res.Conflicts, fmt.Sprintf("SEGMENT_CONFLICT for segment %d of fence %d but no quarantine entry holds its payload (%v)", seq, o.fence, err))
+			}
+		}
+	})
 }

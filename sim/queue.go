@@ -15,6 +15,9 @@ type item struct {
 	// what labels the step where it is scheduled (read in a debugger).
 	what string
 	fn   func()
+	// bg: background work (a loop's pass, the operator's look), which does
+	// not keep the round going by itself.
+	bg bool
 }
 
 type queue []*item

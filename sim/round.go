@@ -4,21 +4,28 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/lestrrat-go/jwx/v2/jwk"
+
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/store"
 )
@@ -28,12 +35,27 @@ type roundResult struct {
 	Attempted, Accepted                 int
 	Stale, Forged, AuthChanged, Skipped int
 	Gaps, Regressions, DataMismatch     int
-	MaxUnknown                          time.Duration
-	Handoffs                            []time.Duration
-	Codes                               map[string]int
-	Violations                          []string
-	History                             []string
-	hist                                hash.Hash
+	Conflicts                           int
+	// MaxUnknown is the longest time in UNKNOWN of a mutation that
+	// evidence could settle; NoEvidence counts the unknown outcomes that
+	// nothing an operator has could settle, left UNKNOWN at the end.
+	MaxUnknown  time.Duration
+	UnknownOver int
+	SDKStale    int
+	Unknowns    int
+	NoEvidence  int
+	Handoffs    []time.Duration
+	// HandoffOver counts hand-offs over their budget (handoffBudget),
+	// HandoffBlocked those that waited for an unknown outcome instead.
+	HandoffOver, HandoffBlocked int
+	Codes                       map[string]int
+	Seen                        map[string]int
+	Violations                  []string
+	// Soft are findings that fail the gate only in number (a hand-off over
+	// its budget: at most 1% may be).
+	Soft    []string
+	History []string
+	hist    hash.Hash
 }
 
 func (r *roundResult) failed() bool { return len(r.Violations) > 0 }
@@ -51,11 +73,21 @@ type round struct {
 	start    time.Time
 	reg      *registry.Registry
 	rs       *memory.Store
-	st       store.Store
+	rnd      io.Reader // the registry's random source (kept across restarts)
+	st       *sharedStore
 	sidecars []*sidecar
 	back     *backend
 	or       *oracle
 	owners   []*owner
+	// bundle is the trust bundle file the sidecars load: the run's, or
+	// the round's own when a rotation rewrites it.
+	bundle     string
+	rotates    bool
+	bundleKeys []jwk.Key // what the round's bundle file holds
+	bundleSum  string    // its SHA-256, hex
+	// trustVersion counts the changes of the bundle file and of the
+	// trust pins (an operator's accept, a store loss).
+	trustVersion int
 
 	q    queue
 	tie  *rand.Rand
@@ -63,6 +95,36 @@ type round struct {
 	res  roundResult
 	snap *memory.Snapshot
 	cur  delivery // the request the sidecar is serving now
+	// pending counts the scheduled steps that are not background work
+	// (loop passes, the operator's looks): the round ends when none is
+	// left and the background has nothing to settle.
+	pending int
+	// receipts is every receipt a sidecar stored, by (fence, seq).
+	receipts map[receiptKey]store.Receipt
+	// lostAt is when the fenced store was last lost (FaultStoreLoss), and
+	// lostOps the mutations in flight or unknown at a loss: what the store
+	// forgot with it is not the sidecars' to keep.
+	lostAt  time.Duration
+	lost    bool
+	lostOps map[string]bool
+	noted   map[receiptKey]time.Duration // when each receipt was stored
+	unk     *unknownEpisode
+	// looking: the operator has a look scheduled.
+	looking bool
+	seed    uint64
+	// api is the registry's HTTP API for SDK workers, built for apiFor.
+	api    http.Handler
+	apiFor *registry.Registry
+}
+
+type receiptKey struct{ fence, seq uint64 }
+
+// unknownEpisode is a mutation of the main resource whose outcome no
+// sidecar knows: left UNKNOWN (or in flight by a dead process) at the end
+// of a step, until it is settled.
+type unknownEpisode struct {
+	op    string
+	since time.Duration
 }
 
 // delivery is the context of the request a sidecar is serving: the faults
@@ -72,6 +134,10 @@ type delivery struct {
 	fault      backendFault
 	statusDrop bool
 	crashed    bool
+	// storeMid loses the store while the request is at the backend.
+	storeMid, storeRestore bool
+	// late: the backend applies the write this long after receiving it.
+	late time.Duration
 }
 
 func (r *round) now() time.Duration { return r.clk.Now().Sub(r.start) }
@@ -102,28 +168,51 @@ func (r *round) violate(counter *int, what string) {
 // at schedules fn at virtual time t (never before now).
 func (r *round) at(t time.Duration, what string, fn func()) {
 	r.seq++
+	r.pending++
 	r.q.push(&item{at: max(t, r.now()), tie: r.tie.Uint64(), seq: r.seq, what: what, fn: fn})
 }
 
 func (r *round) after(d time.Duration, what string, fn func()) { r.at(r.now()+d, what, fn) }
 
+// background schedules a step of background work at t: it does not keep
+// the round going by itself (see pending).
+func (r *round) background(t time.Duration, what string, fn func()) {
+	r.seq++
+	r.q.push(&item{at: max(t, r.now()), tie: r.tie.Uint64(), seq: r.seq, what: what, fn: fn, bg: true})
+}
+
 // runRound builds a world for sc and runs it to the end.
 func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hist bool) (roundResult, error) {
 	r := &round{m: m, sc: sc, sabotage: sab, trace: trace, clk: newSimClock(), or: newOracle(),
-		tie: rand.New(rand.NewPCG(seed, 0x71e))}
-	r.res.Codes = map[string]int{}
+		tie: rand.New(rand.NewPCG(seed, 0x71e)), receipts: map[receiptKey]store.Receipt{}, bundle: m.bundlePath, seed: seed,
+		lostOps: map[string]bool{}, noted: map[receiptKey]time.Duration{}}
+	r.res.Codes, r.res.Seen = map[string]int{}, map[string]int{}
 	if hist {
 		r.res.hist = sha256.New()
 	}
 	r.start = r.clk.Now()
+	r.rnd = rand.NewChaCha8(seedBytes(seed))
+	r.rs = memory.New()
 	var err error
-	if r.reg, r.rs, err = newRegistry(m, r.clk, rand.NewChaCha8(seedBytes(seed))); err != nil {
+	if r.reg, err = newRegistry(m.signer, r.rs, r.clk, r.rnd); err != nil {
 		return r.res, err
 	}
-	r.st = newSharedStore()
+	for _, e := range sc.Events {
+		r.rotates = r.rotates || e.Kind == evRotate && e.Step != 2
+	}
+	if r.rotates {
+		// The rotation rewrites the bundle file: this round's own.
+		r.bundle = filepath.Join(m.dir, fmt.Sprintf("jwks-%016x.json", seed))
+		r.bundleKeys = []jwk.Key{m.trustKey}
+		if err := r.writeBundle(); err != nil {
+			return r.res, err
+		}
+		defer os.Remove(r.bundle)
+	}
+	r.st = newSharedStore(r.clk, seed)
 	r.back = newBackend(r)
-	for range sc.Config.Replicas {
-		r.sidecars = append(r.sidecars, &sidecar{})
+	for i := range sc.Config.Replicas {
+		r.sidecars = append(r.sidecars, &sidecar{clk: offsetClock{base: r.clk, off: sc.Config.Offsets[i]}})
 	}
 	// Replica 0 starts at once (the operator's sidecar); the others on
 	// their first request (a start costs a trust-bundle load).
@@ -133,13 +222,44 @@ func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hi
 	r.schedule()
 	for r.q.Len() > 0 {
 		it := r.q.pop()
+		if !it.bg {
+			r.pending--
+		}
 		if t := r.start.Add(it.at); t.After(r.clk.Now()) {
 			r.clk.AdvanceTo(t)
 		}
 		it.fn()
+		r.trackUnknown()
 	}
 	r.finish()
 	return r.res, nil
+}
+
+// writeBundle writes the round's bundle file from bundleKeys.
+func (r *round) writeBundle() error {
+	set, err := keys.Bundle(false, r.bundleKeys...)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	b, err := json.Marshal(set)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	sum := sha256.Sum256(b)
+	r.bundleSum = hex.EncodeToString(sum[:])
+	r.trustVersion++
+	return writeFile(r.bundle, b)
+}
+
+func writeFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	return nil
 }
 
 func seedBytes(seed uint64) [32]byte {
@@ -154,23 +274,27 @@ func seedBytes(seed uint64) [32]byte {
 }
 
 // restartSidecar starts a new sidecar process for replica i over the
-// shared store; the old process, if any, is dead.
+// shared store; the old process, if any, is dead. The new process's
+// background loops start with it.
 func (r *round) restartSidecar(i int) error {
 	sc := r.sidecars[i]
 	if sc.st != nil {
 		sc.st.dead = true
 		r.checkCoverage(i)
 	}
-	ps := &processStore{Store: r.st, sab: r.sabotage}
+	ps := &processStore{Store: r.st, r: r, sab: r.sabotage}
+	cfg := proxyConfig(r.m, r.sc.Config, r.sabotage, r.bundle)
+	cfg.Trust.ReloadInterval = trustReload
 	p, err := proxy.New(proxy.Options{
-		Config: proxyConfig(r.m, r.sc.Config, r.sabotage), Store: ps, Status: registryStatus{r},
-		Transport: r.back, Clock: r.clk, Metrics: discardMetrics{},
+		Config: cfg, Store: ps, Status: registryStatus{r},
+		Transport: r.back, Clock: sc.clk, Metrics: discardMetrics{},
 	})
 	if err != nil {
 		return fmt.Errorf("%w: sidecar: %w", ErrSetup, err)
 	}
 	sc.p, sc.st, sc.sent = p, ps, 0
 	sc.life++
+	r.startLoops(i)
 	return nil
 }
 
@@ -212,16 +336,22 @@ func (r *round) schedule() {
 			o.plan = append(o.plan, e)
 			continue
 		}
-		if e.Kind != evAcquire {
-			fn := map[kind]func(event){evCrash: r.crash, evSnapshot: r.snapshot, evRestore: r.restore, evAttack: r.attack}[e.Kind]
-			r.at(e.At, "script", func() { r.logf("%v", e); fn(e) })
-			continue
-		}
-		switch e.Kind {
-		case evAcquire:
-			r.at(e.At, "script", func() { r.logf("%v", e); r.owners[e.Owner].acquire(e) })
-		}
+		fn := map[kind]func(event){evAcquire: r.acquire, evCrash: r.crash,
+			evSnapshot: r.snapshot, evRestore: r.restore, evAttack: r.attack, evStoreSave: r.storeSave,
+			evStoreLoss: r.storeLoss, evRotate: r.rotate}[e.Kind]
+		r.at(e.At, "script", func() { r.logf("%v", e); fn(e) })
 	}
+}
+
+// acquire starts an owner: a scripted worker asks for the lease; an SDK
+// worker (roundConfig.SDK) starts its program.
+func (r *round) acquire(e event) {
+	o := r.owners[e.Owner]
+	if r.sc.Config.SDK[e.Owner] {
+		r.startSDK(o, e)
+		return
+	}
+	o.acquire(e)
 }
 
 // crash restarts a sidecar replica: the new process has lost the old
@@ -289,21 +419,30 @@ var authCodes = map[fencegate.Code]bool{
 }
 
 // serve delivers a write to sidecar replica i now, with the link faults
-// given, and checks what the answer must not have changed.
-func (r *round) serve(w wire, replica int, fault backendFault, statusDrop bool) outcome {
+// of d, and checks what the answer must not have changed.
+func (r *round) serve(w wire, replica int, d delivery) outcome {
+	req := httptest.NewRequest(http.MethodPut, w.path, strings.NewReader(string(w.body)))
+	req.Header = w.header.Clone()
+	_, out := r.serveReq(req, replica, d)
+	return out
+}
+
+// serveReq is serve for any request to the sidecar: a write of a worker,
+// scripted or the SDK's. It returns the sidecar's answer as recorded.
+func (r *round) serveReq(req *http.Request, replica int, d delivery) (*httptest.ResponseRecorder, outcome) {
 	r.res.Attempted++
 	replica %= len(r.sidecars)
-	r.cur = delivery{replica: replica, fault: fault, statusDrop: statusDrop}
+	d.replica = replica
+	r.cur = d
 	resource := mainResource
 	ctx := context.Background()
 	before, _ := r.st.Record(ctx, resource)
-	req := httptest.NewRequest(http.MethodPut, w.path, strings.NewReader(string(w.body)))
-	req.Header = w.header.Clone()
 	rec := httptest.NewRecorder()
 	p, err := r.proxyOf(replica)
 	if err != nil {
 		r.violate(&r.res.Skipped, err.Error())
-		return outcome{}
+		rec.WriteHeader(http.StatusServiceUnavailable)
+		return rec, outcome{}
 	}
 	p.ServeHTTP(rec, req)
 	out := outcome{status: rec.Code}
@@ -324,14 +463,11 @@ func (r *round) serve(w wire, replica int, fault backendFault, statusDrop bool) 
 	}
 	crashed := r.cur.crashed
 	r.cur = delivery{}
-	if out.code == fencegate.CodeMutationUnknown && out.status == http.StatusGatewayTimeout || crashed {
-		r.operatorSoon(crashed)
-	}
 	if crashed {
 		r.logf("sidecar replica %d restarts after its crash", replica)
 		if err := r.restartSidecar(replica); err != nil {
 			r.violate(&r.res.Skipped, err.Error())
 		}
 	}
-	return out
+	return rec, out
 }

@@ -33,7 +33,37 @@ const (
 	// SabotageReadWrites makes the store's read of a record pause the
 	// resource: a refusal that only reads the store then changes it.
 	SabotageReadWrites Sabotage = "read-writes"
+	// SabotageNoReconcile stops every way an unknown outcome is settled
+	// but a worker's own idempotent retry: the sidecars' reconcile loop
+	// does nothing and the operator never looks.
+	SabotageNoReconcile Sabotage = "no-reconcile"
+	// SabotageConflictReplays makes the store take a segment sent again
+	// with another payload for a replay of the accepted one (it compares
+	// fence and segment, not the payload).
+	SabotageConflictReplays Sabotage = "conflict-replays"
+	// SabotageReleaseIgnored makes the registry answer a release but keep
+	// the lease until its TTL runs out: the next owner waits for it.
+	SabotageReleaseIgnored Sabotage = "release-ignored"
+	// SabotageSDKSlowClock gives the SDK workers a clock that runs at half
+	// the rate: their Holder's local deadline, measured on it, passes
+	// after the lease has expired (the safety margin absorbs small rate
+	// differences, not this).
+	SabotageSDKSlowClock Sabotage = "sdk-slow-clock"
+	// SabotageNotQuiet makes the store settle "not applied" before the
+	// mutation's quiet time (as if every effect query closed the
+	// operation): a late apply then lands after the next owner's writes.
+	SabotageNotQuiet Sabotage = "not-quiet"
+	// SabotageFilePins makes the store's trust pins say whatever the
+	// bundle file says (every key of the file pinned): a key added to the
+	// file is trusted at the next reload, as before controlled rotation.
+	SabotageFilePins Sabotage = "file-pins"
 )
+
+// Sabotages lists every sabotage, in a fixed order.
+func Sabotages() []Sabotage {
+	return []Sabotage{SabotageShadow, SabotageStatusLies, SabotageTrustForger, SabotageReadWrites, SabotageNoReconcile, SabotageConflictReplays, SabotageReleaseIgnored,
+		SabotageSDKSlowClock, SabotageNotQuiet, SabotageFilePins}
+}
 
 // Options configure a run.
 type Options struct {
@@ -68,11 +98,32 @@ type Report struct {
 	Rounds, Attempted, Accepted         int
 	Stale, Forged, AuthChanged, Skipped int
 	Gaps, Regressions, DataMismatch     int
-	MaxUnknown                          time.Duration
+	// Conflicts counts a segment applied again with another payload.
+	Conflicts int
+	// MaxUnknown is the longest virtual time an outcome that evidence
+	// could settle stayed UNKNOWN; Unknowns counts the unknown outcomes,
+	// NoEvidence those no evidence an operator has could settle, left
+	// UNKNOWN at the end of their round.
+	MaxUnknown           time.Duration
+	Unknowns, NoEvidence int
+	// UnknownOver counts the outcomes evidence could settle that stayed
+	// UNKNOWN longer than MaxUnknownBudget.
+	UnknownOver int
+	// SDKStale counts writes an SDK worker sent after its lease expired or
+	// was released (the SDK's own promise).
+	SDKStale int
 	// Codes counts the sidecars' answers by problem code (or status).
-	Codes                  map[string]int
-	HandoffP50, HandoffP99 time.Duration
-	Handoffs               int
+	Codes map[string]int
+	// Seen counts what the modelled parts did (effect-query settlements,
+	// compactions, reloads, SDK workers, late applies ...): proof that
+	// they ran, not invariants.
+	Seen                    map[string]int
+	HandoffP50, HandoffP99  time.Duration
+	HandoffP999, HandoffMax time.Duration
+	// HandoffOver counts hand-offs over their own budget (at most 1% may
+	// be), HandoffBlocked those that waited for an unknown outcome.
+	HandoffOver, HandoffBlocked int
+	Handoffs                    int
 	// HistoryHash is the SHA-256 of every round's history, in round order
 	// (with Options.History).
 	HistoryHash string
@@ -84,8 +135,10 @@ type Report struct {
 type Failure struct {
 	Round      int
 	Violations []string
-	Events     int
-	History    []string
+	// Config is the round's configuration (status mode, TTL, offsets ...).
+	Config  string
+	Events  int
+	History []string
 	// Shrunk is the shortest failing script found and its history.
 	ShrunkEvents  []string
 	ShrunkHistory []string
@@ -176,7 +229,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rep := &Report{Rounds: o.Rounds, Codes: map[string]int{}}
+	rep := &Report{Rounds: o.Rounds, Codes: map[string]int{}, Seen: map[string]int{}}
+	soft := -1 // the first round with a hand-off over its budget
 	var hs []time.Duration
 	hist := sha256.New()
 	for i := range results {
@@ -193,20 +247,33 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Gaps += r.Gaps
 		rep.Regressions += r.Regressions
 		rep.DataMismatch += r.DataMismatch
+		rep.Conflicts += r.Conflicts
 		rep.MaxUnknown = max(rep.MaxUnknown, r.MaxUnknown)
+		rep.Unknowns += r.Unknowns
+		rep.UnknownOver += r.UnknownOver
+		rep.SDKStale += r.SDKStale
+		rep.HandoffOver += r.HandoffOver
+		rep.HandoffBlocked += r.HandoffBlocked
+		rep.NoEvidence += r.NoEvidence
 		for k, v := range r.Codes {
 			rep.Codes[k] += v
+		}
+		for k, v := range r.Seen {
+			rep.Seen[k] += v
 		}
 		hs = append(hs, r.Handoffs...)
 		if r.hist != nil {
 			hist.Write(r.hist.Sum(nil))
 		}
 		if r.failed() && rep.Failure == nil {
-			f, err := explain(m, o, i)
+			f, err := explain(m, o, i, false)
 			if err != nil {
 				return nil, err
 			}
 			rep.Failure = f
+		}
+		if len(r.Soft) > 0 && soft < 0 {
+			soft = i
 		}
 	}
 	if o.History {
@@ -215,6 +282,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	slices.Sort(hs)
 	rep.Handoffs = len(hs)
 	rep.HandoffP50, rep.HandoffP99 = quantile(hs, 0.50), quantile(hs, 0.99)
+	rep.HandoffP999, rep.HandoffMax = quantile(hs, 0.999), quantile(hs, 1)
+	if rep.Failure == nil && rep.Gate() != "" && soft >= 0 {
+		// The gate fails on hand-offs over their budget: show the first.
+		f, err := explain(m, o, soft, true)
+		if err != nil {
+			return nil, err
+		}
+		rep.Failure = f
+	}
 	return rep, nil
 }
 
@@ -232,17 +308,24 @@ func progress(w io.Writer, done, total int, elapsed time.Duration) {
 	fmt.Fprintf(w, "sim: %d/%d rounds (%3.0f%%), %.0f rounds/s, ETA %s\n", done, total, 100*float64(done)/float64(total), rate, eta.Round(time.Second))
 }
 
-// explain replays failing round i with its history, then shrinks it.
-func explain(m *materials, o Options, i int) (*Failure, error) {
+// explain replays failing round i with its history, then shrinks it;
+// with soft, the round's finding is a hand-off over its budget.
+func explain(m *materials, o Options, i int, soft bool) (*Failure, error) {
 	sc := scriptOf(o, i)
 	seed := roundSeed(o.Seed, i)
 	res, err := runRound(m, sc, seed, o.Sabotage, true, false)
 	if err != nil {
 		return nil, err
 	}
-	f := &Failure{Round: i, Violations: res.Violations, Events: len(sc.Events), History: res.History}
+	f := &Failure{Round: i, Violations: res.Violations, Events: len(sc.Events), History: res.History, Config: sc.Config.String()}
+	if soft {
+		f.Violations = res.Soft
+	}
 	small, err := shrink(sc, o.MaxShrinkRuns, func(s script) (bool, error) {
 		r, err := runRound(m, s, seed, o.Sabotage, false, false)
+		if soft {
+			return len(r.Soft) > 0, err
+		}
 		return r.failed(), err
 	})
 	if err != nil {
@@ -309,6 +392,7 @@ func Replay(o Options, i int) (history, violations []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	history = append(history, "config "+sc.Config.String())
 	for _, e := range sc.Events {
 		history = append(history, "script "+e.String())
 	}

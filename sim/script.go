@@ -19,11 +19,14 @@ type kind uint8
 
 const (
 	// Absolute events: At is the virtual time since the round's start.
-	evAcquire  kind = iota + 1 // an owner asks for the lease
-	evCrash                    // a sidecar process dies and restarts
-	evSnapshot                 // the registry's state is saved
-	evRestore                  // the registry is put back to the last snapshot
-	evAttack                   // an attacker sends a write
+	evAcquire   kind = iota + 1 // an owner asks for the lease
+	evCrash                     // a sidecar process dies and restarts
+	evSnapshot                  // the registry's state is saved
+	evRestore                   // the registry is put back to the last snapshot
+	evAttack                    // an attacker sends a write
+	evStoreSave                 // the fenced store's state is saved (a backup, an RDB)
+	evStoreLoss                 // the fenced store is emptied, or put back to the save
+	evRotate                    // a step of a signing-key rotation
 	// Owner-relative events: the owner runs them in order once it holds
 	// the lease; At is the gap after its previous step.
 	evWrite
@@ -32,7 +35,7 @@ const (
 )
 
 func (k kind) String() string {
-	return [...]string{"?", "acquire", "crash", "snapshot", "restore", "attack", "write", "renew", "release"}[k]
+	return [...]string{"?", "acquire", "crash", "snapshot", "restore", "attack", "store-save", "store-loss", "rotate", "write", "renew", "release"}[k]
 }
 
 func (k kind) relative() bool { return k >= evWrite }
@@ -47,10 +50,11 @@ const (
 	bf5xxAfter               // applied, answered 503
 	bf5xxBefore              // not applied, answered 500
 	bfCrash                  // applied, then the sidecar dies before its commit
+	bfLate                   // received; the forward times out; applied later
 )
 
 func (f backendFault) String() string {
-	return [...]string{"", "dial-refused", "lost-ack", "5xx-after-apply", "5xx-before-apply", "sidecar-crash-mid-forward"}[f]
+	return [...]string{"", "dial-refused", "lost-ack", "5xx-after-apply", "5xx-before-apply", "sidecar-crash-mid-forward", "applied-after-the-timeout"}[f]
 }
 
 // netPlan is what the simulated network does to one exchange.
@@ -81,6 +85,21 @@ type event struct {
 	Zombie bool
 	// Skip: before this write the owner sends the segment after it.
 	Skip bool
+	// Conflict: once this write is accepted, the owner sends the same
+	// segment again with another payload.
+	Conflict bool
+	// StoreMid: the fenced store is lost (or restored, Restore) while this
+	// write is at the backend, between the store's Begin and Commit.
+	StoreMid bool
+	// Restore: a store loss puts back the last save instead of emptying.
+	Restore bool
+	// Late is how long after it received the write the backend applies
+	// it (bfLate): at or past the sidecar's timeout, less than
+	// maxApplyDelay after it (before the quiet time).
+	Late time.Duration
+	// Step is a rotation's step: 1 the bundle gains the new key, 2 the
+	// registry restarts signing with it, 3 the bundle drops the old key.
+	Step int
 }
 
 func (e event) String() string {
@@ -105,11 +124,28 @@ func (e event) String() string {
 	if e.Fault != bfNone {
 		s += " backend=" + e.Fault.String()
 	}
+	if e.Late > 0 {
+		s += fmt.Sprintf(" applied-after=%s", e.Late)
+	}
 	if e.Zombie {
 		s += " zombie (after the release)"
 	}
 	if e.Skip {
 		s += " skip (sends the next segment first)"
+	}
+	if e.Conflict {
+		s += " conflict (then resends it with another payload)"
+	}
+	if e.StoreMid {
+		s += " store-lost-mid-forward"
+	}
+	if (e.Kind == evStoreLoss || e.StoreMid) && e.Restore {
+		s += " restore-to-save"
+	} else if e.Kind == evStoreLoss {
+		s += " emptied"
+	}
+	if e.Kind == evRotate {
+		s += " step=" + [...]string{"?", "bundle-adds-new-key", "registry-signs-with-new-key", "bundle-drops-old-key", "bundle-gains-the-attackers-key"}[e.Step]
 	}
 	n := e.Net
 	if n.ReqDelay > 0 || n.RespDelay > 0 {
@@ -132,13 +168,49 @@ func (e event) String() string {
 func ownerName(i int) string { return string(rune('A' + i)) }
 
 // roundConfig is the part of a round drawn before its script: how the
-// sidecars are configured.
+// sidecars and the backend are configured.
 type roundConfig struct {
 	Proof      bool // status mode proof (else registry)
 	Replicas   int
 	Idempotent bool
 	TTL        time.Duration
 	MaxAge     time.Duration
+	// Effects: the backend answers an effect query (GET of an operation
+	// ID: 200 with the stored answer when it applied it, 404 when it has
+	// not), which an operator can ask; EffectQuery: the route declares it,
+	// so the sidecars' reconcile loop asks it too.
+	Effects, EffectQuery bool
+	// Reconcile is the sidecars' reconcile.interval.
+	Reconcile time.Duration
+	// Retention: retention.maxPerResource and retention.maxAge, and
+	// retention.interval (Compact) of the sidecars.
+	KeepReceipts int
+	KeepFor      time.Duration
+	Compact      time.Duration
+	// ClockSkew is trust.clockSkew; Offsets are each replica's clock
+	// offset from the registry's (within ClockSkew, but for FaultSkew).
+	ClockSkew time.Duration
+	Offsets   []time.Duration
+	// OperatorDelay is how long after an outcome became unknown the
+	// operator first looks (a page answered), and then again as often.
+	OperatorDelay time.Duration
+	// SDK says which owners are SDK workers (client.Holder), not scripts.
+	SDK [4]bool
+}
+
+func (c roundConfig) String() string {
+	mode := "registry"
+	if c.Proof {
+		mode = "proof"
+	}
+	var sdk []string
+	for i, on := range c.SDK {
+		if on {
+			sdk = append(sdk, ownerName(i))
+		}
+	}
+	return fmt.Sprintf("status=%s maxAge=%s ttl=%s replicas=%d idempotencyKey=%v effects=%v effectQuery=%v reconcile=%s retention=%d/%s/%s clockSkew=%s offsets=%v operator=%s sdk=%v",
+		mode, c.MaxAge, c.TTL, c.Replicas, c.Idempotent, c.Effects, c.EffectQuery, c.Reconcile, c.KeepReceipts, c.KeepFor, c.Compact, c.ClockSkew, c.Offsets, c.OperatorDelay, sdk)
 }
 
 // script is a round's configuration and input events.
@@ -160,17 +232,17 @@ func (s script) without(drop func(int) bool) script {
 // Model constants (virtual time).
 const (
 	backendTimeout = time.Second // the sidecar's backend.timeout: a marker lasts it + 5 s
-	busyWait       = 50 * time.Millisecond
-	answerTimeout  = time.Second // a worker waits this long for an answer before retrying
-	pollInterval   = 250 * time.Millisecond
-	horizon        = 60 * time.Second // nothing starts after this
+	// maxApplyDelay is the sidecars' backend.maxApplyDelay: how long
+	// after the forward's deadline the backend may still apply a write it
+	// received (a late apply, FaultLate, lands before it). "Not applied"
+	// is settled from the quiet time on (the forward's deadline plus
+	// this).
+	maxApplyDelay = 2 * time.Second
+	busyWait      = 50 * time.Millisecond
+	answerTimeout = time.Second // a worker waits this long for an answer before retrying
+	pollInterval  = 250 * time.Millisecond
+	horizon       = 60 * time.Second // nothing starts after this
 )
-
-// maxApplyDelay is the sidecars' backend.maxApplyDelay. The model's backend
-// applies a write inside the forward or never, so any bound holds; "not
-// applied" is settled from the quiet time on (the forward's deadline plus
-// this).
-const maxApplyDelay = time.Second
 
 // generate draws round r's script from rng.
 func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) script {
@@ -185,6 +257,38 @@ func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) scr
 	// a TTL/3 apart mostly carry a fresh enough proof, so STATUS_STALE is
 	// what pauses and long delays earn, not every other write.
 	cfg.MaxAge = cfg.TTL/2 + time.Duration(rng.IntN(int(cfg.TTL/time.Millisecond)))*time.Millisecond
+	cfg.Effects = rng.IntN(3) != 0
+	cfg.EffectQuery = cfg.Effects && rng.IntN(2) == 0
+	cfg.Reconcile = time.Duration(1+rng.IntN(5)) * time.Second
+	cfg.KeepReceipts = 2 + rng.IntN(3)
+	cfg.KeepFor = time.Duration(5+rng.IntN(30)) * time.Second
+	cfg.Compact = time.Duration(2+rng.IntN(7)) * time.Second
+	cfg.ClockSkew = time.Duration(50+rng.IntN(250)) * time.Millisecond
+	for range cfg.Replicas {
+		cfg.Offsets = append(cfg.Offsets, time.Duration(rng.Int64N(int64(2*cfg.ClockSkew/time.Millisecond)+1))*time.Millisecond-cfg.ClockSkew)
+	}
+	if (has(FaultSkew) || has(FaultSkewLag)) && rng.IntN(3) == 0 {
+		// One replica beyond the configured tolerance. Ahead, or behind in
+		// registry mode (where the registry judges), and behind in proof
+		// mode only with FaultSkewLag (pending: a proof then outlives its
+		// window in real time).
+		off := cfg.ClockSkew + time.Duration(1+rng.IntN(2000))*time.Millisecond
+		behind := rng.IntN(2) == 0
+		switch {
+		case cfg.Proof && !has(FaultSkewLag):
+			behind = false
+		case cfg.Proof && !has(FaultSkew):
+			behind = true
+		}
+		if behind {
+			off = -off
+		}
+		cfg.Offsets[rng.IntN(cfg.Replicas)] = off
+	}
+	cfg.OperatorDelay = time.Duration(1+rng.IntN(10)) * time.Minute
+	for i := range cfg.SDK {
+		cfg.SDK[i] = rng.IntN(3) == 0
+	}
 	sc := script{Config: cfg}
 	add := func(e event) {
 		e.ID = len(sc.Events) + 1
@@ -210,6 +314,9 @@ func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) scr
 		return n
 	}
 	replica := func() int { return rng.IntN(cfg.Replicas) }
+	storeLoss := has(FaultStoreLoss) && rng.IntN(3) == 0
+	storeMid := storeLoss && rng.IntN(2) == 0
+	var writes []int // indexes of the owners' writes in sc.Events
 
 	owners := 2
 	if rng.IntN(4) == 0 {
@@ -219,8 +326,8 @@ func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) scr
 	for o := range owners {
 		add(event{Kind: evAcquire, Owner: o, At: start, Net: netFor(false)})
 		start += time.Duration(rng.IntN(int(2*cfg.TTL/time.Millisecond))) * time.Millisecond
-		writes := 1 + rng.IntN(3)
-		for w := range writes {
+		n := 1 + rng.IntN(3)
+		for w := range n {
 			gap := time.Duration(20+rng.IntN(int(cfg.TTL/3/time.Millisecond))) * time.Millisecond
 			if w > 0 && has(FaultPause) && rng.IntN(6) == 0 {
 				gap = cfg.TTL + time.Duration(rng.IntN(2000))*time.Millisecond // paused past the TTL; sends anyway
@@ -230,6 +337,7 @@ func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) scr
 			}
 			e := event{Kind: evWrite, Owner: o, At: gap, Replica: replica(), Net: netFor(true)}
 			e.Skip = has(FaultSkip) && rng.IntN(10) == 0
+			e.Conflict = has(FaultConflict) && rng.IntN(10) == 0
 			switch r := rng.IntN(30); {
 			case has(FaultLostAck) && r < 2:
 				e.Fault = bfLostAck
@@ -241,7 +349,11 @@ func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) scr
 				e.Fault = bfDial
 			case has(FaultCrash) && r == 5:
 				e.Fault = bfCrash
+			case has(FaultLate) && r >= 6 && r < 9:
+				e.Fault = bfLate
+				e.Late = backendTimeout + time.Duration(rng.IntN(int(maxApplyDelay/time.Millisecond)))*time.Millisecond
 			}
+			writes = append(writes, len(sc.Events))
 			add(e)
 		}
 		if rng.IntN(10) < 7 {
@@ -274,6 +386,41 @@ func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) scr
 		add(event{Kind: evAcquire, Owner: 3, At: rt + time.Duration(rng.IntN(800))*time.Millisecond})
 		for range 1 + rng.IntN(2) {
 			add(event{Kind: evWrite, Owner: 3, At: time.Duration(rng.IntN(100)) * time.Millisecond, Replica: replica(), Net: netFor(true)})
+		}
+	}
+	if storeLoss {
+		restore := rng.IntN(3) != 0
+		if restore {
+			// The store saves its state now and then (RDB snapshots); a
+			// restore puts back the last save before the loss.
+			every := time.Duration(300+rng.IntN(1700)) * time.Millisecond
+			for t := every; t < span+5*time.Second; t += every {
+				add(event{Kind: evStoreSave, At: t})
+			}
+		}
+		if storeMid {
+			// The loss happens while one of the writes is at the backend.
+			w := &sc.Events[writes[rng.IntN(len(writes))]]
+			w.StoreMid, w.Restore = true, restore
+		} else {
+			add(event{Kind: evStoreLoss, At: at(), Restore: restore})
+		}
+	}
+	if has(FaultRotate) && rng.IntN(10) == 0 {
+		t := at()
+		for step := 1; step <= 3; step++ {
+			add(event{Kind: evRotate, At: t, Step: step})
+			t += time.Duration(rng.IntN(int(2*cfg.TTL/time.Millisecond))) * time.Millisecond
+		}
+	}
+	if has(FaultKeyAdd) && rng.IntN(10) == 0 {
+		// Someone who can write the bundle file adds the attacker's key;
+		// the attacker then signs grants with it.
+		t := at()
+		add(event{Kind: evRotate, At: t, Step: 4})
+		for range 1 + rng.IntN(2) {
+			add(event{Kind: evAttack, At: t + trustReload + time.Duration(rng.IntN(int(span/time.Millisecond)+1))*time.Millisecond,
+				Replica: replica(), Attack: FaultKeyAdd, Net: netFor(true)})
 		}
 	}
 	var attacks []Fault

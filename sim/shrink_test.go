@@ -45,4 +45,15 @@ func TestParseFaults(t *testing.T) {
 	if _, err := ParseFaults("net,nope"); !errors.Is(err, ErrOptions) {
 		t.Errorf("unknown fault: %v", err)
 	}
+	// The gate's set leaves the pending faults out; they can be named.
+	all, _ := ParseFaults("all")
+	for _, p := range PendingFaults() {
+		if slices.Contains(all, p) {
+			t.Errorf("pending fault %s is in the gate's set", p)
+		}
+		got, err := ParseFaults("all," + string(p))
+		if err != nil || len(got) != len(AllFaults())+1 || !slices.Contains(got, p) {
+			t.Errorf("ParseFaults(all,%s) = %v, %v", p, got, err)
+		}
+	}
 }

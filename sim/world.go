@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"crypto"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -27,16 +29,21 @@ import (
 )
 
 // materials are what every round of a run shares and never changes: the
-// registry's signing key, the trust bundle file the sidecars load, and the
-// attacker's key (trusted by nobody).
+// registry's signing key, the key a rotation moves to, the trust bundle
+// file the sidecars load, and the attacker's key (trusted by nobody).
 type materials struct {
 	signer     *keys.Signer
+	rotated    *keys.Signer // the key a rotation (FaultRotate) moves to
 	forger     *keys.Signer // a key of its own (unknown kid)
 	forgerSame *keys.Signer // another key under the trusted key's kid (bad signature)
 	bundlePath string
 	// forgerBundle also trusts the forger's key (SabotageTrustForger).
 	forgerBundle string
-	dir          string
+	// trustKey, rotatedKey and forgerKey are the public halves a round's
+	// own bundle file is written from (a rotation, FaultKeyAdd).
+	trustKey, rotatedKey, forgerKey jwk.Key
+	dir                             string
+	jwks                            jwk.Set // the registry's published bundle
 }
 
 // newMaterials derives the keys from seed (Ed25519 key generation reads
@@ -53,26 +60,24 @@ func newMaterials(seed uint64) (*materials, error) {
 		}
 		return keys.Generate(jwa.EdDSA, rand.NewChaCha8(s))
 	}
-	key, err := gen(1)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	var ks [4]jwk.Key
+	for i := range ks {
+		k, err := gen(uint64(i + 1))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+		ks[i] = k
 	}
-	fk, err := gen(2)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
-	fs, err := gen(3)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
+	key, fk, fs, rk := ks[0], ks[1], ks[2], ks[3]
 	if err := fs.Set(jwk.KeyIDKey, key.KeyID()); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	m := &materials{}
+	var err error
 	for _, p := range []struct {
 		k   jwk.Key
 		dst **keys.Signer
-	}{{key, &m.signer}, {fk, &m.forger}, {fs, &m.forgerSame}} {
+	}{{key, &m.signer}, {fk, &m.forger}, {fs, &m.forgerSame}, {rk, &m.rotated}} {
 		if *p.dst, err = keys.NewSigner(p.k); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 		}
@@ -81,7 +86,15 @@ func newMaterials(seed uint64) (*materials, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	if m.dir, err = os.MkdirTemp("", "fencegate-sim-"); err != nil {
+	m.jwks = bundle
+	m.trustKey, m.rotatedKey, m.forgerKey = key, rk, fk
+	// A memory file system where there is one: rotations rewrite bundle
+	// files, and every sidecar start reads one.
+	tmp := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		tmp = "/dev/shm"
+	}
+	if m.dir, err = os.MkdirTemp(tmp, "fencegate-sim-"); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	m.bundlePath = filepath.Join(m.dir, "jwks.json")
@@ -120,14 +133,18 @@ type sidecar struct {
 	// may have reached it (all but refused connections), as the backend
 	// saw them: the sidecar's own Coverage must say the same.
 	sent uint64
+	clk  offsetClock
 }
 
 // processStore is the shared store as one sidecar process sees it. When
 // the process dies (crash), its later calls fail without touching the
 // store: a dead process writes nothing, so a mutation it had begun stays
-// in flight until its deadline, as after a real crash.
+// in flight until its deadline, as after a real crash. Every receipt a
+// process stores is noted in the round's ledger of receipts (receipts),
+// which the end of the round compares with what the backend applied.
 type processStore struct {
 	store.Store
+	r    *round
 	dead bool
 	sab  Sabotage
 }
@@ -148,14 +165,65 @@ func (s *processStore) Begin(ctx context.Context, in store.BeginInput) (store.Be
 	if s.dead {
 		return store.BeginResult{}, errProcessDead
 	}
+	if s.sab == SabotageConflictReplays {
+		// The broken part: a store that compares a segment with its
+		// receipt by fence and segment alone, not by payload.
+		if rc, err := s.Store.Receipt(ctx, store.ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}); err == nil && rc.Root == in.Root {
+			in.PayloadDigest = rc.PayloadDigest
+		}
+	}
 	return s.Store.Begin(ctx, in)
 }
 func (s *processStore) Commit(ctx context.Context, in store.CommitInput) (store.Receipt, error) {
 	if s.dead {
 		return store.Receipt{}, errProcessDead
 	}
-	return s.Store.Commit(ctx, in)
+	rc, err := s.Store.Commit(ctx, in)
+	if err == nil {
+		s.r.noteReceipt(rc)
+	}
+	return rc, err
 }
+func (s *processStore) Resolve(ctx context.Context, in store.ResolveInput) (store.ResolveResult, error) {
+	if s.dead {
+		return store.ResolveResult{}, errProcessDead
+	}
+	s.resolveSabotage(&in)
+	res, err := s.Store.Resolve(ctx, in)
+	if err == nil && res.Receipt != nil {
+		s.r.noteReceipt(*res.Receipt)
+	}
+	return res, err
+}
+
+// TrustedKeys are the store's trust pins; under SabotageFilePins also a
+// pin of every key the bundle file holds now.
+func (s *processStore) TrustedKeys(ctx context.Context) ([]store.TrustedKey, error) {
+	pins, err := s.Store.TrustedKeys(ctx)
+	if err != nil || s.sab != SabotageFilePins {
+		return pins, err
+	}
+	for _, k := range s.r.bundleKeys {
+		pub, err := jwk.PublicKeyOf(k)
+		if err != nil {
+			return nil, err
+		}
+		sum, err := pub.Thumbprint(crypto.SHA256)
+		if err != nil {
+			return nil, err
+		}
+		pins = append(pins, store.TrustedKey{Kid: k.KeyID(), Thumbprint: base64.RawURLEncoding.EncodeToString(sum),
+			Alg: k.Algorithm().String(), How: store.TrustOperator, PinnedAt: time.UnixMilli(0)})
+	}
+	return pins, nil
+}
+
+func (s *processStore) resolveSabotage(in *store.ResolveInput) {
+	if s.sab == SabotageNotQuiet && !in.Applied {
+		in.Closed = true // the broken part: the quiet time is skipped
+	}
+}
+
 func (s *processStore) MarkUnknown(ctx context.Context, in store.MarkUnknownInput) (store.Mutation, error) {
 	if s.dead {
 		return store.Mutation{}, errProcessDead
@@ -169,17 +237,104 @@ func (s *processStore) Abort(ctx context.Context, in store.AbortInput) (store.Re
 	return s.Store.Abort(ctx, in)
 }
 
+// sharedStore is the fenced store every replica of a round shares (one
+// store/memory), which a store loss (FaultStoreLoss) empties or puts back
+// to a saved state under the running sidecars.
+//
+// A store shared by replicas is, in production, a Redis, which decides
+// every transition at the server's TIME (store/redis, "Time"): a Begin's
+// Now becomes TIME and its Deadline and QuietAt TIME plus the windows the
+// sidecar asked for, and the other calls take TIME for their Now, so a
+// marker written by one replica expires and becomes quiet at the same
+// moment for all of them whatever their clocks. sharedStore does the same
+// with the round's virtual clock (the registry's): the sidecars' clock
+// offsets then matter where they do in production.
+type sharedStore struct {
+	store.Store // the current contents
+	mem         *storemem.Store
+	saved       *storemem.Snapshot
+	clk         simClock
+	gen         string // the round's generation prefix; a loss makes the next
+	losses      int
+}
+
+func newSharedStore(clk simClock, seed uint64) *sharedStore {
+	gen := fmt.Sprintf("sim%016x", seed)
+	m := storemem.New(storemem.Options{Generation: gen + "g0"})
+	return &sharedStore{Store: m, mem: m, clk: clk, gen: gen}
+}
+
+// save keeps a copy of the state now (a backup, an RDB).
+func (s *sharedStore) save() { s.saved = s.mem.Snapshot() }
+
+// lose empties the store (a Redis restarted without persistence, a new
+// pod on an empty disk: another generation), or with restore puts back
+// the saved state.
+func (s *sharedStore) lose(restore bool) {
+	if restore && s.saved != nil {
+		s.mem.Restore(s.saved)
+		return
+	}
+	s.losses++
+	s.mem.Restore(storemem.New(storemem.Options{Generation: fmt.Sprintf("%sg%d", s.gen, s.losses)}).Snapshot())
+}
+
+func (s *sharedStore) now() time.Time { return s.clk.Now() }
+
+func (s *sharedStore) Begin(ctx context.Context, in store.BeginInput) (store.BeginResult, error) {
+	srv := s.now()
+	window := in.Deadline.Sub(in.Now)
+	if !in.QuietAt.IsZero() {
+		in.QuietAt = srv.Add(in.QuietAt.Sub(in.Now))
+	}
+	in.Now, in.Deadline = srv, srv.Add(window)
+	return s.Store.Begin(ctx, in)
+}
+func (s *sharedStore) Commit(ctx context.Context, in store.CommitInput) (store.Receipt, error) {
+	in.Now = s.now()
+	return s.Store.Commit(ctx, in)
+}
+func (s *sharedStore) MarkUnknown(ctx context.Context, in store.MarkUnknownInput) (store.Mutation, error) {
+	in.Now = s.now()
+	return s.Store.MarkUnknown(ctx, in)
+}
+func (s *sharedStore) Resolve(ctx context.Context, in store.ResolveInput) (store.ResolveResult, error) {
+	in.Now = s.now() // the evidence is placed at TIME minus its age
+	return s.Store.Resolve(ctx, in)
+}
+func (s *sharedStore) Abort(ctx context.Context, in store.AbortInput) (store.Record, error) {
+	in.Now = s.now()
+	return s.Store.Abort(ctx, in)
+}
+func (s *sharedStore) Pause(ctx context.Context, in store.PauseInput) (store.Record, error) {
+	in.Now = s.now()
+	return s.Store.Pause(ctx, in)
+}
+func (s *sharedStore) Repair(ctx context.Context, in store.RepairInput) (store.Record, error) {
+	in.Now = s.now()
+	return s.Store.Repair(ctx, in)
+}
+func (s *sharedStore) ListUnknown(ctx context.Context, _ time.Time) ([]store.Mutation, error) {
+	return s.Store.ListUnknown(ctx, s.now())
+}
+func (s *sharedStore) Compact(ctx context.Context, in store.CompactInput) (store.CompactResult, error) {
+	in.Now = s.now()
+	return s.Store.Compact(ctx, in)
+}
+
 // Route and resource names of a round.
 const (
 	mainResource  = "item/main"
 	mainPath      = "/v1/items/main"
 	otherResource = "item/other"
 	backendURL    = "http://backend.sim"
+	effectsPath   = "/v1/effects/"
 )
 
-// proxyConfig is the sidecar configuration of a round.
-func proxyConfig(m *materials, rc roundConfig, sab Sabotage) proxy.Config {
-	mode, bundle := proxy.ModeEnforce, m.bundlePath
+// proxyConfig is the sidecar configuration of a round; bundle is the
+// trust bundle file (the round's own when a rotation rewrites it).
+func proxyConfig(m *materials, rc roundConfig, sab Sabotage, bundle string) proxy.Config {
+	mode := proxy.ModeEnforce
 	switch sab {
 	case SabotageShadow:
 		mode = proxy.ModeShadow
@@ -190,39 +345,41 @@ func proxyConfig(m *materials, rc roundConfig, sab Sabotage) proxy.Config {
 	if rc.Proof {
 		st.Mode = proxy.StatusProof
 	}
+	route := proxy.RouteConfig{
+		Method: http.MethodPut, Path: "/v1/items/{id}", Resource: "item/{id}", Mode: mode,
+		Status: st, IdempotencyKey: rc.Idempotent, BusyWait: busyWait,
+	}
+	if rc.EffectQuery {
+		route.EffectQuery = backendURL + effectsPath + "{operationId}"
+	}
 	return proxy.Config{
-		Listen:  "127.0.0.1:0",
-		Backend: proxy.BackendConfig{URL: backendURL, Timeout: backendTimeout, MaxApplyDelay: maxApplyDelay},
-		Routes: []proxy.RouteConfig{{
-			Method: http.MethodPut, Path: "/v1/items/{id}", Resource: "item/{id}", Mode: mode,
-			Status: st, IdempotencyKey: rc.Idempotent, BusyWait: busyWait,
-		}},
-		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
-		Trust:    proxy.TrustConfig{Bundle: bundle},
-		Registry: proxy.RegistryConfig{URL: "http://registry.sim"},
-		Store:    proxy.StoreConfig{Backend: "memory"},
-		DataDir:  m.dir, // holds no enforcement.json: nothing to import
+		Listen:    "127.0.0.1:0",
+		Backend:   proxy.BackendConfig{URL: backendURL, Timeout: backendTimeout, MaxApplyDelay: maxApplyDelay},
+		Routes:    []proxy.RouteConfig{route},
+		Identity:  identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:     proxy.TrustConfig{Bundle: bundle, ClockSkew: rc.ClockSkew},
+		Registry:  proxy.RegistryConfig{URL: "http://registry.sim"},
+		Store:     proxy.StoreConfig{Backend: "memory"},
+		Reconcile: proxy.ReconcileConfig{Interval: rc.Reconcile},
+		Retention: proxy.RetentionConfig{MaxAge: rc.KeepFor, MaxPerResource: rc.KeepReceipts, Interval: rc.Compact},
+		DataDir:   m.dir, // holds no enforcement.json: nothing to import
 	}
 }
 
 // newRegistry builds the real registry over registry/memory's store, whose
 // snapshots the simulation restores: a registry put back to an older state
 // (design section 10) forgets the fences it issued since, and issues them
-// again.
-func newRegistry(m *materials, clk simClock, rnd io.Reader) (*registry.Registry, *memory.Store, error) {
-	rs := memory.New()
+// again. A restart (a key rotation) builds another over the same store.
+func newRegistry(signer *keys.Signer, rs *memory.Store, clk simClock, rnd io.Reader) (*registry.Registry, error) {
 	r, err := registry.New(registry.Options{
-		Backend: registry.NewTxBackend(rs), Signer: m.signer, Clock: clk, Rand: rnd,
+		Backend: registry.NewTxBackend(rs), Signer: signer, Clock: clk, Rand: rnd,
 		Metrics: discardMetrics{},
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: registry: %w", ErrSetup, err)
+		return nil, fmt.Errorf("%w: registry: %w", ErrSetup, err)
 	}
-	return r, rs, nil
+	return r, nil
 }
-
-// newSharedStore is the fenced store every replica of a round shares.
-func newSharedStore() store.Store { return storemem.New(storemem.Options{}) }
 
 // registryStatus is the sidecars' StatusSource: a status read by digest
 // at the real registry, through the simulated network (a lost read is an

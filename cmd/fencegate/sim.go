@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/fencegate/fencegate/sim"
@@ -28,7 +29,7 @@ func runSim(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("sim", "[--rounds N] [--seed S] [--faults LIST] [--replicas N] [--modes proof,registry] [--seeds K] [--json]")
 	rounds := fs.Int("rounds", 1000, "rounds to run (each: one resource handed off between workers, a few writes, faults and attacks drawn from the seed)")
 	seed := fs.Uint64("seed", 1, "seed: the same seed replays exactly")
-	faults := fs.String("faults", "all", "fault kinds, comma-separated: "+strings.Join(faultNames(), ",")+" (or all, none)")
+	faults := fs.String("faults", "all", "fault kinds, comma-separated: "+sim.FaultNames()+"; all (the gate's kinds, which may be combined with pending ones: all,storeloss) or none")
 	replicas := fs.Int("replicas", 3, "at most this many sidecar replicas share a round's store")
 	modes := fs.String("modes", "proof,registry", "status modes rounds draw from")
 	workers := fs.Int("workers", 0, "rounds run in parallel (0: one per CPU); the result does not depend on it")
@@ -37,7 +38,7 @@ func runSim(ctx context.Context, args []string, out io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	only := fs.Int("round", -1, "replay only this round of the seed and print its script and history")
-	sabotage := fs.String("sabotage", "", "break one part on purpose to see the gate fail: shadow, status-lies, trust-forger or read-writes (a check of the gate itself)")
+	sabotage := fs.String("sabotage", "", "break one part on purpose to see the gate fail: "+sabotageNames()+" (a check of the gate itself)")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -52,10 +53,8 @@ func runSim(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	sab := sim.Sabotage(*sabotage)
-	switch sab {
-	case sim.SabotageNone, sim.SabotageShadow, sim.SabotageStatusLies, sim.SabotageTrustForger, sim.SabotageReadWrites:
-	default:
-		return &exitError{2, fmt.Errorf("--sabotage %q (want shadow, status-lies, trust-forger or read-writes)", *sabotage)}
+	if sab != sim.SabotageNone && !slices.Contains(sim.Sabotages(), sab) {
+		return &exitError{2, fmt.Errorf("--sabotage %q (want %s)", *sabotage, sabotageNames())}
 	}
 	if *rounds < 1 || *replicas < 1 || *seeds < 1 || *workers < 0 {
 		return &exitError{2, errors.New("--rounds, --replicas and --seeds must be at least 1, --workers at least 0")}
@@ -123,10 +122,10 @@ func runSim(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-func faultNames() []string {
+func sabotageNames() string {
 	var n []string
-	for _, f := range sim.AllFaults() {
-		n = append(n, string(f))
+	for _, s := range sim.Sabotages() {
+		n = append(n, string(s))
 	}
-	return n
+	return strings.Join(n, ", ")
 }

@@ -54,7 +54,7 @@ func TestSimCommandReplayRound(t *testing.T) {
 			t.Fatalf("sim --round: %v\n%s", err, out.String())
 		}
 	}
-	if a.String() != b.String() || !strings.HasPrefix(a.String(), "round 3 of seed 8\nscript #1 acquire") || !strings.HasSuffix(a.String(), "gate: PASS\n") {
+	if a.String() != b.String() || !strings.HasPrefix(a.String(), "round 3 of seed 8\nconfig status=") || !strings.Contains(a.String(), "\nscript #1 acquire") || !strings.HasSuffix(a.String(), "gate: PASS\n") {
 		t.Errorf("replay of round 3:\n%s\n---\n%s", a.String(), b.String())
 	}
 }
