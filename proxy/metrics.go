@@ -31,6 +31,7 @@ type metrics struct {
 	storeBytes       prometheus.Gauge
 
 	forcedDowngrade *prometheus.GaugeVec
+	clockBehind     prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -107,10 +108,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "fencegate_proxy_forced_downgrade",
 			Help: "1 for each route running below enforce although the enforcement ledger had its shape enforced, because an operator forced it (--force-downgrade); the route label is the route, or the shape of a route no longer configured whose paths now pass unchecked. 0 for every other configured route.",
 		}, []string{"route"}),
+		clockBehind: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "fencegate_proxy_clock_behind_seconds",
+			Help: "How far this sidecar's clock was behind the lower bound on the time that the registry's proofs teach (a proof's iat minus trust.clockSkew, plus the time since), at the last status check: more than trust.clockSkew behind the registry. 0 while it is not. Proof expiry and age are judged at the bound, so nothing is accepted late, but fresh proofs are refused as issued in the future (STATUS_STALE) until the clock is fixed.",
+		}),
 	}
 	for _, c := range []prometheus.Collector{m.mutations, m.backendMuts, m.wouldReject, m.verifyDur, m.statusDur, m.storeDur, m.backendDur,
 		m.inFlight, m.trustReloads, m.reconciled, m.unknown, m.notQuiet, m.oldest, m.paused, m.unknownTime,
-		m.compacted, m.storeResources, m.storeReceipts, m.storeQuarantined, m.storeBytes, m.forcedDowngrade,
+		m.compacted, m.storeResources, m.storeReceipts, m.storeQuarantined, m.storeBytes, m.forcedDowngrade, m.clockBehind,
 		buildinfo.Collector("proxy")} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -34,6 +34,9 @@ type statusChecker struct {
 	m        *metrics
 	// ended holds the grants the registry said have ended (see endedGrants).
 	ended *endedGrants
+	// learned is the lower bound on the time the registry's proofs teach
+	// (learnedtime.go).
+	learned learnedTime
 }
 
 func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g *verify.Grant, digest string, proof []byte, clk clock.Clock) *rejection {
@@ -81,6 +84,14 @@ func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g 
 		}
 		return fromVerify(err)
 	}
+	// Learn the time from every authentic proof: a clock that lags the
+	// registry's by more than the skew still sees windows close on time.
+	s.learned.observe(time.UnixMilli(int64(st.IssuedAt)), s.skew, now())
+	if lag := s.learned.behind(now()); lag > 0 {
+		s.m.clockBehind.Set(lag.Seconds())
+	} else {
+		s.m.clockBehind.Set(0)
+	}
 	// Learn the newest epoch from every authentic proof.
 	for {
 		cur := s.maxSeen.Load()
@@ -91,7 +102,8 @@ func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g 
 	if rt.Status.Mode == StatusRegistry && st.State != verify.StateHeld && st.GrantDigest == digest {
 		s.ended.note(digest, now())
 	}
-	pol := verify.StatusPolicy{MaxAge: rt.Status.MaxAge, ClockSkew: s.skew, MinIssuerEpoch: max(s.minEpoch, s.maxSeen.Load())}
+	pol := verify.StatusPolicy{MaxAge: rt.Status.MaxAge, ClockSkew: s.skew, MinIssuerEpoch: max(s.minEpoch, s.maxSeen.Load()),
+		NotBefore: s.learned.bound(now())}
 	if err := verify.CheckStatus(st, g, digest, now(), pol); err != nil {
 		return fromVerify(err)
 	}

@@ -79,6 +79,14 @@ type StatusPolicy struct {
 	// MinIssuerEpoch is the lowest issuer epoch still trusted: grants of a
 	// lower epoch are revoked (EPOCH_REVOKED). 0 revokes nothing.
 	MinIssuerEpoch uint64
+	// NotBefore is a lower bound on the current time that the caller
+	// learned elsewhere (the sidecar: from the registry's own proofs, so a
+	// verifier whose clock lags the registry's by more than ClockSkew
+	// still sees a proof's window close on time). Expiry and age (checks 3
+	// and 4) are judged at the later of now and NotBefore; the check that
+	// iat is not in the future (5) keeps now, so NotBefore only ever
+	// refuses more. Zero: none.
+	NotBefore time.Time
 }
 
 // Validate reports whether p can be used; the error wraps ErrInvalidPolicy.
@@ -102,9 +110,11 @@ func (p StatusPolicy) Validate() error {
 //  2. the proof is for this grant: st.GrantDigest == digest (non-empty), and
 //     resource, lease and fenceToken equal the grant's
 //     (STATUS_STALE, ErrProofMismatch);
-//  3. now < exp (STATUS_STALE, ErrProofExpired);
+//  3. now < exp (STATUS_STALE, ErrProofExpired), where now is the later
+//     of now and p.NotBefore, as in 4;
 //  4. now - iat <= p.MaxAge (STATUS_STALE, ErrProofTooOld);
-//  5. iat <= now + p.ClockSkew (STATUS_STALE, ErrProofFromFuture);
+//  5. iat <= now + p.ClockSkew (STATUS_STALE, ErrProofFromFuture), with
+//     now itself;
 //  6. g.IssuerEpoch >= p.MinIssuerEpoch and st.IssuerEpoch == g.IssuerEpoch
 //     (EPOCH_REVOKED, ErrEpochRevoked);
 //  7. st.PolicyGeneration == g.PolicyGeneration
@@ -136,17 +146,16 @@ func CheckStatus(st *Status, g *Grant, digest string, now time.Time, p StatusPol
 		return newErr(fencegate.CodeStatusStale, ErrProofMismatch, fmt.Sprintf("proof is for fence %d, not %d", st.FenceToken, g.FenceToken))
 	}
 
-	nowMs := uint64(0)
-	if ms := now.UnixMilli(); ms > 0 {
-		nowMs = uint64(ms)
-	}
+	nowMs := unixMs(now)
+	// Expiry and age at the later of now and what the caller learned.
+	lateMs := max(nowMs, unixMs(p.NotBefore))
 	maxAgeMs := uint64(p.MaxAge / time.Millisecond)
 	skewMs := uint64(p.ClockSkew / time.Millisecond)
 	switch {
-	case nowMs >= st.ExpiresAt:
-		return newErr(fencegate.CodeStatusStale, ErrProofExpired, fmt.Sprintf("proof expired at %d, now %d", st.ExpiresAt, nowMs))
-	case nowMs > st.IssuedAt && nowMs-st.IssuedAt > maxAgeMs:
-		return newErr(fencegate.CodeStatusStale, ErrProofTooOld, fmt.Sprintf("proof issued at %d is %dms old, max %s", st.IssuedAt, nowMs-st.IssuedAt, p.MaxAge))
+	case lateMs >= st.ExpiresAt:
+		return newErr(fencegate.CodeStatusStale, ErrProofExpired, fmt.Sprintf("proof expired at %d, now %d", st.ExpiresAt, lateMs))
+	case lateMs > st.IssuedAt && lateMs-st.IssuedAt > maxAgeMs:
+		return newErr(fencegate.CodeStatusStale, ErrProofTooOld, fmt.Sprintf("proof issued at %d is %dms old, max %s", st.IssuedAt, lateMs-st.IssuedAt, p.MaxAge))
 	case st.IssuedAt > satAdd(nowMs, skewMs):
 		return newErr(fencegate.CodeStatusStale, ErrProofFromFuture, fmt.Sprintf("proof issued at %d, after now %d + skew %s", st.IssuedAt, nowMs, p.ClockSkew))
 	}
@@ -174,4 +183,12 @@ func satAdd(a, b uint64) uint64 {
 		return math.MaxUint64
 	}
 	return a + b
+}
+
+// unixMs is t in Unix milliseconds; before 1970 (or zero) it counts as 0.
+func unixMs(t time.Time) uint64 {
+	if ms := t.UnixMilli(); ms > 0 {
+		return uint64(ms)
+	}
+	return 0
 }

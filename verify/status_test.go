@@ -170,6 +170,15 @@ func TestCheckStatus(t *testing.T) {
 		{name: "revoked epoch (MinIssuerEpoch)", st: proof(nil), pol: &verify.StatusPolicy{MaxAge: 2 * time.Second, MinIssuerEpoch: 2}, code: fencegate.CodeEpochRevoked, reason: verify.ErrEpochRevoked},
 		{name: "registry epoch moved on", st: proof(func(s *verify.Status) { s.IssuerEpoch = g.IssuerEpoch + 1 }), code: fencegate.CodeEpochRevoked, reason: verify.ErrEpochRevoked},
 		{name: "stale policy generation", st: proof(func(s *verify.Status) { s.PolicyGeneration = g.PolicyGeneration + 1 }), code: fencegate.CodePolicyMismatch, reason: verify.ErrPolicyMismatch},
+		// NotBefore: what the caller learned of the time judges expiry and
+		// age, never the future check.
+		{name: "NotBefore earlier than now changes nothing", st: proof(nil), pol: &verify.StatusPolicy{MaxAge: 2 * time.Second, MinIssuerEpoch: 1, NotBefore: now.Add(-time.Hour)}},
+		{name: "expired at NotBefore", st: proof(func(s *verify.Status) { s.ExpiresAt = ms(time.Second) }),
+			pol: &verify.StatusPolicy{MaxAge: time.Hour, MinIssuerEpoch: 1, NotBefore: now.Add(time.Second)}, code: fencegate.CodeStatusStale, reason: verify.ErrProofExpired},
+		{name: "too old at NotBefore", st: proof(nil),
+			pol: &verify.StatusPolicy{MaxAge: 2 * time.Second, MinIssuerEpoch: 1, NotBefore: now.Add(2 * time.Second)}, code: fencegate.CodeStatusStale, reason: verify.ErrProofTooOld},
+		{name: "NotBefore does not excuse a future iat", st: proof(func(s *verify.Status) { s.IssuedAt = ms(time.Millisecond) }),
+			pol: &verify.StatusPolicy{MaxAge: 2 * time.Second, MinIssuerEpoch: 1, NotBefore: now.Add(time.Second)}, code: fencegate.CodeStatusStale, reason: verify.ErrProofFromFuture},
 		{name: "policy without MaxAge", st: proof(nil), pol: &verify.StatusPolicy{}, code: fencegate.CodeStatusStale, reason: verify.ErrInvalidPolicy},
 		{name: "policy with negative skew", st: proof(nil), pol: &verify.StatusPolicy{MaxAge: time.Second, ClockSkew: -time.Second}, code: fencegate.CodeStatusStale, reason: verify.ErrInvalidPolicy},
 	}
