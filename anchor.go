@@ -294,6 +294,11 @@ type AnchorResponse struct {
 	// change knows the registry was replaced and seeds it again.
 	Lineage string         `json:"lineage"`
 	Results []AnchorResult `json:"results"`
+	// Now is the registry's clock when it answered (Unix ms). A sidecar
+	// takes it, less trust.clockSkew, as a lower bound on the time: a
+	// sidecar whose clock lags the registry's by more than the skew still
+	// judges proof windows on time (docs/design.md 6.4, "Whose clock").
+	Now int64 `json:"now,omitempty"`
 }
 
 // StoreRegistration is the body of PUT /v1/stores/{store}: a sidecar
@@ -337,6 +342,11 @@ type StoreAnchor struct {
 	// Ledger is the enforcement ledger: every route shape ever enforced,
 	// in shape order.
 	Ledger []LedgerEntry `json:"ledger,omitempty"`
+	// Now is the registry's clock when it answered (Unix ms). A sidecar
+	// takes it, less trust.clockSkew, as a lower bound on the time: a
+	// sidecar whose clock lags the registry's by more than the skew still
+	// judges proof windows on time (docs/design.md 6.4, "Whose clock").
+	Now int64 `json:"now,omitempty"`
 }
 
 // LedgerEntry is one route shape of a store's enforcement ledger at the

@@ -117,6 +117,9 @@ type fixture struct {
 	cfg     proxy.Config
 	logs    *observer.ObservedLogs
 	clk     clock.Clock // the sidecar's clock; nil: the real one
+	// timeBound, when set before start, is the sidecar's shared lower
+	// bound on the time (proxy.Options.TimeBound).
+	timeBound *proxy.TimeBound
 }
 
 type fixtureOpt func(*proxy.Config)
@@ -191,7 +194,7 @@ func (f *fixture) start(force []string) error {
 	core, logs := observer.New(zap.InfoLevel)
 	f.logs = logs
 	log := zap.New(core)
-	p, err := proxy.New(proxy.Options{Config: f.cfg, Store: f.store, Status: rc, Metrics: f.metrics, ForceDowngrade: force, Logger: log, Clock: f.clk})
+	p, err := proxy.New(proxy.Options{Config: f.cfg, Store: f.store, Status: rc, Metrics: f.metrics, ForceDowngrade: force, Logger: log, Clock: f.clk, TimeBound: f.timeBound})
 	if err != nil {
 		return err
 	}

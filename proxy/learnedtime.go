@@ -3,57 +3,88 @@ package proxy
 import (
 	"sync"
 	"time"
+
+	"github.com/fencegate/fencegate/clock"
 )
 
-// learnedTime is a lower bound on the current time learned from the
-// registry's own proofs, for a sidecar whose clock lags the registry's by
-// more than trust.clockSkew.
+// TimeBound is a lower bound on the current time learned from the
+// registry, for a sidecar whose clock lags the registry's by more than
+// trust.clockSkew.
 //
-// A proof's iat is the registry's clock when it signed the proof; with the
-// registry within clockSkew of the true time, the true time was at least
-// iat - clockSkew then, and at least that plus what the local clock has
-// measured since the proof was seen (its monotonic reading: a wall-clock
-// step changes nothing). Expiry and age are judged at the later of the
-// local clock and this bound (verify.StatusPolicy.NotBefore), so a lagging
-// sidecar sees a proof's window close when it closes, not clockSkew plus
-// its lag later. The future check (iat <= now + clockSkew) keeps the local
-// clock, so the bound only ever refuses more. Only authentic proofs teach
-// it: an attacker can replay an old proof (which teaches nothing new) but
-// cannot sign one with a later iat.
-type learnedTime struct {
+// A reading of the registry's clock (a verified proof's iat, the Now of
+// the registry's answer to a store anchor call) was within clockSkew of
+// the true time, so the true time was at least that reading minus
+// clockSkew when it arrived, and at least that plus what the sidecar's
+// clock has measured since (its monotonic reading: a wall-clock step
+// changes nothing). Expiry and age of proofs are judged at the later of
+// the sidecar's clock and this bound (verify.StatusPolicy.NotBefore), so a
+// lagging sidecar sees a proof's window close when it closes, not
+// clockSkew plus its lag later. The future check (iat <= now + clockSkew)
+// keeps the sidecar's clock, so the bound only ever refuses more. Only the
+// registry teaches it: an authentic proof (an old one replayed teaches
+// nothing new; a later iat cannot be forged) or an answer of the registry
+// on the sidecar's own connection to it. The store anchor's calls, made at
+// start and then for every forwarded write, keep it fresh in proof mode
+// too, where no request brings the present otherwise.
+//
+// A TimeBound is safe for concurrent use; the zero value is not: use
+// NewTimeBound.
+type TimeBound struct {
+	clk  clock.Clock
+	skew time.Duration
+
 	mu sync.Mutex
 	// floor was a lower bound on the time at the local reading at; zero
-	// before any proof.
+	// before any reading.
 	floor, at time.Time
 }
 
-// observe notes an authentic proof issued at iat (registry clock), seen at
-// local time now.
-func (l *learnedTime) observe(iat time.Time, skew time.Duration, now time.Time) {
-	f := iat.Add(-skew)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.at.IsZero() || f.After(l.floor.Add(now.Sub(l.at))) {
-		l.floor, l.at = f, now
+// NewTimeBound is a bound with no reading yet, on the sidecar's clock clk
+// (nil: the real one), for a registry within skew of the true time.
+func NewTimeBound(clk clock.Clock, skew time.Duration) *TimeBound {
+	if clk == nil {
+		clk = clock.Real()
+	}
+	return &TimeBound{clk: clk, skew: skew}
+}
+
+// ObserveRegistryTime notes a reading t of the registry's clock, made now
+// (the answer just arrived).
+func (b *TimeBound) ObserveRegistryTime(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	b.observe(t, b.clk.Now())
+}
+
+// observe notes a registry clock reading t that arrived at local time now.
+func (b *TimeBound) observe(t, now time.Time) {
+	f := t.Add(-b.skew)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.at.IsZero() || f.After(b.floor.Add(now.Sub(b.at))) {
+		b.floor, b.at = f, now
 	}
 }
 
 // bound is the lower bound on the time at local time now (zero before any
-// proof was observed).
-func (l *learnedTime) bound(now time.Time) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.at.IsZero() {
+// reading).
+func (b *TimeBound) bound(now time.Time) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.at.IsZero() {
 		return time.Time{}
 	}
-	return l.floor.Add(now.Sub(l.at))
+	return b.floor.Add(now.Sub(b.at))
 }
 
-// behind is how far the local clock at now is behind the bound (0 when it
-// is not): more than clockSkew behind the registry.
-func (l *learnedTime) behind(now time.Time) time.Duration {
-	if b := l.bound(now); !b.IsZero() && b.After(now) {
-		return b.Sub(now)
+// Behind is how far the sidecar's clock is behind the bound now (0 when it
+// is not): by more than clockSkew behind the registry's.
+func (b *TimeBound) Behind() time.Duration { return b.behind(b.clk.Now()) }
+
+func (b *TimeBound) behind(now time.Time) time.Duration {
+	if l := b.bound(now); !l.IsZero() && l.After(now) {
+		return l.Sub(now)
 	}
 	return 0
 }

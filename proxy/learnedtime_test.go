@@ -6,6 +6,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock/clocktest"
+	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
@@ -42,5 +43,28 @@ func TestLaggingClockSeesProofWindowsClose(t *testing.T) {
 	}
 	if behind := f.counter("fencegate_proxy_clock_behind_seconds"); behind < (lag - 2*time.Second).Seconds() {
 		t.Fatalf("fencegate_proxy_clock_behind_seconds = %v, want about %s minus the skew", behind, lag)
+	}
+}
+
+// TestRegistryTimeTeachesTheFirstProof: the first proof a lagging
+// proof-mode sidecar ever sees cannot teach it the present (it is old
+// itself). The store anchor's answers can: its registration at start
+// hands the registry's clock to the sidecar's shared time bound, so even
+// that first, expired proof is refused.
+func TestRegistryTimeTeachesTheFirstProof(t *testing.T) {
+	real := time.Now()
+	lag := 10 * time.Second
+	clk := clocktest.New(real.Add(-lag))
+	f := newFixtureAt(t, clk)
+	f.timeBound = proxy.NewTimeBound(clk, f.cfg.Trust.ClockSkew)
+	f.timeBound.ObserveRegistryTime(real) // the anchor's Open: the registry's clock now
+	if err := f.start(nil); err != nil {
+		t.Fatal(err)
+	}
+	tokA, gA := f.crafted("doc/first", "worker-a", 1)
+	old := string(f.issuer.SignStatus(f.issuer.StatusFor(tokA, gA, real.Add(-lag))))
+	f.do(call{path: "/v1/docs/first", owner: "worker-a", grant: string(tokA), status: old, body: "a"}).expect(t, 403, fencegate.CodeStatusStale)
+	if n := f.back.count(); n != 0 {
+		t.Fatalf("the backend received %d writes, want none", n)
 	}
 }

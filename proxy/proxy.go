@@ -48,6 +48,12 @@ type Options struct {
 	// anchor of the store answers it. nil: allowed. An error is a refusal
 	// (asked again at the next reload).
 	FirstUseAllowed FirstUseCheck
+	// TimeBound is the lower bound on the time the sidecar learns from
+	// the registry (learnedtime.go): share it with whatever else talks to
+	// the registry (the store anchor) so their answers teach it too. nil:
+	// the sidecar makes its own, taught by the proofs it verifies. Its
+	// skew must be trust.clockSkew.
+	TimeBound *TimeBound
 }
 
 // Proxy is the sidecar: the only acceptance point for protected writes.
@@ -137,7 +143,10 @@ func New(o Options) (*Proxy, error) {
 	}
 	p.status = &statusChecker{src: o.Status, timeout: cfg.Registry.Timeout, skew: cfg.Trust.ClockSkew,
 		minEpoch: cfg.Trust.MinIssuerEpoch, opts: p.verOpts, m: m,
-		ended: newEndedGrants(maxAge+cfg.Trust.ClockSkew, defaultEndedLimit)}
+		ended: newEndedGrants(maxAge+cfg.Trust.ClockSkew, defaultEndedLimit), learned: o.TimeBound}
+	if p.status.learned == nil {
+		p.status.learned = NewTimeBound(p.clk, cfg.Trust.ClockSkew)
+	}
 	p.backend, _ = url.Parse(cfg.Backend.URL)
 	p.tr = o.Transport
 	if p.tr == nil {

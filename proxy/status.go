@@ -34,9 +34,9 @@ type statusChecker struct {
 	m        *metrics
 	// ended holds the grants the registry said have ended (see endedGrants).
 	ended *endedGrants
-	// learned is the lower bound on the time the registry's proofs teach
+	// learned is the lower bound on the time the registry teaches
 	// (learnedtime.go).
-	learned learnedTime
+	learned *TimeBound
 }
 
 func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g *verify.Grant, digest string, proof []byte, clk clock.Clock) *rejection {
@@ -86,7 +86,7 @@ func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g 
 	}
 	// Learn the time from every authentic proof: a clock that lags the
 	// registry's by more than the skew still sees windows close on time.
-	s.learned.observe(time.UnixMilli(int64(st.IssuedAt)), s.skew, now())
+	s.learned.observe(time.UnixMilli(int64(st.IssuedAt)), now())
 	if lag := s.learned.behind(now()); lag > 0 {
 		s.m.clockBehind.Set(lag.Seconds())
 	} else {

@@ -68,6 +68,9 @@ type StoreView struct {
 	// Ledger is the store's enforcement ledger (nil where the operation
 	// did not read it).
 	Ledger []fencegate.LedgerEntry
+	// Now is the registry's clock when the Registry answered (zero from a
+	// Backend, which reads no clock).
+	Now time.Time
 }
 
 // RegisterStoreInput registers a store's generation: a sidecar opening its

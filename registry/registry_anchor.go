@@ -26,7 +26,9 @@ func (r *Registry) RegisterStore(ctx context.Context, caller, store, generation 
 	if err != nil {
 		return RegisterStoreResult{}, err
 	}
-	res, err := r.opt.Backend.RegisterStore(ctx, RegisterStoreInput{Store: store, Caller: caller, Generation: generation, Lineage: lineage, Now: r.Now()})
+	now := r.Now()
+	res, err := r.opt.Backend.RegisterStore(ctx, RegisterStoreInput{Store: store, Caller: caller, Generation: generation, Lineage: lineage, Now: now})
+	res.View.Now = now
 	if err != nil {
 		return res, err
 	}
@@ -48,7 +50,9 @@ func (r *Registry) RegisterStore(ctx context.Context, caller, store, generation 
 // Store reads a fenced store's record, enforcement ledger and number of
 // anchored resources.
 func (r *Registry) Store(ctx context.Context, caller, store string) (StoreView, error) {
-	return r.opt.Backend.Store(ctx, StoreQuery{Store: store, Caller: caller})
+	v, err := r.opt.Backend.Store(ctx, StoreQuery{Store: store, Caller: caller})
+	v.Now = r.Now()
+	return v, err
 }
 
 // Anchor decides a batch of anchor steps of a store in one backend
@@ -60,7 +64,9 @@ func (r *Registry) Anchor(ctx context.Context, caller, store string, req fencega
 	if err != nil {
 		return fencegate.AnchorResponse{}, err
 	}
-	resp, err := r.opt.Backend.Anchor(ctx, AnchorInput{Store: store, Caller: caller, Request: req, Lineage: lineage, Now: r.Now()})
+	now := r.Now()
+	resp, err := r.opt.Backend.Anchor(ctx, AnchorInput{Store: store, Caller: caller, Request: req, Lineage: lineage, Now: now})
+	resp.Now = now.UnixMilli()
 	if err != nil {
 		var lost *StoreLostError
 		if errors.As(err, &lost) {
@@ -88,7 +94,9 @@ func (r *Registry) RecordLedger(ctx context.Context, caller, store string, ev fe
 	if err != nil {
 		return StoreView{}, err
 	}
-	v, err := r.opt.Backend.RecordLedger(ctx, LedgerInput{Store: store, Caller: caller, Event: ev, Lineage: lineage, Now: r.Now()})
+	now := r.Now()
+	v, err := r.opt.Backend.RecordLedger(ctx, LedgerInput{Store: store, Caller: caller, Event: ev, Lineage: lineage, Now: now})
+	v.Now = now
 	if err == nil && ev.Kind == fencegate.LedgerForcedDowngrade {
 		r.log.Warn("forced downgrade recorded in a fenced store's ledger", zap.String("store", store), zap.String("shape", ev.Shape),
 			zap.String("detail", ev.Detail), zap.String("caller", caller))

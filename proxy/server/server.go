@@ -79,6 +79,11 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		}
 	}()
 	s := &Server{log: log, shutdownTimeout: DefaultShutdownTimeout}
+	// The lower bound on the time the registry teaches: by its proofs and
+	// by the store anchor's answers (at start, and for every forwarded
+	// write), so a sidecar whose clock lags the registry's by more than
+	// trust.clockSkew judges proof windows on time from its start.
+	timeBound := proxy.NewTimeBound(clock.Real(), cfg.Trust.ClockSkew)
 	if s.store, err = open(cfg, log); err != nil {
 		return nil, err
 	}
@@ -104,6 +109,7 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		if s.anchor, err = anchor.Wrap(s.store, anchor.FromClient(storeReg), anchor.Options{
 			Store: cfg.Store.Service, Logger: log.Named("anchor"), Metrics: promReg, Clock: clock.Real(),
 			CallTimeout: cfg.Registry.Timeout, RepairWindow: cfg.RepairWindow(), Upgrade: upgrade, RecheckInterval: anchorRecheckInterval,
+			OnRegistryTime: timeBound.ObserveRegistryTime,
 		}); err != nil {
 			return nil, fmt.Errorf("server: %w", err)
 		}
@@ -143,7 +149,7 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		// registry (a registry outage must not make every pod unready).
 		ready = append(ready, adminapi.ReadyCheck{Code: fencegate.CodeStoreUnavailable, Check: s.anchor.CheckLoss})
 	}
-	opts := proxy.Options{Config: cfg, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade}
+	opts := proxy.Options{Config: cfg, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade, TimeBound: timeBound}
 	if an := s.anchor; an != nil {
 		// Trust on first use pins the bundle file as it is, into a store
 		// with no pins. A store that lost its data lost its pins too:

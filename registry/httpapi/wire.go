@@ -59,7 +59,7 @@ func storeBody(v registry.StoreView) fencegate.StoreAnchor {
 		Store: r.Store, Generation: r.Generation, Lineage: v.Lineage, RegisteredAt: r.RegisteredAt,
 		Resources: v.Resources, Losses: r.Losses, LastLoss: r.LastLoss, LastLossAt: r.LastLossAt,
 		Presented: r.Presented, Acknowledged: r.Acknowledged, AcknowledgedAt: r.AcknowledgedAt,
-		Ledger: v.Ledger,
+		Ledger: v.Ledger, Now: unixMs(v.Now),
 	}
 }
 
@@ -73,4 +73,12 @@ func policyBody(p registry.Policy) fencegate.Policy {
 func policyRecord(p fencegate.Policy) registry.Policy {
 	return registry.Policy{Pattern: p.Pattern, AllowedOwners: p.AllowedOwners, MinTTLMs: p.MinTTLMs, MaxTTLMs: p.MaxTTLMs,
 		OpClasses: p.OpClasses, Generation: p.Generation, Deleted: p.Deleted, UpdatedAt: p.UpdatedAt}
+}
+
+// unixMs is t in Unix milliseconds, 0 for the zero time.
+func unixMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }

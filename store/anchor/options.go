@@ -50,6 +50,11 @@ type Options struct {
 	// Upgrade is what an earlier version of the sidecar kept on the pod,
 	// taken into account at Open (see Upgrade).
 	Upgrade Upgrade
+	// OnRegistryTime, when set, is given the registry's clock (the Now of
+	// its answers) after every call it answered: the sidecar's lower bound
+	// on the time (proxy.TimeBound), kept fresh by calls made at start and
+	// for every forwarded write.
+	OnRegistryTime func(time.Time)
 }
 
 // Upgrade is the local state of an earlier version of the sidecar (the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
@@ -74,7 +75,7 @@ func storeAnchor(v registry.StoreView) fencegate.StoreAnchor {
 		Store: r.Store, Generation: r.Generation, Lineage: v.Lineage, RegisteredAt: r.RegisteredAt,
 		Resources: v.Resources, Losses: r.Losses, LastLoss: r.LastLoss, LastLossAt: r.LastLossAt,
 		Presented: r.Presented, Acknowledged: r.Acknowledged, AcknowledgedAt: r.AcknowledgedAt,
-		Ledger: v.Ledger,
+		Ledger: v.Ledger, Now: unixMs(v.Now),
 	}
 }
 
@@ -145,4 +146,49 @@ func (r remoteRegistry) RecordLedger(ctx context.Context, store string, ev fence
 func (r remoteRegistry) StoreAnchors(ctx context.Context, store, after string, limit int) (fencegate.AnchorPage, error) {
 	p, err := r.c.StoreAnchors(ctx, store, after, limit)
 	return p, remoteErr(err)
+}
+
+// unixMs is t in Unix milliseconds, 0 for the zero time.
+func unixMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// timedRegistry hands the registry's clock of every answer to observe
+// (Options.OnRegistryTime).
+type timedRegistry struct {
+	Registry
+	observe func(time.Time)
+}
+
+func (t timedRegistry) saw(ms int64) {
+	if ms > 0 {
+		t.observe(time.UnixMilli(ms))
+	}
+}
+
+func (t timedRegistry) RegisterStore(ctx context.Context, store, generation string) (fencegate.StoreAnchor, bool, error) {
+	a, created, err := t.Registry.RegisterStore(ctx, store, generation)
+	t.saw(a.Now)
+	return a, created, err
+}
+
+func (t timedRegistry) StoreAnchor(ctx context.Context, store string) (fencegate.StoreAnchor, error) {
+	a, err := t.Registry.StoreAnchor(ctx, store)
+	t.saw(a.Now)
+	return a, err
+}
+
+func (t timedRegistry) AnchorProgress(ctx context.Context, store string, req fencegate.AnchorRequest) (fencegate.AnchorResponse, error) {
+	r, err := t.Registry.AnchorProgress(ctx, store, req)
+	t.saw(r.Now)
+	return r, err
+}
+
+func (t timedRegistry) RecordLedger(ctx context.Context, store string, ev fencegate.LedgerBody) (fencegate.StoreAnchor, error) {
+	a, err := t.Registry.RecordLedger(ctx, store, ev)
+	t.saw(a.Now)
+	return a, err
 }

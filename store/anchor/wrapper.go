@@ -70,6 +70,9 @@ func Wrap(inner store.Store, reg Registry, opts Options) (*Store, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	if opts.OnRegistryTime != nil {
+		reg = timedRegistry{Registry: reg, observe: opts.OnRegistryTime}
+	}
 	w := &Store{inner: inner, reg: reg, opt: opts, log: opts.Logger.With(zap.String("store", opts.Store)), clk: opts.Clock,
 		wake: make(chan struct{}, 1)}
 	if opts.Upgrade.Generation != "" || len(opts.Upgrade.Checkpoints) > 0 || opts.Upgrade.Done != nil {
