@@ -144,6 +144,12 @@ func (p *Proxy) admit(a *attempt) *rejection {
 	// and the bundle is cached; binding, epoch and status below run on
 	// every request.
 	view := p.trust.view()
+	if view.bundle == nil && view.unpinnedStore {
+		// No key is trusted because the store lost its pins with its
+		// data: the cause is the store, and so is the answer.
+		return reject(fencegate.CodeStoreUnavailable, "no key is trusted: the fenced store holds no trust pins and is not known to be its own data set (it may have lost its data, and its pins with it); writes are refused until the loss is acknowledged at the registry, or an operator accepts keys (fencegate trust accept)").
+			with("retryable", true)
+	}
 	a.token = []byte(tok)
 	g, digest, kid, err := view.grant(a.token, p.verOpts)
 	p.m.verifyDur.Observe(clock.Since(p.clk, start).Seconds())

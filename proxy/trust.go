@@ -63,6 +63,9 @@ type trust struct {
 	mu      sync.RWMutex
 	file    *bundleFile       // the file the set was drawn from
 	bundle  *verify.Bundle    // the verification set; nil when empty
+	// unpinnedStore: the set is empty because the store holds no pins
+	// and first use was refused (a store that may have lost its data).
+	unpinnedStore bool
 	trusted map[string]string // kid -> thumbprint of bundle's keys
 	pins    []store.TrustedKey
 	gen     uint64               // +1 at each change of the set
@@ -92,6 +95,9 @@ type trustView struct {
 	bundle *verify.Bundle
 	gen    uint64
 	cache  *verifyCache
+	// unpinnedStore: nothing is trusted because the store holds no pins
+	// and first use was refused (trust.unpinnedStore).
+	unpinnedStore bool
 }
 
 // newTrust loads the bundle file and the pins (pinning on first use when
@@ -126,7 +132,7 @@ func (t *trust) keyIDs() []string {
 func (t *trust) view() trustView {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return trustView{bundle: t.bundle, gen: t.gen, cache: t.cache}
+	return trustView{bundle: t.bundle, gen: t.gen, cache: t.cache, unpinnedStore: t.unpinnedStore}
 }
 
 // setCacheEntries replaces the verification cache by one of at most n
@@ -344,7 +350,7 @@ func (t *trust) pinFirstUse(ctx context.Context, f *bundleFile, now time.Time) (
 			if err != nil {
 				why = "the first-use check failed: " + err.Error()
 			}
-			t.log.Error("trust: the fenced store has no trust pins and first use is not allowed: no key is trusted, every grant is refused (GRANT_INVALID) until an operator accepts keys (fencegate trust accept --kid K --thumbprint T)",
+			t.log.Error("trust: the fenced store has no trust pins and first use is not allowed: no key is trusted, every protected write is refused (STORE_UNAVAILABLE) until the loss is acknowledged at the registry (the next reload then pins the file) or an operator accepts keys (fencegate trust accept --kid K --thumbprint T)",
 				zap.String("why", why), zap.Strings("bundleKids", f.kids()))
 		}
 		return nil, nil
@@ -476,6 +482,7 @@ func (t *trust) install(f *bundleFile, pins []store.TrustedKey, fileChanged, act
 		t.cache.reset()
 	}
 	t.file, t.pins = f, pins
+	t.unpinnedStore = len(pins) == 0 && t.firstUseRefused
 	clear(t.stored)
 	for _, p := range pins {
 		t.stored[p.Kid] = p.InUseUntil
