@@ -48,6 +48,22 @@ func (s *Server) RestoreSnapshot(snap *Snapshot) {
 	}
 }
 
+// Wipe kills the server, deletes its data files (RDB and AOF) and starts
+// it again on the same port: it comes back empty, as a Redis whose volume
+// was lost or that ran without persistence.
+func (s *Server) Wipe() {
+	s.tb.Helper()
+	s.Kill()
+	for _, name := range dataFiles {
+		if err := os.RemoveAll(filepath.Join(s.dir, name)); err != nil {
+			s.tb.Fatalf("redistest: wipe: %v", err)
+		}
+	}
+	if err := s.start(); err != nil {
+		s.tb.Fatalf("redistest: wipe: %v", err)
+	}
+}
+
 // copyTree copies a file or a directory tree; a missing src copies nothing.
 func copyTree(src, dst string) error {
 	if _, err := os.Stat(src); os.IsNotExist(err) {

@@ -3,9 +3,9 @@ package anchor_test
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -80,7 +80,10 @@ func (b *boltBackend) Wipe(t testing.TB) {
 	}
 }
 
-type redisBackend struct{ srv *redistest.Server }
+type redisBackend struct {
+	srv   *redistest.Server
+	snaps map[string]*redistest.Snapshot
+}
 
 func newRedis(t testing.TB) *redisBackend {
 	return &redisBackend{srv: redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")}
@@ -97,25 +100,18 @@ func (r *redisBackend) Open(t testing.TB) store.Store {
 }
 func (r *redisBackend) Snapshot(t testing.TB) string {
 	t.Helper()
-	r.srv.Kill()
-	snap := t.TempDir()
-	copyDir(t, r.srv.Dir(), snap)
-	r.srv.Restart()
-	return snap
+	if r.snaps == nil {
+		r.snaps = map[string]*redistest.Snapshot{}
+	}
+	key := strconv.Itoa(len(r.snaps))
+	r.snaps[key] = r.srv.Snapshot()
+	return key
 }
 func (r *redisBackend) Restore(t testing.TB, snap string) {
 	t.Helper()
-	r.srv.Kill()
-	clearDir(t, r.srv.Dir())
-	copyDir(t, snap, r.srv.Dir())
-	r.srv.Restart()
+	r.srv.RestoreSnapshot(r.snaps[snap])
 }
-func (r *redisBackend) Wipe(t testing.TB) {
-	t.Helper()
-	r.srv.Kill()
-	clearDir(t, r.srv.Dir())
-	r.srv.Restart()
-}
+func (r *redisBackend) Wipe(t testing.TB) { t.Helper(); r.srv.Wipe() }
 
 // backends are the stores with data that can be restored: bolt, and redis
 // when a redis-server is installed.
@@ -341,46 +337,6 @@ func copyFile(t testing.TB, src, dst string) {
 	}
 	if err := os.WriteFile(dst, b, 0o600); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func copyDir(t testing.TB, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if rel == "redis.log" {
-			return nil
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func clearDir(t testing.TB, dir string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.Name() == "redis.log" {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

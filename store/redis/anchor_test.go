@@ -43,9 +43,7 @@ func TestExpectedGenerationAfterEmptyRestart(t *testing.T) {
 		t.Fatalf("begin: %v %s", err, res.Decision)
 	}
 
-	srv.Kill()
-	clearDir(t, srv.Dir())
-	srv.Restart()
+	srv.Wipe()
 
 	if _, err := st.Begin(ctx, storetest.Attempt("acct/1", 3, 1, "stale")); !errors.Is(err, ErrGenerationChanged) {
 		t.Fatalf("begin on the emptied Redis: %v, want ErrGenerationChanged", err)
@@ -121,19 +119,13 @@ func TestRestoredRedisRepairedFromTheAnchor(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv.Kill()
-	snapshot := t.TempDir()
-	copyDir(t, srv.Dir(), snapshot)
-	srv.Restart()
+	snapshot := srv.Snapshot()
 
 	a2 := storetest.Attempt("acct/1", 5, 2, "A2")
 	if _, ok := begin(a2); !ok {
 		t.Fatal("A2 not anchored")
 	} // forwarded: the backend applies A2; its Commit never comes
-	srv.Kill()
-	clearDir(t, srv.Dir())
-	copyDir(t, snapshot, srv.Dir())
-	srv.Restart()
+	srv.RestoreSnapshot(snapshot)
 
 	if again, err := st.Generation(ctx); err != nil || again != gen {
 		t.Fatalf("the restore kept the generation %q? got %q, %v", gen, again, err)

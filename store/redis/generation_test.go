@@ -3,8 +3,6 @@ package redis
 import (
 	"context"
 	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -72,9 +70,7 @@ func TestRedisRestartedEmptyIsRefused(t *testing.T) {
 	sc := openSidecar(t, srv.Addr(), dataDir, false)
 	sc.accept(t, storetest.Attempt("acct/1", 5, 1, "a"))
 
-	srv.Kill()
-	clearDir(t, srv.Dir())
-	srv.Restart()
+	srv.Wipe()
 
 	ctx := context.Background()
 	old := storetest.Attempt("acct/1", 3, 1, "stale owner")
@@ -102,47 +98,5 @@ func TestRedisRestartedEmptyIsRefused(t *testing.T) {
 	sc3 := openSidecar(t, srv.Addr(), dataDir, true)
 	if err := sc3.st.GenerationLoss(); err != nil {
 		t.Fatalf("after the acknowledgement: %v", err)
-	}
-}
-
-// clearDir removes the server's data files (not its log).
-func clearDir(t *testing.T, dir string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.Name() == "redis.log" {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// copyDir copies the data files of src into dst (not the log).
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if rel == "redis.log" {
-			return nil
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
