@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,24 +70,11 @@ log: {level: info}
 	}
 	put := func(owner string, l *client.Lease, seg int, body string) (int, fencegate.Code) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPut, sc.url+"/v1/accounts/"+strings.TrimPrefix(l.Resource, "account/"), strings.NewReader(body))
-		req.Header.Set("X-Fencegate-Identity", owner)
-		req.Header.Set(fencegate.HeaderGrant, l.Grant)
-		req.Header.Set(fencegate.HeaderStatus, l.Status)
-		req.Header.Set(fencegate.HeaderSegment, fmt.Sprint(seg))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		r := send(sc.url, of(owner, l, accountsPath(strings.TrimPrefix(l.Resource, "account/")), fmt.Sprint(seg), body))
+		if r.Err != nil {
+			t.Fatal(r.Err)
 		}
-		defer resp.Body.Close()
-		if resp.StatusCode >= 400 {
-			d, err := fencegate.ReadProblem(resp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return resp.StatusCode, d.Code
-		}
-		return resp.StatusCode, ""
+		return r.Status, r.code()
 	}
 	trustList := func() map[string]struct{ Thumbprint, State, How string } {
 		t.Helper()
