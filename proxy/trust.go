@@ -60,20 +60,20 @@ type trust struct {
 	firstUseRefused bool
 	logged          string // the unpinned keys last logged
 
-	mu      sync.RWMutex
-	file    *bundleFile       // the file the set was drawn from
-	bundle  *verify.Bundle    // the verification set; nil when empty
+	mu     sync.RWMutex
+	file   *bundleFile    // the file the set was drawn from
+	bundle *verify.Bundle // the verification set; nil when empty
 	// unpinnedStore: the set is empty because the store holds no pins
 	// and first use was refused (a store that may have lost its data).
 	unpinnedStore bool
-	trusted map[string]string // kid -> thumbprint of bundle's keys
-	pins    []store.TrustedKey
-	gen     uint64               // +1 at each change of the set
-	inUse   map[string]time.Time // kid -> a grant signed with it may be held until (seen here)
-	stored  map[string]time.Time // kid -> InUseUntil as the pin stores it
-	writing map[string]bool      // kid -> an IN_USE write is under way
-	retryAt map[string]time.Time // kid -> no IN_USE write before (after a failure)
-	cache   *verifyCache
+	trusted       map[string]string // kid -> thumbprint of bundle's keys
+	pins          []store.TrustedKey
+	gen           uint64               // +1 at each change of the set
+	inUse         map[string]time.Time // kid -> a grant signed with it may be held until (seen here)
+	stored        map[string]time.Time // kid -> InUseUntil as the pin stores it
+	writing       map[string]bool      // kid -> an IN_USE write is under way
+	retryAt       map[string]time.Time // kid -> no IN_USE write before (after a failure)
+	cache         *verifyCache
 }
 
 // trustDeps are what a trust needs.
@@ -294,12 +294,21 @@ func (t *trust) applyCounted(ctx context.Context, f *bundleFile, force, act bool
 // pins f on first use (if allowed); with act (a new file, the start, an
 // explicit reload), a signed bundle's new keys are pinned and pins that
 // left the file are unpinned; then the set is rebuilt. A store error
-// changes nothing here (the next tick tries again). The caller holds
-// reloadMu.
+// changes nothing here (the next tick tries again), except on a store
+// known lost (FirstUseAllowed false): its pins went with its data, and
+// the set is emptied. The caller holds reloadMu.
 func (t *trust) apply(ctx context.Context, f *bundleFile, force, act bool) (bool, error) {
 	now := t.clk.Now()
 	pins, err := t.store.TrustedKeys(ctx)
 	if err != nil {
+		if t.lostStore(ctx) {
+			// The store lost its data, and its pins with it: nothing
+			// it pinned is known any more, so nothing is trusted
+			// (STORE_UNAVAILABLE) until the loss is acknowledged and
+			// a reload pins the file on first use.
+			t.refuseFirstUse(f, nil)
+			return t.install(f, nil, prevFileChanged(t, f), act)
+		}
 		return false, fmt.Errorf("proxy: trust pins: %w", err)
 	}
 	t.mu.RLock()
@@ -343,16 +352,7 @@ func (t *trust) pinFirstUse(ctx context.Context, f *bundleFile, now time.Time) (
 		allowed, err = t.firstUse(ctx)
 	}
 	if err != nil || !allowed {
-		if !t.firstUseRefused {
-			t.firstUseRefused = true
-			t.tm.event(trustEventFirstUseRefused)
-			why := "the store is not known to be its own data set (it may have lost its data, and its pins with it)"
-			if err != nil {
-				why = "the first-use check failed: " + err.Error()
-			}
-			t.log.Error("trust: the fenced store has no trust pins and first use is not allowed: no key is trusted, every protected write is refused (STORE_UNAVAILABLE) until the loss is acknowledged at the registry (the next reload then pins the file) or an operator accepts keys (fencegate trust accept --kid K --thumbprint T)",
-				zap.String("why", why), zap.Strings("bundleKids", f.kids()))
-		}
+		t.refuseFirstUse(f, err)
 		return nil, nil
 	}
 	in := store.TrustInput{Kind: store.TrustPin, How: store.TrustFirstUse, Keys: keyRefs(f.keys), Now: now,
@@ -369,6 +369,41 @@ func (t *trust) pinFirstUse(ctx context.Context, f *bundleFile, now time.Time) (
 	t.log.Warn("trust on first use: the fenced store had no trust pins; the bundle file as it is now is pinned (a key added to it later needs fencegate trust accept or a signed bundle)",
 		zap.Strings("bundleKids", f.kids()), zap.Int("pins", len(pins)))
 	return pins, nil
+}
+
+// lostStore reports whether the store is known to have lost its data
+// (first use is refused without an error: the anchor says lost).
+func (t *trust) lostStore(ctx context.Context) bool {
+	if t.firstUse == nil {
+		return false
+	}
+	allowed, err := t.firstUse(ctx)
+	return err == nil && !allowed
+}
+
+// prevFileChanged reports whether f is not the file the set was drawn
+// from.
+func prevFileChanged(t *trust, f *bundleFile) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.file == nil || t.file.sum != f.sum
+}
+
+// refuseFirstUse records (logged once, counted) that nothing is trusted
+// because the store has no pins it can vouch for; err is the first-use
+// check's failure, if that is why.
+func (t *trust) refuseFirstUse(f *bundleFile, err error) {
+	if t.firstUseRefused {
+		return
+	}
+	t.firstUseRefused = true
+	t.tm.event(trustEventFirstUseRefused)
+	why := "the store is not known to be its own data set (it may have lost its data, and its pins with it)"
+	if err != nil {
+		why = "the first-use check failed: " + err.Error()
+	}
+	t.log.Error("trust: the fenced store has no trust pins and first use is not allowed: no key is trusted, every protected write is refused (STORE_UNAVAILABLE) until the loss is acknowledged at the registry (the next reload then pins the file) or an operator accepts keys (fencegate trust accept --kid K --thumbprint T)",
+		zap.String("why", why), zap.Strings("bundleKids", f.kids()))
 }
 
 // takeSigned pins the keys of a signed bundle f that are not pinned yet,

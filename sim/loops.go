@@ -76,6 +76,17 @@ func (r *round) startLoops(i int) {
 			r.logf("sidecar replica %d: compaction deleted %d receipts, %d quarantine entries (%v)", i, res.Receipts, res.Quarantine, err)
 		}
 	}, never)
+	loop("anchor recheck", anchorRecheck, func() {
+		if r.sabotage == SabotageUnanchored {
+			return
+		}
+		// The readiness probe (CheckLoss reads the store's generation),
+		// then the anchor's own loop (Run: a recheck while lost).
+		_ = sc.an.CheckLoss(ctx)
+		if err := sc.an.Recheck(ctx); err != nil {
+			r.logf("sidecar replica %d: rechecking its store at the registry: %v", i, err)
+		}
+	}, r.attending)
 	if r.rotates {
 		seen := -1 // the trust version this process last took whole
 		loop("trust reload", trustReload, func() {
@@ -151,6 +162,10 @@ func (r *round) loseStore(restore bool, when string) {
 	r.lost, r.lostAt = true, r.now()
 	r.res.Seen[seenStoreLoss]++
 	r.logf("the fenced store is %s %s", what, when)
+	if !r.lossLooking && r.sabotage != SabotageNoReconcile {
+		r.lossLooking = true
+		r.background(r.now()+r.sc.Config.OperatorDelay, "the operator looks at the store loss", r.lossLook)
+	}
 }
 
 // handoff measures the hand-off from prev's lease to next's first write

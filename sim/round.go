@@ -109,8 +109,9 @@ type round struct {
 	lostOps map[string]bool
 	noted   map[receiptKey]time.Duration // when each receipt was stored
 	unk     *unknownEpisode
-	// looking: the operator has a look scheduled.
-	looking bool
+	// looking: the operator has a look scheduled; lossLooking: one at a
+	// store loss.
+	looking, lossLooking bool
 	seed    uint64
 	// api is the registry's HTTP API for SDK workers, built for apiFor.
 	api    http.Handler
@@ -285,14 +286,30 @@ func (r *round) restartSidecar(i int) error {
 	ps := &processStore{Store: r.st, r: r, sab: r.sabotage}
 	cfg := proxyConfig(r.m, r.sc.Config, r.sabotage, r.bundle)
 	cfg.Trust.ReloadInterval = trustReload
-	p, err := proxy.New(proxy.Options{
-		Config: cfg, Store: ps, Status: registryStatus{r},
+	bound := proxy.NewTimeBound(sc.clk, cfg.Trust.ClockSkew)
+	an, err := r.openAnchor(i, ps, sc.clk, cfg.RepairWindow(), bound)
+	if err != nil {
+		return err
+	}
+	opts := proxy.Options{
+		Config: cfg, Store: an, Status: registryStatus{r},
 		Transport: r.back, Clock: sc.clk, Metrics: discardMetrics{},
-	})
+		FirstUseAllowed: func(context.Context) (bool, error) { return an.Lost() == nil, nil },
+		TimeBound:       bound,
+	}
+	if r.sabotage == SabotageUnanchored {
+		// The broken part: the store used as it is, without its anchor.
+		opts.Store, opts.FirstUseAllowed = ps, nil
+	}
+	if r.sabotage == SabotageNoTimeBound {
+		// The broken part: proof windows judged by the local clock alone.
+		opts.TimeBound = nil
+	}
+	p, err := proxy.New(opts)
 	if err != nil {
 		return fmt.Errorf("%w: sidecar: %w", ErrSetup, err)
 	}
-	sc.p, sc.st, sc.sent = p, ps, 0
+	sc.p, sc.st, sc.sent, sc.an, sc.bound = p, ps, 0, an, bound
 	sc.life++
 	r.startLoops(i)
 	return nil

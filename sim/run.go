@@ -57,12 +57,20 @@ const (
 	// bundle file says (every key of the file pinned): a key added to the
 	// file is trusted at the next reload, as before controlled rotation.
 	SabotageFilePins Sabotage = "file-pins"
+	// SabotageUnanchored runs the sidecars on the shared store without its
+	// outside anchor: a store emptied or put back is taken as it is.
+	SabotageUnanchored Sabotage = "unanchored"
+	// SabotageNoTimeBound makes the sidecars judge proof windows by their
+	// own clock alone, without the time the registry's proofs and answers
+	// teach (proxy.TimeBound): a replica that lags takes a proof after its
+	// window closed.
+	SabotageNoTimeBound Sabotage = "no-time-bound"
 )
 
 // Sabotages lists every sabotage, in a fixed order.
 func Sabotages() []Sabotage {
 	return []Sabotage{SabotageShadow, SabotageStatusLies, SabotageTrustForger, SabotageReadWrites, SabotageNoReconcile, SabotageConflictReplays, SabotageReleaseIgnored,
-		SabotageSDKSlowClock, SabotageNotQuiet, SabotageFilePins}
+		SabotageSDKSlowClock, SabotageNotQuiet, SabotageFilePins, SabotageUnanchored, SabotageNoTimeBound}
 }
 
 // Options configure a run.

@@ -24,6 +24,7 @@ import (
 	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/store/anchor"
 	storemem "github.com/fencegate/fencegate/store/memory"
 	"github.com/fencegate/fencegate/verify"
 )
@@ -134,6 +135,10 @@ type sidecar struct {
 	// saw them: the sidecar's own Coverage must say the same.
 	sent uint64
 	clk  offsetClock
+	// an is the process's outside anchor of the shared store (anchor.go),
+	// bound its lower bound on the time (proxy.TimeBound).
+	an    *anchor.Store
+	bound *proxy.TimeBound
 }
 
 // processStore is the shared store as one sidecar process sees it. When
@@ -147,13 +152,20 @@ type processStore struct {
 	r    *round
 	dead bool
 	sab  Sabotage
+	// expected is the generation the anchor told this process to expect
+	// ("" before), lost the change it saw (anchor.go).
+	expected string
+	lost     error
 }
 
 // Record is the store's read; under SabotageReadWrites it also pauses the
 // resource (a broken backend whose read path writes), so the answers that
 // only read the store (a stale owner's refinement) change a record.
 func (s *processStore) Record(ctx context.Context, resource string) (store.Record, error) {
-	if s.sab == SabotageReadWrites && !s.dead {
+	if err := s.enter(); err != nil {
+		return store.Record{}, err
+	}
+	if s.sab == SabotageReadWrites {
 		_, _ = s.Store.Pause(ctx, store.PauseInput{Resource: resource, Reason: store.PauseOperator, Detail: "sabotage", Now: time.UnixMilli(0)})
 	}
 	return s.Store.Record(ctx, resource)
@@ -162,8 +174,8 @@ func (s *processStore) Record(ctx context.Context, resource string) (store.Recor
 var errProcessDead = errors.New("sim: the sidecar process died")
 
 func (s *processStore) Begin(ctx context.Context, in store.BeginInput) (store.BeginResult, error) {
-	if s.dead {
-		return store.BeginResult{}, errProcessDead
+	if err := s.enter(); err != nil {
+		return store.BeginResult{}, err
 	}
 	if s.sab == SabotageConflictReplays {
 		// The broken part: a store that compares a segment with its
@@ -175,8 +187,8 @@ func (s *processStore) Begin(ctx context.Context, in store.BeginInput) (store.Be
 	return s.Store.Begin(ctx, in)
 }
 func (s *processStore) Commit(ctx context.Context, in store.CommitInput) (store.Receipt, error) {
-	if s.dead {
-		return store.Receipt{}, errProcessDead
+	if err := s.enter(); err != nil {
+		return store.Receipt{}, err
 	}
 	rc, err := s.Store.Commit(ctx, in)
 	if err == nil {
@@ -185,8 +197,8 @@ func (s *processStore) Commit(ctx context.Context, in store.CommitInput) (store.
 	return rc, err
 }
 func (s *processStore) Resolve(ctx context.Context, in store.ResolveInput) (store.ResolveResult, error) {
-	if s.dead {
-		return store.ResolveResult{}, errProcessDead
+	if err := s.enter(); err != nil {
+		return store.ResolveResult{}, err
 	}
 	s.resolveSabotage(&in)
 	res, err := s.Store.Resolve(ctx, in)
@@ -199,6 +211,9 @@ func (s *processStore) Resolve(ctx context.Context, in store.ResolveInput) (stor
 // TrustedKeys are the store's trust pins; under SabotageFilePins also a
 // pin of every key the bundle file holds now.
 func (s *processStore) TrustedKeys(ctx context.Context) ([]store.TrustedKey, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
 	pins, err := s.Store.TrustedKeys(ctx)
 	if err != nil || s.sab != SabotageFilePins {
 		return pins, err
@@ -225,14 +240,14 @@ func (s *processStore) resolveSabotage(in *store.ResolveInput) {
 }
 
 func (s *processStore) MarkUnknown(ctx context.Context, in store.MarkUnknownInput) (store.Mutation, error) {
-	if s.dead {
-		return store.Mutation{}, errProcessDead
+	if err := s.enter(); err != nil {
+		return store.Mutation{}, err
 	}
 	return s.Store.MarkUnknown(ctx, in)
 }
 func (s *processStore) Abort(ctx context.Context, in store.AbortInput) (store.Record, error) {
-	if s.dead {
-		return store.Record{}, errProcessDead
+	if err := s.enter(); err != nil {
+		return store.Record{}, err
 	}
 	return s.Store.Abort(ctx, in)
 }

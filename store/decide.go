@@ -145,6 +145,9 @@ func Decide(rec Record, receipt *Receipt, in BeginInput) (BeginResult, Change, e
 		if l := next.Evidence.Lineage; l != "" && l != in.Evidence.Lineage {
 			next.PriorLineages = pushLineage(next.PriorLineages, l, next.HighestFence)
 		}
+		if next.HighestFence > 0 {
+			next.Superseded = Superseded{Fence: next.HighestFence, Root: next.Root, LastSeq: next.LastSeq}
+		}
 		next.HighestFence = in.Fence
 		next.Root = in.Root
 		next.Lease = in.Lease

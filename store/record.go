@@ -221,10 +221,24 @@ type Record struct {
 	AcceptedAt time.Time `json:"acceptedAt,omitzero"`
 	// LastSeq is the last committed segment under HighestFence; 0 if none.
 	LastSeq uint64 `json:"lastSeq"`
+	// Superseded is the fence HighestFence took over from, as the record
+	// held it then (its root and last committed segment; nothing was in
+	// flight): the store's own proof that those segments committed, which
+	// the outside anchor takes when compaction has deleted their receipts
+	// (store/anchor). Zero before a second fence, and after a repair.
+	Superseded Superseded `json:"superseded,omitzero"`
 	// InFlight is the mutation in flight or unknown, if any.
 	InFlight *Mutation `json:"inFlight,omitempty"`
 	// Pause is set while the resource is paused.
 	Pause *Pause `json:"pause,omitempty"`
+}
+
+// Superseded is the committed progress of the fence a record's highest
+// fence took over from (Record.Superseded).
+type Superseded struct {
+	Fence   uint64 `json:"fence"`
+	Root    string `json:"root,omitempty"`
+	LastSeq uint64 `json:"lastSeq"`
 }
 
 // PriorLineage is an issuer lineage that held a resource's highest fence

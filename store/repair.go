@@ -274,6 +274,7 @@ func adoptAnchor(next *Record, in RepairInput, now time.Time) {
 	next.Evidence = anchoredEvidence(a)
 	next.AcceptedAt = now
 	next.LastSeq = a.LastSeq
+	next.Superseded = Superseded{} // what came before the anchored fence is not known
 	next.InFlight = nil
 	if a.Pending != nil {
 		next.InFlight = anchoredMutation(in, now)

@@ -190,11 +190,13 @@ func TestRedisLossAcknowledgedAtTheRegistry(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds (the test's own deadline bounds it).
+// waitFor polls cond until it holds, for at most a minute (a loop that
+// never gets there fails here, not at the suite's deadline).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
-		if t.Context().Err() != nil {
+		if t.Context().Err() != nil || time.Now().After(deadline) {
 			t.Fatalf("never: %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)

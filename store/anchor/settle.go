@@ -129,14 +129,20 @@ func (w *Store) settleRefused(ctx context.Context, rec store.Record, a fencegate
 }
 
 // proveCommitted shows the registry that the anchored pending mutation of
-// a was committed, from the store's receipt of it: a SEED of a with that
-// segment committed.
+// a was committed: a SEED of a with that segment committed. The proof is
+// the store's receipt of it or, once compaction deleted that receipt, the
+// record's Superseded progress when the anchored fence is the one the
+// record's highest fence took over from, committed through that segment
+// (a registry restored from a copy older than the Begin that raised the
+// fence leaves exactly this).
 func (w *Store) proveCommitted(ctx context.Context, resource string, a fencegate.Progress) error {
 	rc, err := w.inner.Receipt(ctx, store.ReceiptKey{Resource: resource, Fence: a.Fence, Seq: a.Pending.Seq})
 	if err != nil {
-		return fmt.Errorf("receipt of %s: %w", fencegate.OperationID(a.Root, a.Pending.Seq), err)
-	}
-	if rc.Root != a.Root || rc.PayloadDigest != a.Pending.PayloadDigest {
+		rec, rerr := w.inner.Record(ctx, resource)
+		if sup := rec.Superseded; rerr != nil || sup.Fence != a.Fence || sup.Root != a.Root || sup.LastSeq < a.Pending.Seq {
+			return fmt.Errorf("receipt of %s: %w (and the record does not show it committed under the fence it superseded)", fencegate.OperationID(a.Root, a.Pending.Seq), err)
+		}
+	} else if rc.Root != a.Root || rc.PayloadDigest != a.Pending.PayloadDigest {
 		return fmt.Errorf("the receipt of fence %d segment %d is of root %s, payload %s", a.Fence, a.Pending.Seq, rc.Root, rc.PayloadDigest)
 	}
 	next := a

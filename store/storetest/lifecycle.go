@@ -44,6 +44,18 @@ func runLifecycle(t *testing.T, newStore Factory) {
 			byOp, err := f.s.ReceiptsByOperation(f.ctx, res, "root-5/1")
 			f.check(err == nil && len(byOp) == 1 && reflect.DeepEqual(byOp[0], want), "ReceiptsByOperation: %+v, %v", byOp, err)
 		}},
+		{"HigherFenceRecordsTheOneItSuperseded", func(f *fixture) {
+			// The store's own proof that fence 2's segments committed, kept
+			// when fence 3 takes over (store/anchor reads it once
+			// compaction deleted their receipts).
+			f.acceptN(res, 2, 3)
+			f.check(f.record(res).Superseded == (store.Superseded{}), "superseded before a second fence: %+v", f.record(res).Superseded)
+			f.accept(Attempt(res, 3, 1, "q"))
+			want := store.Superseded{Fence: 2, Root: Root(2), LastSeq: 3}
+			f.check(f.record(res).Superseded == want, "superseded %+v, want %+v", f.record(res).Superseded, want)
+			f.accept(Attempt(res, 3, 2, "q2"))
+			f.check(f.record(res).Superseded == want, "superseded after fence 3's next segment %+v, want %+v", f.record(res).Superseded, want)
+		}},
 		{"CommitIsIdempotent", func(f *fixture) {
 			in := Attempt(res, 5, 1, "a")
 			rc := f.accept(in)
