@@ -105,21 +105,33 @@
 // by the documented procedure, the new key accepted by the operator) and
 // keyadd (the attacker's key added to the bundle file, which nobody pins:
 // story 8; sabotage file-pins shows it failing when the pins follow the
-// file).
-// PendingFaults are modelled but left out of the gate until the code
-// that survives them exists; a run that names them fails, and
-// TestPendingFaultsFailToday shows each one failing:
+// file), storeloss and skewlag:
 //
-//   - storeloss: the fenced store emptied or put back to an older save, at
-//     any instant, also while a segment is at the backend (stories 2, 3):
-//     a segment is applied twice. It needs the sidecars to check the
-//     store against its anchor at the registry (Deliver 2), which the
-//     registry keeps but the sidecars do not use yet.
-//   - skewlag: on a route in proof mode, a replica whose clock lags the
-//     registry's by more than trust.clockSkew. The sidecar judges a
-//     proof's exp and maxAge by its own clock, so it accepts a proof after
-//     its window has closed in real time; it would have to notice the lag
-//     (a verified proof whose iat is ahead of its clock says so).
+// storeloss: the fenced store emptied (another generation, as a Redis
+// restarted without its data) or put back to an older save (the same
+// generation, older records), at any instant, also while a segment is at
+// the backend (stories 2 and 3). Every sidecar process runs the shared
+// store through its own store/anchor wrapper over the round's registry
+// (anchor.go), as proxy/server wires it; the process's store fails every
+// call once the shared store's generation is not the one its anchor
+// expects, as store/redis does; a readiness probe (CheckLoss) and the
+// anchor's recheck loop run as one background step; an operator answers
+// the page by the runbook: acknowledges the loss at the registry with the
+// generation a lost replica reports, lets the mutations the repair put
+// back UNKNOWN be settled (its look, the reconcile loop), and resumes a
+// STORE_LOSS pause once nothing of the resource is unknown (sabotage
+// unanchored: the store used without its anchor fails the gate). A round
+// restores the registry or loses the store, not both: a store and the
+// registry's anchors of it that lost the same writes are caught by nothing.
+//
+// skewlag: on a route in proof mode, a replica whose clock lags the
+// registry's by more than trust.clockSkew; its time bound
+// (proxy.TimeBound, fed by the anchor's answers from the start and by
+// every proof) judges proof windows at the present (sabotage
+// no-time-bound fails the gate).
+//
+// PendingFaults are modelled but left out of the gate until the code that
+// survives them exists; a run that names them fails. There are none today.
 //
 // # The invariants, and why each is the safety property
 //

@@ -56,9 +56,11 @@ const (
 	// ahead or behind on routes in registry mode, ahead in proof mode.
 	FaultSkew Fault = "skew"
 	// FaultSkewLag: on a route in proof mode, one sidecar's clock lags the
-	// registry's by more than trust.clockSkew. Pending: the sidecar judges
-	// a proof's exp and maxAge by its own clock, so it accepts a proof
-	// after its window has closed in real time.
+	// registry's by more than trust.clockSkew. Judged by its own clock, a
+	// proof would outlive its window in real time; the sidecar judges
+	// expiry and age at the time the registry's proofs and anchor answers
+	// teach (proxy.TimeBound; sabotage no-time-bound shows it failing
+	// without).
 	FaultSkewLag Fault = "skewlag"
 	// FaultRotate: the registry's signing key is rotated (a registry
 	// restart with a new key), the sidecars' trust bundle file gains the
@@ -68,8 +70,9 @@ const (
 	// FaultStoreLoss: the fenced store is emptied (Redis restarted without
 	// persistence, a new pod on an empty disk) or put back to an older
 	// snapshot (an old RDB), at any instant, also while a segment is in
-	// flight (issue 19, stories 2 and 3). Pending: not in the gate's set
-	// until the store's outside anchor exists (PendingFaults).
+	// flight (issue 19, stories 2 and 3). Every sidecar process runs the
+	// store through its outside anchor (store/anchor), which catches it;
+	// sabotage unanchored shows the gate failing without.
 	FaultStoreLoss Fault = "storeloss"
 	// FaultKeyAdd: the attacker's key is added to the sidecars' trust
 	// bundle file (by anyone who can write it), and grants signed with it
@@ -83,16 +86,15 @@ const (
 func AllFaults() []Fault {
 	return []Fault{FaultNet, FaultPause, FaultLostAck, FaultDial, FaultCrash, FaultRestore,
 		FaultForged, FaultTampered, FaultCross, FaultRevoked, FaultZombie, FaultSkip,
-		FaultLate, FaultConflict, FaultSkew, FaultRotate, FaultKeyAdd}
+		FaultLate, FaultConflict, FaultSkew, FaultRotate, FaultKeyAdd, FaultStoreLoss, FaultSkewLag}
 }
 
 // PendingFaults are fault kinds the simulation models but the gate does
 // not run yet, because the code that survives them is not built: a run
-// that names them fails, which is what they show. FaultStoreLoss waits for
-// the sidecars to use the anchor of the store's identity and progress
-// outside the store (issue 19, Deliver 2); FaultSkewLag for a proof-mode
-// sidecar that notices its clock lags (nothing in issue 19 builds it).
-func PendingFaults() []Fault { return []Fault{FaultStoreLoss, FaultSkewLag} }
+// that names them fails, which is what they show. None today: storeloss
+// and skewlag joined the gate once the store's outside anchor and the
+// sidecar's time bound were wired into every sidecar process.
+func PendingFaults() []Fault { return nil }
 
 func knownFaults() []Fault { return append(AllFaults(), PendingFaults()...) }
 

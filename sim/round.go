@@ -112,7 +112,7 @@ type round struct {
 	// looking: the operator has a look scheduled; lossLooking: one at a
 	// store loss.
 	looking, lossLooking bool
-	seed    uint64
+	seed                 uint64
 	// api is the registry's HTTP API for SDK workers, built for apiFor.
 	api    http.Handler
 	apiFor *registry.Registry

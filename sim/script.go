@@ -269,9 +269,9 @@ func generate(rng *rand.Rand, faults []Fault, maxReplicas int, modes []bool) scr
 	}
 	if (has(FaultSkew) || has(FaultSkewLag)) && rng.IntN(3) == 0 {
 		// One replica beyond the configured tolerance. Ahead, or behind in
-		// registry mode (where the registry judges), and behind in proof
-		// mode only with FaultSkewLag (pending: a proof then outlives its
-		// window in real time).
+		// registry mode (where the registry judges); in proof mode behind
+		// only with FaultSkewLag (the time bound's case) and ahead only
+		// with FaultSkew.
 		off := cfg.ClockSkew + time.Duration(1+rng.IntN(2000))*time.Millisecond
 		behind := rng.IntN(2) == 0
 		switch {

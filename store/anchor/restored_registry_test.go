@@ -1,0 +1,69 @@
+package anchor_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fencegate/fencegate/registry"
+	regmemory "github.com/fencegate/fencegate/registry/memory"
+	"github.com/fencegate/fencegate/registry/registrytest"
+	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/store/anchor"
+)
+
+// TestRestoredRegistrySettlesThroughTheSupersededFence: a registry
+// restored from a copy taken while fence 1's segment was anchored pending
+// forgets the Begin that raised the fence to 2. B's fence 2 write is left
+// UNKNOWN and fence 1's receipts are compacted away; settling B as not
+// applied meets a SETTLE CONFLICT (the anchor holds fence 1's pending
+// mutation), which the record's Superseded progress answers: fence 1 was
+// committed through that segment before fence 2 took over. Without that
+// proof B could never be settled (found by the simulation's gate).
+func TestRestoredRegistrySettlesThroughTheSupersededFence(t *testing.T) {
+	for _, be := range backends(t) {
+		t.Run(be.Name(), func(t *testing.T) {
+			ctx := context.Background()
+			rs := regmemory.New()
+			reg, err := registry.New(registry.Options{Backend: registry.NewTxBackend(rs), Signer: registrytest.NewKeys(t).Signer, Metrics: prometheus.NewRegistry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := wrapped(t, be.Open(t), anchor.FromRegistry(reg, caller), anchor.Options{})
+			defer st.Close()
+			a1 := attempt("acct/1", 1, 1, "A1")
+			mustProceed(t, st, a1)
+			if _, err := st.Commit(ctx, store.CommitInput{OpRef: a1.Ref(), BackendStatus: 200, Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			snap := rs.Snapshot() // the anchor: fence 1, segment 1 pending
+
+			a2 := attempt("acct/1", 1, 2, "A2")
+			mustProceed(t, st, a2)
+			if _, err := st.Commit(ctx, store.CommitInput{OpRef: a2.Ref(), BackendStatus: 200, Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			b := attempt("acct/1", 2, 1, "B1")
+			mustProceed(t, st, b)
+			if _, err := st.MarkUnknown(ctx, store.MarkUnknownInput{OpRef: b.Ref(), Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := st.Compact(ctx, store.CompactInput{Now: time.Now().Add(time.Hour), MaxAge: time.Minute, MaxDeletes: 100})
+			if err != nil || res.Receipts != 2 {
+				t.Fatalf("compaction deleted %d receipts (%v), want fence 1's 2", res.Receipts, err)
+			}
+			rs.Restore(snap)
+
+			if _, err := st.Resolve(ctx, store.ResolveInput{OpRef: b.Ref(), Now: time.Now(), Closed: true}); err != nil {
+				t.Fatalf("settling B as not applied after the registry's restore: %v", err)
+			}
+			rec, err := st.Record(ctx, "acct/1")
+			if err != nil || rec.InFlight != nil || rec.Pause != nil || rec.HighestFence != 2 {
+				t.Fatalf("record after the settle: %+v %v", rec, err)
+			}
+			mustProceed(t, st, attempt("acct/1", 3, 1, "C1"))
+		})
+	}
+}
