@@ -46,9 +46,13 @@
 // A SETTLE answered CONFLICT because the anchor holds a pending mutation
 // of a lower fence (the marker's Begin raised the fence and was never
 // anchored: its sidecar died, or the registry failed twice) is answered by
-// proving that mutation committed from the store's receipt (a SEED of it
-// committed) and asking again; with no receipt the store may have lost it,
-// so the settle is refused and the resource paused.
+// proving that mutation committed from the store's receipt, or once
+// compaction deleted it from the record's Superseded progress (a SEED of
+// it committed), and asking again; with no receipt the store may have lost it,
+// so the settle is refused and the resource paused. A SETTLE refused on a
+// record that does not cover the anchor at all (a store put back to a save
+// older than the anchor, met by a settle before any Begin) is a loss: the
+// resource is repaired from the anchor and paused.
 //
 // # Lost stores, replaced registries, upgrades
 //

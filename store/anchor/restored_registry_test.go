@@ -67,3 +67,46 @@ func TestRestoredRegistrySettlesThroughTheSupersededFence(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoredStoreCaughtAtSettle: the store is put back to a save that
+// still holds A's UNKNOWN, which was settled at the anchor since, while
+// the anchor moved on to fence 2 (B anchored in flight). No Begin comes
+// first: the reconciler settling A as not applied is what meets the
+// anchor. That SETTLE is a loss: refused, the resource repaired from the
+// anchor (B's mutation UNKNOWN under fence 2) and paused STORE_LOSS.
+func TestRestoredStoreCaughtAtSettle(t *testing.T) {
+	for _, be := range backends(t) {
+		t.Run(be.Name(), func(t *testing.T) {
+			ctx := context.Background()
+			reg := anchor.FromRegistry(newRegistry(t), caller)
+			st := wrapped(t, be.Open(t), reg, anchor.Options{})
+			a := attempt("acct/1", 1, 1, "A1")
+			mustProceed(t, st, a)
+			if _, err := st.MarkUnknown(ctx, store.MarkUnknownInput{OpRef: a.Ref(), Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			_ = st.Close()
+			snap := be.Snapshot(t) // A unknown
+
+			st = wrapped(t, be.Open(t), reg, anchor.Options{})
+			if _, err := st.Resolve(ctx, store.ResolveInput{OpRef: a.Ref(), Now: time.Now(), Closed: true}); err != nil {
+				t.Fatal(err)
+			}
+			b := attempt("acct/1", 2, 1, "B1")
+			mustProceed(t, st, b)
+			_ = st.Close()
+			be.Restore(t, snap)
+
+			st = wrapped(t, be.Open(t), reg, anchor.Options{})
+			defer st.Close()
+			if _, err := st.Resolve(ctx, store.ResolveInput{OpRef: a.Ref(), Now: time.Now(), Closed: true}); err == nil {
+				t.Fatal("A settled on a store behind its anchor")
+			}
+			rec, err := st.Record(ctx, "acct/1")
+			if err != nil || rec.HighestFence != 2 || !rec.Unknown() || rec.InFlight.OperationID != b.Ref().OperationID() ||
+				rec.Pause == nil || rec.Pause.Reason != store.PauseStoreLoss {
+				t.Fatalf("record after the refused settle: %+v (marker %+v, pause %+v), %v", rec, rec.InFlight, rec.Pause, err)
+			}
+		})
+	}
+}

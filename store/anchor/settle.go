@@ -52,11 +52,34 @@ func (w *Store) Resolve(ctx context.Context, in store.ResolveInput) (store.Resol
 			if err := w.settle(ctx, rec); err != nil {
 				return store.ResolveResult{}, err
 			}
+			r, err := w.inner.Resolve(ctx, in)
+			if errors.Is(err, store.ErrNotQuiet) {
+				// The store kept the marker (the backend may still apply
+				// it): the anchor must hold it again, or a store put back
+				// to an older save would not be caught.
+				w.reanchor(ctx, rec)
+			}
+			w.noteInner(err)
+			return r, err
 		}
 	}
 	r, err := w.inner.Resolve(ctx, in)
 	w.noteInner(err)
 	return r, err
+}
+
+// reanchor anchors rec's marker again after a SETTLE whose store write was
+// refused (a BEGIN from rec without it to rec). A failure is logged: the
+// anchor then holds less than the store until the marker's next anchor
+// step, and a loss of the store meanwhile may go unseen.
+func (w *Store) reanchor(ctx context.Context, rec store.Record) {
+	it := fencegate.AnchorItem{Resource: rec.Resource, Op: fencegate.AnchorBegin, Prior: store.ProgressOf(withoutMarker(rec)), Next: store.ProgressOf(rec)}
+	r, err := w.step(ctx, it)
+	if err == nil && r.Outcome == fencegate.AnchorAnchored {
+		return
+	}
+	w.log.Error("a mutation the store refused to settle (not quiet yet) could not be anchored again: a loss of the store before its next anchor step may go unseen",
+		zapResource(rec.Resource), zap.String("operationId", rec.InFlight.OperationID), zap.String("outcome", string(r.Outcome)), zapErr(err))
 }
 
 // marker reads ref's resource and reports whether its marker is ref's.
@@ -112,6 +135,17 @@ func (w *Store) settle(ctx context.Context, rec store.Record) error {
 				return w.settleRefused(ctx, rec, a)
 			}
 			rec = again
+		case !store.ProgressOf(rec).Covers(a):
+			// The store is behind its anchor (put back to an older save
+			// since the anchor moved on): a loss, found here because no
+			// Begin came first. Repaired from the anchor (what it holds
+			// pending comes back UNKNOWN, the fence raised, paused); the
+			// marker being settled is one the anchor already dropped.
+			w.m.losses.WithLabelValues("settle").Inc()
+			w.log.Error("fenced store LOST DATA on a resource: its record is behind what the registry anchored; the settle is refused, the resource is repaired from the anchor and paused (STORE_LOSS)",
+				zapResource(rec.Resource), zapProgress("anchored", a), zapProgress("store", it.Prior))
+			w.repairPause(ctx, rec.Resource, a, "the store was behind its anchor at the registry (data lost); found settling "+rec.InFlight.OperationID)
+			return w.settleRefused(ctx, rec, a)
 		default:
 			return w.settleRefused(ctx, rec, a)
 		}
