@@ -8,7 +8,6 @@ import (
 // failCase is one way to break the gate: a sabotage or a pending fault,
 // the faults it needs, and the counter (and table row) that must catch it.
 type failCase struct {
-	name    string
 	sab     Sabotage
 	modes   []string
 	faults  []Fault
