@@ -299,6 +299,10 @@ func (t *trust) applyCounted(ctx context.Context, f *bundleFile, force, act bool
 // the set is emptied. The caller holds reloadMu.
 func (t *trust) apply(ctx context.Context, f *bundleFile, force, act bool) (bool, error) {
 	now := t.clk.Now()
+	t.mu.RLock()
+	prev, current, mem := t.file, t.trusted, maps.Clone(t.inUse)
+	t.mu.RUnlock()
+	fileChanged := prev == nil || prev.sum != f.sum
 	pins, err := t.store.TrustedKeys(ctx)
 	if err != nil {
 		if t.lostStore(ctx) {
@@ -307,14 +311,10 @@ func (t *trust) apply(ctx context.Context, f *bundleFile, force, act bool) (bool
 			// (STORE_UNAVAILABLE) until the loss is acknowledged and
 			// a reload pins the file on first use.
 			t.refuseFirstUse(f, nil)
-			return t.install(f, nil, prevFileChanged(t, f), act)
+			return t.install(f, nil, fileChanged, act)
 		}
 		return false, fmt.Errorf("proxy: trust pins: %w", err)
 	}
-	t.mu.RLock()
-	prev, current, mem := t.file, t.trusted, maps.Clone(t.inUse)
-	t.mu.RUnlock()
-	fileChanged := prev == nil || prev.sum != f.sum
 	if fileChanged {
 		if dropped := droppedInUse(current, f.keys, indexPins(pins), mem, now); len(dropped) > 0 {
 			if !force {
@@ -379,14 +379,6 @@ func (t *trust) lostStore(ctx context.Context) bool {
 	}
 	allowed, err := t.firstUse(ctx)
 	return err == nil && !allowed
-}
-
-// prevFileChanged reports whether f is not the file the set was drawn
-// from.
-func prevFileChanged(t *trust, f *bundleFile) bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.file == nil || t.file.sum != f.sum
 }
 
 // refuseFirstUse records (logged once, counted) that nothing is trusted

@@ -43,6 +43,7 @@ func (w *Store) Abort(ctx context.Context, in store.AbortInput) (store.Record, e
 // Resolve settles an unknown mutation: as applied straight in the store
 // (it moves forward), as not applied after the anchor dropped it (SETTLE).
 func (w *Store) Resolve(ctx context.Context, in store.ResolveInput) (store.ResolveResult, error) {
+	var settled *store.Record // the record whose marker the anchor dropped
 	if !in.Applied {
 		rec, ok, err := w.marker(ctx, in.OpRef)
 		if err != nil {
@@ -52,18 +53,16 @@ func (w *Store) Resolve(ctx context.Context, in store.ResolveInput) (store.Resol
 			if err := w.settle(ctx, rec); err != nil {
 				return store.ResolveResult{}, err
 			}
-			r, err := w.inner.Resolve(ctx, in)
-			if errors.Is(err, store.ErrNotQuiet) {
-				// The store kept the marker (the backend may still apply
-				// it): the anchor must hold it again, or a store put back
-				// to an older save would not be caught.
-				w.reanchor(ctx, rec)
-			}
-			w.noteInner(err)
-			return r, err
+			settled = &rec
 		}
 	}
 	r, err := w.inner.Resolve(ctx, in)
+	if settled != nil && errors.Is(err, store.ErrNotQuiet) {
+		// The store kept the marker (the backend may still apply it):
+		// the anchor must hold it again, or a store put back to an older
+		// save would not be caught.
+		w.reanchor(ctx, *settled)
+	}
 	w.noteInner(err)
 	return r, err
 }
