@@ -28,6 +28,10 @@ const storeName = "sim"
 // registers again (the sidecar's default is 10 s).
 const anchorRecheck = 2 * time.Second
 
+// anchorAudit is the wrappers' AuditInterval (the sidecar's default is 5
+// minutes): a resource the store lost and no write touches is found then.
+const anchorAudit = 20 * time.Second
+
 // roundRegistry is anchor.Registry over the round's current registry.
 type roundRegistry struct {
 	r      *round
@@ -208,11 +212,15 @@ func (r *round) openAnchor(i int, ps *processStore, clk clock.Clock, repair time
 const lossWatch = MaxUnknownBudget + time.Minute
 
 // attending reports whether the round's background should keep running
-// for the last store loss: some replica's store is lost or the main
-// resource is paused by the repair, and the watch has not run out.
+// for the last store loss: until every process audited its store since,
+// then while some replica's store is lost or the main resource is paused
+// by the repair, and the watch has not run out.
 func (r *round) attending() bool {
 	if !r.lost || r.now() >= r.lostAt+lossWatch {
 		return false
+	}
+	if r.now() < r.lostAt+2*anchorAudit {
+		return true // a loss no write met yet: every process audits once
 	}
 	for _, sc := range r.sidecars {
 		if sc.an != nil && !sc.st.dead && sc.an.Lost() != nil {

@@ -114,8 +114,11 @@
 // store through its own store/anchor wrapper over the round's registry
 // (anchor.go), as proxy/server wires it; the process's store fails every
 // call once the shared store's generation is not the one its anchor
-// expects, as store/redis does; a readiness probe (CheckLoss) and the
-// anchor's recheck loop run as one background step; an operator answers
+// expects, as store/redis does; a readiness probe (CheckLoss), the
+// anchor's recheck and its audit (every 20 s of virtual time) run as one
+// background step, so a loss no write meets is found too (a write the
+// backend applied with no receipt is a violation, a loss or not: the
+// anchor brings back what the store lost); an operator answers
 // the page by the runbook: acknowledges the loss at the registry with the
 // generation a lost replica reports, lets the mutations the repair put
 // back UNKNOWN be settled (its look, the reconcile loop), and resumes a

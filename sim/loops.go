@@ -76,15 +76,23 @@ func (r *round) startLoops(i int) {
 			r.logf("sidecar replica %d: compaction deleted %d receipts, %d quarantine entries (%v)", i, res.Receipts, res.Quarantine, err)
 		}
 	}, never)
+	audited := r.now() // the process audits its store this long after its start
 	loop("anchor recheck", anchorRecheck, func() {
 		if r.sabotage == SabotageUnanchored {
 			return
 		}
 		// The readiness probe (CheckLoss reads the store's generation),
-		// then the anchor's own loop (Run: a recheck while lost).
+		// then the anchor's own loop (Run: a recheck while lost, an audit
+		// of every anchor at its interval while ready).
 		_ = sc.an.CheckLoss(ctx)
 		if err := sc.an.Recheck(ctx); err != nil {
 			r.logf("sidecar replica %d: rechecking its store at the registry: %v", i, err)
+		}
+		if r.now()-audited >= anchorAudit {
+			audited = r.now()
+			if err := sc.an.Audit(ctx); err != nil {
+				r.logf("sidecar replica %d: auditing its store against the anchors: %v", i, err)
+			}
 		}
 	}, r.attending)
 	if r.rotates {
@@ -153,9 +161,6 @@ func (r *round) loseStore(restore bool, when string) {
 	what := "emptied (restarted without its data)"
 	if restore && r.st.saved != nil {
 		what = "put back to its saved state"
-	}
-	if rec, err := r.st.Record(context.Background(), mainResource); err == nil && rec.InFlight != nil {
-		r.lostOps[rec.InFlight.OperationID] = true
 	}
 	r.st.lose(restore)
 	r.trustVersion++ // the pins went with the store

@@ -195,9 +195,6 @@ func (r *round) finish() {
 		switch {
 		case !ok && r.unk != nil && r.unk.op == a.op:
 			// Applied, and still unknown: not forgotten, not settled.
-		case !ok && r.lostOps[a.op]:
-			// In flight or unknown when the store was lost: the store
-			// forgot it (the loss is what the round tests).
 		case !ok:
 			r.violate(&r.res.DataMismatch, fmt.Sprintf("the backend applied %s but no sidecar stored a receipt for it", a.op))
 		case rc.PayloadDigest != payloadDigest(http.MethodPut, mainPath, a.body):

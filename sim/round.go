@@ -101,14 +101,13 @@ type round struct {
 	pending int
 	// receipts is every receipt a sidecar stored, by (fence, seq).
 	receipts map[receiptKey]store.Receipt
-	// lostAt is when the fenced store was last lost (FaultStoreLoss), and
-	// lostOps the mutations in flight or unknown at a loss: what the store
-	// forgot with it is not the sidecars' to keep.
-	lostAt  time.Duration
-	lost    bool
-	lostOps map[string]bool
-	noted   map[receiptKey]time.Duration // when each receipt was stored
-	unk     *unknownEpisode
+	// lostAt is when the fenced store was last lost (FaultStoreLoss): the
+	// receipts it held then went with it. A mutation in flight or unknown
+	// at a loss is not exempt: the anchor brings it back UNKNOWN.
+	lostAt time.Duration
+	lost   bool
+	noted  map[receiptKey]time.Duration // when each receipt was stored
+	unk    *unknownEpisode
 	// looking: the operator has a look scheduled; lossLooking: one at a
 	// store loss.
 	looking, lossLooking bool
@@ -186,7 +185,7 @@ func (r *round) background(t time.Duration, what string, fn func()) {
 func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hist bool) (roundResult, error) {
 	r := &round{m: m, sc: sc, sabotage: sab, trace: trace, clk: newSimClock(), or: newOracle(),
 		tie: rand.New(rand.NewPCG(seed, 0x71e)), receipts: map[receiptKey]store.Receipt{}, bundle: m.bundlePath, seed: seed,
-		lostOps: map[string]bool{}, noted: map[receiptKey]time.Duration{}}
+		noted: map[receiptKey]time.Duration{}}
 	r.res.Codes, r.res.Seen = map[string]int{}, map[string]int{}
 	if hist {
 		r.res.hist = sha256.New()

@@ -65,6 +65,10 @@
 // store's generation again (an operator acknowledged the loss there), the
 // store is repaired from every anchor it is behind on (paged) and writes
 // are accepted again; the repaired resources stay paused until resumed.
+// While the store is ready, Run audits it every Options.AuditInterval
+// (Audit): every anchor, paged, against its record, so that a resource
+// the store lost and no write touches is found too (a suspected loss is
+// confirmed by a SEED and the record read again before it is repaired).
 // The recheck is a loop of its own, not a step of Begin or of the
 // readiness probe, because repairing every anchored resource can take
 // long and must ride on no client request and no probe deadline.

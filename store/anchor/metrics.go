@@ -14,9 +14,9 @@ var (
 	// lossKinds say how a loss was found: a Begin's Prior behind its
 	// anchor, a SEED behind it (re-registration), a SETTLE whose anchored
 	// mutation the store has no trace of, the repair pass after an
-	// acknowledged loss, an earlier version's checkpoint, and the store's
-	// generation (the whole store).
-	lossKinds = []string{"begin", "seed", "settle", "repair", "checkpoint", "generation"}
+	// acknowledged loss, the periodic audit, an earlier version's
+	// checkpoint, and the store's generation (the whole store).
+	lossKinds = []string{"begin", "seed", "settle", "repair", "audit", "checkpoint", "generation"}
 )
 
 type metrics struct {
@@ -52,7 +52,7 @@ func newMetrics(reg prometheus.Registerer, lost func() float64) (*metrics, error
 		}),
 		losses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fencegate_proxy_store_losses_total",
-			Help: "Data losses of the fenced store detected against its outside anchor, by how: begin, seed, settle, repair, checkpoint (a resource repaired and paused STORE_LOSS, or paused), generation (the whole store: writes refused until acknowledged).",
+			Help: "Data losses of the fenced store detected against its outside anchor, by how: begin, seed, settle, repair, audit, checkpoint (a resource repaired and paused STORE_LOSS, or paused), generation (the whole store: writes refused until acknowledged).",
 		}, []string{"how"}),
 	}
 	for _, r := range callResults {

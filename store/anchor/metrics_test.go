@@ -32,7 +32,7 @@ func TestMetricsFromStart(t *testing.T) {
 		"fencegate_proxy_anchor_failures_total": 5,
 		"fencegate_proxy_anchor_batch_items":    1,
 		"fencegate_proxy_anchor_call_seconds":   1,
-		"fencegate_proxy_store_losses_total":    6,
+		"fencegate_proxy_store_losses_total":    7,
 		"fencegate_proxy_store_data_lost":       1,
 	}
 	for name, n := range want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -74,10 +75,25 @@ func (w *Store) Recheck(ctx context.Context) error {
 func (w *Store) Run(ctx context.Context) error {
 	for {
 		if ph, _, _ := w.state(); ph == phaseReady || ph == phaseClosed {
+			var audit <-chan time.Time
+			var timer clock.Timer
+			if ph == phaseReady && w.opt.AuditInterval > 0 {
+				timer = w.clk.NewTimer(w.opt.AuditInterval)
+				audit = timer.C()
+			}
 			select {
 			case <-ctx.Done():
-				return nil
 			case <-w.wake:
+			case <-audit:
+				if err := w.Audit(ctx); err != nil {
+					w.log.Warn("auditing the store against its anchors failed; the next audit tries again", zapErr(err))
+				}
+			}
+			if timer != nil {
+				timer.Stop()
+			}
+			if ctx.Err() != nil {
+				return nil
 			}
 			continue
 		}
@@ -243,9 +259,45 @@ func (w *Store) checkLoss(ctx context.Context, resource string, a fencegate.Prog
 	w.repairPause(ctx, resource, a, "the store was behind its anchor at the registry (data lost); found by "+how)
 }
 
+// Audit checks a ready store against every anchor of it, paged: a
+// resource whose record does not cover its anchor lost data (a store put
+// back to an older save, on a resource no write has touched since) and is
+// repaired from the anchor and paused, as a Begin would have found it. A
+// record and an anchor read apart may both have moved between the two
+// reads, so a suspected loss is confirmed at the registry by a SEED of the
+// record (LOSS there, and the record read again not covering the anchor
+// returned) before anything is repaired. Run audits every
+// Options.AuditInterval; it does nothing unless the store is ready.
+func (w *Store) Audit(ctx context.Context) error {
+	defer w.lockRecheck()()
+	if ph, _, _ := w.state(); ph != phaseReady {
+		return nil
+	}
+	return w.eachAnchor(ctx, func(resource string, a fencegate.Progress) {
+		rec, err := w.inner.Record(ctx, resource)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			w.noteInner(err)
+			return
+		}
+		if store.ProgressOf(rec).Covers(a) {
+			return
+		}
+		r, err := w.step(ctx, fencegate.AnchorItem{Resource: resource, Op: fencegate.AnchorSeed, Prior: store.ProgressOf(rec), Next: store.ProgressOf(rec)})
+		if err != nil || r.Outcome != fencegate.AnchorLoss {
+			return // not answered (the next audit asks again), or covered now
+		}
+		w.checkLoss(ctx, resource, r.Anchored, "audit")
+	})
+}
+
 // repairAll pages every anchor of the store and repairs each resource
 // whose record does not cover it.
 func (w *Store) repairAll(ctx context.Context) error {
+	return w.eachAnchor(ctx, func(resource string, a fencegate.Progress) { w.checkLoss(ctx, resource, a, "repair") })
+}
+
+// eachAnchor calls fn with every anchor of the store, paged.
+func (w *Store) eachAnchor(ctx context.Context, fn func(resource string, a fencegate.Progress)) error {
 	after := ""
 	for {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.opt.CallTimeout)
@@ -255,7 +307,7 @@ func (w *Store) repairAll(ctx context.Context) error {
 			return fmt.Errorf("store/anchor: page the anchors: %w", err)
 		}
 		for _, ra := range page.Anchors {
-			w.checkLoss(ctx, ra.Resource, ra.Anchored, "repair")
+			fn(ra.Resource, ra.Anchored)
 		}
 		if page.Next == "" {
 			return nil

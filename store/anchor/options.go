@@ -21,6 +21,9 @@ const (
 	DefaultCallTimeout = 10 * time.Second
 	// DefaultRepairWindow is the repair window when none is given.
 	DefaultRepairWindow = time.Minute
+	// DefaultAuditInterval is how often Run audits a ready store against
+	// its anchors.
+	DefaultAuditInterval = 5 * time.Minute
 )
 
 // Options configure Wrap.
@@ -42,6 +45,10 @@ type Options struct {
 	RecheckInterval time.Duration
 	// CallTimeout bounds each registry call. Default DefaultCallTimeout.
 	CallTimeout time.Duration
+	// AuditInterval is how often Run audits a ready store against every
+	// anchor (Audit): a resource that lost data and sees no write is
+	// found within it. Default DefaultAuditInterval; negative: never.
+	AuditInterval time.Duration
 	// RepairWindow is how long a mutation put back as UNKNOWN by a repair
 	// may still be applied by the backend (the sidecar passes
 	// backend.timeout + backend.maxApplyDelay); 0..store.MaxInFlightWindow.
@@ -99,6 +106,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.CallTimeout == 0 {
 		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.AuditInterval == 0 {
+		o.AuditInterval = DefaultAuditInterval
 	}
 	if o.RepairWindow == 0 {
 		o.RepairWindow = DefaultRepairWindow

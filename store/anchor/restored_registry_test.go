@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
 	regmemory "github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/registry/registrytest"
@@ -106,6 +107,62 @@ func TestRestoredStoreCaughtAtSettle(t *testing.T) {
 			if err != nil || rec.HighestFence != 2 || !rec.Unknown() || rec.InFlight.OperationID != b.Ref().OperationID() ||
 				rec.Pause == nil || rec.Pause.Reason != store.PauseStoreLoss {
 				t.Fatalf("record after the refused settle: %+v (marker %+v, pause %+v), %v", rec, rec.InFlight, rec.Pause, err)
+			}
+		})
+	}
+}
+
+// TestRestoredStoreCaughtByAudit: the store is put back to a save older
+// than an anchored segment, and no write on that resource follows (no
+// Begin, no settle to meet the anchor). Run's audit finds it at its
+// interval: the resource is repaired (the anchored segment UNKNOWN) and
+// paused; a healthy resource audited beside it is left alone.
+func TestRestoredStoreCaughtByAudit(t *testing.T) {
+	for _, be := range backends(t) {
+		t.Run(be.Name(), func(t *testing.T) {
+			ctx := context.Background()
+			reg := anchor.FromRegistry(newRegistry(t), caller)
+			st := wrapped(t, be.Open(t), reg, anchor.Options{})
+			ok := attempt("acct/ok", 1, 1, "K1")
+			mustProceed(t, st, ok)
+			if _, err := st.Commit(ctx, store.CommitInput{OpRef: ok.Ref(), BackendStatus: 200, Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			_ = st.Close()
+			snap := be.Snapshot(t)
+
+			st = wrapped(t, be.Open(t), reg, anchor.Options{})
+			a := attempt("acct/1", 1, 1, "A1")
+			mustProceed(t, st, a) // at the backend when the store is put back
+			_ = st.Close()
+			be.Restore(t, snap)
+
+			// Run audits at its interval (on a test clock).
+			clk := clocktest.New(time.Now())
+			st = wrapped(t, be.Open(t), reg, anchor.Options{Clock: clk, AuditInterval: time.Minute})
+			defer st.Close()
+			runCtx, stop := context.WithTimeout(ctx, time.Minute)
+			done := make(chan error, 1)
+			go func() { done <- st.Run(runCtx) }()
+			defer func() { stop(); <-done }()
+			if !clk.WaitPending(runCtx, 1) {
+				t.Fatal("Run armed no audit timer")
+			}
+			if rec, _ := st.Record(ctx, "acct/1"); rec.Pause != nil {
+				t.Fatal("paused before the audit")
+			}
+			clk.Advance(time.Minute)
+			rec, err := st.Record(ctx, "acct/1")
+			for (err != nil || rec.Pause == nil) && runCtx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+				rec, err = st.Record(ctx, "acct/1")
+			}
+			if err != nil || rec.HighestFence != 1 || !rec.Unknown() || rec.InFlight.OperationID != a.Ref().OperationID() ||
+				rec.Pause == nil || rec.Pause.Reason != store.PauseStoreLoss {
+				t.Fatalf("record after the audit: %+v (marker %+v, pause %+v), %v", rec, rec.InFlight, rec.Pause, err)
+			}
+			if rec, err := st.Record(ctx, "acct/ok"); err != nil || rec.Pause != nil || rec.InFlight != nil || rec.LastSeq != 1 {
+				t.Fatalf("the healthy resource after the audit: %+v %v", rec, err)
 			}
 		})
 	}
