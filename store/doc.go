@@ -11,9 +11,9 @@
 //
 //   - Decide (Begin): the decision table of the acceptance pipeline (docs/design.md, "applyFencedMutation"
 //     step 4, over (record, the receipt stored for (fence, seq), input);
-//   - ApplyCommit, ApplyMarkUnknown, ApplyAbort, ApplyResolve, ApplyPause,
-//     ApplyResume, ApplyRepair: the other transitions of a record;
-//   - ApplyEnforcement and ApplyTrust: the enforcement ledger and the trust
+//   - DecideCommit, DecideMarkUnknown, DecideAbort, DecideResolve, DecidePause,
+//     DecideResume, DecideRepair: the other transitions of a record;
+//   - DecideEnforcement and DecideTrust: the enforcement ledger and the trust
 //     pins.
 //
 // Each function reads at most the resource's record and one receipt, and
@@ -228,7 +228,7 @@
 // cover: ProgressOf(record) is what a record shows, BeginResult.Prior and
 // BeginResult.Record the step a Begin took, and a mutation is forwarded
 // only once the anchor accepted that step (Prior covering it). A store
-// found behind its anchor is repaired: Repair (ApplyRepair) raises the
+// found behind its anchor is repaired: Repair (DecideRepair) raises the
 // record to the anchor, never lowering anything, puts back as UNKNOWN
 // (cause STORE_LOSS) a mutation the anchor says may have reached the
 // backend, and pauses the resource with reason STORE_LOSS; Begin then
@@ -245,7 +245,7 @@
 // # Trust pins
 //
 // The store keeps the keys the sidecar trusts (TrustedKeys, RecordTrust,
-// ApplyTrust): kid, RFC 7638 thumbprint, algorithm, when and how each was
+// DecideTrust): kid, RFC 7638 thumbprint, algorithm, when and how each was
 // pinned, and until when a grant it signed may still be held. They are
 // shared by the replicas of a store and survive restarts. A store without
 // pins trusts the first bundle it is shown (FIRST_USE, atomically: one
@@ -260,7 +260,7 @@
 //
 // The store also keeps the sidecar's enforcement ledger: per route shape,
 // whether it is enforced and since when, with a bounded history (see
-// ApplyEnforcement). It lives with the fenced store so that every replica
+// DecideEnforcement). It lives with the fenced store so that every replica
 // sharing the store, and a fresh pod on an empty disk, see the same ledger.
 // Each shape's entry is its own unit of atomicity.
 //

@@ -62,7 +62,9 @@ func (s *Store) RecordEnforcement(ctx context.Context, in store.EnforcementInput
 		if err != nil {
 			return err
 		}
-		next, changed, ferr = store.ApplyEnforcement(cur, in)
+		var ch store.Change
+		next, ch, ferr = store.DecideEnforcement(cur, in)
+		changed = ch.Writes()
 		return nil
 	}
 	if err := s.view(ctx, decide); err != nil {

@@ -34,7 +34,7 @@ func (s *Store) Commit(ctx context.Context, in store.CommitInput) (store.Receipt
 	}
 	key := store.ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}
 	ch, _, err := s.transition(ctx, in.Resource, &key, func(rec store.Record, rc *store.Receipt) (store.Change, error) {
-		return store.ApplyCommit(rec, rc, in, s.bodyLimit)
+		return store.DecideCommit(rec, rc, in, s.bodyLimit)
 	})
 	if err != nil {
 		return store.Receipt{}, err
@@ -48,7 +48,7 @@ func (s *Store) MarkUnknown(ctx context.Context, in store.MarkUnknownInput) (sto
 		return store.Mutation{}, err
 	}
 	ch, _, err := s.transition(ctx, in.Resource, nil, func(rec store.Record, _ *store.Receipt) (store.Change, error) {
-		return store.ApplyMarkUnknown(rec, in)
+		return store.DecideMarkUnknown(rec, in)
 	})
 	if err != nil {
 		return store.Mutation{}, err
@@ -65,7 +65,7 @@ func (s *Store) Resolve(ctx context.Context, in store.ResolveInput) (store.Resol
 	var rec store.Record
 	ch, _, err := s.transition(ctx, in.Resource, &key, func(r store.Record, rc *store.Receipt) (store.Change, error) {
 		rec = r
-		return store.ApplyResolve(r, rc, in, s.bodyLimit)
+		return store.DecideResolve(r, rc, in, s.bodyLimit)
 	})
 	if err != nil {
 		return store.ResolveResult{}, err
@@ -81,7 +81,7 @@ func (s *Store) Abort(ctx context.Context, in store.AbortInput) (store.Record, e
 	if err := in.Validate(); err != nil {
 		return store.Record{}, err
 	}
-	return s.recordTransition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.ApplyAbort(rec, in) })
+	return s.recordTransition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.DecideAbort(rec, in) })
 }
 
 // Pause implements store.Store.
@@ -89,7 +89,7 @@ func (s *Store) Pause(ctx context.Context, in store.PauseInput) (store.Record, e
 	if err := in.Validate(); err != nil {
 		return store.Record{}, err
 	}
-	return s.recordTransition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.ApplyPause(rec, in) })
+	return s.recordTransition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.DecidePause(rec, in) })
 }
 
 // Resume implements store.Store.
@@ -97,7 +97,7 @@ func (s *Store) Resume(ctx context.Context, resource string) (store.Record, erro
 	if err := store.ValidateResource(resource); err != nil {
 		return store.Record{}, err
 	}
-	return s.recordTransition(ctx, resource, func(rec store.Record) (store.Change, error) { return store.ApplyResume(rec, resource) })
+	return s.recordTransition(ctx, resource, func(rec store.Record) (store.Change, error) { return store.DecideResume(rec, resource) })
 }
 
 // Repair implements store.Store.
@@ -105,7 +105,7 @@ func (s *Store) Repair(ctx context.Context, in store.RepairInput) (store.Record,
 	if err := in.Validate(); err != nil {
 		return store.Record{}, err
 	}
-	return s.recordTransition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.ApplyRepair(rec, in) })
+	return s.recordTransition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.DecideRepair(rec, in) })
 }
 
 func (s *Store) recordTransition(ctx context.Context, resource string, f func(store.Record) (store.Change, error)) (store.Record, error) {

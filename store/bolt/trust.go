@@ -61,7 +61,9 @@ func (s *Store) RecordTrust(ctx context.Context, in store.TrustInput) ([]store.T
 		if err != nil {
 			return err
 		}
-		next, changed, ferr = store.ApplyTrust(cur, in)
+		var ch store.Change
+		next, ch, ferr = store.DecideTrust(cur, in)
+		changed = ch.Writes()
 		return nil
 	}
 	if err := s.view(ctx, decide); err != nil {

@@ -35,7 +35,8 @@ func (s *Store) RecordEnforcement(ctx context.Context, in store.EnforcementInput
 	if e, ok := s.ledger[in.Shape]; ok {
 		cur = &e
 	}
-	next, changed, err := store.ApplyEnforcement(cur, in)
+	next, ch, err := store.DecideEnforcement(cur, in)
+	changed := ch.Writes()
 	if err != nil {
 		return store.Enforcement{}, err
 	}
@@ -43,7 +44,7 @@ func (s *Store) RecordEnforcement(ctx context.Context, in store.EnforcementInput
 		if s.ledger == nil {
 			s.ledger = map[string]store.Enforcement{}
 		}
-		s.ledger[in.Shape] = next // fresh: ApplyEnforcement shares nothing with cur
+		s.ledger[in.Shape] = next // fresh: DecideEnforcement shares nothing with cur
 	}
 	return next.Clone(), nil
 }

@@ -34,7 +34,7 @@ func (s *Store) Commit(ctx context.Context, in store.CommitInput) (store.Receipt
 		return store.Receipt{}, err
 	}
 	defer s.mu.Unlock()
-	ch, err := store.ApplyCommit(s.peek(in.Resource), s.receipts[store.ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}], in, s.bodyLimit)
+	ch, err := store.DecideCommit(s.peek(in.Resource), s.receipts[store.ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}], in, s.bodyLimit)
 	if err != nil {
 		return store.Receipt{}, err
 	}
@@ -51,7 +51,7 @@ func (s *Store) MarkUnknown(ctx context.Context, in store.MarkUnknownInput) (sto
 		return store.Mutation{}, err
 	}
 	defer s.mu.Unlock()
-	ch, err := store.ApplyMarkUnknown(s.peek(in.Resource), in)
+	ch, err := store.DecideMarkUnknown(s.peek(in.Resource), in)
 	if err != nil {
 		return store.Mutation{}, err
 	}
@@ -68,7 +68,7 @@ func (s *Store) Resolve(ctx context.Context, in store.ResolveInput) (store.Resol
 		return store.ResolveResult{}, err
 	}
 	defer s.mu.Unlock()
-	ch, err := store.ApplyResolve(s.peek(in.Resource), s.receipts[store.ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}], in, s.bodyLimit)
+	ch, err := store.DecideResolve(s.peek(in.Resource), s.receipts[store.ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}], in, s.bodyLimit)
 	if err != nil {
 		return store.ResolveResult{}, err
 	}
@@ -86,7 +86,7 @@ func (s *Store) Abort(ctx context.Context, in store.AbortInput) (store.Record, e
 	if err := in.Validate(); err != nil {
 		return store.Record{}, err
 	}
-	return s.transition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.ApplyAbort(rec, in) })
+	return s.transition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.DecideAbort(rec, in) })
 }
 
 // Pause implements store.Store.
@@ -94,7 +94,7 @@ func (s *Store) Pause(ctx context.Context, in store.PauseInput) (store.Record, e
 	if err := in.Validate(); err != nil {
 		return store.Record{}, err
 	}
-	return s.transition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.ApplyPause(rec, in) })
+	return s.transition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.DecidePause(rec, in) })
 }
 
 // Resume implements store.Store.
@@ -102,7 +102,7 @@ func (s *Store) Resume(ctx context.Context, resource string) (store.Record, erro
 	if err := store.ValidateResource(resource); err != nil {
 		return store.Record{}, err
 	}
-	return s.transition(ctx, resource, func(rec store.Record) (store.Change, error) { return store.ApplyResume(rec, resource) })
+	return s.transition(ctx, resource, func(rec store.Record) (store.Change, error) { return store.DecideResume(rec, resource) })
 }
 
 // Repair implements store.Store.
@@ -110,7 +110,7 @@ func (s *Store) Repair(ctx context.Context, in store.RepairInput) (store.Record,
 	if err := in.Validate(); err != nil {
 		return store.Record{}, err
 	}
-	return s.transition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.ApplyRepair(rec, in) })
+	return s.transition(ctx, in.Resource, func(rec store.Record) (store.Change, error) { return store.DecideRepair(rec, in) })
 }
 
 func (s *Store) transition(ctx context.Context, resource string, f func(store.Record) (store.Change, error)) (store.Record, error) {

@@ -34,12 +34,13 @@ func (s *Store) RecordTrust(ctx context.Context, in store.TrustInput) ([]store.T
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	next, changed, err := store.ApplyTrust(s.pins, in)
+	next, ch, err := store.DecideTrust(s.pins, in)
+	changed := ch.Writes()
 	if err != nil {
 		return nil, err
 	}
 	if changed {
-		s.pins = next // fresh: ApplyTrust shares nothing with its input
+		s.pins = next // fresh: DecideTrust shares nothing with its input
 	}
 	return slices.Clone(next), nil
 }

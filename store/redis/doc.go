@@ -5,9 +5,9 @@
 // # One implementation of the acceptance rules
 //
 // Every transition decides through the pure functions of package store
-// (store.Decide, store.ApplyCommit, ApplyMarkUnknown, ApplyAbort,
-// ApplyResolve, ApplyPause, ApplyResume, ApplyRepair, ApplyEnforcement,
-// ApplyTrust, PlanCompaction),
+// (store.Decide, store.DecideCommit, DecideMarkUnknown, DecideAbort,
+// DecideResolve, DecidePause, DecideResume, DecideRepair, DecideEnforcement,
+// DecideTrust, PlanCompaction),
 // exactly like store/memory and store/bolt, under optimistic concurrency:
 //
 //  1. one pipeline WATCHes the resource's record key and quarantine hash

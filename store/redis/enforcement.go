@@ -74,7 +74,8 @@ func (s *Store) RecordEnforcement(ctx context.Context, in store.EnforcementInput
 		}
 		in := in
 		in.Now = at(in.Now, srv)
-		next, changed, err := store.ApplyEnforcement(cur, in)
+		next, ch, err := store.DecideEnforcement(cur, in)
+		changed := ch.Writes()
 		if err != nil {
 			return unwatch(ctx, tx, final{err})
 		}

@@ -45,7 +45,7 @@ func (s *Store) Commit(ctx context.Context, in store.CommitInput) (store.Receipt
 	ch, _, _, err := s.transition(ctx, "commit", in.Resource, &key, func(rec store.Record, rc *store.Receipt, srv time.Time) (store.Change, error) {
 		in := in
 		in.Now = at(in.Now, srv)
-		return store.ApplyCommit(rec, rc, in, s.bodyLimit)
+		return store.DecideCommit(rec, rc, in, s.bodyLimit)
 	})
 	if err != nil {
 		return store.Receipt{}, err
@@ -65,7 +65,7 @@ func (s *Store) MarkUnknown(ctx context.Context, in store.MarkUnknownInput) (sto
 	ch, _, _, err := s.transition(ctx, "mark unknown", in.Resource, nil, func(rec store.Record, _ *store.Receipt, srv time.Time) (store.Change, error) {
 		in := in
 		in.Now = at(in.Now, srv)
-		return store.ApplyMarkUnknown(rec, in)
+		return store.DecideMarkUnknown(rec, in)
 	})
 	if err != nil {
 		return store.Mutation{}, err
@@ -86,7 +86,7 @@ func (s *Store) Resolve(ctx context.Context, in store.ResolveInput) (store.Resol
 	ch, _, rec, err := s.transition(ctx, "resolve", in.Resource, &key, func(rec store.Record, rc *store.Receipt, srv time.Time) (store.Change, error) {
 		in := in
 		in.Now = at(in.Now, srv)
-		return store.ApplyResolve(rec, rc, in, s.bodyLimit)
+		return store.DecideResolve(rec, rc, in, s.bodyLimit)
 	})
 	if err != nil {
 		return store.ResolveResult{}, err
@@ -105,7 +105,7 @@ func (s *Store) Abort(ctx context.Context, in store.AbortInput) (store.Record, e
 	return s.recordTransition(ctx, "abort", in.Resource, func(rec store.Record, srv time.Time) (store.Change, error) {
 		in := in
 		in.Now = at(in.Now, srv)
-		return store.ApplyAbort(rec, in)
+		return store.DecideAbort(rec, in)
 	})
 }
 
@@ -117,7 +117,7 @@ func (s *Store) Pause(ctx context.Context, in store.PauseInput) (store.Record, e
 	return s.recordTransition(ctx, "pause", in.Resource, func(rec store.Record, srv time.Time) (store.Change, error) {
 		in := in
 		in.Now = at(in.Now, srv)
-		return store.ApplyPause(rec, in)
+		return store.DecidePause(rec, in)
 	})
 }
 
@@ -126,7 +126,7 @@ func (s *Store) Resume(ctx context.Context, resource string) (store.Record, erro
 	if err := store.ValidateResource(resource); err != nil {
 		return store.Record{}, err
 	}
-	return s.recordTransition(ctx, "resume", resource, func(rec store.Record, _ time.Time) (store.Change, error) { return store.ApplyResume(rec, resource) })
+	return s.recordTransition(ctx, "resume", resource, func(rec store.Record, _ time.Time) (store.Change, error) { return store.DecideResume(rec, resource) })
 }
 
 // Repair implements store.Store. It decides at the server's TIME: the
@@ -138,7 +138,7 @@ func (s *Store) Repair(ctx context.Context, in store.RepairInput) (store.Record,
 	return s.recordTransition(ctx, "repair", in.Resource, func(rec store.Record, srv time.Time) (store.Change, error) {
 		in := in
 		in.Now = at(in.Now, srv)
-		return store.ApplyRepair(rec, in)
+		return store.DecideRepair(rec, in)
 	})
 }
 

@@ -79,7 +79,8 @@ func (s *Store) RecordTrust(ctx context.Context, in store.TrustInput) ([]store.T
 		}
 		in := in
 		in.Now = at(in.Now, srv)
-		next, changed, err := store.ApplyTrust(cur, in)
+		next, ch, err := store.DecideTrust(cur, in)
+		changed := ch.Writes()
 		if err != nil {
 			return unwatch(ctx, tx, final{err})
 		}
