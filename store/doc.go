@@ -16,11 +16,28 @@
 //   - DecideEnforcement and DecideTrust: the enforcement ledger and the trust
 //     pins.
 //
-// Each function reads at most the resource's record and one receipt, and
-// returns a Change (record, receipt, quarantine entry) that a backend writes in
-// one atomic step. That shape is what lets store/redis apply the very same
-// functions under WATCH on those keys and write the Change in MULTI/EXEC, with
-// no second implementation of the rules to drift.
+// Each function reads at most the resource's record and one receipt (the
+// ledger entry, the pin set), and returns a Change (record, receipt,
+// quarantine entry, ledger entry, pins) that a backend writes in one atomic
+// step.
+//
+// # Backends: a transaction and a codec
+//
+// The operations themselves are written once too, in the registry's shape
+// (registry/tx.go): NewTxBackend makes a Store out of a backend's TxStore,
+// and every Store method is one transaction (tx.go, tx_ops.go, tx_read.go,
+// tx_ledger.go, tx_compact.go) that validates the input, loads the
+// decision's snapshot through the Tx (Load reads a record and a receipt
+// together, so a backend makes them one round trip), calls the pure
+// function at the transaction's time (Tx.Now: the backend's clock when it
+// has one, tx_time.go) and writes the Change it returns with the Tx's Put
+// methods. A backend is its TxStore (how a transaction runs: bbolt's group
+// commit and a read-only first run, Redis's WATCH and MULTI/EXEC with
+// retries, a mutex) and its Tx over its own keys and encoding; that shape
+// is what lets store/redis apply the very same functions under WATCH on
+// those keys and write the Change in MULTI/EXEC, with no second
+// implementation of the rules to drift. A new backend (Postgres, etcd) is
+// one package implementing TxStore and Tx, checked by storetest.
 //
 // # Begin's decision table
 //

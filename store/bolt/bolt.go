@@ -70,7 +70,7 @@ type Counters struct {
 // Store is the bolt backend. It implements store.Store (the methods of
 // store.NewTxBackend over its transactions) and store.TxStore.
 type Store struct {
-	store.Store
+	txBackend
 
 	db       *bbolt.DB
 	grouping Grouping
@@ -83,6 +83,10 @@ type Store struct {
 	txCommits atomic.Uint64
 	lastTx    atomic.Uint64
 }
+
+// txBackend is the store.Store that store.NewTxBackend makes of a Store,
+// embedded so that its methods are the Store's.
+type txBackend = store.Store
 
 var (
 	_ store.Store   = (*Store)(nil)
@@ -116,7 +120,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Grouping == GroupCommit {
 		s.group = boltgroup.New(db, opts.MaxGroup)
 	}
-	s.Store = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody})
+	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody})
 	return s, nil
 }
 

@@ -20,7 +20,7 @@ type Options struct {
 // Store is the in-memory backend. It implements store.Store (the methods
 // of store.NewTxBackend over its maps) and store.TxStore.
 type Store struct {
-	store.Store
+	txBackend
 
 	mu         sync.Mutex
 	closed     bool
@@ -42,6 +42,10 @@ type Store struct {
 }
 
 type opKey struct{ resource, operationID string }
+
+// txBackend is the store.Store that store.NewTxBackend makes of a Store,
+// embedded so that its methods are the Store's.
+type txBackend = store.Store
 
 var (
 	_ store.Store   = (*Store)(nil)
@@ -67,7 +71,7 @@ func New(opts Options) *Store {
 		inFlight:   map[string]struct{}{},
 		paused:     map[string]struct{}{},
 	}
-	s.Store = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody})
+	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody})
 	return s
 }
 

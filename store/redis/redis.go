@@ -112,7 +112,7 @@ var ErrContention = errors.New("store/redis: too much contention on the resource
 // Store is the Redis backend. It implements store.Store (the methods of
 // store.NewTxBackend over its optimistic transactions) and store.TxStore.
 type Store struct {
-	store.Store
+	txBackend
 
 	c           goredis.UniversalClient
 	owned       bool
@@ -124,6 +124,10 @@ type Store struct {
 	closed      atomic.Bool
 	gen         generation
 }
+
+// txBackend is the store.Store that store.NewTxBackend makes of a Store,
+// embedded so that its methods are the Store's.
+type txBackend = store.Store
 
 var (
 	_ store.Store   = (*Store)(nil)
@@ -214,7 +218,7 @@ func New(c goredis.UniversalClient, opts Options) (*Store, error) {
 	s := &Store{c: c, k: keys{prefix: prefix}, maxAttempts: attempts, callerClock: opts.CallerClock,
 		minReplicas: opts.MinReplicas, replicaWait: opts.ReplicaTimeout}
 	s.gen.expected = opts.ExpectedGeneration
-	s.Store = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody, CompactEachResource: true})
+	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody, CompactEachResource: true})
 	return s, nil
 }
 
