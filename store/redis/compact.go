@@ -108,61 +108,68 @@ func (t *tx) DeleteQuarantine(resource string, ids []string) error {
 // receipts index CompactSnapshot set), and records each one's stored
 // length.
 func (t *tx) Stamps(resource string) iter.Seq2[store.ReceiptStamp, error] {
-	ctx, tx, s := t.ctx, t.cmd(), t.s
 	return func(yield func(store.ReceiptStamp, error) bool) {
-		zKey := s.k.receipts(resource)
 		for start := int64(0); ; start += receiptPage {
-			members, err := tx.ZRange(ctx, zKey, start, start+receiptPage-1).Result()
+			page, err := t.stampPage(resource, start)
 			if err != nil {
-				yield(store.ReceiptStamp{}, wrap("compact: read receipts index", err))
+				yield(store.ReceiptStamp{}, err)
 				return
 			}
-			if len(members) == 0 {
-				return
-			}
-			ks := make([]store.ReceiptKey, len(members))
-			for i, m := range members {
-				k, err := parseMember(resource, m)
-				if err != nil {
-					yield(store.ReceiptStamp{}, err)
-					return
-				}
-				ks[i] = k
-			}
-			cmds := make([]*goredis.StringCmd, len(ks))
-			_, err = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
-				for i, k := range ks {
-					cmds[i] = p.Get(ctx, s.k.receipt(k))
-				}
-				return nil
-			})
-			if err != nil && !errors.Is(err, goredis.Nil) {
-				yield(store.ReceiptStamp{}, wrap("compact: read receipts", err))
-				return
-			}
-			for i, c := range cmds {
-				b, err := raw(c, "compact: read receipt")
-				if err == nil && b == nil {
-					err = fmt.Errorf("store/redis: receipts index of %q names a missing receipt %v: %w", resource, ks[i], store.ErrCorrupt)
-				}
-				var rc *store.Receipt
-				if err == nil {
-					rc, err = decodeReceipt(b, ks[i])
-				}
-				if err != nil {
-					yield(store.ReceiptStamp{}, err)
-					return
-				}
-				t.lens[s.k.receipt(ks[i])] = len(b)
-				if !yield(rc.Stamp(), nil) {
+			for _, st := range page {
+				if !yield(st, nil) {
 					return
 				}
 			}
-			if len(members) < receiptPage {
+			if len(page) < receiptPage {
 				return
 			}
 		}
 	}
+}
+
+// stampPage reads the receipts of resource from index position start on,
+// up to receiptPage of them: the members of the receipts index, then the
+// receipts, in one pipeline.
+func (t *tx) stampPage(resource string, start int64) ([]store.ReceiptStamp, error) {
+	ctx, s := t.ctx, t.s
+	members, err := t.cmd().ZRange(ctx, s.k.receipts(resource), start, start+receiptPage-1).Result()
+	if err != nil {
+		return nil, wrap("compact: read receipts index", err)
+	}
+	if len(members) == 0 {
+		return nil, nil
+	}
+	ks := make([]store.ReceiptKey, len(members))
+	for i, m := range members {
+		if ks[i], err = parseMember(resource, m); err != nil {
+			return nil, err
+		}
+	}
+	cmds := make([]*goredis.StringCmd, len(ks))
+	if err := t.read("compact: read receipts", nil, func(p goredis.Pipeliner) {
+		for i, k := range ks {
+			cmds[i] = p.Get(ctx, s.k.receipt(k))
+		}
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]store.ReceiptStamp, len(ks))
+	for i, c := range cmds {
+		b, err := raw(c, "compact: read receipt")
+		if err != nil {
+			return nil, err
+		}
+		if b == nil {
+			return nil, fmt.Errorf("store/redis: receipts index of %q names a missing receipt %v: %w", resource, ks[i], store.ErrCorrupt)
+		}
+		rc, err := decodeReceipt(b, ks[i])
+		if err != nil {
+			return nil, err
+		}
+		t.lens[s.k.receipt(ks[i])] = len(b)
+		out[i] = rc.Stamp()
+	}
+	return out, nil
 }
 
 func parseMember(resource, m string) (store.ReceiptKey, error) {
