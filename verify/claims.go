@@ -2,66 +2,23 @@ package verify
 
 import "github.com/fencegate/fencegate"
 
-// Schema names carried in the "schema" claim and in the JWS "typ" header.
-const (
-	GrantSchema  = "lockGrant.v1"
-	StatusSchema = "lockStatus.v1"
+// Temporary spellings of the claim sets, schemas and lease states, which
+// moved to package fencegate; removed once every caller says fencegate.
+type (
+	Grant  = fencegate.Grant
+	Status = fencegate.Status
 )
 
-// Lease states reported by a lockStatus.v1 proof.
 const (
-	StateHeld     = "HELD"
-	StateExpired  = "EXPIRED"
-	StateReleased = "RELEASED"
-	StateRevoked  = "REVOKED"
+	GrantSchema   = fencegate.GrantSchema
+	StatusSchema  = fencegate.StatusSchema
+	BundleSchema  = fencegate.BundleSchema
+	MaxBundleKeys = fencegate.MaxBundleKeys
+	StateHeld     = fencegate.StateHeld
+	StateExpired  = fencegate.StateExpired
+	StateReleased = fencegate.StateReleased
+	StateRevoked  = fencegate.StateRevoked
 )
 
-// Grant is the claim set of a lockGrant.v1 token. Every field is required
-// but Lineage. Integers are unsigned 64-bit and are decoded exactly (never
-// through float64), so fence tokens above 2^53 survive a round trip. Times
-// are Unix milliseconds.
-type Grant struct {
-	Schema           string `json:"schema"`
-	Issuer           string `json:"iss"`
-	GrantID          string `json:"grantId"`
-	Resource         string `json:"resource"`
-	Owner            string `json:"owner"`
-	RequestID        string `json:"requestId"`
-	Lease            string `json:"lease"`
-	OperationRoot    string `json:"operationRoot"`
-	FenceToken       uint64 `json:"fenceToken"`
-	BackendRevision  uint64 `json:"backendRevision"`
-	PolicyGeneration uint64 `json:"policyGeneration"`
-	IssuerEpoch      uint64 `json:"issuerEpoch"`
-	TTLMs            uint64 `json:"ttlMs"`
-	OpClass          string `json:"opClass"`
-	IssuedAt         uint64 `json:"iat"`
-	// Lineage is the issuing registry's issuer lineage (see
-	// fencegate.ValidateLineage), the only optional claim: "" when the
-	// grant has none (a registry older than the claim). The registry
-	// always issues it.
-	Lineage string `json:"lineage,omitempty"`
-}
-
-// Status is the claim set of a lockStatus.v1 proof: a short-lived, signed
-// statement of a grant's state. ExpiresAt never passes the lease's expiry.
-// PolicyGeneration and IssuerEpoch are the registry's current values for the
-// resource at IssuedAt, not the grant's.
-type Status struct {
-	Schema           string `json:"schema"`
-	Issuer           string `json:"iss"`
-	GrantDigest      string `json:"grantDigest"`
-	Resource         string `json:"resource"`
-	Lease            string `json:"lease"`
-	FenceToken       uint64 `json:"fenceToken"`
-	State            string `json:"state"`
-	BackendRevision  uint64 `json:"backendRevision"`
-	PolicyGeneration uint64 `json:"policyGeneration"`
-	IssuerEpoch      uint64 `json:"issuerEpoch"`
-	IssuedAt         uint64 `json:"iat"`
-	ExpiresAt        uint64 `json:"exp"`
-}
-
-// Digest returns the grantDigest of a compact JWS: "sha256:" followed by the
-// lowercase hex SHA-256 of the exact token bytes.
+// Digest is fencegate.Digest.
 func Digest(token []byte) string { return fencegate.Digest(token) }
