@@ -169,7 +169,7 @@ func (f *cacheFix) warm() registry.Result {
 }
 
 // claims are the grant's claims, to craft proofs for it.
-func (f *cacheFix) claims(grant []byte) verify.Grant {
+func (f *cacheFix) claims(grant []byte) fencegate.Grant {
 	b := verifytest.BundleOf(f.t, f.issuer)
 	g, _, err := verify.ParseAndVerifyGrant(grant, b)
 	if err != nil {

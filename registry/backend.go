@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // Backend stores the registry's state. Every method is one atomic,
@@ -74,7 +73,7 @@ type Backend interface {
 // SealFunc signs a grant's claims (see SealGrant). A backend calls it
 // inside its atomic step once the decision has allocated the fence, so the
 // stored lease and the issued grant are written together.
-type SealFunc func(claims *verify.Grant) (token []byte, err error)
+type SealFunc func(claims *fencegate.Grant) (token []byte, err error)
 
 // AcquireInput asks for a lease. LeaseID and GrantID are fresh random IDs
 // made by the caller; they are used only when a new lease is granted.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // DecideBumpEpoch increments the issuer epoch read in m: every grant of an
@@ -122,7 +121,7 @@ func DecideDeletePolicy(snap PolicySnapshot, pattern string, now time.Time) (Pol
 // (released, expired or revoked) before endedBefore. A lease still stored
 // HELD is never compacted, whatever its expiry.
 func Compactable(l LeaseRecord, endedBefore time.Time) bool {
-	return l.State != verify.StateHeld && l.EndedAt < ms(endedBefore)
+	return l.State != fencegate.StateHeld && l.EndedAt < ms(endedBefore)
 }
 
 // Validate checks a compaction's input.

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/registry/keys"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // Options configure a Registry. Backend and Signer are required.
@@ -304,7 +304,7 @@ func (r *Registry) tryAcquire(ctx context.Context, in AcquireInput) (AcquireResu
 		return res, in.Now, err
 	}
 	if res.Ended != nil {
-		if res.Ended.State == verify.StateExpired {
+		if res.Ended.State == fencegate.StateExpired {
 			r.m.expiries.Inc()
 		} else {
 			r.m.revocations.WithLabelValues("lease").Inc()
@@ -362,7 +362,7 @@ func (r *Registry) Renew(ctx context.Context, owner, lease string, ttl time.Dura
 	}
 	if res.NotHeld {
 		r.m.renewals.WithLabelValues("not_held").Inc()
-		if res.View.State == verify.StateExpired {
+		if res.View.State == fencegate.StateExpired {
 			r.m.expiries.Inc()
 			r.notifyOthers(ctx, res.View.Lease.Resource)
 		}

@@ -40,7 +40,7 @@ func TestGenerateSaveLoadSignVerify(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tok, err := s.Sign(verify.GrantSchema, map[string]string{"x": "y"})
+			tok, err := s.Sign(fencegate.GrantSchema, map[string]string{"x": "y"})
 			if err != nil {
 				t.Fatal(err)
 			}

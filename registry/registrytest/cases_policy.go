@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // testPolicyEnforced checks allowed owners, TTL bounds and operation
@@ -76,10 +76,10 @@ func testPolicyEnforced(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
-	if st := e.status(t, a); st.View.State != verify.StateHeld || st.View.PolicyGeneration != p.Generation {
+	if st := e.status(t, a); st.View.State != fencegate.StateHeld || st.View.PolicyGeneration != p.Generation {
 		t.Errorf("a grant under pol/* after changes to other patterns: %s generation %d", st.View.State, st.View.PolicyGeneration)
 	}
-	if st := e.status(t, b); st.View.State != verify.StateRevoked || st.View.PolicyGeneration != sub.Generation {
+	if st := e.status(t, b); st.View.State != fencegate.StateRevoked || st.View.PolicyGeneration != sub.Generation {
 		t.Errorf("a grant newly under pol/sub/*: %s generation %d", st.View.State, st.View.PolicyGeneration)
 	}
 	_, err = e.tryAcquire(t, req("pol/sub/r3", "team-a/w1", "pd-8", time.Second))
@@ -183,15 +183,15 @@ func testPolicyRevokes(t *testing.T, e *env) {
 		t.Fatalf("put policy: %v", err)
 	}
 	s := e.status(t, a)
-	if s.StatusClaims.State != verify.StateRevoked || s.StatusClaims.PolicyGeneration != p.Generation {
+	if s.StatusClaims.State != fencegate.StateRevoked || s.StatusClaims.PolicyGeneration != p.Generation {
 		t.Errorf("after a policy change: state %s generation %d, want REVOKED %d", s.StatusClaims.State, s.StatusClaims.PolicyGeneration, p.Generation)
 	}
-	if s := e.status(t, other); s.StatusClaims.State != verify.StateHeld {
+	if s := e.status(t, other); s.StatusClaims.State != fencegate.StateHeld {
 		t.Errorf("a grant under no changed policy: %s", s.StatusClaims.State)
 	}
 	x, err := reg().Renew(e.ctx, "owner-a", a.View.Lease.Lease, time.Minute)
 	wantErr(t, "renew of a revoked grant", err, registry.ErrNotHeld)
-	if x.View.State != verify.StateRevoked {
+	if x.View.State != fencegate.StateRevoked {
 		t.Errorf("renew of a revoked grant: %s", x.View.State)
 	}
 
@@ -203,7 +203,7 @@ func testPolicyRevokes(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("delete policy: %v", err)
 	}
-	if s := e.status(t, b); s.StatusClaims.State != verify.StateRevoked || s.StatusClaims.PolicyGeneration != d.Generation {
+	if s := e.status(t, b); s.StatusClaims.State != fencegate.StateRevoked || s.StatusClaims.PolicyGeneration != d.Generation {
 		t.Errorf("after a delete: state %s generation %d, want REVOKED %d", s.StatusClaims.State, s.StatusClaims.PolicyGeneration, d.Generation)
 	}
 	c := e.acquire(t, req("rev/r1", "owner-c", "pr-4", time.Minute))
