@@ -17,8 +17,8 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/keys"
 	fgregistry "github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
-	"github.com/fencegate/fencegate/registry/keys"
+	"github.com/fencegate/fencegate/keys"
 )
 
 // Options configure a Registry. Backend and Signer are required.

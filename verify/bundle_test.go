@@ -15,7 +15,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/x25519"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/registry/keys"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
