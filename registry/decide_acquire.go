@@ -37,7 +37,7 @@ func DecideAcquire(snap AcquireSnapshot, in AcquireInput) (AcquireResult, Change
 	}
 
 	// 2. The resource's policy.
-	if err := pol.Check(in.Owner, in.OpClass, in.TTL); err != nil {
+	if err := CheckPolicy(pol, in.Owner, in.OpClass, in.TTL); err != nil {
 		return AcquireResult{}, Change{}, err
 	}
 

@@ -87,7 +87,7 @@ func DecideFenceFloor(snap FenceFloorSnapshot, in FenceFloorInput) (Meta, Resour
 // issued under the resource's previous generation reads REVOKED from then
 // on.
 func DecidePutPolicy(m Meta, p Policy, now time.Time) (Policy, Change, error) {
-	if err := p.Validate(); err != nil {
+	if err := ValidatePolicy(p); err != nil {
 		return Policy{}, Change{}, err
 	}
 	m = m.current()

@@ -33,7 +33,7 @@ func DecideRenew(snap LeaseSnapshot, in RenewInput) (RenewResult, Change, error)
 		}
 		ttl = time.Duration(l.TTLMs) * time.Millisecond
 	}
-	if err := snap.Policy.Check(l.Owner, l.OpClass, ttl); err != nil {
+	if err := CheckPolicy(snap.Policy, l.Owner, l.OpClass, ttl); err != nil {
 		return RenewResult{}, Change{}, err
 	}
 	m.Revision++

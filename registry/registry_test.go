@@ -83,7 +83,7 @@ func TestMatchPolicy(t *testing.T) {
 	if got := registry.MatchPolicy(nil, "a"); got.Generation != 0 || got.Pattern != "" {
 		t.Errorf("no policies: %+v", got)
 	}
-	if err := registry.MatchPolicy(ps, "x/y").Check("anyone", "any", time.Hour); err != nil {
+	if err := registry.CheckPolicy(registry.MatchPolicy(ps, "x/y"), "anyone", "any", time.Hour); err != nil {
 		t.Errorf("a tombstone refused: %v", err)
 	}
 }
