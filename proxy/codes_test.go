@@ -118,7 +118,7 @@ func TestEpochRevoked(t *testing.T) {
 func TestPolicyMismatch(t *testing.T) {
 	f := newFixture(t)
 	l := f.acquire("worker-a", "item/1")
-	if _, err := f.reg.PutPolicy(context.Background(), registry.Policy{Pattern: "item/*", MaxTTLMs: 60000}); err != nil {
+	if _, err := f.reg.PutPolicy(context.Background(), fencegate.Policy{Pattern: "item/*", MaxTTLMs: 60000}); err != nil {
 		t.Fatal(err)
 	}
 	f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"}).expect(t, 403, fencegate.CodePolicyMismatch)

@@ -243,7 +243,7 @@ func TestVerifyCacheSameAnswers(t *testing.T) {
 		}},
 		{"policy changed after the grant was cached", 403, fencegate.CodePolicyMismatch, true, func(f *cacheFix) (int, fencegate.Code) {
 			l := f.warm()
-			if _, err := f.reg.PutPolicy(context.Background(), registry.Policy{Pattern: "doc/1"}); err != nil {
+			if _, err := f.reg.PutPolicy(context.Background(), fencegate.Policy{Pattern: "doc/1"}); err != nil {
 				f.t.Fatal(err)
 			}
 			cur, err := f.reg.Status(context.Background(), registry.LeaseQuery{Lease: l.View.Lease.Lease})

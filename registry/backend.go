@@ -35,11 +35,11 @@ type Backend interface {
 	// when resource is "") greater than floor. It never lowers anything.
 	RaiseFenceFloor(ctx context.Context, resource string, floor uint64) (Meta, ResourceRecord, error)
 	// PutPolicy creates or replaces a policy with a new generation.
-	PutPolicy(ctx context.Context, p Policy, now time.Time) (Policy, error)
+	PutPolicy(ctx context.Context, p fencegate.Policy, now time.Time) (fencegate.Policy, error)
 	// DeletePolicy replaces a policy with a tombstone of a new generation.
-	DeletePolicy(ctx context.Context, pattern string, now time.Time) (Policy, error)
+	DeletePolicy(ctx context.Context, pattern string, now time.Time) (fencegate.Policy, error)
 	// Policies lists every policy, tombstones included.
-	Policies(ctx context.Context) ([]Policy, error)
+	Policies(ctx context.Context) ([]fencegate.Policy, error)
 	// Meta reads the registry-wide state (a new registry reads as issuer
 	// epoch 1).
 	Meta(ctx context.Context) (Meta, error)

@@ -39,7 +39,7 @@ func acquireSnap() registry.AcquireSnapshot {
 	h := held()
 	return registry.AcquireSnapshot{
 		Meta:     registry.Meta{IssuerEpoch: 2, Revision: 41, PolicySeq: 3, Lineage: metaLineage},
-		Policy:   registry.Policy{Pattern: "r", Generation: 3},
+		Policy:   fencegate.Policy{Pattern: "r", Generation: 3},
 		Resource: registry.ResourceRecord{Resource: "r", LastFence: 7, Holder: h.Lease},
 		Holder:   &h,
 	}
@@ -234,7 +234,7 @@ func leaseSnap() registry.LeaseSnapshot {
 		Meta:     registry.Meta{IssuerEpoch: 2, Revision: 41, PolicySeq: 3},
 		Lease:    &h,
 		Resource: &registry.ResourceRecord{Resource: "r", LastFence: 7, Holder: h.Lease},
-		Policy:   registry.Policy{Pattern: "r", Generation: 3},
+		Policy:   fencegate.Policy{Pattern: "r", Generation: 3},
 	}
 }
 
@@ -351,7 +351,7 @@ func TestDecideReads(t *testing.T) {
 	}
 	h := held()
 	rv, err := registry.DecideResource(registry.ResourceSnapshot{Meta: registry.Meta{IssuerEpoch: 2}, Resource: registry.ResourceRecord{Resource: "r", LastFence: 7, Holder: h.Lease},
-		Holder: &h, Policy: registry.Policy{Generation: 3}}, "r", t0.Add(time.Second))
+		Holder: &h, Policy: fencegate.Policy{Generation: 3}}, "r", t0.Add(time.Second))
 	if err != nil || rv.Holder == nil || rv.Holder.State != fencegate.StateExpired || rv.Record.LastFence != 7 || rv.PolicyGeneration != 3 {
 		t.Errorf("resource: %+v, %v", rv, err)
 	}
@@ -389,11 +389,11 @@ func TestDecideAdmin(t *testing.T) {
 		}
 	}
 
-	p, ch, err := registry.DecidePutPolicy(registry.Meta{IssuerEpoch: 1, PolicySeq: 4}, registry.Policy{Pattern: "a/*", Generation: 99, Deleted: true}, t0)
+	p, ch, err := registry.DecidePutPolicy(registry.Meta{IssuerEpoch: 1, PolicySeq: 4}, fencegate.Policy{Pattern: "a/*", Generation: 99, Deleted: true}, t0)
 	if err != nil || p.Generation != 5 || p.Deleted || p.UpdatedAt != t0.UnixMilli() || ch.Meta.PolicySeq != 5 || !reflect.DeepEqual(*ch.Policy, p) {
 		t.Errorf("put policy: %+v, %+v, %v", p, ch, err)
 	}
-	if _, ch, err := registry.DecidePutPolicy(registry.Meta{}, registry.Policy{Pattern: "bad pattern"}, t0); !errors.Is(err, registry.ErrInvalidInput) || !ch.Empty() {
+	if _, ch, err := registry.DecidePutPolicy(registry.Meta{}, fencegate.Policy{Pattern: "bad pattern"}, t0); !errors.Is(err, registry.ErrInvalidInput) || !ch.Empty() {
 		t.Errorf("put of a bad policy: %v", err)
 	}
 	d, ch, err := registry.DecideDeletePolicy(registry.PolicySnapshot{Meta: registry.Meta{PolicySeq: 5}, Existing: &p}, "a/*", t0)

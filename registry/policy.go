@@ -13,8 +13,8 @@ import (
 // pattern first, else the longest matching prefix pattern ("a/*"). A
 // tombstone matches like a policy (it allows everything) so that the
 // generation never goes back. No match gives the zero Policy (generation 0).
-func MatchPolicy(ps []Policy, resource string) Policy {
-	var best Policy
+func MatchPolicy(ps []fencegate.Policy, resource string) fencegate.Policy {
+	var best fencegate.Policy
 	bestLen := -1
 	for _, p := range ps {
 		if p.Pattern == resource {

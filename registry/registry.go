@@ -459,7 +459,7 @@ func (r *Registry) RaiseFenceFloor(ctx context.Context, resource string, floor u
 
 // PutPolicy stores a policy; its new generation revokes grants issued
 // under the previous one.
-func (r *Registry) PutPolicy(ctx context.Context, p Policy) (Policy, error) {
+func (r *Registry) PutPolicy(ctx context.Context, p fencegate.Policy) (fencegate.Policy, error) {
 	out, err := r.opt.Backend.PutPolicy(ctx, p, r.Now())
 	if err != nil {
 		return out, err
@@ -471,7 +471,7 @@ func (r *Registry) PutPolicy(ctx context.Context, p Policy) (Policy, error) {
 }
 
 // DeletePolicy removes a policy (a tombstone keeps its generation growing).
-func (r *Registry) DeletePolicy(ctx context.Context, pattern string) (Policy, error) {
+func (r *Registry) DeletePolicy(ctx context.Context, pattern string) (fencegate.Policy, error) {
 	out, err := r.opt.Backend.DeletePolicy(ctx, pattern, r.Now())
 	if err != nil {
 		return out, err
@@ -482,7 +482,7 @@ func (r *Registry) DeletePolicy(ctx context.Context, pattern string) (Policy, er
 }
 
 // Policies lists the policies.
-func (r *Registry) Policies(ctx context.Context) ([]Policy, error) {
+func (r *Registry) Policies(ctx context.Context) ([]fencegate.Policy, error) {
 	return r.opt.Backend.Policies(ctx)
 }
 

@@ -60,7 +60,7 @@ func TestLeaseState(t *testing.T) {
 }
 
 func TestMatchPolicy(t *testing.T) {
-	ps := []registry.Policy{
+	ps := []fencegate.Policy{
 		{Pattern: "*", Generation: 1},
 		{Pattern: "a/*", Generation: 2},
 		{Pattern: "a/b/*", Generation: 3},

@@ -46,7 +46,7 @@ func testFenceMonotonic(t *testing.T, e *env) {
 	f := e.granted(t, await(t, ch, "handoff at expiry"))
 
 	// Policy change revokes the holder; the next acquire gets a new fence.
-	if _, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "fence/*"}); err != nil {
+	if _, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "fence/*"}); err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
 	if st := e.status(t, f); st.View.State != fencegate.StateRevoked {

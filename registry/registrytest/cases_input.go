@@ -93,7 +93,7 @@ func testBadInput(t *testing.T, e *env) {
 	wantErr(t, "fence floor of an illegal resource", err, registry.ErrInvalidInput)
 	_, err = reg().Resource(e.ctx, "bad/../free")
 	wantErr(t, "read of an illegal resource", err, registry.ErrInvalidInput)
-	_, err = reg().PutPolicy(e.ctx, registry.Policy{Pattern: "bad/*", AllowedOwners: []string{""}})
+	_, err = reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "bad/*", AllowedOwners: []string{""}})
 	wantErr(t, "policy with an empty owner", err, registry.ErrInvalidInput)
 	e.unchanged(t, "invalid input", before)
 	if st := e.status(t, h); st.View.State != fencegate.StateHeld || st.View.Lease != h.View.Lease {

@@ -14,7 +14,7 @@ import (
 // nothing; the longest matching pattern applies.
 func testPolicyEnforced(t *testing.T, e *env) {
 	reg := e.registry
-	p, err := reg().PutPolicy(e.ctx, registry.Policy{
+	p, err := reg().PutPolicy(e.ctx, fencegate.Policy{
 		Pattern:       "pol/*",
 		AllowedOwners: []string{"team-a/*", "svc-x"},
 		MinTTLMs:      500,
@@ -68,11 +68,11 @@ func testPolicyEnforced(t *testing.T, e *env) {
 	e.acquire(t, withClass(req("other/r1", "team-b/w1", "pa-3", 100*time.Millisecond), "read"))
 
 	// A longer prefix and an exact pattern take precedence.
-	sub, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "pol/sub/*", AllowedOwners: []string{"team-b/*"}})
+	sub, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "pol/sub/*", AllowedOwners: []string{"team-b/*"}})
 	if err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
-	exact, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "pol/sub/exact", OpClasses: []string{"read"}})
+	exact, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "pol/sub/exact", OpClasses: []string{"read"}})
 	if err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
@@ -100,7 +100,7 @@ func testPolicyEnforced(t *testing.T, e *env) {
 func testPolicyGeneration(t *testing.T, e *env) {
 	reg := e.registry
 	last := e.meta(t).PolicySeq
-	next := func(what string, p registry.Policy, err error) registry.Policy {
+	next := func(what string, p fencegate.Policy, err error) fencegate.Policy {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
@@ -114,11 +114,11 @@ func testPolicyGeneration(t *testing.T, e *env) {
 		last = p.Generation
 		return p
 	}
-	p1, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "gen/*", MaxTTLMs: 60000})
+	p1, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "gen/*", MaxTTLMs: 60000})
 	next("put", p1, err)
-	p2, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "gen/*", MaxTTLMs: 30000})
+	p2, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "gen/*", MaxTTLMs: 30000})
 	p2 = next("replace", p2, err)
-	p3, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "gen/x"})
+	p3, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "gen/x"})
 	p3 = next("put another", p3, err)
 	if v := e.resource(t, "gen/y"); v.PolicyGeneration != p2.Generation {
 		t.Errorf("gen/y under gen/*: generation %d, want %d", v.PolicyGeneration, p2.Generation)
@@ -135,8 +135,8 @@ func testPolicyGeneration(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("policies: %v", err)
 	}
-	i := slices.IndexFunc(ps, func(p registry.Policy) bool { return p.Pattern == "gen/*" })
-	j := slices.IndexFunc(ps, func(p registry.Policy) bool { return p.Pattern == "gen/x" })
+	i := slices.IndexFunc(ps, func(p fencegate.Policy) bool { return p.Pattern == "gen/*" })
+	j := slices.IndexFunc(ps, func(p fencegate.Policy) bool { return p.Pattern == "gen/x" })
 	if i < 0 || !ps[i].Deleted || ps[i].Generation != d.Generation || j < 0 || ps[j].Generation != p3.Generation || ps[j].Deleted {
 		t.Errorf("policies after the delete: %+v", ps)
 	}
@@ -148,7 +148,7 @@ func testPolicyGeneration(t *testing.T, e *env) {
 	wantErr(t, "delete of a tombstone", err, registry.ErrNotFound)
 	_, err = reg().DeletePolicy(e.ctx, "gen/none")
 	wantErr(t, "delete of an unknown policy", err, registry.ErrNotFound)
-	for _, bad := range []registry.Policy{
+	for _, bad := range []fencegate.Policy{
 		{Pattern: ""},
 		{Pattern: "gen//*"},
 		{Pattern: "gen/../x"},
@@ -162,7 +162,7 @@ func testPolicyGeneration(t *testing.T, e *env) {
 	}
 	e.unchanged(t, "refused policy changes", before)
 
-	p4, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "gen/*"})
+	p4, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "gen/*"})
 	p4 = next("put after delete", p4, err)
 	if p4.Deleted {
 		t.Errorf("a put after a delete is still a tombstone")
@@ -178,7 +178,7 @@ func testPolicyRevokes(t *testing.T, e *env) {
 	if a.View.Lease.PolicyGeneration != 0 {
 		t.Errorf("grant without a policy: generation %d", a.View.Lease.PolicyGeneration)
 	}
-	p, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "rev/*"})
+	p, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "rev/*"})
 	if err != nil {
 		t.Fatalf("put policy: %v", err)
 	}

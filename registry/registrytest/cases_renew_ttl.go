@@ -82,7 +82,7 @@ func testRenewKeepsTTL(t *testing.T, e *env) {
 	// The policy's bounds apply to a renewal without a TTL too: a lease
 	// whose own TTL is within them renews, an explicit TTL beyond them is
 	// refused and changes nothing.
-	if _, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "renewttl/pol/*", MinTTLMs: 500, MaxTTLMs: uint64((4 * DefaultTTL).Milliseconds())}); err != nil {
+	if _, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "renewttl/pol/*", MinTTLMs: 500, MaxTTLMs: uint64((4 * DefaultTTL).Milliseconds())}); err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
 	p := e.acquire(t, req("renewttl/pol/r3", owner, "rt-3", long))

@@ -19,7 +19,7 @@ func testRestart(t *testing.T, e *env) {
 	if _, err := reg().BumpEpoch(e.ctx); err != nil {
 		t.Fatalf("bump epoch: %v", err)
 	}
-	if _, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "restart/p/*", MaxTTLMs: 60000}); err != nil {
+	if _, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "restart/p/*", MaxTTLMs: 60000}); err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
 	if _, _, err := reg().RaiseFenceFloor(e.ctx, "restart/r4", 77); err != nil {

@@ -189,7 +189,7 @@ func testWaitWakesOnRevocation(t *testing.T, e *env) {
 
 	ch = e.goAcquire(e.ctx, 0, waitReq(res, "owner-w2", "wv-2", 30*time.Second), nil)
 	e.waitQueued(t, 1)
-	p, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: res})
+	p, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: res})
 	if err != nil {
 		t.Fatalf("put policy: %v", err)
 	}

@@ -376,7 +376,7 @@ func (e *env) resource(t testing.TB, resource string) registry.ResourceView {
 type snapshot struct {
 	Meta      registry.Meta
 	Resources map[string]registry.ResourceView
-	Policies  []registry.Policy
+	Policies  []fencegate.Policy
 }
 
 func (e *env) snapshot(t testing.TB, resources ...string) snapshot {
