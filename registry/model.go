@@ -1,10 +1,6 @@
 package registry
 
-import (
-	"time"
-
-	"github.com/fencegate/fencegate"
-)
+import "time"
 
 // Meta is the registry-wide state.
 type Meta struct {
@@ -104,10 +100,6 @@ type ResourceView struct {
 	PolicyGeneration uint64
 	Meta             Meta
 }
-
-// Policy is fencegate.Policy, the one policy type; this spelling goes once
-// the registry's callers say fencegate.Policy.
-type Policy = fencegate.Policy
 
 // ms converts a time to Unix milliseconds.
 func ms(t time.Time) int64 { return t.UnixMilli() }
