@@ -67,7 +67,7 @@ type Keys struct {
 	Bundle *verify.Bundle
 }
 
-// NewKeys generates an EdDSA (Ed25519) signing key with registry/keys and
+// NewKeys generates an EdDSA (Ed25519) signing key with package keys and
 // its trust bundle.
 func NewKeys(t testing.TB) Keys {
 	t.Helper()

@@ -1,5 +1,5 @@
 // Package verifytest provides test helpers for code that consumes package
-// verify: an Issuer with a real signing key (registry/keys), trust bundles,
+// verify: an Issuer with a real signing key (package keys), trust bundles,
 // realistic valid grants and status proofs, and raw signing for malformed
 // tokens. It is for tests only; every helper fails the test on error.
 //
@@ -96,7 +96,7 @@ func (i *Issuer) Alg() jwa.SignatureAlgorithm { return i.signer.Alg() }
 // Key is the Issuer's private signing key (the secret for HS256).
 func (i *Issuer) Key() jwk.Key { return i.key }
 
-// Signer is the Issuer's registry/keys signer.
+// Signer is the Issuer's keys.Signer.
 func (i *Issuer) Signer() *keys.Signer { return i.signer }
 
 // Bundle returns a trust bundle holding this Issuer's key; see BundleOf.
