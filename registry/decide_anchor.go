@@ -29,7 +29,7 @@ func validateStoreCaller(store, caller string) error {
 
 // authorize checks the caller against the policy of the store's resource.
 func (s StoreSnapshot) authorize(store, caller string) error {
-	if err := s.Policy.AllowsOwner(caller); err != nil {
+	if err := PolicyAllowsOwner(s.Policy, caller); err != nil {
 		return fmt.Errorf("%w (store %s)", err, store)
 	}
 	if s.Store != nil && s.Store.Store != store {
