@@ -30,6 +30,7 @@ import (
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
+	"github.com/fencegate/fencegate/registry/registrytest"
 	"github.com/fencegate/fencegate/store"
 	storemem "github.com/fencegate/fencegate/store/memory"
 	"github.com/fencegate/fencegate/verify"
@@ -143,6 +144,7 @@ func newFixtureAt(t *testing.T, clk clock.Clock, opts ...fixtureOpt) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registrytest.Start(t, f.reg)
 	res, _ := identity.New(identity.Config{Mode: identity.ModeInsecureHeader})
 	jwks, _ := keys.Bundle(false, key)
 	h, err := httpapi.New(httpapi.Options{Registry: f.reg, Identity: res, JWKS: jwks, Admin: httpapi.Admin{AllowLoopback: true}})

@@ -157,10 +157,12 @@ type env struct {
 	clock  *clocktest.Clock
 	ctx    context.Context
 
-	mu   sync.Mutex // guards be, reg, prom, seen
+	mu   sync.Mutex // guards be, reg, prom, stopRun, seen
 	be   registry.Backend
 	reg  *registry.Registry
 	prom *prometheus.Registry
+	// stopRun stops reg's Run (Start), before be is closed.
+	stopRun func()
 	// seen is every fence issued per resource, in the order recorded.
 	seen map[string][]uint64
 }
@@ -177,6 +179,9 @@ func newEnv(t *testing.T, k Keys, o Opener) *env {
 	t.Cleanup(func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
+		if e.stopRun != nil {
+			e.stopRun()
+		}
 		if e.be != nil {
 			if err := e.be.Close(); err != nil {
 				t.Errorf("close backend: %v", err)
@@ -210,8 +215,9 @@ func (e *env) open() {
 		be.Close()
 		e.t.Fatalf("registry.New: %v", err)
 	}
+	stop := Start(e.t, reg)
 	e.mu.Lock()
-	e.be, e.reg, e.prom = be, reg, prom
+	e.be, e.reg, e.prom, e.stopRun = be, reg, prom, stop
 	e.mu.Unlock()
 }
 
@@ -242,9 +248,10 @@ func (e *env) restart(t *testing.T) {
 	t.Helper()
 	e.requireDurable(t)
 	e.mu.Lock()
-	be := e.be
+	be, stop := e.be, e.stopRun
 	e.be = nil
 	e.mu.Unlock()
+	stop()
 	if err := be.Close(); err != nil {
 		t.Fatalf("close before restart: %v", err)
 	}
@@ -557,5 +564,6 @@ func (e *env) newRegistry(t testing.TB, be registry.Backend) *registry.Registry 
 	if err != nil {
 		t.Fatalf("registry.New: %v", err)
 	}
+	Start(t, reg)
 	return reg
 }
