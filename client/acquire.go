@@ -72,13 +72,13 @@ func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) 
 	h.mu.Lock()
 	h.grant, h.claims = l.Grant, claims
 	h.observeLocked(opAcquire, sent, l, nil)
-	short := h.state == StateHeld && h.deadline.Sub(h.clock.Now()) < (cfg.ttl-cfg.safetyMargin)/2
+	short := h.ls.state == StateHeld && h.ls.deadline.Sub(h.clock.Now()) < (cfg.ttl-cfg.safetyMargin)/2
 	// A waiting acquire that waited most of a TTL: its conservative
 	// deadline (sent + TTL - margin) passed before the grant came back,
 	// so the answer left the Holder OWNERSHIP_UNKNOWN. Confirm it now,
 	// before handing the Holder out, rather than return one that refuses
 	// every effect until its keeper's first status read.
-	doubted := h.state == StateOwnershipUnknown && errors.Is(h.cause, ErrLocalDeadline)
+	doubted := h.ls.state == StateOwnershipUnknown && errors.Is(h.ls.cause, ErrLocalDeadline)
 	h.mu.Unlock()
 	if doubted {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.attemptTimeout)
