@@ -59,6 +59,11 @@ func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) 
 		cfg.userRequestID = true
 	}
 	h := newHolder(c, resource, cfg)
+	if h.events != nil {
+		// The callbacks' goroutine: it ends when the state is final or
+		// the Holder is abandoned (the dispatcher closed).
+		go h.events.run()
+	}
 	l, sent, err := h.acquire(ctx)
 	if err != nil {
 		h.abandon()

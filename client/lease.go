@@ -414,10 +414,10 @@ type dispatcher struct {
 	wake   chan struct{}
 }
 
+// newDispatcher returns a dispatcher whose queue holds the transitions
+// until its goroutine runs (run, started by Hold).
 func newDispatcher(fns []func(Transition)) *dispatcher {
-	d := &dispatcher{fns: fns, wake: make(chan struct{}, 1)}
-	go d.run()
-	return d
+	return &dispatcher{fns: fns, wake: make(chan struct{}, 1)}
 }
 
 func (d *dispatcher) push(tr Transition) {
@@ -443,6 +443,8 @@ func (d *dispatcher) signal() {
 	}
 }
 
+// run delivers the queued transitions until the dispatcher is closed and
+// its queue is empty.
 func (d *dispatcher) run() {
 	for {
 		d.mu.Lock()

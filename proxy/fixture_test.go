@@ -207,7 +207,8 @@ func (f *fixture) start(force []string) error {
 		f.t.Fatal(err)
 	}
 	f.admin = httptest.NewServer(admin)
-	f.t.Cleanup(func() { f.srv.Close(); f.admin.Close() })
+	srv, adm := f.srv, f.admin // this start's servers: a restart replaces f's
+	f.t.Cleanup(func() { srv.Close(); adm.Close() })
 	return nil
 }
 
