@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // helmModule is the Helm release the tests build from the Go module proxy.
@@ -36,6 +38,11 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
+	}
+	// No goroutine may outlive the tests.
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
 	}
 	os.Exit(code)
 }

@@ -40,25 +40,16 @@ import (
 // that answer was lost it starts in OWNERSHIP_UNKNOWN (and recovers by
 // itself when the registry answers). Its effects are gated either way.
 func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) (*Holder, error) {
-	var cfg holdConfig
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	cfg.setDefaults()
-	if cfg.noBackground && (cfg.lifetime != nil || len(cfg.onTransition) > 0) {
-		return nil, errors.New("client: WithoutBackground cannot be combined with WithLifetime or WithOnTransition")
-	}
-	if cfg.safetyMargin >= cfg.ttl {
-		return nil, fmt.Errorf("client: safety margin %s must be below the TTL %s", cfg.safetyMargin, cfg.ttl)
-	}
-	if cfg.requestID == "" {
-		cfg.requestID = newRequestID()
-	} else {
-		cfg.userRequestID = true
+	cfg, err := newHoldConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	h := newHolder(c, resource, cfg)
+	if h.events != nil {
+		// The callbacks' goroutine: it ends when the state is final or
+		// the Holder is abandoned (the dispatcher closed).
+		go h.events.run()
+	}
 	l, sent, err := h.acquire(ctx)
 	if err != nil {
 		h.abandon()
@@ -72,13 +63,13 @@ func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) 
 	h.mu.Lock()
 	h.grant, h.claims = l.Grant, claims
 	h.observeLocked(opAcquire, sent, l, nil)
-	short := h.state == StateHeld && h.deadline.Sub(h.clock.Now()) < (cfg.ttl-cfg.safetyMargin)/2
+	short := h.ls.state == StateHeld && h.ls.deadline.Sub(h.clock.Now()) < (cfg.ttl-cfg.safetyMargin)/2
 	// A waiting acquire that waited most of a TTL: its conservative
 	// deadline (sent + TTL - margin) passed before the grant came back,
 	// so the answer left the Holder OWNERSHIP_UNKNOWN. Confirm it now,
 	// before handing the Holder out, rather than return one that refuses
 	// every effect until its keeper's first status read.
-	doubted := h.state == StateOwnershipUnknown && errors.Is(h.cause, ErrLocalDeadline)
+	doubted := h.ls.state == StateOwnershipUnknown && errors.Is(h.ls.cause, ErrLocalDeadline)
 	h.mu.Unlock()
 	if doubted {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.attemptTimeout)
@@ -109,6 +100,30 @@ func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) 
 		h.kickKeeper()
 	}
 	return h, nil
+}
+
+// newHoldConfig applies Hold's options over the defaults and checks that
+// they fit together.
+func newHoldConfig(opts []HoldOption) (holdConfig, error) {
+	var cfg holdConfig
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return holdConfig{}, err
+		}
+	}
+	cfg.setDefaults()
+	if cfg.noBackground && (cfg.lifetime != nil || len(cfg.onTransition) > 0) {
+		return holdConfig{}, errors.New("client: WithoutBackground cannot be combined with WithLifetime or WithOnTransition")
+	}
+	if cfg.safetyMargin >= cfg.ttl {
+		return holdConfig{}, fmt.Errorf("client: safety margin %s must be below the TTL %s", cfg.safetyMargin, cfg.ttl)
+	}
+	if cfg.requestID == "" {
+		cfg.requestID = newRequestID()
+	} else {
+		cfg.userRequestID = true
+	}
+	return cfg, nil
 }
 
 // abandon ends a Holder that never got a grant.

@@ -29,7 +29,9 @@
 // outcome is uncertain or the local safety deadline passes, EXPIRED and
 // RELEASED when the registry confirms them. Only registry answers make it
 // HELD; the local clock only ever takes the lease out of use. Follow it
-// with Watch, Done or WithOnTransition.
+// with Watch, Done or WithOnTransition. Its transitions are one pure
+// function (decideLease, lease_decide.go: state and event in, the new
+// state and the actions out), which the Holder applies under its lock.
 //
 // Hold is safe to retry and to lose: every attempt reuses one request ID,
 // a lost answer is recovered only by looking that request ID up, and when

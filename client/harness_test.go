@@ -77,7 +77,7 @@ func startStack() (*stack, error) {
 	go func() { _ = rs.Run(rctx); close(rdone) }()
 	s.stops = append(s.stops, func() { rcancel(); <-rdone })
 	s.regURL = "http://" + rs.Addr()
-	if s.regFault, err = faultproxy.New(rs.Addr()); err != nil {
+	if s.regFault, err = faultproxy.Start(rs.Addr()); err != nil {
 		return nil, err
 	}
 	s.stops = append(s.stops, func() { s.regFault.Close() })
@@ -114,7 +114,7 @@ func startStack() (*stack, error) {
 	pdone := make(chan struct{})
 	go func() { _ = ps.Run(pctx); close(pdone) }()
 	s.stops = append(s.stops, func() { pcancel(); <-pdone })
-	if s.sidecarFP, err = faultproxy.New(ps.Addr()); err != nil {
+	if s.sidecarFP, err = faultproxy.Start(ps.Addr()); err != nil {
 		return nil, err
 	}
 	s.stops = append(s.stops, func() { s.sidecarFP.Close() })

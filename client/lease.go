@@ -26,6 +26,9 @@ import (
 // margin. Past it, without a newer confirmation, the state is
 // OWNERSHIP_UNKNOWN until the registry answers.
 //
+// Every change of its state goes through decideLease (lease_decide.go),
+// a pure transition the Holder applies under its lock (applyLocked).
+//
 // A Holder is safe for concurrent use. Call Release when done; it stops
 // the renewals.
 type Holder struct {
@@ -39,25 +42,18 @@ type Holder struct {
 	// (prefetchProof).
 	prefetching atomic.Bool
 
-	mu    sync.Mutex
-	state State
-	cause error
-	// lease is the last registry answer (Grant kept from the acquire).
-	lease   Lease
+	mu sync.Mutex
+	// ls is the state machine's state: only applyLocked changes it,
+	// through decideLease (lease_decide.go).
+	ls leaseState
+	// grant and claims are the acquire's, set once by Hold.
 	grant   string
 	claims  *fencegate.Grant
 	changed chan struct{}
 	done    chan struct{}
-	// deadline is the local safety deadline; renewAt when to renew next.
-	deadline time.Time
-	renewAt  time.Time
-	// doubtSince: HELD evidence counts only from requests sent at or after it.
-	doubtSince time.Time
-	// proof is the last HELD status proof, asked for at proofSent and
-	// valid for proofLife from its iat.
-	proof     string
-	proofSent time.Time
-	proofLife time.Duration
+	// renewAt is when the keeper renews next (decideLease's renewPlan,
+	// jittered).
+	renewAt   time.Time
 	lastSeq   uint64
 	releasing bool
 
@@ -82,72 +78,38 @@ func newHolder(c *Client, resource string, cfg holdConfig) *Holder {
 		h.events = newDispatcher(cfg.onTransition)
 	}
 	h.mu.Lock()
-	h.transitionLocked(StateRequested, nil, nil)
+	h.applyLocked(leaseEvent{kind: leaseRequested})
 	h.mu.Unlock()
 	return h
 }
 
-// transitionLocked moves to state to. Final states are never left.
-func (h *Holder) transitionLocked(to State, cause error, l *Lease) {
-	if h.state == to || h.state.Final() {
-		return
+// applyLocked runs the state machine on ev at the Holder's time now: it
+// stores the state decideLease returns and carries out its actions (the
+// renewal's schedule, jittered; the transition's announcement).
+func (h *Holder) applyLocked(ev leaseEvent) {
+	ev.now = h.clock.Now()
+	next, act := decideLease(h.ls, ev, leaseParams{safetyMargin: h.cfg.safetyMargin, renewFraction: h.cfg.renewFraction})
+	h.ls = next
+	if r := act.renew; r != nil {
+		h.renewAt = r.from.Add(h.jittered(r.after))
 	}
-	tr := Transition{From: h.state, To: to, At: h.clock.Now(), Cause: cause}
-	if l != nil {
-		cp := *l
-		tr.Lease = &cp
-	}
-	h.state, h.cause = to, cause
-	close(h.changed)
-	h.changed = make(chan struct{})
-	if to.Final() {
-		close(h.done)
-	}
-	if h.events != nil {
-		h.events.push(tr)
-		if to.Final() {
-			h.events.close()
+	if tr := act.transition; tr != nil {
+		close(h.changed)
+		h.changed = make(chan struct{})
+		if tr.To.Final() {
+			close(h.done)
+		}
+		if h.events != nil {
+			h.events.push(*tr)
+			if tr.To.Final() {
+				h.events.close()
+			}
 		}
 	}
 }
 
-// doubtLocked moves a usable lease to OWNERSHIP_UNKNOWN: new effects stop
-// at once. Evidence of HELD then counts only from requests sent at or
-// after since.
-func (h *Holder) doubtLocked(since time.Time, cause error, l *Lease) {
-	if h.state.Final() {
-		return
-	}
-	if since.After(h.doubtSince) {
-		h.doubtSince = since
-	}
-	h.transitionLocked(StateOwnershipUnknown, cause, l)
-}
-
 // brakeLocked applies the local safety deadline.
-func (h *Holder) brakeLocked() {
-	if h.state.Usable() && !h.clock.Now().Before(h.deadline) {
-		h.doubtLocked(h.clock.Now(), ErrLocalDeadline, nil)
-	}
-}
-
-// remaining is how long the registry says a HELD lease still runs,
-// measured on the registry's clock only: expiry minus the proof's iat.
-func remaining(l *Lease) (time.Duration, error) {
-	st, err := statusClaims(l.Status)
-	if err != nil {
-		return 0, err
-	}
-	return l.ExpiresAt.Sub(time.UnixMilli(int64(st.IssuedAt))), nil
-}
-
-// Operations whose answers drive the state machine.
-const (
-	opAcquire = "acquire"
-	opRenew   = "renew"
-	opStatus  = "status"
-	opRelease = "release"
-)
+func (h *Holder) brakeLocked() { h.applyLocked(leaseEvent{kind: leaseLooked}) }
 
 // observe applies a registry answer to a request sent at sent (local clock).
 func (h *Holder) observe(op string, sent time.Time, l *Lease, err error) {
@@ -157,85 +119,7 @@ func (h *Holder) observe(op string, sent time.Time, l *Lease, err error) {
 }
 
 func (h *Holder) observeLocked(op string, sent time.Time, l *Lease, err error) {
-	if h.state.Final() {
-		return
-	}
-	if err != nil {
-		var ce *Error
-		if errors.As(err, &ce) {
-			switch {
-			case ce.Code() == fencegate.CodeLeaseNotHeld:
-				st, _ := ce.Problem.Extra["state"].(string)
-				h.endLocked(st, err, nil)
-				return
-			case ce.Code() == fencegate.CodeNotFound && op != opAcquire:
-				// The registry does not know the lease (restored from an
-				// old snapshot?): it is certainly not held.
-				h.endLocked(fencegate.StateExpired, err, nil)
-				return
-			}
-		}
-		h.doubtLocked(sent, fmt.Errorf("client: %s: outcome uncertain: %w", op, err), nil)
-		return
-	}
-	if l.Lease != h.lease.Lease && h.lease.Lease != "" {
-		h.doubtLocked(sent, fmt.Errorf("client: %s answered for lease %s, not %s", op, l.Lease, h.lease.Lease), l)
-		return
-	}
-	if l.State != fencegate.StateHeld {
-		h.endLocked(l.State, nil, l)
-		return
-	}
-	if op == opRelease {
-		// A release answered HELD: impossible; trust nothing.
-		h.doubtLocked(sent, fmt.Errorf("client: release answered %s", l.State), l)
-		return
-	}
-	life, rerr := remaining(l)
-	if rerr != nil {
-		h.doubtLocked(sent, rerr, l)
-		return
-	}
-	grant := h.grant
-	if l.Grant != "" {
-		grant = l.Grant
-	}
-	h.lease = *l
-	h.lease.Grant = grant
-	if sent.Before(h.doubtSince) {
-		return // older than the doubt: not evidence enough
-	}
-	if dl := sent.Add(life - h.cfg.safetyMargin); dl.After(h.deadline) {
-		h.deadline = dl
-		h.renewAt = sent.Add(h.jittered(time.Duration(float64(life) * h.cfg.renewFraction)))
-	}
-	if l.Status != "" && (h.proof == "" || !sent.Before(h.proofSent)) {
-		if st, err := statusClaims(l.Status); err == nil {
-			h.proof, h.proofSent = l.Status, sent
-			h.proofLife = time.UnixMilli(int64(st.ExpiresAt)).Sub(time.UnixMilli(int64(st.IssuedAt)))
-		}
-	}
-	if !h.clock.Now().Before(h.deadline) {
-		h.doubtLocked(h.clock.Now(), ErrLocalDeadline, l)
-		return
-	}
-	if h.state == StateRenewing && op != opRenew {
-		return // the renewal in flight will settle RENEWING
-	}
-	h.transitionLocked(StateHeld, nil, l)
-}
-
-// endLocked applies a registry state that is not HELD.
-func (h *Holder) endLocked(registryState string, cause error, l *Lease) {
-	switch registryState {
-	case fencegate.StateReleased:
-		h.transitionLocked(StateReleased, cause, l)
-	default: // EXPIRED, REVOKED (or unknown to this SDK): not held
-		if cause == nil && registryState != fencegate.StateExpired {
-			cause = fmt.Errorf("client: the registry reports the lease %s", registryState)
-		}
-		h.transitionLocked(StateExpired, cause, l)
-	}
+	h.applyLocked(leaseEvent{kind: leaseAnswered, op: op, sent: sent, answer: l, err: err, grant: h.grant})
 }
 
 func (h *Holder) jittered(d time.Duration) time.Duration {
@@ -251,7 +135,7 @@ func (h *Holder) State() State {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.brakeLocked()
-	return h.state
+	return h.ls.state
 }
 
 // Watch returns the current state and a channel that is closed at the
@@ -270,7 +154,7 @@ func (h *Holder) Watch() (State, <-chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.brakeLocked()
-	return h.state, h.changed
+	return h.ls.state, h.changed
 }
 
 // Done is closed when the state becomes final (EXPIRED or RELEASED).
@@ -283,7 +167,7 @@ func (h *Holder) Err() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.brakeLocked()
-	return h.cause
+	return h.ls.cause
 }
 
 // Usable returns nil when the Holder knows that it holds its lease: state
@@ -300,12 +184,12 @@ func (h *Holder) Usable() error {
 func (h *Holder) usableLocked() error {
 	h.brakeLocked()
 	switch {
-	case h.releasing && !h.state.Final():
-		return &StateError{State: h.state, Cause: errors.New("client: the lease is being released")}
-	case !h.state.Usable():
+	case h.releasing && !h.ls.state.Final():
+		return &StateError{State: h.ls.state, Cause: errors.New("client: the lease is being released")}
+	case !h.ls.state.Usable():
 		// The keeper is already asking the registry (on its retry
 		// schedule; a refused effect does not hurry it).
-		return &StateError{State: h.state, Cause: h.cause}
+		return &StateError{State: h.ls.state, Cause: h.ls.cause}
 	}
 	return nil
 }
@@ -321,7 +205,7 @@ func (h *Holder) kickKeeper() {
 func (h *Holder) Lease() Lease {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.lease
+	return h.ls.lease
 }
 
 // Resource is the canonical resource ID.
@@ -334,7 +218,7 @@ func (h *Holder) RequestID() string { return h.requestID }
 func (h *Holder) LeaseID() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.lease.Lease
+	return h.ls.lease.Lease
 }
 
 // Fence is the grant's fence token.
@@ -351,7 +235,7 @@ func (h *Holder) Grant() string { return h.grant }
 func (h *Holder) GrantDigest() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.lease.GrantDigest
+	return h.ls.lease.GrantDigest
 }
 
 // Deadline is the local safety deadline: past it, without a newer
@@ -359,7 +243,7 @@ func (h *Holder) GrantDigest() string {
 func (h *Holder) Deadline() time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.deadline
+	return h.ls.deadline
 }
 
 // LastSegment is the highest segment number that came back with a
@@ -389,9 +273,9 @@ func (h *Holder) Check(ctx context.Context) (State, error) {
 	h.observeLocked(opStatus, sent, l, err)
 	h.brakeLocked()
 	if err != nil {
-		return h.state, fmt.Errorf("client: status: %w", err)
+		return h.ls.state, fmt.Errorf("client: status: %w", err)
 	}
-	return h.state, nil
+	return h.ls.state, nil
 }
 
 // Release stops the renewals and releases the lease. New effects stop at
@@ -406,8 +290,8 @@ func (h *Holder) Release(ctx context.Context) error {
 	h.mu.Unlock()
 	h.stopKeeper()
 	h.mu.Lock()
-	final := h.state.Final()
-	id := h.lease.Lease
+	final := h.ls.state.Final()
+	id := h.ls.lease.Lease
 	h.mu.Unlock()
 	if final {
 		return nil
@@ -444,7 +328,7 @@ func (h *Holder) keep() {
 	for {
 		h.mu.Lock()
 		h.brakeLocked()
-		st, renewAt, deadline := h.state, h.renewAt, h.deadline
+		st, renewAt, deadline := h.ls.state, h.renewAt, h.ls.deadline
 		h.mu.Unlock()
 		now := h.clock.Now()
 		if st.Final() {
@@ -504,10 +388,8 @@ func (h *Holder) keep() {
 func (h *Holder) attempt() chan struct{} {
 	done := make(chan struct{})
 	h.mu.Lock()
-	if h.state == StateHeld {
-		h.transitionLocked(StateRenewing, nil, nil)
-	}
-	id := h.lease.Lease
+	h.applyLocked(leaseEvent{kind: leaseRenewSent})
+	id := h.ls.lease.Lease
 	h.mu.Unlock()
 	go func() {
 		defer close(done)
@@ -532,10 +414,10 @@ type dispatcher struct {
 	wake   chan struct{}
 }
 
+// newDispatcher returns a dispatcher whose queue holds the transitions
+// until its goroutine runs (run, started by Hold).
 func newDispatcher(fns []func(Transition)) *dispatcher {
-	d := &dispatcher{fns: fns, wake: make(chan struct{}, 1)}
-	go d.run()
-	return d
+	return &dispatcher{fns: fns, wake: make(chan struct{}, 1)}
 }
 
 func (d *dispatcher) push(tr Transition) {
@@ -561,6 +443,8 @@ func (d *dispatcher) signal() {
 	}
 }
 
+// run delivers the queued transitions until the dispatcher is closed and
+// its queue is empty.
 func (d *dispatcher) run() {
 	for {
 		d.mu.Lock()

@@ -32,15 +32,13 @@ func WithoutBackground() HoldOption {
 // it is the only way the lease is renewed.
 func (h *Holder) Renew(ctx context.Context) (State, error) {
 	h.mu.Lock()
-	if h.state.Final() || h.releasing {
-		st := h.state
+	if h.ls.state.Final() || h.releasing {
+		st := h.ls.state
 		h.mu.Unlock()
 		return st, &StateError{State: st, Cause: errors.New("client: the lease is over or being released")}
 	}
-	if h.state == StateHeld {
-		h.transitionLocked(StateRenewing, nil, nil)
-	}
-	id := h.lease.Lease
+	h.applyLocked(leaseEvent{kind: leaseRenewSent})
+	id := h.ls.lease.Lease
 	h.mu.Unlock()
 	sent := h.clock.Now()
 	l, err := h.c.Renew(ctx, id, h.cfg.ttl)
@@ -49,7 +47,7 @@ func (h *Holder) Renew(ctx context.Context) (State, error) {
 	h.observeLocked(opRenew, sent, l, err)
 	h.brakeLocked()
 	if err != nil {
-		return h.state, fmt.Errorf("client: renew: %w", err)
+		return h.ls.state, fmt.Errorf("client: renew: %w", err)
 	}
-	return h.state, nil
+	return h.ls.state, nil
 }

@@ -188,7 +188,13 @@ func TestPausedWorkerChild(t *testing.T) {
 	}
 	say := func(format string, a ...any) { fmt.Printf("CHILD "+format+"\n", a...) }
 	ctx := context.Background()
-	c, err := client.New(os.Getenv("FENCEGATE_TEST_REGISTRY"), client.WithIdentityHeader(identity.DefaultHeader, "worker-a"))
+	// The child's connections end with it (TestMain's goleak checks the
+	// child too): the registry's pool here, the sidecar's DefaultTransport.
+	regTr := http.DefaultTransport.(*http.Transport).Clone()
+	defer regTr.CloseIdleConnections()
+	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	c, err := client.New(os.Getenv("FENCEGATE_TEST_REGISTRY"), client.WithIdentityHeader(identity.DefaultHeader, "worker-a"),
+		client.WithHTTPClient(&http.Client{Transport: regTr}))
 	if err != nil {
 		t.Fatal(err)
 	}

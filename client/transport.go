@@ -263,7 +263,7 @@ func (h *Holder) onRejection(rej *RejectionError) {
 	case errors.Is(rej, ErrStaleOwner), errors.Is(rej, ErrGrantNotHeld),
 		errors.Is(rej, ErrEpochRevoked), errors.Is(rej, ErrPolicyMismatch):
 		h.mu.Lock()
-		h.doubtLocked(h.clock.Now(), rej, nil)
+		h.applyLocked(leaseEvent{kind: leaseRejected, cause: rej})
 		h.mu.Unlock()
 		h.kickKeeper()
 	}
@@ -301,16 +301,16 @@ func (h *Holder) proofFor(ctx context.Context, maxAge time.Duration) (string, er
 func (h *Holder) freshProof(maxAge time.Duration) (proof string, ahead bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.proof == "" {
+	if h.ls.proof == "" {
 		return "", false
 	}
 	// The proof's iat is no earlier than proofSent, so its age is at most
 	// now - proofSent and it is valid at least until proofSent + proofLife.
 	// Keep a fifth in reserve for the way to the sidecar.
-	limit := min(maxAge, h.proofLife)
+	limit := min(maxAge, h.ls.proofLife)
 	usable := limit - limit/5
-	if age := h.clock.Now().Sub(h.proofSent); age < usable {
-		return h.proof, age >= usable/2
+	if age := h.clock.Now().Sub(h.ls.proofSent); age < usable {
+		return h.ls.proof, age >= usable/2
 	}
 	return "", false
 }

@@ -19,7 +19,7 @@ func faultProxyTo(t *testing.T, baseURL string) *faultproxy.Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, err := faultproxy.New(u.Host)
+	fp, err := faultproxy.Start(u.Host)
 	if err != nil {
 		t.Fatal(err)
 	}

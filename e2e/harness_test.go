@@ -16,10 +16,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
-// binary is the fencegate binary built by TestMain.
-var binary string
+// binary is the fencegate binary built by TestMain; simBinary is the
+// simulation's (cmd/fencesim), a development gate kept out of fencegate.
+var binary, simBinary string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "fencegate-e2e-")
@@ -28,14 +31,20 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "fencegate")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/fencegate")
+	simBinary = filepath.Join(dir, "fencesim")
+	build := exec.Command("go", "build", "-o", dir, "../cmd/fencegate", "../cmd/fencesim")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: building fencegate:", err)
+		fmt.Fprintln(os.Stderr, "e2e: building fencegate and fencesim:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	// No goroutine may outlive the tests.
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 

@@ -16,22 +16,23 @@ import (
 // restores, clock skew, key rotation, conflicting resends and attacks, with
 // zero stale, forged, gapped, regressed or conflicting writes accepted,
 // every settleable UNKNOWN settled within 15 minutes of virtual time and
-// the hand-offs within their budget. It runs the binary TestMain built
-// without the race detector, in its own process: under -race the same run
-// would take many times longer. The time is printed, never asserted.
+// the hand-offs within their budget. It runs fencesim (cmd/fencesim),
+// which TestMain built without the race detector, in its own process:
+// under -race the same run would take many times longer. The time is
+// printed, never asserted.
 
 const (
 	simGateRounds = "100000"
 	simGateSeed   = "20261130"
 )
 
-// runSimBinary runs the binary with a limit of its own (the harness's run has
+// runSimBinary runs fencesim with a limit of its own (the harness's run has
 // 30 s); it returns stdout, stderr and the exit code.
 func runSimBinary(t *testing.T, limit time.Duration, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append([]string{"sim"}, args...)...)
+	cmd := exec.CommandContext(ctx, simBinary, args...)
 	cmd.WaitDelay = 2 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -75,7 +76,7 @@ func TestSimGate(t *testing.T) {
 	}
 }
 
-// TestSimGateCanFail: the binary exits non-zero with gate: FAIL and a shrunk
+// TestSimGateCanFail: fencesim exits non-zero with gate: FAIL and a shrunk
 // history when one part is broken (the sidecars trust the attacker's key;
 // the store settles "not applied" before the quiet time, so a backend that
 // applies late lands after it; the sidecars use the fenced store without

@@ -25,6 +25,7 @@ import (
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	regmemory "github.com/fencegate/fencegate/registry/memory"
+	"github.com/fencegate/fencegate/registry/registrytest"
 	"github.com/fencegate/fencegate/store/bolt"
 	storemem "github.com/fencegate/fencegate/store/memory"
 	"github.com/fencegate/fencegate/verify/verifytest"
@@ -167,6 +168,7 @@ func newHandlerBench(b *testing.B, cache bool) *handlerBench {
 	if err != nil {
 		b.Fatal(err)
 	}
+	registrytest.Start(b, hb.reg)
 	res, _ := identity.New(identity.Config{Mode: identity.ModeInsecureHeader})
 	jwks, _ := keys.Bundle(false, key)
 	h, err := httpapi.New(httpapi.Options{Registry: hb.reg, Identity: res, JWKS: jwks})

@@ -30,6 +30,7 @@ import (
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memory"
+	"github.com/fencegate/fencegate/registry/registrytest"
 	"github.com/fencegate/fencegate/store"
 	storemem "github.com/fencegate/fencegate/store/memory"
 	"github.com/fencegate/fencegate/verify/verifytest"
@@ -142,6 +143,7 @@ func newFixtureAt(t *testing.T, clk clock.Clock, opts ...fixtureOpt) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registrytest.Start(t, f.reg)
 	res, _ := identity.New(identity.Config{Mode: identity.ModeInsecureHeader})
 	jwks, _ := keys.Bundle(false, key)
 	h, err := httpapi.New(httpapi.Options{Registry: f.reg, Identity: res, JWKS: jwks, Admin: httpapi.Admin{AllowLoopback: true}})
@@ -204,7 +206,8 @@ func (f *fixture) start(force []string) error {
 		f.t.Fatal(err)
 	}
 	f.admin = httptest.NewServer(admin)
-	f.t.Cleanup(func() { f.srv.Close(); f.admin.Close() })
+	srv, adm := f.srv, f.admin // this start's servers: a restart replaces f's
+	f.t.Cleanup(func() { srv.Close(); adm.Close() })
 	return nil
 }
 

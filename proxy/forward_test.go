@@ -82,7 +82,8 @@ func (f *fixture) restartWith(st store.Store, tr http.RoundTripper) {
 		f.t.Fatal(err)
 	}
 	f.admin = httptest.NewServer(admin)
-	f.t.Cleanup(func() { f.srv.Close(); f.admin.Close() })
+	srv, adm := f.srv, f.admin // this start's servers: a restart replaces f's
+	f.t.Cleanup(func() { srv.Close(); adm.Close() })
 }
 
 // TestOversizedAnswerIsRecordedTruncated: a legal backend answer the store

@@ -12,6 +12,7 @@ import (
 	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memory"
+	"github.com/fencegate/fencegate/registry/registrytest"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -89,6 +90,7 @@ func TestFreshRegistryBelowCompactedFences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registrytest.Start(t, regB)
 	b1 := acquire(regB, "worker-b1")
 	metaA, _ := regA.Meta(ctx)
 	metaB, _ := regB.Meta(ctx)

@@ -23,12 +23,16 @@ func rawBackend(t *testing.T) (addr string, count func() int) {
 	}
 	var mu sync.Mutex
 	n := 0
+	var conns []net.Conn
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
 			go func() {
 				defer c.Close()
 				br := bufio.NewReader(c)
@@ -48,7 +52,16 @@ func rawBackend(t *testing.T) (addr string, count func() int) {
 			}()
 		}
 	}()
-	t.Cleanup(func() { ln.Close() })
+	t.Cleanup(func() {
+		ln.Close()
+		// The sidecar keeps its backend connections idle: end them, so
+		// neither side's goroutines outlive the test.
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
 	return ln.Addr().String(), func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memory"
+	"github.com/fencegate/fencegate/registry/registrytest"
 	storemem "github.com/fencegate/fencegate/store/memory"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
@@ -82,6 +83,7 @@ func newCacheFix(t *testing.T, cached bool) *cacheFix {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registrytest.Start(t, f.reg)
 	res, _ := identity.New(identity.Config{Mode: identity.ModeInsecureHeader})
 	jwks, _ := keys.Bundle(false, key)
 	h, err := httpapi.New(httpapi.Options{Registry: f.reg, Identity: res, JWKS: jwks, Admin: httpapi.Admin{AllowLoopback: true}})

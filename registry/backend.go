@@ -174,5 +174,15 @@ type Notifier interface {
 	Notify(ctx context.Context, resource string) error
 	// Subscribe returns the resources other processes notified; the
 	// channel is closed when ctx ends or the backend is closed.
+	// Registry.Run subscribes for as long as it runs.
 	Subscribe(ctx context.Context) <-chan string
+}
+
+// Runner is implemented by a Backend with background work of its own
+// (registry/redis saves its state file every second). Registry.Run runs
+// it: Run works until ctx ends and returns only after all of it has
+// returned. The backend serves without it; its documentation says what
+// is then missing.
+type Runner interface {
+	Run(ctx context.Context) error
 }

@@ -12,6 +12,21 @@
 // only; its JSON wire types are the root package's (fencegate.Lease, ...);
 // the worker SDK is the top-level package client.
 //
+// # Lifecycle
+//
+// New builds a Registry and starts nothing. Its background work runs in
+// Run(ctx), as the sidecar's runs in proxy.Run: the subscription to the
+// other processes' "a lease ended" notifications on a shared backend
+// (Notifier, registry/redis), which wakes this process's waiting
+// acquires, and the backend's own loops (Runner: registry/redis saves its
+// state file). registry/server's Run runs it beside the listener and
+// stops it before closing the backend; tests run it with
+// registrytest.Start. Without Run nothing waits without a bound: a
+// waiting acquire is woken in its own process by the release or
+// revocation there and otherwise by its timers (the holder's expiry, the
+// wait's deadline); a shared backend then only loses latency and what
+// its loops keep (run.go says which).
+//
 // # Decisions over snapshots
 //
 // Every operation is one atomic step of the same shape, like the fenced

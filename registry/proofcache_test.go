@@ -28,6 +28,7 @@ func reuseService(t *testing.T, reuse time.Duration) (*registry.Registry, *clock
 	if err != nil {
 		t.Fatal(err)
 	}
+	registrytest.Start(t, reg)
 	return reg, clk, &k
 }
 

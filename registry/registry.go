@@ -73,7 +73,10 @@ type Registry struct {
 	proofs *proofCache
 }
 
-// New returns a Registry over opts.Backend.
+// New returns a Registry over opts.Backend. It starts nothing: the
+// background work of a registry (the wake-ups from other processes
+// sharing the backend, the backend's own loops) runs in Run. A Registry
+// serves without Run; see Run for what is then missing.
 func New(opts Options) (*Registry, error) {
 	if opts.Backend == nil || opts.Signer == nil {
 		return nil, fmt.Errorf("%w: backend and signer are required", ErrInvalidInput)
@@ -114,11 +117,6 @@ func New(opts Options) (*Registry, error) {
 		return nil, fmt.Errorf("registry: metrics: %w", err)
 	}
 	r.m = m
-	if n, ok := opts.Backend.(Notifier); ok {
-		// The subscription lives as long as the backend: it is closed
-		// by Backend.Close.
-		go r.waiters.follow(n.Subscribe(context.Background()))
-	}
 	return r, nil
 }
 

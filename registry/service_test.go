@@ -26,6 +26,7 @@ func newService(t *testing.T, now time.Time) (*registry.Registry, *prometheus.Re
 	if err != nil {
 		t.Fatal(err)
 	}
+	registrytest.Start(t, reg)
 	return reg, prom
 }
 

@@ -3,8 +3,9 @@
 // code, run in one process on a virtual clock, under a simulated network,
 // crashes, restores, late backends, lost stores, skewed clocks and
 // attacks, with the safety properties of docs/design.md section 13 checked
-// against an oracle that knows the ground truth. `fencegate sim` runs it;
-// the 100,000-round gate is e2e/sim_gate_test.go.
+// against an oracle that knows the ground truth. The command fencesim
+// (cmd/fencesim, a development gate kept out of the production binary)
+// runs it; the 100,000-round gate is e2e/sim_gate_test.go.
 //
 // # The model
 //

@@ -384,6 +384,10 @@ func proxyConfig(m *materials, rc roundConfig, sab Sabotage, bundle string) prox
 // snapshots the simulation restores: a registry put back to an older state
 // (design section 10) forgets the fences it issued since, and issues them
 // again. A restart (a key rotation) builds another over the same store.
+// Its Run is not run: over this backend (no registry.Notifier, no
+// registry.Runner) Run has no work and would only wait, and a waiting
+// acquire is woken in process by the release itself (registry.Run says
+// so); every loop of the world is a step of the virtual clock instead.
 func newRegistry(signer *keys.Signer, rs *memory.Store, clk simClock, rnd io.Reader) (*registry.Registry, error) {
 	r, err := registry.New(registry.Options{
 		Backend: registry.NewTxBackend(rs), Signer: signer, Clock: clk, Rand: rnd,

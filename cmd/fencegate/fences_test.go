@@ -23,6 +23,7 @@ import (
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	regmem "github.com/fencegate/fencegate/registry/memory"
+	"github.com/fencegate/fencegate/registry/registrytest"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/memory"
 	"github.com/fencegate/fencegate/store/storetest"
@@ -88,6 +89,7 @@ func fencesRegistry(t *testing.T) (*registry.Registry, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registrytest.Start(t, reg)
 	if _, err := reg.Init(context.Background(), registry.InitOptions{}); err != nil { // as the server does before serving
 		t.Fatal(err)
 	}

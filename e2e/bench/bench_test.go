@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // TestMain lets the test binary serve the bench's server subcommands, so
@@ -27,7 +29,8 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		}
 	}
-	os.Exit(m.Run())
+	// No goroutine may outlive the tests.
+	goleak.VerifyTestMain(m)
 }
 
 func TestPercentileNearestRank(t *testing.T) {

@@ -1,14 +1,20 @@
 // Package boltgroup is the group committer both bbolt files of fencegate
-// use (the fenced store, store/bolt, and the guard's checkpoints,
-// store/guard): one goroutine runs every write, taking the first waiting
-// write plus all others waiting at that moment (up to a maximum) into one
-// transaction, so they share its fsyncs. A call returns once its
-// transaction is committed and on disk.
+// use (the fenced store, store/bolt, and the registry's, registry/bolt):
+// writes that wait at the same moment run in one transaction (up to a
+// maximum), so they share its fsyncs. A call returns once its transaction
+// is committed and on disk.
+//
+// The committer has no goroutine of its own: the callers take turns. A
+// write arriving while no group is being committed leads at once: it
+// takes itself and every write waiting with it into one transaction,
+// commits it, answers them, and hands the lead to the oldest write that
+// arrived meanwhile, which commits the next group. So New starts nothing
+// and Close only waits for the group in progress.
 //
 // There is no timer, unlike bbolt's DB.Batch (MaxBatchDelay, 10 ms by
 // default, would be added to every lone write): a write arriving while the
 // disk is idle starts at once, and writes arriving during an fsync form the
-// next group. Before it closes a group the committer lets the goroutines
+// next group. Before it closes a group the leader lets the goroutines
 // that are runnable now run, for as long as that brings more writes
 // (gather): without it, on a process with fewer CPUs than runnable writers
 // nearly every transaction held one write (see gather).
@@ -18,6 +24,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	"go.etcd.io/bbolt"
@@ -54,11 +62,18 @@ func outcome(err error) (own error, poisons bool) {
 
 // Committer is a group committer over one bbolt file.
 type Committer struct {
-	db   *bbolt.DB
-	max  int
-	reqs chan *request
-	stop chan struct{}
-	done chan struct{}
+	db  *bbolt.DB
+	max int
+
+	mu sync.Mutex
+	// queue holds the writes waiting for the next group, oldest first.
+	queue []*request
+	// leading: a group is being committed; its leader hands the lead on
+	// (queue is empty whenever leading is false).
+	leading bool
+	closed  bool
+	// idle is closed when the lead ends after Close (Close waits on it).
+	idle chan struct{}
 
 	writes atomic.Uint64 // writes committed
 	txs    atomic.Uint64 // write transactions committed
@@ -67,21 +82,14 @@ type Committer struct {
 type request struct {
 	fn  func(*bbolt.Tx) error
 	err chan error
+	// lead is signalled when this write is to lead the next group.
+	lead chan struct{}
 }
 
-// New starts a committer over db with at most limit writes per
-// transaction (at least 1).
+// New returns a committer over db with at most limit writes per
+// transaction (at least 1). It starts no goroutine.
 func New(db *bbolt.DB, limit int) *Committer {
-	limit = max(limit, 1)
-	c := &Committer{
-		db:   db,
-		max:  limit,
-		reqs: make(chan *request, limit),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
-	}
-	go c.run()
-	return c
+	return &Committer{db: db, max: max(limit, 1)}
 }
 
 // Do runs fn in a group transaction and returns when it is committed and
@@ -90,83 +98,98 @@ func New(db *bbolt.DB, limit int) *Committer {
 // write runs again alone, so one failure never drops another's write; only
 // the last run counts. A panic of fn is its error.
 func (c *Committer) Do(fn func(*bbolt.Tx) error) error {
-	r := &request{fn: fn, err: make(chan error, 1)}
-	select {
-	case c.reqs <- r:
-	case <-c.done:
+	r := &request{fn: fn, err: make(chan error, 1), lead: make(chan struct{}, 1)}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
 		return ErrClosed
 	}
-	select {
-	case err := <-r.err:
-		return err
-	case <-c.done:
-		// Stopped after taking r: its answer was sent before done closed.
+	c.queue = append(c.queue, r)
+	lead := !c.leading
+	c.leading = true
+	c.mu.Unlock()
+	if !lead {
 		select {
-		case err := <-r.err:
+		case err := <-r.err: // committed in a group another write led
 			return err
-		default:
-			return ErrClosed
+		case <-r.lead:
 		}
+	}
+	c.lead()
+	return <-r.err
+}
+
+// lead commits one group, the oldest waiting writes (the leader's own
+// among them: it is the oldest), and hands the lead to the oldest write
+// that waits after it, or ends the lead.
+func (c *Committer) lead() {
+	c.gather()
+	c.mu.Lock()
+	n := min(len(c.queue), c.max)
+	batch := slices.Clone(c.queue[:n])
+	c.queue = slices.Delete(c.queue, 0, n)
+	c.mu.Unlock()
+	c.commit(batch)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) > 0 {
+		c.queue[0].lead <- struct{}{}
+		return
+	}
+	c.leading = false
+	if c.idle != nil {
+		close(c.idle)
+		c.idle = nil
 	}
 }
 
-// Close stops the committer; callers must have stopped calling Do.
+// Close refuses every later write (ErrClosed) and waits for the writes
+// already taken to be committed; callers must have stopped calling Do.
 func (c *Committer) Close() {
-	close(c.stop)
-	<-c.done
+	c.mu.Lock()
+	c.closed = true
+	if !c.leading {
+		c.mu.Unlock()
+		return
+	}
+	if c.idle == nil {
+		c.idle = make(chan struct{})
+	}
+	idle := c.idle
+	c.mu.Unlock()
+	<-idle
 }
 
-// Queued is how many writes wait for the committer now.
-func (c *Committer) Queued() int { return len(c.reqs) }
+// Queued is how many writes wait for a group now (not counting the group
+// being committed).
+func (c *Committer) Queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
+}
 
 // Stats are the writes and the write transactions committed so far.
 func (c *Committer) Stats() (writes, txs uint64) { return c.writes.Load(), c.txs.Load() }
 
-func (c *Committer) run() {
-	defer close(c.done)
-	batch := make([]*request, 0, c.max)
-	for {
-		select {
-		case r := <-c.reqs:
-			batch = append(batch[:0], r)
-			c.gather()
-		fill:
-			for len(batch) < c.max {
-				select {
-				case r := <-c.reqs:
-					batch = append(batch, r)
-				default:
-					break fill
-				}
-			}
-			c.commit(batch)
-			clear(batch)
-		case <-c.stop:
-			return
-		}
-	}
-}
-
 // gather lets the goroutines that are runnable now run before the group is
 // closed, for as long as that brings more writes (up to a full group).
 //
-// A writer's send hands the CPU straight to the waiting committer (Go runs
-// the goroutine it has just woken next). So when the process has fewer CPUs
-// than runnable goroutines (a sidecar pinned to one CPU under 64 workers),
-// the committer used to close nearly every group at the one write that
-// woke it while the other writers waited runnable behind it: measured
-// (issue 12), almost every transaction held one write, 2.85 fdatasyncs per
+// When the process has fewer CPUs than runnable writers (a sidecar pinned
+// to one CPU under 64 workers), a group closed at once would hold the one
+// write that happened to run first while the other writers waited runnable
+// behind it: measured (issue 12, on the committer goroutine this package
+// had then), almost every transaction held one write, 2.85 fdatasyncs per
 // accepted request, and 64 workers got half the throughput of 16. There is
 // still no timer: a yield with nothing else to run returns at once, so a
 // lone writer starts its transaction as before.
 func (c *Committer) gather() {
 	for {
-		n := len(c.reqs)
-		if n >= c.max-1 {
+		n := c.Queued()
+		if n >= c.max {
 			return
 		}
 		runtime.Gosched()
-		if len(c.reqs) == n {
+		if c.Queued() == n {
 			return
 		}
 	}

@@ -105,8 +105,10 @@ func (p *pair) close() {
 	})
 }
 
-// New starts a proxy to target ("127.0.0.1:8700") in mode Pass.
-func New(target string) (*Proxy, error) {
+// Start starts a proxy to target ("127.0.0.1:8700") in mode Pass: it
+// listens and serves in a goroutine of its own until Close, which stops
+// it and waits for it and for every connection it carries.
+func Start(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: %w", err)

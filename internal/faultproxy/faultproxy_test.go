@@ -21,7 +21,7 @@ func setup(t *testing.T) (*faultproxy.Proxy, *atomic.Int64, *http.Client) {
 		_, _ = io.WriteString(w, "ok")
 	}))
 	t.Cleanup(srv.Close)
-	p, err := faultproxy.New(strings.TrimPrefix(srv.URL, "http://"))
+	p, err := faultproxy.Start(strings.TrimPrefix(srv.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memory"
+	"github.com/fencegate/fencegate/registry/registrytest"
 )
 
 // startRegistry runs a real registry (header identities) over loopback
@@ -47,6 +48,7 @@ func startRegistryServer(t *testing.T) (*httptest.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registrytest.Start(t, reg)
 	res, err := identity.New(identity.Config{Mode: identity.ModeInsecureHeader})
 	if err != nil {
 		t.Fatal(err)

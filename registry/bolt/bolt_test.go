@@ -34,6 +34,7 @@ func newRegistry(t testing.TB, be registry.Backend, k registrytest.Keys, clk clo
 	if err != nil {
 		t.Fatalf("registry.New: %v", err)
 	}
+	registrytest.Start(t, reg)
 	return reg
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memory"
+	"github.com/fencegate/fencegate/registry/registrytest"
 )
 
 const idHeader = identity.DefaultHeader
@@ -43,6 +44,7 @@ func newFixture(t testing.TB, idc identity.Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registrytest.Start(t, f.reg)
 	res, err := identity.New(idc)
 	if err != nil {
 		t.Fatal(err)

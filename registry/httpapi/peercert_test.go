@@ -17,6 +17,7 @@ import (
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memory"
+	"github.com/fencegate/fencegate/registry/registrytest"
 )
 
 // TestClientCertRequired: with ClientCertRequired, a request without a
@@ -35,6 +36,7 @@ func TestClientCertRequired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registrytest.Start(t, reg)
 	// Insecure-header identities: without the certificate check, every
 	// request below would be served.
 	res, err := identity.New(identity.Config{Mode: identity.ModeInsecureHeader})

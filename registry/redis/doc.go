@@ -90,8 +90,9 @@
 // the registry PUBLISHes "<origin> <resource>" on the channel
 // {prefix}:ended (an epoch bump publishes an empty resource: every
 // waiter), and each Store holds one SUBSCRIBE connection, opened by
-// registry.New and closed by Close, that wakes the head waiter of the
-// resource in its process (its own messages, by origin, are skipped).
+// Registry.Run and closed when it returns or by Close, that wakes the
+// head waiter of the resource in its process (its own messages, by
+// origin, are skipped).
 // Pub/sub is at-most-once: a message published while a subscriber is
 // reconnecting is lost. That only costs latency: a woken waiter decides
 // by a fresh acquire, never by the message, and an unwoken one still
@@ -124,7 +125,7 @@
 //
 // Across a restart of the registry process, Options.StateFile (the
 // server's dataDir/redis-state.json) keeps the watermark on disk, saved at
-// most a second late and at Close, plus a fence ceiling reserved
+// most a second late (Store.Run, which Registry.Run runs) and at Close, plus a fence ceiling reserved
 // FenceReserve above the highest fence issued, fsynced before any fence
 // above the previous ceiling is handed out. At Open the global floor is
 // raised to the ceiling, so a restarted process never reissues a fence it

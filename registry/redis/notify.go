@@ -26,6 +26,9 @@ func (b backend) Notify(ctx context.Context, resource string) error {
 // Subscribe implements registry.Notifier.
 func (b backend) Subscribe(ctx context.Context) <-chan string { return b.s.Subscribe(ctx) }
 
+// Run implements registry.Runner (Store.Run).
+func (b backend) Run(ctx context.Context) error { return b.s.Run(ctx) }
+
 // subscribeTimeout bounds Subscribe's wait for the server's confirmation.
 const subscribeTimeout = 5 * time.Second
 

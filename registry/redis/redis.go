@@ -193,10 +193,21 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s.c.Close()
 		return nil, err
 	}
-	s.wm.startFlusher(func(err error) {
+	return s, nil
+}
+
+// Run saves the state file (Options.StateFile) every second while the
+// watermark moved, until ctx ends; without a state file it only waits for
+// ctx. It returns nil. Registry.Run runs it (the backend of OpenBackend
+// is a registry.Runner). Without Run the file is still saved before a
+// step that issues a fence (when the ceiling must move or the last save
+// is over a second old) and at Close: only what the process reads or
+// hears while it issues no fence may reach the disk later than a second.
+func (s *Store) Run(ctx context.Context) error {
+	s.wm.flush(ctx, func(err error) {
 		s.log.Error("registry/redis: saving the state file failed; a restore across a restart of this process may go unseen", "error", err)
 	})
-	return s, nil
+	return nil
 }
 
 // OpenBackend opens a Store and returns it as a registry.Backend.
@@ -396,7 +407,6 @@ func (s *Store) Close() error {
 	s.subs = nil
 	// The state file gets the latest revision seen, so a restart finds a
 	// rollback to any copy older than this moment.
-	s.wm.stopFlusher()
 	saveErr := s.wm.save()
 	if err := s.c.Close(); err != nil {
 		return fmt.Errorf("registry/redis: close: %w", err)

@@ -32,12 +32,23 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// newRegistry returns a Registry over be with a fresh key and metrics.
+// newRegistry returns a Registry over be with a fresh key and metrics,
+// running (registrytest.Start) until the test ends, as a registry
+// process's server runs it. It returns once Run's subscription is
+// confirmed, so the test's first release on another process reaches it.
 func newRegistry(t testing.TB, be registry.Backend, k registrytest.Keys, clk clock.Clock) *registry.Registry {
 	t.Helper()
 	reg, err := registry.New(registry.Options{Backend: be, Signer: k.Signer, Clock: clk, Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatalf("registry.New: %v", err)
+	}
+	before := redis.Subscriptions(be)
+	registrytest.Start(t, reg)
+	for deadline := time.Now().Add(10 * time.Second); redis.Subscriptions(be) == before; {
+		if time.Now().After(deadline) {
+			t.Fatal("Registry.Run did not subscribe within 10s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	return reg
 }

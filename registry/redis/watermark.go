@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,10 +46,8 @@ type watermark struct {
 	file    string
 	reserve uint64
 	saved   time.Time
-	// dirty: the state changed since the last save (the flusher saves it).
+	// dirty: the state changed since the last save (flush saves it).
 	dirty bool
-	stop  chan struct{}
-	done  chan struct{}
 }
 
 // watermarkState is the state file's content (JSON).
@@ -168,17 +167,20 @@ func (w *watermark) saveLocked(now time.Time) error {
 	return nil
 }
 
-// flush runs until close(w.stop): every stateSaveInterval it saves the
-// state file if the watermark moved, so the file is at most that stale
-// even when no write comes to save it (a crash loses at most that much).
-// Without a state file it is not started.
-func (w *watermark) flush(log func(error)) {
-	defer close(w.done)
+// flush runs until ctx ends: every stateSaveInterval it saves the state
+// file if the watermark moved, so the file is at most that stale even
+// when no write comes to save it (a crash loses at most that much).
+// Without a state file it only waits for ctx.
+func (w *watermark) flush(ctx context.Context, log func(error)) {
+	if w.file == "" {
+		<-ctx.Done()
+		return
+	}
 	t := clock.Real().NewTicker(stateSaveInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-w.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C():
 			w.mu.Lock()
@@ -192,25 +194,6 @@ func (w *watermark) flush(log func(error)) {
 			}
 		}
 	}
-}
-
-// startFlusher starts flush (a state file only).
-func (w *watermark) startFlusher(log func(error)) {
-	if w.file == "" {
-		return
-	}
-	w.stop, w.done = make(chan struct{}), make(chan struct{})
-	go w.flush(log)
-}
-
-// stopFlusher stops flush and waits for it.
-func (w *watermark) stopFlusher() {
-	if w.stop == nil {
-		return
-	}
-	close(w.stop)
-	<-w.done
-	w.stop = nil
 }
 
 // announce is the message a committed write publishes on the state

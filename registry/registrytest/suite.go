@@ -158,10 +158,12 @@ type env struct {
 	clock  *clocktest.Clock
 	ctx    context.Context
 
-	mu   sync.Mutex // guards be, reg, prom, seen
+	mu   sync.Mutex // guards be, reg, prom, stopRun, seen
 	be   registry.Backend
 	reg  *registry.Registry
 	prom *prometheus.Registry
+	// stopRun stops reg's Run (Start), before be is closed.
+	stopRun func()
 	// seen is every fence issued per resource, in the order recorded.
 	seen map[string][]uint64
 }
@@ -178,6 +180,9 @@ func newEnv(t *testing.T, k Keys, o Opener) *env {
 	t.Cleanup(func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
+		if e.stopRun != nil {
+			e.stopRun()
+		}
 		if e.be != nil {
 			if err := e.be.Close(); err != nil {
 				t.Errorf("close backend: %v", err)
@@ -211,8 +216,9 @@ func (e *env) open() {
 		be.Close()
 		e.t.Fatalf("registry.New: %v", err)
 	}
+	stop := Start(e.t, reg)
 	e.mu.Lock()
-	e.be, e.reg, e.prom = be, reg, prom
+	e.be, e.reg, e.prom, e.stopRun = be, reg, prom, stop
 	e.mu.Unlock()
 }
 
@@ -243,9 +249,10 @@ func (e *env) restart(t *testing.T) {
 	t.Helper()
 	e.requireDurable(t)
 	e.mu.Lock()
-	be := e.be
+	be, stop := e.be, e.stopRun
 	e.be = nil
 	e.mu.Unlock()
+	stop()
 	if err := be.Close(); err != nil {
 		t.Fatalf("close before restart: %v", err)
 	}
@@ -558,5 +565,6 @@ func (e *env) newRegistry(t testing.TB, be registry.Backend) *registry.Registry 
 	if err != nil {
 		t.Fatalf("registry.New: %v", err)
 	}
+	Start(t, reg)
 	return reg
 }

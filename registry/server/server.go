@@ -202,16 +202,19 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // Handler is the HTTP handler (for in-process tests).
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Run serves until ctx ends or the listener fails, with the lease
-// retention loop (compactLoop) running beside it. Then it shuts the
-// listener down gracefully (within 10s), stops the retention loop and
-// waits for it, and only then closes the backend: nothing Run started
-// still uses the backend when it closes. It returns the listener's
+// Run serves until ctx ends or the listener fails, with the registry's
+// own background work (Registry.Run: the wake-ups from other processes
+// sharing the backend, the backend's loops) and the lease retention loop
+// (compactLoop) running beside it. Then it shuts the listener down
+// gracefully (within 10s), stops the loops and waits for them, and only
+// then closes the backend: nothing Run started still uses the backend
+// when it closes. It returns the listener's
 // failure, else the shutdown's, else closing the backend's. Call Run once.
 func (s *Server) Run(ctx context.Context) error {
 	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
 	var loops, listener sync.WaitGroup
+	loops.Go(func() { _ = s.Registry.Run(loopCtx) })
 	loops.Go(func() { s.compactLoop(loopCtx) })
 	errc := make(chan error, 1)
 	listener.Go(func() {

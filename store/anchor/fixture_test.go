@@ -38,6 +38,7 @@ func newRegistry(t testing.TB) *registry.Registry {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registrytest.Start(t, reg)
 	return reg
 }
 

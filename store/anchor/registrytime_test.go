@@ -26,6 +26,7 @@ func TestRegistryTimeObserved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registrytest.Start(t, r)
 	var mu sync.Mutex
 	var seen []time.Time
 	w := wrapped(t, memory.New(memory.Options{}), anchor.FromRegistry(r, caller), anchor.Options{OnRegistryTime: func(at time.Time) {

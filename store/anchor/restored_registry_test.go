@@ -32,6 +32,7 @@ func TestRestoredRegistrySettlesThroughTheSupersededFence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			registrytest.Start(t, reg)
 			st := wrapped(t, be.Open(t), anchor.FromRegistry(reg, caller), anchor.Options{})
 			defer st.Close()
 			a1 := attempt("acct/1", 1, 1, "A1")

@@ -22,8 +22,8 @@ type Grouping int
 
 // Groupings.
 const (
-	// GroupCommit (the default): a committer goroutine runs all writes that
-	// are waiting in one transaction, without delay.
+	// GroupCommit (the default): all writes that are waiting run in one
+	// transaction, without delay (internal/boltgroup).
 	GroupCommit Grouping = iota
 	// BoltBatch: bbolt's DB.Batch (groups up to MaxBatchSize calls, waits up
 	// to MaxBatchDelay, 10ms by default).

@@ -13,12 +13,12 @@
 // NoSync=false, so a call returns only after its transaction is on disk
 // (bbolt v1.5.0 fdatasyncs twice per commit: data pages, then the meta page).
 // Concurrent writes, typically on different resources, are grouped so they
-// share one transaction and its fsyncs: by default (GroupCommit) a single
-// committer goroutine takes every write waiting when the previous transaction
-// finishes, without a timer, so a lone writer pays no added latency. Before
-// it closes a group it yields to the goroutines that are runnable, for as
-// long as that brings more writes: a writer's send hands the CPU straight to
-// the committer, so on a process with fewer CPUs than busy goroutines (the
+// share one transaction and its fsyncs: by default (GroupCommit) the writes
+// waiting when the previous transaction finishes form the next one (its
+// oldest writer commits it; there is no committer goroutine), without a
+// timer, so a lone writer pays no added latency. Before it closes a group
+// it yields to the goroutines that are runnable, for as long as that brings
+// more writes: on a process with fewer CPUs than busy goroutines (the
 // sidecar pinned to one CPU) it would otherwise commit nearly every write
 // alone, two fdatasyncs each, and throughput fell as workers were added
 // (issue 12; see internal/boltgroup). Grouping changes how many writes share a

@@ -14,10 +14,6 @@ import (
 	"github.com/fencegate/fencegate/sim"
 )
 
-func init() {
-	register(command{name: "sim", summary: "deterministic simulation of registry, sidecars and store under faults; the 100,000-round gate", run: runSim})
-}
-
 // simReport is the --json form of a run.
 type simReport struct {
 	Seed uint64 `json:"seed"`
@@ -25,8 +21,10 @@ type simReport struct {
 	Gate string `json:"gate"`
 }
 
+// runSim runs the simulation as the flags in args say and writes its
+// report to out (progress lines go to stderr).
 func runSim(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("sim", "[--rounds N] [--seed S] [--faults LIST] [--replicas N] [--modes proof,registry] [--seeds K] [--json]")
+	fs := newFlags("[--rounds N] [--seed S] [--faults LIST] [--replicas N] [--modes proof,registry] [--seeds K] [--json]")
 	rounds := fs.Int("rounds", 1000, "rounds to run (each: one resource handed off between workers, a few writes, faults and attacks drawn from the seed)")
 	seed := fs.Uint64("seed", 1, "seed: the same seed replays exactly")
 	faults := fs.String("faults", "all", "fault kinds, comma-separated: "+sim.FaultNames()+"; all (the gate's kinds, which may be combined with pending ones: all,storeloss) or none")
@@ -39,7 +37,7 @@ func runSim(ctx context.Context, args []string, out io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	only := fs.Int("round", -1, "replay only this round of the seed and print its script and history")
 	sabotage := fs.String("sabotage", "", "break one part on purpose to see the gate fail: "+sabotageNames()+" (a check of the gate itself)")
-	if err := parse(fs, args, false); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	fl, err := sim.ParseFaults(*faults)
