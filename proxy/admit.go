@@ -1,12 +1,10 @@
 package proxy
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -32,85 +30,12 @@ type attempt struct {
 	// cov is what reached the backend passed (coverage.go): admit sets
 	// auth, fence sets fence.
 	cov covMark
-	// stage is how far the attempt has gone (stage.go); refuse and
+	// stage is how far the attempt has gone (stage.go); render and
 	// passShadow decide on it.
 	stage stage
 }
 
 func (a *attempt) shadow() bool { return a.rt.Mode == ModeShadow }
-
-// ServeHTTP is applyFencedMutation, the only acceptance point:
-// read path (readpath.go: method-override headers and protocol upgrades
-// are refused; only GET, HEAD, OPTIONS and TRACE, spelled exactly so, pass
-// as reads) → route → identity → verify → status (any failure here
-// touches nothing in the store) → body → store Begin → forward → Commit
-// (or MarkUnknown, or Abort when nothing was sent).
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if strings.HasPrefix(req.URL.Path, selfPrefix) {
-		p.serveSelf(w, req)
-		return
-	}
-	switch p.classifyRequest(req) {
-	case verdictOverride:
-		p.refuseReadPath(w, req, reject(fencegate.CodeMethodOverrideRefused,
-			"method-override headers (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override) are refused: send the real method"))
-		return
-	case verdictUpgrade:
-		p.refuseReadPath(w, req, reject(fencegate.CodeUpgradeRefused,
-			"protocol upgrades (Upgrade, h2c, HTTP2-Settings, the HTTP/2 preface) are refused unless an upgrades entry allows this GET"))
-		return
-	case verdictRead:
-		if len(p.upgrades) > 0 {
-			if upgrade, _, _ := upgradeSignals(req.Method, req.Header); upgrade {
-				// An allowed upgrade: its tunnel is not fenced; counted.
-				req = withMark(req, markUpgrade)
-			}
-		}
-		p.pass.ServeHTTP(w, req)
-		return
-	}
-	rt, resource, rerr := p.router.match(req)
-	if rt == nil {
-		variant, vres := p.caseVariant(req)
-		if variant != nil && variant.Mode != ModeOff {
-			// Many backends read methods case-insensitively: never let
-			// "put" through where PUT is protected.
-			p.refuse(w, &attempt{rt: variant, resource: vres, req: req}, reject(fencegate.CodeRouteNotProtected,
-				req.Method+" differs from the protected route "+variant.key+" only in case; methods are case-sensitive: send "+variant.Method), 0)
-			return
-		}
-		// CONNECT opens a tunnel: it is never passed unchecked.
-		if p.cfg.UnmatchedMutations == "pass" && req.Method != http.MethodConnect {
-			if p.refuseLookalike(w, req, nil) { // a spelling of a protected path (lenient.go)
-				return
-			}
-			p.m.mutations.WithLabelValues("unmatched", "pass", "passed", "").Inc()
-			p.pass.ServeHTTP(w, withMark(req, markUnmatched))
-			return
-		}
-		p.m.mutations.WithLabelValues("unmatched", "reject", "rejected", string(fencegate.CodeRouteNotProtected)).Inc()
-		p.writeProblem(w, reject(fencegate.CodeRouteNotProtected, req.Method+" "+req.URL.Path+" matches no protected route and unmatched mutations are rejected"), 0)
-		return
-	}
-	if rt.Mode != ModeEnforce && p.refuseLookalike(w, req, rt) { // lenient.go
-		return
-	}
-	if rt.Mode == ModeOff {
-		p.m.mutations.WithLabelValues(rt.key, string(rt.Mode), "passed", "").Inc()
-		p.pass.ServeHTTP(w, withMark(req, markOff))
-		return
-	}
-	a := &attempt{rt: rt, resource: resource, req: req}
-	if rerr != nil {
-		p.refuse(w, a, reject(fencegate.CodeInvalidResource, rerr.Error()), 0)
-		return
-	}
-	if rej := p.admit(a); rej != nil {
-		p.refuse(w, a, rej, 0)
-		return
-	}
-	p.fence(w, a)
-}
 
 // admit runs steps 2-3 (identity, grant, status) and reads the body. It
 // changes nothing anywhere.
@@ -213,75 +138,6 @@ func (p *Proxy) readBody(a *attempt) *rejection {
 	}
 	a.payload = payloadDigest(a.req.Method, a.req.URL.RequestURI(), body)
 	return nil
-}
-
-// refuse answers a rejection in enforce mode; in shadow mode it counts
-// what would have been rejected and answers as if the sidecar were not
-// there: the request is forwarded untouched (with the whole body, also one
-// over the route's limit), or, when it was already sent and its answer lost,
-// the answer is the pass-through's own for a backend that did not answer.
-// The one exception is an unreadable body: it cannot be forwarded whole.
-func (p *Proxy) refuse(w http.ResponseWriter, a *attempt, rej *rejection, retry time.Duration) {
-	p.logDecision(a, "rejected", rej.code, rej.detail)
-	if a.shadow() {
-		p.m.wouldReject.WithLabelValues(a.rt.key, string(rej.code)).Inc()
-		p.passShadow(w, a, rej.code, rej, retry)
-		return
-	}
-	p.m.mutations.WithLabelValues(a.rt.key, string(a.rt.Mode), "rejected", string(rej.code)).Inc()
-	if a.bodyRead() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(a.req.Body, 64<<10))
-	}
-	p.writeProblem(w, rej.with("resource", a.resource), retry)
-}
-
-// passShadow forwards a shadow-mode attempt as it came, counted as passed
-// with the code enforce mode would have answered (or REPLAY).
-func (p *Proxy) passShadow(w http.ResponseWriter, a *attempt, code fencegate.Code, rej *rejection, retry time.Duration) {
-	p.m.mutations.WithLabelValues(a.rt.key, string(a.rt.Mode), "passed", string(code)).Inc()
-	if a.sent() {
-		// forward writes every answer it has; this one is lost.
-		p.writeProblem(w, reject(fencegate.CodeBackendUnavailable, "the backend did not answer"), 0)
-		return
-	}
-	if a.bodyRead() {
-		// The body is in hand: the client has been told to continue.
-		a.req.Header.Del("Expect")
-		switch code {
-		case fencegate.CodeBodyUnreadable:
-			// The body is gone: enforce mode refuses, and forwarding a
-			// cut body would corrupt the write.
-			if rej != nil {
-				p.writeProblem(w, rej, retry)
-			}
-			return
-		case fencegate.CodeBodyTooLarge:
-			// What was read, then the rest of the stream: the whole body.
-			a.req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(a.body), a.req.Body))
-		default:
-			a.req.Body = io.NopCloser(bytes.NewReader(a.body))
-			a.req.ContentLength = int64(len(a.body))
-		}
-	}
-	p.pass.ServeHTTP(w, a.req.WithContext(a.markContext(a.req.Context())))
-}
-
-func (p *Proxy) logDecision(a *attempt, decision string, code fencegate.Code, detail string) {
-	fields := []zap.Field{
-		zap.String("route", a.rt.key), zap.String("mode", string(a.rt.Mode)), zap.String("resource", a.resource),
-		zap.String("decision", decision), zap.String("code", string(code)), zap.Uint64("seq", a.seq),
-		zap.String("caller", a.caller),
-	}
-	if a.grant != nil {
-		fields = append(fields, zap.Uint64("fence", a.grant.FenceToken), zap.String("grantDigest", a.digest))
-	}
-	if detail != "" {
-		fields = append(fields, zap.String("detail", detail))
-	}
-	if decision == "rejected" && a.shadow() {
-		fields = append(fields, zap.Bool("wouldReject", true))
-	}
-	p.log.Info("mutation", fields...)
 }
 
 var errNotSent = errors.New("proxy: request never sent")

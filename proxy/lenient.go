@@ -187,11 +187,11 @@ func (l *lookalikes) find(method, escaped string, mode Mode) (target lookalike, 
 	return lookalike{}, "", false, false
 }
 
-// refuseLookalike answers a mutation about to be passed without
-// enforcement (rt nil: unmatched and passed; else rt in off or shadow)
-// when its path is a look-alike of a stricter route, or has no lenient
-// reading and would pass unchecked. It reports whether it answered.
-func (p *Proxy) refuseLookalike(w http.ResponseWriter, req *http.Request, rt *route) bool {
+// lookalike decides on a mutation about to be passed without enforcement
+// (rt nil: unmatched and passed; else rt in off or shadow): found when its
+// path is a look-alike of a stricter route, or has no lenient reading and
+// would pass unchecked; the outcome is then its refusal.
+func (p *Proxy) lookalike(req *http.Request, rt *route) (outcome, bool) {
 	label, mode, than := "unmatched", "pass", ModeOff
 	if rt != nil {
 		label, mode, than = rt.key, string(rt.Mode), rt.Mode
@@ -200,12 +200,12 @@ func (p *Proxy) refuseLookalike(w http.ResponseWriter, req *http.Request, rt *ro
 	var rej *rejection
 	switch {
 	case bad && than == ModeShadow:
-		return false // the shadow route's pipeline checks it, and forwards it
+		return outcome{}, false // the shadow route's pipeline checks it, and forwards it
 	case bad:
 		rej = reject(fencegate.CodeRouteNotProtected, req.Method+" "+req.URL.EscapedPath()+
 			": after percent-decoding the path holds NUL, a control character or invalid UTF-8, or its encoding does not settle; such a mutation is never passed unchecked")
 	case !found:
-		return false
+		return outcome{}, false
 	default:
 		rej = reject(fencegate.CodeRouteNotProtected, fmt.Sprintf(
 			"%s %s is not passed: read as a lenient backend may read it (%s), it is the path of the protected %s; send the path as that route spells it",
@@ -214,15 +214,11 @@ func (p *Proxy) refuseLookalike(w http.ResponseWriter, req *http.Request, rt *ro
 		case target.rt != nil && target.rt.Mode == ModeShadow:
 			// The shadow route's own refusal: forwarded, and counted as
 			// what enforce would refuse.
-			p.refuse(w, &attempt{rt: target.rt, req: req}, rej, 0)
-			return true
+			return (&attempt{rt: target.rt, req: req}).refused(rej, 0), true
 		case target.rt != nil:
 			label, mode = target.rt.key, string(target.rt.Mode) // counted under the enforced route
 		}
 	}
-	p.m.mutations.WithLabelValues(label, mode, "rejected", string(rej.code)).Inc()
-	p.log.Info("refused", zap.String("method", req.Method), zap.String("path", req.URL.EscapedPath()), zap.String("route", label),
-		zap.String("decision", "rejected"), zap.String("code", string(rej.code)), zap.String("detail", rej.detail))
-	p.writeProblem(w, rej, 0)
-	return true
+	return rejected(req, label, mode, rej,
+		zap.String("method", req.Method), zap.String("path", req.URL.EscapedPath()), zap.String("route", label)), true
 }

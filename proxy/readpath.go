@@ -7,9 +7,6 @@ import (
 	"sync"
 
 	"github.com/go-chi/chi/v5"
-	"go.uber.org/zap"
-
-	"github.com/fencegate/fencegate"
 )
 
 // The read path: what passes through without a route, and what is refused
@@ -270,19 +267,6 @@ func routePath(req *http.Request) string {
 // (compiled once, in New).
 func (p *Proxy) classifyRequest(req *http.Request) verdict {
 	return classify(req.Method, routePath(req), req.Header, p.upgrades)
-}
-
-// refuseReadPath answers an override or upgrade refusal; nothing is forwarded.
-func (p *Proxy) refuseReadPath(w http.ResponseWriter, req *http.Request, rej *rejection) {
-	p.m.mutations.WithLabelValues("read-path", "reject", "rejected", string(rej.code)).Inc()
-	p.log.Info("refused", zap.String("method", req.Method), zap.String("path", req.URL.Path),
-		zap.String("decision", "rejected"), zap.String("code", string(rej.code)), zap.String("detail", rej.detail))
-	if rej.code == fencegate.CodeUpgradeRefused {
-		// Whatever the client sends next on this connection is not the
-		// request it asked to switch to.
-		w.Header().Set("Connection", "close")
-	}
-	p.writeProblem(w, rej, 0)
 }
 
 // caseVariant finds the route a mutation would have matched had its method

@@ -18,7 +18,7 @@ package proxy
 //	settled   markUnknown the store holds the outcome: a receipt
 //	          / forward   (Commit) or an unknown mutation (MarkUnknown)
 //
-// refuse and passShadow decide on it: a body in hand must be drained or
+// render and passShadow decide on it: a body in hand must be drained or
 // handed on (bodyRead), a request already sent must not be sent again
 // (sent).
 type stage uint8
