@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/proxy/inbound"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
 )
@@ -41,19 +42,19 @@ func (a *attempt) shadow() bool { return a.rt.Mode == ModeShadow }
 // changes nothing anywhere.
 func (p *Proxy) admit(a *attempt) *rejection {
 	h := a.req.Header
-	tok, present, ok := single(h, fencegate.HeaderGrant)
+	tok, present, ok := inbound.Single(h, fencegate.HeaderGrant)
 	if !ok {
 		return reject(fencegate.CodeGrantInvalid, "Fence-Grant appears more than once")
 	}
 	if !present || tok == "" {
 		return reject(fencegate.CodeGrantRequired, "this route is protected: send Fence-Grant with a lockGrant.v1 grant")
 	}
-	seq, msg := parseSegment(h)
+	seq, msg := inbound.ParseSegment(h)
 	if msg != "" {
 		return reject(fencegate.CodeFenceHeaderInvalid, msg)
 	}
 	a.seq = seq
-	proof, _, ok := single(h, fencegate.HeaderStatus)
+	proof, _, ok := inbound.Single(h, fencegate.HeaderStatus)
 	if !ok {
 		return reject(fencegate.CodeFenceHeaderInvalid, "Fence-Status appears more than once")
 	}
@@ -133,11 +134,9 @@ func (p *Proxy) readBody(a *attempt) *rejection {
 	if int64(len(body)) > a.rt.BodyLimit {
 		return reject(fencegate.CodeBodyTooLarge, "the body exceeds this route's limit").with("limit", a.rt.BodyLimit)
 	}
-	if msg := checkContentDigest(a.req.Header, body); msg != "" {
+	if msg := inbound.CheckContentDigest(a.req.Header, body); msg != "" {
 		return reject(fencegate.CodeDigestMismatch, msg)
 	}
-	a.payload = payloadDigest(a.req.Method, a.req.URL.RequestURI(), body)
+	a.payload = inbound.PayloadDigest(a.req.Method, a.req.URL.RequestURI(), body)
 	return nil
 }
-
-var errNotSent = errors.New("proxy: request never sent")

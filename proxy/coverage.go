@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/proxy/inbound"
 )
 
 // Coverage of protected mutations: what reached the backend, and whether
@@ -143,7 +145,7 @@ func counted(r *http.Request) *covMark {
 	if m, _ := r.Context().Value(covKey{}).(*covMark); m != nil {
 		return m
 	}
-	if readMethod(r.Method) {
+	if inbound.ReadMethod(r.Method) {
 		return nil
 	}
 	return markUnmarked

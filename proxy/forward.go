@@ -11,10 +11,11 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/proxy/outbound"
 	"github.com/fencegate/fencegate/store"
 )
 
-// forward runs step 5: it sends a PROCEEDed mutation (send.go) and settles
+// forward runs step 5: it sends a PROCEEDed mutation (outbound.Sender) and settles
 // it in the store: Commit of its answer as a receipt, MarkUnknown when the
 // answer was lost after the request was sent, Abort when nothing was sent.
 // sendBy is the forward's absolute deadline (begin): the send is bounded
@@ -39,23 +40,23 @@ func (p *Proxy) forward(a *attempt, res store.BeginResult, sendBy time.Time) (o 
 	}()
 
 	start := p.now()
-	var resp *backendResponse
+	var resp *outbound.Response
 	var err error
 	if start.Before(sendBy) {
-		resp, err = p.send(ctx, a, ref)
+		resp, err = p.sender.Send(a.markContext(ctx), a.req, a.body, ref, a.rt.IdempotencyKey)
 	} else {
 		// Paused past the deadline between Begin and here: sending now
 		// could take effect after the quiet time the store keeps.
-		err = errors.Join(errNotSent, errLate)
+		err = errors.Join(outbound.ErrNotSent, errLate)
 	}
-	if !errors.Is(err, errNotSent) {
+	if !errors.Is(err, outbound.ErrNotSent) {
 		a.stage = stageSent
 	}
 	// settle with a context of its own: the client leaving must not leave
 	// the mutation unsettled.
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer scancel()
-	if errors.Is(err, errNotSent) {
+	if errors.Is(err, outbound.ErrNotSent) {
 		// Abort withdraws the marker; the attempt stays begun (never sent).
 		// A shadow pass that follows is outside the fence: not counted as
 		// fenced (coverage.go).
@@ -77,18 +78,18 @@ func (p *Proxy) forward(a *attempt, res store.BeginResult, sendBy time.Time) (o 
 	// never changes an answer: the 5xx is what happened, so it is recorded
 	// as the receipt and reaches the client unchanged, and the outcome says
 	// what enforce mode would have answered.
-	unknown5xx := err == nil && resp.status >= 500 && !a.rt.answeredBeforeEffect(resp.status)
+	unknown5xx := err == nil && resp.Status >= 500 && !a.rt.answeredBeforeEffect(resp.Status)
 	shadow5xx := unknown5xx && a.shadow()
 	if unknown5xx && !a.shadow() {
-		err = fmt.Errorf("backend answered %d: the outcome is unknown", resp.status)
-		resp.close()
+		err = fmt.Errorf("backend answered %d: the outcome is unknown", resp.Status)
+		resp.Close()
 	}
 	if err != nil {
 		p.markUnknown(sctx, a, ref, "the backend's answer was lost after the request was sent", err)
 		return a.refused(unknownRejection("the backend's answer was lost after the request was sent: "+err.Error(), ref), 0)
 	}
 	p.m.backendDur.WithLabelValues(a.rt.key).Observe(clock.Since(p.clk, start).Seconds())
-	cin := store.CommitInput{OpRef: ref, BackendStatus: resp.status, Response: resp.stored(a.rt.ResponseStoreLimit), Now: p.now()}
+	cin := store.CommitInput{OpRef: ref, BackendStatus: resp.Status, Response: resp.Stored(a.rt.ResponseStoreLimit), Now: p.now()}
 	if ie := (*store.InputError)(nil); errors.As(cin.Validate(), &ie) && ie.Field == "response.header" {
 		// stored keeps only what the store accepts; if the store's rules
 		// moved, keep the answer's status and body rather than lose it.
@@ -114,7 +115,7 @@ func (p *Proxy) forward(a *attempt, res store.BeginResult, sendBy time.Time) (o 
 	}
 	o = outcome{result: resultForwarded, req: a.req, a: a, resp: resp, receiptID: rc.ID}
 	if shadow5xx {
-		o.rej = reject(fencegate.CodeMutationUnknown, fmt.Sprintf("shadow: the backend's %d is recorded as receipt %s; enforce mode would answer MUTATION_UNKNOWN", resp.status, rc.ID))
+		o.rej = reject(fencegate.CodeMutationUnknown, fmt.Sprintf("shadow: the backend's %d is recorded as receipt %s; enforce mode would answer MUTATION_UNKNOWN", resp.Status, rc.ID))
 	}
 	return o
 }

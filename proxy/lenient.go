@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/proxy/inbound"
 )
 
 // Look-alikes: a mutation the sidecar would pass without enforcement (no
@@ -107,10 +108,10 @@ func lenientPatterns(pattern string) []string {
 	var b strings.Builder
 	static := func(text string) {
 		// As a path is read: decoded, '\' as '/', folded, slashes merged.
-		if d, ok := decodeFully(text); ok && utf8.ValidString(d) {
+		if d, ok := inbound.DecodeFully(text); ok && utf8.ValidString(d) {
 			text = d
 		}
-		text = foldString(strings.ReplaceAll(text, `\`, "/"))
+		text = inbound.FoldString(strings.ReplaceAll(text, `\`, "/"))
 		for strings.Contains(text, "//") {
 			text = strings.ReplaceAll(text, "//", "/")
 		}
@@ -162,7 +163,7 @@ func lenientPatterns(pattern string) []string {
 // is stricter than mode (ModeOff also for an unmatched mutation), with
 // the reading that matched; bad when the path has no lenient reading.
 func (l *lookalikes) find(method, escaped string, mode Mode) (target lookalike, reading string, found, bad bool) {
-	readings, ok := lenientPaths(escaped)
+	readings, ok := inbound.LenientPaths(escaped)
 	if !ok {
 		return lookalike{}, "", false, true
 	}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/proxy/outbound"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -57,7 +58,7 @@ type outcome struct {
 	retry time.Duration
 	// resp is the backend's answer, when there is one: a forwarded
 	// mutation's, or a shadow mutation's whose receipt could not be stored.
-	resp *backendResponse
+	resp *outbound.Response
 	// receipt is the stored receipt a replay answers from.
 	receipt *store.Receipt
 	// receiptID is the receipt a forwarded answer was committed as.
@@ -111,7 +112,7 @@ func (p *Proxy) render(w http.ResponseWriter, o outcome) {
 		} else {
 			p.logDecision(a, "forwarded", "", o.receiptID)
 		}
-		p.writeForwarded(w, o.resp, o.receiptID)
+		o.resp.Write(w, o.receiptID)
 	case resultReplayed:
 		if a.shadow() {
 			// Enforce mode would answer from the store: not a rejection.
@@ -138,7 +139,7 @@ func (p *Proxy) render(w http.ResponseWriter, o outcome) {
 			if o.resp != nil {
 				// Shadow never changes an answer: the client gets the
 				// backend's (its receipt could not be stored).
-				p.writeForwarded(w, o.resp, "")
+				o.resp.Write(w, "")
 				return
 			}
 			p.passShadow(w, a, rej, o.retry)
@@ -146,7 +147,7 @@ func (p *Proxy) render(w http.ResponseWriter, o outcome) {
 		}
 		p.m.mutations.WithLabelValues(key, mode, "rejected", string(rej.code)).Inc()
 		if o.resp != nil {
-			o.resp.close()
+			o.resp.Close()
 		}
 		if a.bodyRead() {
 			_, _ = io.Copy(io.Discard, io.LimitReader(a.req.Body, 64<<10))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"sync"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/proxy/outbound"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
 )
@@ -62,14 +62,14 @@ type Proxy struct {
 	store    store.Store
 	router   *router
 	looks    *lookalikes // lenient.go, built with the enforcement ledger
-	upgrades []upgradeRule
+	upgrades upgradeRules
 	trust    *trust
 	status   *statusChecker
 	ident    *identity.Resolver
-	backend  *url.URL
+	backend  *outbound.Target
 	tr       http.RoundTripper
-	pass     *passThrough
-	fwd      forwardedRule
+	pass     *outbound.PassThrough
+	sender   *outbound.Sender
 	clk      clock.Clock
 	log      *zap.Logger
 	m        *metrics
@@ -147,42 +147,24 @@ func New(o Options) (*Proxy, error) {
 	if p.status.learned == nil {
 		p.status.learned = NewTimeBound(p.clk, cfg.Trust.ClockSkew)
 	}
-	p.backend, _ = url.Parse(cfg.Backend.URL)
+	backendURL, _ := url.Parse(cfg.Backend.URL)
+	if p.backend, err = outbound.NewTarget(backendURL, cfg.Forwarded.TrustedProxies); err != nil {
+		return nil, err
+	}
 	p.tr = o.Transport
 	if p.tr == nil {
 		p.tr = newTransport(cfg.Backend)
 	}
 	// Every path to the backend uses p.tr: counting there is counting what
 	// reached the backend (coverage.go), and no mutation leaving through it
-	// is one net/http may send twice (sendonce.go).
+	// is one net/http may send twice (outbound/sendonce.go).
 	p.cov = newCoverage(m.backendMuts, o.Logger)
-	p.tr = &coverageTransport{next: newOnceTransport(p.tr), cov: p.cov}
-	if p.fwd, err = newForwardedRule(cfg.Forwarded); err != nil {
-		return nil, err
-	}
-	// The reverse proxy strips hop-by-hop fields, keeps an allowed
-	// upgrade's, suppresses Go's User-Agent and relays 1xx answers
-	// (100 Continue included) and trailers; Rewrite replaces the target it
-	// would re-encode (it drops unparsable query parameters) and the
-	// forwarding headers (outbound.go, forwarded.go).
-	p.pass = &passThrough{writeTimeout: cfg.Server.PassWriteTimeout, rp: &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL = p.outboundURL(pr.In)
-			pr.Out.Host = pr.In.Host
-			p.outboundHeader(pr.Out.Header, pr.In)
-			// No request trailers, nor their announcement: the clone's
-			// trailer has the names the client announced, never their
-			// values (they arrive after the body).
-			pr.Out.Trailer = nil
-		},
-		ModifyResponse: passedAnswer,
-		Transport:      p.tr,
-		FlushInterval:  -1,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			p.log.Warn("pass-through to backend failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
-			p.writeProblem(w, reject(fencegate.CodeBackendUnavailable, "the backend did not answer"), 0)
-		},
-	}}
+	p.tr = &coverageTransport{next: outbound.NewOnceTransport(p.tr), cov: p.cov}
+	p.sender = &outbound.Sender{Target: p.backend, Transport: p.tr, MaxResponseBytes: cfg.Backend.MaxResponseBytes}
+	p.pass = outbound.NewPassThrough(p.backend, p.tr, cfg.Server.PassWriteTimeout, func(w http.ResponseWriter, r *http.Request, err error) {
+		p.log.Warn("pass-through to backend failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		p.writeProblem(w, reject(fencegate.CodeBackendUnavailable, "the backend did not answer"), 0)
+	})
 	lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := p.checkLedger(lctx, o.ForceDowngrade); err != nil {

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/proxy/inbound"
 )
 
 // ServeHTTP is applyFencedMutation, the only acceptance point. It decides
@@ -32,16 +33,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // Commit, or MarkUnknown, or Abort when nothing was sent).
 func (p *Proxy) decide(req *http.Request) outcome {
 	switch p.classifyRequest(req) {
-	case verdictOverride:
+	case inbound.VerdictOverride:
 		return p.readPathRefusal(req, reject(fencegate.CodeMethodOverrideRefused,
 			"method-override headers (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override) are refused: send the real method"))
-	case verdictUpgrade:
+	case inbound.VerdictUpgrade:
 		return p.readPathRefusal(req, reject(fencegate.CodeUpgradeRefused,
 			"protocol upgrades (Upgrade, h2c, HTTP2-Settings, the HTTP/2 preface) are refused unless an upgrades entry allows this GET"))
-	case verdictRead:
+	case inbound.VerdictRead:
 		o := outcome{result: resultRead, req: req}
 		if len(p.upgrades) > 0 {
-			if upgrade, _, _ := upgradeSignals(req.Method, req.Header); upgrade {
+			if upgrade, _, _ := inbound.UpgradeSignals(req.Method, req.Header); upgrade {
 				// An allowed upgrade: its tunnel is not fenced; counted.
 				o.mark = markUpgrade
 			}

@@ -1,9 +1,11 @@
-package proxy
+package outbound
 
 import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/fencegate/fencegate/proxy/inbound"
 )
 
 // What the backend receives. Both paths, the pass-through (p.pass: reads,
@@ -59,12 +61,33 @@ import (
 // backend.maxResponseBytes (else it streams on, chunked), and carries no
 // 1xx and no trailers (a replay from the receipt could not give them).
 
-// outboundURL is the backend URL for the inbound request in: the backend's
+// Target is the backend and the rules of what it receives of a client's
+// request (above), shared by the pass-through and a protected write.
+type Target struct {
+	backend *url.URL
+	fwd     forwardedRule
+}
+
+// NewTarget is the backend at backend, with the forwarding headers of the
+// peers in trustedProxies (CIDRs) kept (ForwardedConfig's rule,
+// forwarded.go).
+func NewTarget(backend *url.URL, trustedProxies []string) (*Target, error) {
+	fwd, err := newForwardedRule(trustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	return &Target{backend: backend, fwd: fwd}, nil
+}
+
+// String is the backend's URL.
+func (t *Target) String() string { return t.backend.String() }
+
+// URL is the backend URL for the inbound request in: the backend's
 // scheme and host, its path (if any) followed by in's target as the client
 // sent it.
-func (p *Proxy) outboundURL(in *http.Request) *url.URL {
-	prefix := strings.TrimSuffix(p.backend.EscapedPath(), "/")
-	u := &url.URL{Scheme: p.backend.Scheme, Host: p.backend.Host, RawQuery: in.URL.RawQuery, ForceQuery: in.URL.ForceQuery}
+func (t *Target) URL(in *http.Request) *url.URL {
+	prefix := strings.TrimSuffix(t.backend.EscapedPath(), "/")
+	u := &url.URL{Scheme: t.backend.Scheme, Host: t.backend.Host, RawQuery: in.URL.RawQuery, ForceQuery: in.URL.ForceQuery}
 	raw := clientPath(in)
 	switch {
 	case raw == "*" && prefix == "":
@@ -77,10 +100,10 @@ func (p *Proxy) outboundURL(in *http.Request) *url.URL {
 		// Opaque starting with "//" would be sent in absolute form
 		// (url.URL.RequestURI): use the parsed path, re-escaped only
 		// where Go must (RawPath is kept when it is a valid encoding).
-		u.Path = strings.TrimSuffix(p.backend.Path, "/") + "/" + strings.TrimPrefix(in.URL.Path, "/")
+		u.Path = strings.TrimSuffix(t.backend.Path, "/") + "/" + strings.TrimPrefix(in.URL.Path, "/")
 		u.RawPath = prefix + "/" + strings.TrimPrefix(in.URL.EscapedPath(), "/")
 	}
-	if q := p.backend.RawQuery; q != "" {
+	if q := t.backend.RawQuery; q != "" {
 		if u.RawQuery == "" {
 			u.RawQuery = q
 		} else {
@@ -111,24 +134,24 @@ func clientPath(in *http.Request) string {
 	return "/"
 }
 
-// outboundHeader applies the rules both paths share to out, the header of
+// Header applies the rules both paths share to out, the header of
 // the request forwarded for in: no field of the client's in the sidecar's
 // namespace (any name that folds to fence-*, namespace.go), the forwarding
 // headers by ForwardedConfig's rule, and no User-Agent when the client
 // sent none (Go's client would add its own).
-func (p *Proxy) outboundHeader(out http.Header, in *http.Request) {
-	removeSidecarOwned(out) // every spelling: Fence_Token, fence.token, ... (namespace.go)
-	p.fwd.apply(out, in)
+func (t *Target) Header(out http.Header, in *http.Request) {
+	RemoveSidecarOwned(out) // every spelling: Fence_Token, fence.token, ... (namespace.go)
+	t.fwd.apply(out, in)
 	if _, ok := in.Header["User-Agent"]; !ok {
 		// An empty value tells Go's client to send none.
 		out.Set("User-Agent", "")
 	}
 }
 
-// removeHopHeaders removes the hop-by-hop fields from h (RFC 9110 7.6.1):
+// RemoveHopHeaders removes the hop-by-hop fields from h (RFC 9110 7.6.1):
 // the fields its Connection header names, then hopHeaders.
-func removeHopHeaders(h http.Header) {
-	for _, f := range listTokens(h.Values("Connection")) {
+func RemoveHopHeaders(h http.Header) {
+	for _, f := range inbound.ListTokens(h.Values("Connection")) {
 		h.Del(f)
 	}
 	for _, k := range hopHeaders {

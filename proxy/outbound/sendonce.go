@@ -1,4 +1,4 @@
-package proxy
+package outbound
 
 import (
 	"net/http"
@@ -29,7 +29,7 @@ import (
 // keeps Go from enabling HTTP/2.)
 //
 // sendOnce, which onceTransport applies to every request that leaves for
-// the backend (every path goes through p.tr, as coverage.go says), makes
+// the backend (every path goes through the sidecar's backend transport, as proxy/coverage.go says), makes
 // case 2 impossible for any request whose method is not GET, HEAD,
 // OPTIONS or TRACE (as Go spells them: every mutation, protected or
 // passed unchecked), whatever headers it carries:
@@ -66,8 +66,9 @@ type onceTransport struct {
 	lowerKeys bool // next is an *http.Transport: see sendOnce
 }
 
-// newOnceTransport wraps next.
-func newOnceTransport(next http.RoundTripper) onceTransport {
+// NewOnceTransport wraps next so that every request leaves it as sendOnce
+// makes it: a mutation is never sent twice by net/http.
+func NewOnceTransport(next http.RoundTripper) http.RoundTripper {
 	_, goTransport := next.(*http.Transport)
 	return onceTransport{next: next, lowerKeys: goTransport}
 }

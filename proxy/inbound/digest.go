@@ -1,4 +1,4 @@
-package proxy
+package inbound
 
 import (
 	"crypto/md5"
@@ -18,7 +18,7 @@ import (
 // is forwarded. It is an integrity check of what the client meant to send,
 // nothing more: the payload digest that binds a replay to its request (and
 // that the fenced store keeps) is always the sidecar's own SHA-256 of
-// method, target and body (payloadDigest), whatever algorithm the client
+// method, target and body (PayloadDigest), whatever algorithm the client
 // used here.
 //
 // The rule:
@@ -108,10 +108,10 @@ func unixCksum(b []byte) uint32 {
 	return ^c
 }
 
-// checkContentDigest checks the Content-Digest field against the body by
+// CheckContentDigest checks the Content-Digest field against the body by
 // the rule above; it returns "" when the field is absent or verified, and
 // otherwise the refusal's detail (400 DIGEST_MISMATCH).
-func checkContentDigest(h http.Header, body []byte) string {
+func CheckContentDigest(h http.Header, body []byte) string {
 	vs := h.Values(fencegate.HeaderDigest)
 	if len(vs) == 0 {
 		return ""

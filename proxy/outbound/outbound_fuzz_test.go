@@ -1,4 +1,4 @@
-package proxy
+package outbound
 
 import (
 	"bufio"
@@ -26,9 +26,9 @@ func FuzzOutboundURL(f *testing.F) {
 		if prefixed {
 			backend, prefix = "http://127.0.0.1:8080/api/", "/api"
 		}
-		p := &Proxy{}
-		p.backend, _ = url.Parse(backend)
-		u := p.outboundURL(in)
+		b, _ := url.Parse(backend)
+		tg, _ := NewTarget(b, nil)
+		u := tg.URL(in)
 		if u.Scheme != "http" || u.Host != "127.0.0.1:8080" {
 			t.Fatalf("%q: sent to %s://%s", target, u.Scheme, u.Host)
 		}

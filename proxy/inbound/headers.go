@@ -1,4 +1,4 @@
-package proxy
+package inbound
 
 import (
 	"crypto/sha256"
@@ -10,9 +10,9 @@ import (
 	"github.com/fencegate/fencegate"
 )
 
-// single returns the one value of a header; ok is false when it appears
+// Single returns the one value of a header; ok is false when it appears
 // more than once (including comma-joined lists).
-func single(h http.Header, name string) (string, bool, bool) {
+func Single(h http.Header, name string) (string, bool, bool) {
 	vs := h.Values(name)
 	switch {
 	case len(vs) == 0:
@@ -23,12 +23,12 @@ func single(h http.Header, name string) (string, bool, bool) {
 	return strings.TrimSpace(vs[0]), true, true
 }
 
-// parseSegment parses Fence-Segment with the contract's parser
+// ParseSegment parses Fence-Segment with the contract's parser
 // (fencegate.ParseSegment: decimal, 1..fencegate.MaxSeq, the highest segment
 // the fenced store accepts). Absent is 1. A value outside the range is bad
 // input (FENCE_HEADER_INVALID), never something for the store to refuse.
-func parseSegment(h http.Header) (uint64, string) {
-	v, present, ok := single(h, fencegate.HeaderSegment)
+func ParseSegment(h http.Header) (uint64, string) {
+	v, present, ok := Single(h, fencegate.HeaderSegment)
 	if !ok {
 		return 0, "Fence-Segment appears more than once"
 	}
@@ -42,11 +42,11 @@ func parseSegment(h http.Header) (uint64, string) {
 	return n, ""
 }
 
-// payloadDigest binds a mutation's method, target and body: a replay of
+// PayloadDigest binds a mutation's method, target and body: a replay of
 // (fence, segment) matches only the very same request. It is always the
 // sidecar's own SHA-256, whatever algorithm a client's Content-Digest uses
 // (digest.go).
-func payloadDigest(method, target string, body []byte) string {
+func PayloadDigest(method, target string, body []byte) string {
 	h := sha256.New()
 	h.Write([]byte(method))
 	h.Write([]byte{'\n'})

@@ -1,13 +1,15 @@
-package proxy
+package outbound
 
 import (
-	"github.com/fencegate/fencegate/clock"
 	"net/http"
 	"net/http/httputil"
 	"time"
+
+	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/proxy/inbound"
 )
 
-// passThrough forwards what is not a fence decision (reads, unmatched
+// PassThrough forwards what is not a fence decision (reads, unmatched
 // mutations passed, routes in mode off, shadow passes) with the reverse
 // proxy, streaming both ways.
 //
@@ -16,13 +18,38 @@ import (
 // with its status already sent. Its write deadline is writeTimeout from
 // the start of the pass-through (server.passWriteTimeout), or none when
 // that is 0 (the default).
-type passThrough struct {
+type PassThrough struct {
 	rp           *httputil.ReverseProxy
 	writeTimeout time.Duration
 }
 
+// NewPassThrough is the pass-through to target through tr, with the write
+// deadline writeTimeout (0: none). onError answers a request the backend
+// did not answer. The reverse proxy strips hop-by-hop fields, keeps an
+// allowed upgrade's, suppresses Go's User-Agent and relays 1xx answers
+// (100 Continue included) and trailers; Rewrite replaces the target it
+// would re-encode (it drops unparsable query parameters) and the
+// forwarding headers (outbound.go, forwarded.go).
+func NewPassThrough(target *Target, tr http.RoundTripper, writeTimeout time.Duration, onError func(http.ResponseWriter, *http.Request, error)) *PassThrough {
+	return &PassThrough{writeTimeout: writeTimeout, rp: &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = target.URL(pr.In)
+			pr.Out.Host = pr.In.Host
+			target.Header(pr.Out.Header, pr.In)
+			// No request trailers, nor their announcement: the clone's
+			// trailer has the names the client announced, never their
+			// values (they arrive after the body).
+			pr.Out.Trailer = nil
+		},
+		ModifyResponse: passedAnswer,
+		Transport:      tr,
+		FlushInterval:  -1,
+		ErrorHandler:   onError,
+	}}
+}
+
 // ServeHTTP sets the pass-through's write deadline, then forwards.
-func (pt *passThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (pt *PassThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var deadline time.Time
 	if pt.writeTimeout > 0 {
 		// A socket deadline is on the process's clock, whatever the
@@ -44,8 +71,8 @@ func (pt *passThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // are relayed as they come: no client takes a final answer's
 // Fence-Receipt from them.)
 func passedAnswer(resp *http.Response) error {
-	if resp.Request == nil || !readMethod(resp.Request.Method) {
-		removeSidecarOwned(resp.Header)
+	if resp.Request == nil || !inbound.ReadMethod(resp.Request.Method) {
+		RemoveSidecarOwned(resp.Header)
 	}
 	return nil
 }

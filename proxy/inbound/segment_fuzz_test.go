@@ -1,4 +1,4 @@
-package proxy
+package inbound
 
 import (
 	"net/http"
@@ -14,7 +14,7 @@ func FuzzParseSegmentRange(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		n, msg := parseSegment(http.Header{fencegate.HeaderSegment: {v}})
+		n, msg := ParseSegment(http.Header{fencegate.HeaderSegment: {v}})
 		if msg == "" && (n == 0 || n > fencegate.MaxSeq) {
 			t.Fatalf("accepted %q as %d, outside 1..%d", v, n, uint64(fencegate.MaxSeq))
 		}

@@ -1,4 +1,4 @@
-package proxy
+package outbound
 
 import (
 	"net/http"
@@ -76,15 +76,15 @@ func foldedHasPrefix(name, prefix string) bool {
 // fencePrefix is fencegate.HeaderPrefix folded: "fence-".
 var fencePrefix = foldName(fencegate.HeaderPrefix)
 
-// sidecarOwned reports whether a field of that name is in the sidecar's
+// SidecarOwned reports whether a field of that name is in the sidecar's
 // namespace: it folds to fence-*.
-func sidecarOwned(name string) bool { return foldedHasPrefix(name, fencePrefix) }
+func SidecarOwned(name string) bool { return foldedHasPrefix(name, fencePrefix) }
 
-// removeSidecarOwned deletes from h every field in the sidecar's
+// RemoveSidecarOwned deletes from h every field in the sidecar's
 // namespace, whatever its spelling.
-func removeSidecarOwned(h http.Header) {
+func RemoveSidecarOwned(h http.Header) {
 	for k := range h {
-		if sidecarOwned(k) {
+		if SidecarOwned(k) {
 			delete(h, k)
 		}
 	}

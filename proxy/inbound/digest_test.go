@@ -1,4 +1,4 @@
-package proxy
+package inbound
 
 import (
 	"bytes"
@@ -52,17 +52,17 @@ func TestDigestAlgorithms(t *testing.T) {
 			field := func(b []byte) http.Header {
 				return http.Header{fencegate.HeaderDigest: {v.alg + "=:" + base64.StdEncoding.EncodeToString(b) + ":"}}
 			}
-			if msg := checkContentDigest(field(raw), []byte(v.body)); msg != "" {
+			if msg := CheckContentDigest(field(raw), []byte(v.body)); msg != "" {
 				t.Fatalf("the real %s refused: %s", v.alg, msg)
 			}
 			flipped := bytes.Clone(raw)
 			flipped[len(flipped)-1] ^= 1
-			if msg := checkContentDigest(field(flipped), []byte(v.body)); !strings.Contains(msg, v.alg+" does not match") {
+			if msg := CheckContentDigest(field(flipped), []byte(v.body)); !strings.Contains(msg, v.alg+" does not match") {
 				t.Fatalf("a wrong %s: %q", v.alg, msg)
 			}
 			if len(raw) == 4 && !bytes.Equal(raw, []byte{raw[3], raw[2], raw[1], raw[0]}) {
 				le := []byte{raw[3], raw[2], raw[1], raw[0]}
-				if msg := checkContentDigest(field(le), []byte(v.body)); msg == "" {
+				if msg := CheckContentDigest(field(le), []byte(v.body)); msg == "" {
 					t.Fatalf("%s accepted little-endian", v.alg)
 				}
 			}
@@ -147,7 +147,7 @@ func TestDigestField(t *testing.T) {
 			for _, v := range tc.values {
 				h.Add(fencegate.HeaderDigest, v)
 			}
-			msg := checkContentDigest(h, []byte(helloWorld))
+			msg := CheckContentDigest(h, []byte(helloWorld))
 			switch {
 			case tc.refuse == "" && msg != "":
 				t.Fatalf("refused: %s", msg)

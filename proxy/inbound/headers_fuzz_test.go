@@ -1,4 +1,4 @@
-package proxy
+package inbound
 
 import (
 	"encoding/base64"
@@ -17,7 +17,7 @@ func FuzzParseSegment(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, v string) {
 		h := http.Header{fencegate.HeaderSegment: {v}}
-		n, msg := parseSegment(h)
+		n, msg := ParseSegment(h)
 		if msg != "" {
 			if n != 0 {
 				t.Fatalf("refused %q but returned %d", v, n)
@@ -28,7 +28,7 @@ func FuzzParseSegment(f *testing.F) {
 			t.Fatalf("accepted %q as 0", v)
 		}
 		// Leading zeros are allowed ("007" is 7); otherwise the value spells n.
-		got, _, _ := single(h, fencegate.HeaderSegment)
+		got, _, _ := Single(h, fencegate.HeaderSegment)
 		if trimZeros(got) != strconv.FormatUint(n, 10) {
 			t.Fatalf("%q parsed as %d", v, n)
 		}
@@ -57,7 +57,7 @@ func FuzzContentDigest(f *testing.F) {
 	f.Add("sha-256=(:AA==:), *x=:AA:", []byte("x"))
 	f.Add(`a=:AA==:;b="\", c`, []byte("x"))
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
-		msg := checkContentDigest(http.Header{fencegate.HeaderDigest: {header}}, body)
+		msg := CheckContentDigest(http.Header{fencegate.HeaderDigest: {header}}, body)
 		members, perr := parseDigestDictionary(header)
 		if msg == "" {
 			if perr != "" {
@@ -84,10 +84,10 @@ func FuzzContentDigest(f *testing.F) {
 		}
 		for _, a := range digestAlgorithms {
 			good := a.name + "=:" + base64.StdEncoding.EncodeToString(a.sum(body)) + ":"
-			if m := checkContentDigest(http.Header{fencegate.HeaderDigest: {good}}, body); m != "" {
+			if m := CheckContentDigest(http.Header{fencegate.HeaderDigest: {good}}, body); m != "" {
 				t.Fatalf("the right %s refused: %s", a.name, m)
 			}
-			if m := checkContentDigest(http.Header{fencegate.HeaderDigest: {"x-unknown=:AA==:, " + good + `;p="v", unixsum=:AA==:`}}, body); m != "" {
+			if m := CheckContentDigest(http.Header{fencegate.HeaderDigest: {"x-unknown=:AA==:, " + good + `;p="v", unixsum=:AA==:`}}, body); m != "" {
 				t.Fatalf("the right %s beside unverifiable members refused: %s", a.name, m)
 			}
 		}

@@ -1,4 +1,4 @@
-package proxy
+package inbound
 
 import (
 	"encoding/base64"

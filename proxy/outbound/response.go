@@ -1,19 +1,12 @@
-package proxy
+package outbound
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -51,22 +44,24 @@ var unstoredHeaders = func() map[string]bool {
 	return m
 }()
 
-// backendResponse is a backend answer whose body is buffered up to
-// MaxResponseBytes; rest streams the remainder, if any.
-type backendResponse struct {
-	status int
-	header http.Header
-	body   []byte
-	rest   io.ReadCloser
+// Response is a backend answer to a protected write whose body is
+// buffered up to the sender's MaxResponseBytes; Rest streams the
+// remainder, if any (nil when the whole body is in Body).
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	Rest   io.ReadCloser
 }
 
-func (r *backendResponse) close() {
-	if r.rest != nil {
-		r.rest.Close()
+// Close closes what is left of the answer's stream.
+func (r *Response) Close() {
+	if r.Rest != nil {
+		r.Rest.Close()
 	}
 }
 
-// stored is what the receipt keeps of the response: enough to replay it
+// Stored is what the receipt keeps of the response: enough to replay it
 // faithfully. A delivered answer is always recorded, so it is fitted to what
 // the store accepts by one rule:
 //   - headers: every header but those storedHeader refuses
@@ -84,9 +79,9 @@ func (r *backendResponse) close() {
 // then answers REPLAY_INCOMPLETE (the write was accepted, its answer cannot
 // be given again), never a corrupt answer. The client that sent the write
 // gets the backend's full answer regardless.
-func (r *backendResponse) stored(limit int) store.StoredResponse {
-	sr := store.StoredResponse{Status: r.status, Header: map[string][]string{}}
-	skip := connectionNamed(r.header)
+func (r *Response) Stored(limit int) store.StoredResponse {
+	sr := store.StoredResponse{Status: r.Status, Header: map[string][]string{}}
+	skip := connectionNamed(r.Header)
 	kept := 0
 	keep := func(name string, values []string) {
 		for _, v := range values {
@@ -100,25 +95,25 @@ func (r *backendResponse) stored(limit int) store.StoredResponse {
 	}
 	for _, h := range representationHeaders {
 		if !skip[http.CanonicalHeaderKey(h)] {
-			keep(h, r.header.Values(h))
+			keep(h, r.Header.Values(h))
 		}
 	}
 	repr := map[string]bool{}
 	for _, h := range representationHeaders {
 		repr[http.CanonicalHeaderKey(h)] = true
 	}
-	names := make([]string, 0, len(r.header))
-	for name := range r.header {
+	names := make([]string, 0, len(r.Header))
+	for name := range r.Header {
 		if c := http.CanonicalHeaderKey(name); !repr[c] && storedHeader(c) && !skip[c] {
 			names = append(names, name)
 		}
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		keep(name, r.header[name])
+		keep(name, r.Header[name])
 	}
-	sr.Body = r.body
-	if len(sr.Body) > limit || r.rest != nil {
+	sr.Body = r.Body
+	if len(sr.Body) > limit || r.Rest != nil {
 		sr.Body = sr.Body[:min(len(sr.Body), limit)]
 		sr.Truncated = true
 	}
@@ -129,7 +124,7 @@ func (r *backendResponse) stored(limit int) store.StoredResponse {
 // name c: it is not in unstoredHeaders and not in the sidecar's namespace
 // (Fence-* in any spelling: Fence_Receipt, fence.replayed, namespace.go).
 func storedHeader(c string) bool {
-	return !unstoredHeaders[c] && !sidecarOwned(c)
+	return !unstoredHeaders[c] && !SidecarOwned(c)
 }
 
 // connectionNamed returns the canonical names the Connection header of h
@@ -166,63 +161,4 @@ func storableValue(v string) bool {
 		}
 	}
 	return true
-}
-
-// send forwards the attempt with the fence headers. It returns errNotSent
-// (wrapped) only when the backend provably received nothing: the dial
-// failed. Any other failure leaves the outcome unknown. The request is
-// built as the pass-through builds it (outbound.go says what the backend
-// receives); the answer's hop-by-hop fields are removed here, so neither
-// the client nor the receipt gets them. The body's reader gives the
-// request a GetBody; the backend transport drops it (onceTransport,
-// sendonce.go), so the write is never sent twice.
-func (p *Proxy) send(ctx context.Context, a *attempt, ref store.OpRef) (*backendResponse, error) {
-	var connected bool
-	ctx = httptrace.WithClientTrace(a.markContext(ctx), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected = true }})
-	out, err := http.NewRequestWithContext(ctx, a.req.Method, p.backend.String(), bytes.NewReader(a.body))
-	if err != nil {
-		return nil, errors.Join(errNotSent, err)
-	}
-	out.URL = p.outboundURL(a.req)
-	out.Header = a.req.Header.Clone()
-	removeHopHeaders(out.Header)
-	// The whole body is in hand (and the client was told to send it): a
-	// backend that never answers 100 Continue must not delay the write.
-	out.Header.Del("Expect")
-	p.outboundHeader(out.Header, a.req)
-	out.Host = a.req.Host
-	out.ContentLength = int64(len(a.body))
-	out.Header.Set(fencegate.HeaderToken, strconv.FormatUint(ref.Fence, 10))
-	out.Header.Set(fencegate.HeaderResource, ref.Resource)
-	out.Header.Set(fencegate.HeaderRoot, ref.Root)
-	out.Header.Set(fencegate.HeaderSegment, strconv.FormatUint(ref.Seq, 10))
-	out.Header.Set(fencegate.HeaderOperationID, ref.OperationID())
-	if a.rt.IdempotencyKey {
-		// The sidecar's key is the only one: no Idempotency_Key or
-		// idempotency.key of the client's beside it (namespace.go).
-		removeSpellings(out.Header, fencegate.HeaderIdempotency)
-		out.Header.Set(fencegate.HeaderIdempotency, ref.OperationID())
-	}
-
-	resp, err := p.tr.RoundTrip(out)
-	if err != nil {
-		var op *net.OpError
-		if !connected && errors.As(err, &op) && op.Op == "dial" {
-			return nil, errors.Join(errNotSent, err)
-		}
-		return nil, err
-	}
-	buf, err := io.ReadAll(io.LimitReader(resp.Body, p.cfg.Backend.MaxResponseBytes))
-	if err != nil {
-		resp.Body.Close()
-		return nil, err // the answer was cut: unknown
-	}
-	removeHopHeaders(resp.Header)
-	br := &backendResponse{status: resp.StatusCode, header: resp.Header, body: buf}
-	if int64(len(buf)) == p.cfg.Backend.MaxResponseBytes {
-		br.rest = resp.Body
-	} else {
-		resp.Body.Close()
-	}
-	return br, nil
 }

@@ -1,4 +1,4 @@
-package proxy
+package inbound
 
 import (
 	"strings"
@@ -41,9 +41,9 @@ import (
 // maxDecodeRounds bounds the rounds of percent-decoding.
 const maxDecodeRounds = 8
 
-// lenientPaths returns the readings of an escaped request path (one or
+// LenientPaths returns the readings of an escaped request path (one or
 // two), or ok=false when the path must not pass unchecked at all.
-func lenientPaths(escaped string) (readings []string, ok bool) {
+func LenientPaths(escaped string) (readings []string, ok bool) {
 	segs, ok := lenientSegments(escaped)
 	if !ok {
 		return nil, false
@@ -78,7 +78,7 @@ func lenientPathRFC(escaped string) (string, bool) {
 // lenientSegments applies steps 1-4 and 6 and splits the path into its
 // segments (the empty one before a leading slash dropped).
 func lenientSegments(escaped string) ([]string, bool) {
-	path, ok := decodeFully(escaped)
+	path, ok := DecodeFully(escaped)
 	if !ok || !utf8.ValidString(path) {
 		return nil, false
 	}
@@ -87,7 +87,7 @@ func lenientSegments(escaped string) ([]string, bool) {
 			return nil, false
 		}
 	}
-	path = foldString(strings.ReplaceAll(path, `\`, "/"))
+	path = FoldString(strings.ReplaceAll(path, `\`, "/"))
 	segs := strings.Split(path, "/")
 	if len(segs) > 1 && segs[0] == "" {
 		segs = segs[1:]
@@ -135,10 +135,10 @@ func rfcOrder(segs []string) []string {
 
 func joinSegments(segs []string) string { return "/" + strings.Join(segs, "/") }
 
-// decodeFully percent-decodes s until nothing changes. A '%' not followed
+// DecodeFully percent-decodes s until nothing changes. A '%' not followed
 // by two hex digits stays as it is. It fails when s still changes after
 // maxDecodeRounds rounds.
-func decodeFully(s string) (string, bool) {
+func DecodeFully(s string) (string, bool) {
 	for range maxDecodeRounds + 1 {
 		next, changed := decodeOnce(s)
 		if !changed {
@@ -190,8 +190,8 @@ func foldRune(r rune) rune {
 	return m
 }
 
-// foldString folds every rune of a valid UTF-8 string.
-func foldString(s string) string {
+// FoldString folds every rune of a valid UTF-8 string.
+func FoldString(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {

@@ -1,4 +1,4 @@
-package proxy
+package outbound
 
 import (
 	"net/http"
@@ -60,9 +60,9 @@ func FuzzFoldName(f *testing.F) {
 			t.Fatalf("removeSpellings(%q): %q kept %v, folded %q and %q", b, a, ok, fa, fb)
 		}
 		h = http.Header{a: {"1"}}
-		removeSidecarOwned(h)
-		if _, ok := h[a]; ok == sidecarOwned(a) {
-			t.Fatalf("removeSidecarOwned: %q kept %v, owned %v", a, ok, sidecarOwned(a))
+		RemoveSidecarOwned(h)
+		if _, ok := h[a]; ok == SidecarOwned(a) {
+			t.Fatalf("removeSidecarOwned: %q kept %v, owned %v", a, ok, SidecarOwned(a))
 		}
 		if !tokenName(a) || !tokenName(b) {
 			return
@@ -70,10 +70,10 @@ func FuzzFoldName(f *testing.F) {
 		if (fa == fb) != (cgiVar(a) == cgiVar(b)) {
 			t.Fatalf("%q and %q: folded %q and %q, but CGI variables %s and %s", a, b, fa, fb, cgiVar(a), cgiVar(b))
 		}
-		if sidecarOwned(a) != strings.HasPrefix(cgiVar(a), "HTTP_FENCE_") {
-			t.Fatalf("%q: sidecarOwned %v, but its CGI variable is %s", a, sidecarOwned(a), cgiVar(a))
+		if SidecarOwned(a) != strings.HasPrefix(cgiVar(a), "HTTP_FENCE_") {
+			t.Fatalf("%q: sidecarOwned %v, but its CGI variable is %s", a, SidecarOwned(a), cgiVar(a))
 		}
-		if c := http.CanonicalHeaderKey(a); foldName(c) != fa || sidecarOwned(c) != sidecarOwned(a) {
+		if c := http.CanonicalHeaderKey(a); foldName(c) != fa || SidecarOwned(c) != SidecarOwned(a) {
 			t.Fatalf("%q and its canonical key %q fold differently", a, c)
 		}
 	})
