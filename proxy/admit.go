@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/proxy/inbound"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
@@ -22,7 +20,6 @@ type attempt struct {
 	resource string
 	req      *http.Request
 	caller   string
-	token    []byte
 	grant    *verify.Grant
 	digest   string
 	seq      uint64
@@ -58,38 +55,20 @@ func (p *Proxy) admit(a *attempt) *rejection {
 	if !ok {
 		return reject(fencegate.CodeFenceHeaderInvalid, "Fence-Status appears more than once")
 	}
-	caller, err := p.ident.Identify(a.req)
-	if err != nil {
-		return reject(fencegate.CodeIdentityRequired, err.Error())
-	}
-	a.caller = caller
-
-	start := p.now()
-	// One bundle for the grant and its proof. Verification goes through
-	// the cache (verifycache.go): only what depends on the token's bytes
-	// and the bundle is cached; binding, epoch and status below run on
-	// every request.
-	view := p.trust.view()
-	if view.bundle == nil && view.unpinnedStore {
-		// No key is trusted because the store lost its pins with its
-		// data: the cause is the store, and so is the answer.
-		return reject(fencegate.CodeStoreUnavailable, "no key is trusted: the fenced store holds no trust pins and is not known to be its own data set (it may have lost its data, and its pins with it); writes are refused until the loss is acknowledged at the registry, or an operator accepts keys (fencegate trust accept)").
-			with("retryable", true)
-	}
-	a.token = []byte(tok)
-	g, digest, kid, err := view.grant(a.token, p.verOpts)
-	p.m.verifyDur.Observe(clock.Since(p.clk, start).Seconds())
-	if err != nil {
-		return fromVerify(err)
-	}
-	a.grant, a.digest = g, digest
-	if err := verify.CheckBinding(g, a.resource, caller); err != nil {
-		return fromVerify(err)
-	}
-	if rej := p.status.check(a.req.Context(), a.rt, view, g, digest, []byte(proof), p.clk); rej != nil {
+	// Identity, grant, binding and status (proxy/authn): one trust
+	// bundle for the grant and its proof.
+	r, ref := p.auth.Check(a.req, a.resource, []byte(tok), []byte(proof), a.rt.status)
+	a.caller, a.grant, a.digest = r.Caller, r.Grant, r.Digest
+	if ref != nil {
+		rej := reject(ref.Code, ref.Detail)
+		if ref.Retryable {
+			rej.with("retryable", true)
+		}
+		if a.grant == nil {
+			return rej
+		}
 		return p.supersededOr(a, rej)
 	}
-	p.trust.noteUse(a.req.Context(), kid, time.Duration(g.TTLMs)*time.Millisecond)
 	a.stage = stageAdmitted
 	a.cov.auth = true // signature, claims, binding and status all passed
 	return p.readBody(a)

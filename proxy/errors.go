@@ -1,10 +1,7 @@
 package proxy
 
 import (
-	"errors"
-
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // rejection is a decision not to forward: a code, a detail, and where it applies a Retry-After.
@@ -36,13 +33,4 @@ func (r *rejection) problem() *fencegate.Problem {
 		d.With(k, v)
 	}
 	return d
-}
-
-// fromVerify maps a verify error to its rejection.
-func fromVerify(err error) *rejection {
-	var ve *verify.Error
-	if errors.As(err, &ve) {
-		return reject(ve.Code, err.Error())
-	}
-	return reject(fencegate.CodeGrantInvalid, err.Error())
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/proxy/authn"
 )
 
 // route is a configured, compiled route.
@@ -19,6 +20,8 @@ type route struct {
 	key string // "METHOD /pattern", the metrics label and ledger key
 	// resourceRE matches the resource IDs the template produces.
 	resourceRE *regexp.Regexp
+	// status is the route's status rule, as authentication takes it.
+	status authn.Rule
 }
 
 func resourcePattern(template string) *regexp.Regexp {
@@ -53,7 +56,8 @@ func newRouter(cfgs []RouteConfig) (*router, error) {
 	rt := &router{mux: chi.NewRouter(), routes: map[string]*route{},
 		strict: map[Mode]*chi.Mux{ModeEnforce: chi.NewRouter(), ModeShadow: chi.NewRouter()}}
 	for _, c := range cfgs {
-		r := &route{RouteConfig: c, key: c.Method + " " + c.Path, resourceRE: resourcePattern(c.Resource)}
+		r := &route{RouteConfig: c, key: c.Method + " " + c.Path, resourceRE: resourcePattern(c.Resource),
+			status: authn.Rule{Mode: authn.StatusMode(c.Status.Mode), MaxAge: c.Status.MaxAge}}
 		if err := addPattern(rt.mux, c.Method, c.Path, "route "+r.key); err != nil {
 			return nil, err
 		}

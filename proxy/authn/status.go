@@ -1,4 +1,4 @@
-package proxy
+package authn
 
 import (
 	"context"
@@ -31,7 +31,7 @@ type statusChecker struct {
 	minEpoch uint64
 	maxSeen  atomic.Uint64
 	opts     []verify.Option
-	m        *metrics
+	m        Metrics
 	// ended holds the grants the registry said have ended (see endedGrants).
 	ended *endedGrants
 	// learned is the lower bound on the time the registry teaches
@@ -39,36 +39,38 @@ type statusChecker struct {
 	learned *TimeBound
 }
 
-func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g *verify.Grant, digest string, proof []byte, clk clock.Clock) *rejection {
+// check establishes that the verified grant g (of digest) is held now, by
+// rule: from proof, or from the registry.
+func (s *statusChecker) check(ctx context.Context, rule Rule, view trustView, g *verify.Grant, digest string, proof []byte, clk clock.Clock) *Refusal {
 	now := clk.Now
 	start := now()
 	defer func() {
-		s.m.statusDur.WithLabelValues(string(rt.Status.Mode)).Observe(clock.Since(clk, start).Seconds())
+		s.m.Status.WithLabelValues(string(rule.Mode)).Observe(clock.Since(clk, start).Seconds())
 	}()
 	var st *verify.Status
 	var err error
-	switch rt.Status.Mode {
+	switch rule.Mode {
 	case StatusProof:
 		if len(proof) == 0 {
-			return reject(fencegate.CodeStatusStale, "this route needs a Fence-Status proof")
+			return refuse(fencegate.CodeStatusStale, "this route needs a Fence-Status proof")
 		}
 		if s.ended.ended(digest, now()) {
-			return reject(fencegate.CodeGrantNotHeld, "the registry has said this grant is no longer held; its older HELD proof is refused")
+			return refuse(fencegate.CodeGrantNotHeld, "the registry has said this grant is no longer held; its older HELD proof is refused")
 		}
 		// A worker sends the same proof for about a second: cached.
 		st, err = view.status(proof, s.opts)
 	default:
 		if s.src == nil {
-			return reject(fencegate.CodeRegistryUnavailable, "no registry configured")
+			return refuse(fencegate.CodeRegistryUnavailable, "no registry configured")
 		}
 		cctx, cancel := context.WithTimeout(ctx, s.timeout)
 		l, rerr := s.src.StatusByDigest(cctx, digest)
 		cancel()
 		switch {
 		case notFound(rerr):
-			return reject(fencegate.CodeGrantNotHeld, "the registry does not know this grant")
+			return refuse(fencegate.CodeGrantNotHeld, "the registry does not know this grant")
 		case rerr != nil:
-			return reject(fencegate.CodeRegistryUnavailable, "grant status cannot be established: "+rerr.Error()).with("retryable", true)
+			return &Refusal{Code: fencegate.CodeRegistryUnavailable, Detail: "grant status cannot be established: " + rerr.Error(), Retryable: true}
 		}
 		// The answer is the registry's linearizable read made just now;
 		// only its signature check is cached, by the exact bytes (the
@@ -78,9 +80,9 @@ func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g 
 		st, err = view.status([]byte(l.Status), s.opts)
 	}
 	if err != nil {
-		if rt.Status.Mode == StatusRegistry {
+		if rule.Mode == StatusRegistry {
 			// The registry answered something we cannot verify: fail closed.
-			return reject(fencegate.CodeRegistryUnavailable, "the registry's status proof does not verify: "+err.Error())
+			return refuse(fencegate.CodeRegistryUnavailable, "the registry's status proof does not verify: "+err.Error())
 		}
 		return fromVerify(err)
 	}
@@ -88,9 +90,9 @@ func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g 
 	// registry's by more than the skew still sees windows close on time.
 	s.learned.observe(time.UnixMilli(int64(st.IssuedAt)), now())
 	if lag := s.learned.behind(now()); lag > 0 {
-		s.m.clockBehind.Set(lag.Seconds())
+		s.m.ClockBehind.Set(lag.Seconds())
 	} else {
-		s.m.clockBehind.Set(0)
+		s.m.ClockBehind.Set(0)
 	}
 	// Learn the newest epoch from every authentic proof.
 	for {
@@ -99,10 +101,10 @@ func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g 
 			break
 		}
 	}
-	if rt.Status.Mode == StatusRegistry && st.State != verify.StateHeld && st.GrantDigest == digest {
+	if rule.Mode == StatusRegistry && st.State != verify.StateHeld && st.GrantDigest == digest {
 		s.ended.note(digest, now())
 	}
-	pol := verify.StatusPolicy{MaxAge: rt.Status.MaxAge, ClockSkew: s.skew, MinIssuerEpoch: max(s.minEpoch, s.maxSeen.Load()),
+	pol := verify.StatusPolicy{MaxAge: rule.MaxAge, ClockSkew: s.skew, MinIssuerEpoch: max(s.minEpoch, s.maxSeen.Load()),
 		NotBefore: s.learned.bound(now())}
 	if err := verify.CheckStatus(st, g, digest, now(), pol); err != nil {
 		return fromVerify(err)

@@ -1,4 +1,4 @@
-package proxy
+package authn
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ func newTrustMetrics(reg prometheus.Registerer) (*trustMetrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.keys, m.events} {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("proxy: metrics: %w", err)
+			return nil, fmt.Errorf("authn: metrics: %w", err)
 		}
 	}
 	for _, s := range []string{"pinned", "unpinned"} {

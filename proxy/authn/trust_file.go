@@ -1,4 +1,4 @@
-package proxy
+package authn
 
 import (
 	"bytes"
@@ -62,16 +62,16 @@ func (f *bundleFile) kids() []string {
 func readBundleFile(path string, allowHS bool) (*bundleFile, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: trust bundle: %w", err)
+		return nil, fmt.Errorf("authn: trust bundle: %w", err)
 	}
 	defer fh.Close()
 	raw, err := io.ReadAll(io.LimitReader(fh, MaxTrustBundleBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("proxy: trust bundle: %w", err)
+		return nil, fmt.Errorf("authn: trust bundle: %w", err)
 	}
 	f, err := parseBundleFile(raw, allowHS)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: trust bundle %s: %w", path, err)
+		return nil, fmt.Errorf("authn: trust bundle %s: %w", path, err)
 	}
 	return f, nil
 }
@@ -145,12 +145,12 @@ func keySet(keys []fileKey, allowHS bool) (*verify.Bundle, error) {
 	set := jwk.NewSet()
 	for _, k := range keys {
 		if err := set.AddKey(k.key); err != nil {
-			return nil, fmt.Errorf("proxy: trust: %w", err)
+			return nil, fmt.Errorf("authn: trust: %w", err)
 		}
 	}
 	b, err := verify.NewBundle(set, verify.AllowList(allowHS)...)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: trust: %w", err)
+		return nil, fmt.Errorf("authn: trust: %w", err)
 	}
 	return b, nil
 }

@@ -1,4 +1,4 @@
-package proxy
+package authn
 
 import (
 	"context"
@@ -20,10 +20,10 @@ import (
 var (
 	// ErrTrustKeyNotInBundle: trust accept named a kid that is not in the
 	// trust bundle file now.
-	ErrTrustKeyNotInBundle = errors.New("proxy: the kid is not in the trust bundle file")
+	ErrTrustKeyNotInBundle = errors.New("authn: the kid is not in the trust bundle file")
 	// ErrTrustThumbprint: trust accept named a thumbprint that is not the
 	// one of the bundle file's key.
-	ErrTrustThumbprint = errors.New("proxy: the bundle file's key has another thumbprint")
+	ErrTrustThumbprint = errors.New("authn: the bundle file's key has another thumbprint")
 )
 
 // TrustKey is one row of the trust list: a key of the bundle file, a pin,
@@ -85,11 +85,11 @@ type TrustAccepted struct {
 // TrustList lists every key of the bundle file as loaded and every pin as
 // the store holds it now, with the state the next reload gives each key
 // (it changes nothing; the watch loop or ReloadTrust applies them).
-func (p *Proxy) TrustList(ctx context.Context) (TrustList, error) {
-	t := p.trust
+func (au *Authenticator) TrustList(ctx context.Context) (TrustList, error) {
+	t := au.trust
 	pins, err := t.store.TrustedKeys(ctx)
 	if err != nil {
-		return TrustList{}, fmt.Errorf("proxy: trust pins: %w", err)
+		return TrustList{}, fmt.Errorf("authn: trust pins: %w", err)
 	}
 	t.mu.RLock()
 	f, mem := t.file, make(map[string]time.Time, len(t.inUse))
@@ -133,8 +133,8 @@ func (p *Proxy) TrustList(ctx context.Context) (TrustList, error) {
 // not the file key's RFC 7638 thumbprint (ErrTrustThumbprint); a kid
 // pinned as another key is the store's ErrConflict. Then the file is
 // reloaded, so the key verifies from now on; detail is kept with the pin.
-func (p *Proxy) AcceptTrust(ctx context.Context, kid, thumbprint, detail string) (TrustAccepted, error) {
-	t := p.trust
+func (au *Authenticator) AcceptTrust(ctx context.Context, kid, thumbprint, detail string) (TrustAccepted, error) {
+	t := au.trust
 	t.reloadMu.Lock()
 	f, err := readBundleFile(t.path, t.allowHS)
 	if err != nil {
@@ -158,10 +158,10 @@ func (p *Proxy) AcceptTrust(ctx context.Context, kid, thumbprint, detail string)
 		Detail: d, Now: t.clk.Now()})
 	t.reloadMu.Unlock()
 	if err != nil {
-		return TrustAccepted{}, fmt.Errorf("proxy: trust accept: %w", err)
+		return TrustAccepted{}, fmt.Errorf("authn: trust accept: %w", err)
 	}
 	t.tm.event(trustEventOperator)
-	p.log.Warn("trust: key accepted by an operator and pinned", zap.String("kid", kid), zap.String("thumbprint", k.thumbprint), zap.String("detail", detail))
+	t.log.Warn("trust: key accepted by an operator and pinned", zap.String("kid", kid), zap.String("thumbprint", k.thumbprint), zap.String("detail", detail))
 	var out TrustAccepted
 	for _, pin := range pins {
 		if pin.Kid == kid {

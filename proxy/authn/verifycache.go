@@ -1,4 +1,4 @@
-package proxy
+package authn
 
 import (
 	"crypto/sha256"
@@ -225,6 +225,3 @@ func (c *verifyCache) stats() VerifyCacheStats {
 		StatusHits: c.hits[kindStatus].Load(), StatusMisses: c.misses[kindStatus].Load(),
 	}
 }
-
-// VerifyCacheStats reports the verification cache's size and counters.
-func (p *Proxy) VerifyCacheStats() VerifyCacheStats { return p.trust.cacheStats() }
