@@ -4,36 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy/inbound"
 	"github.com/fencegate/fencegate/store"
-	"github.com/fencegate/fencegate/verify"
 )
-
-// attempt is one protected mutation going through applyFencedMutation.
-type attempt struct {
-	rt       *route
-	resource string
-	req      *http.Request
-	caller   string
-	grant    *verify.Grant
-	digest   string
-	seq      uint64
-	body     []byte
-	payload  string
-	// cov is what reached the backend passed (coverage.go): admit sets
-	// auth, fence sets fence.
-	cov covMark
-	// stage is how far the attempt has gone (stage.go); render and
-	// passShadow decide on it.
-	stage stage
-}
-
-func (a *attempt) shadow() bool { return a.rt.Mode == ModeShadow }
 
 // admit runs steps 2-3 (identity, grant, status) and reads the body. It
 // changes nothing anywhere.

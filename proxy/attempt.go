@@ -1,9 +1,37 @@
 package proxy
 
+import (
+	"net/http"
+
+	"github.com/fencegate/fencegate/verify"
+)
+
+// attempt is one protected mutation going through applyFencedMutation.
+type attempt struct {
+	rt       *route
+	resource string
+	req      *http.Request
+	caller   string
+	grant    *verify.Grant
+	digest   string
+	seq      uint64
+	body     []byte
+	payload  string
+	// cov is what reached the backend passed (coverage.go): admit sets
+	// auth, fence sets fence.
+	cov covMark
+	// stage is how far the attempt has gone (below); render and
+	// passShadow decide on it.
+	stage stage
+}
+
+// shadow reports whether the attempt's route is in shadow mode.
+func (a *attempt) shadow() bool { return a.rt.Mode == ModeShadow }
+
 // stage is how far a protected mutation (an attempt) has gone through the
 // pipeline. Stages only move forward, each set at one place:
 //
-//	routed    ServeHTTP   the request matched a route (the zero value);
+//	routed    decide      the request matched a route (the zero value);
 //	                      nothing read, nothing written
 //	admitted  admit       identity, grant and status are established;
 //	                      still nothing read or written
