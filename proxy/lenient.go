@@ -17,7 +17,7 @@ import (
 // Look-alikes: a mutation the sidecar would pass without enforcement (no
 // route while unmatchedMutations is pass, a route in off, a route in
 // shadow) whose path, read as the most lenient backend may read it
-// (lenientpath.go), is the path of a stricter route is that route's
+// (proxy/inbound, lenientpath.go), is the path of a stricter route is that route's
 // business, never passed as it is: /v1/items/1/, //v1/items/1,
 // /v1/./items/1, /V1/ITEMS/1, /v1/items;v=1/1, /v1\items\1 and
 // /v1/%69tems/1 all write item 1 on many backends. Such a mutation is

@@ -91,96 +91,142 @@ func (o outcome) release() {
 	}
 }
 
-// render answers the request by its outcome. It is the only place that
-// counts fencegate_proxy_mutations_total and
-// fencegate_proxy_shadow_would_reject_total, logs a decision, and tells
-// enforce mode (answer the decision) from shadow mode (count what enforce
-// would have answered, and answer as if the sidecar were not there).
+// render answers the request by its outcome: it counts it (counts: the
+// one update of fencegate_proxy_mutations_total and
+// fencegate_proxy_shadow_would_reject_total), logs it (logOutcome), then
+// answers it (answer). Enforce and shadow mode differ in what is counted
+// and answered, never in where.
 func (p *Proxy) render(w http.ResponseWriter, o outcome) {
-	if o.a == nil {
-		p.renderUnrouted(w, o)
+	if labels, would, ok := o.counts(); ok {
+		p.m.mutations.WithLabelValues(labels[:]...).Inc()
+		if would != "" {
+			p.m.wouldReject.WithLabelValues(labels[0], string(would)).Inc()
+		}
+	}
+	p.logOutcome(o)
+	p.answer(w, o)
+}
+
+// counts is how the outcome is counted: the labels of
+// fencegate_proxy_mutations_total (route, mode, decision, code) and the
+// code fencegate_proxy_shadow_would_reject_total counts it under ("" when
+// enforce mode would not have refused it). ok is false for a read, which
+// is not counted.
+//
+// In shadow mode a refusal is passed on as it came (decision passed, with
+// the code enforce mode would have answered), and a replay is passed on
+// too (code REPLAY: not a refusal); a shadow 5xx is forwarded and counted
+// as the MUTATION_UNKNOWN enforce mode would have made it.
+func (o outcome) counts() (labels [4]string, would fencegate.Code, ok bool) {
+	label, mode := o.label, o.mode
+	if o.a != nil {
+		label, mode = o.a.rt.key, string(o.a.rt.Mode)
+	}
+	shadow := o.a != nil && o.a.shadow()
+	var code fencegate.Code
+	if o.rej != nil {
+		code = o.rej.code
+	}
+	decision := ""
+	switch o.result {
+	case resultRead:
+		return labels, "", false
+	case resultPassed:
+		decision = "passed"
+	case resultForwarded:
+		decision, would = "forwarded", code
+		code = ""
+	case resultReplayed:
+		decision = "replayed"
+		if shadow {
+			decision, code = "passed", "REPLAY"
+		}
+	default: // resultRejected
+		decision = "rejected"
+		if shadow {
+			decision, would = "passed", code
+		}
+	}
+	return [4]string{label, mode, decision, string(code)}, would, true
+}
+
+// logOutcome logs the decision: a protected mutation's ("mutation",
+// logDecision), or a refusal without an attempt that asked to be logged
+// ("refused").
+func (p *Proxy) logOutcome(o outcome) {
+	a := o.a
+	if a == nil {
+		if o.result == resultRejected && o.refused != nil {
+			p.log.Info("refused", append(o.refused, zap.String("decision", "rejected"),
+				zap.String("code", string(o.rej.code)), zap.String("detail", o.rej.detail))...)
+		}
 		return
 	}
-	a := o.a
-	key, mode := a.rt.key, string(a.rt.Mode)
 	switch o.result {
 	case resultForwarded:
-		p.m.mutations.WithLabelValues(key, mode, "forwarded", "").Inc()
 		if o.rej != nil {
-			p.m.wouldReject.WithLabelValues(key, string(o.rej.code)).Inc()
 			p.logDecision(a, "forwarded", o.rej.code, o.rej.detail)
 		} else {
 			p.logDecision(a, "forwarded", "", o.receiptID)
 		}
-		o.resp.Write(w, o.receiptID)
 	case resultReplayed:
 		if a.shadow() {
 			// Enforce mode would answer from the store: not a rejection.
-			// Shadow never answers from the store: the backend sees every
-			// request.
 			p.logDecision(a, "would_replay", "", o.receipt.ID)
-			p.m.mutations.WithLabelValues(key, mode, "passed", "REPLAY").Inc()
-			p.passShadow(w, a, nil, 0)
 			return
 		}
-		p.m.mutations.WithLabelValues(key, mode, "replayed", "").Inc()
 		var code fencegate.Code
 		if o.receipt.Response.Truncated {
 			code = fencegate.CodeReplayIncomplete // accepted, but its answer was not kept whole
 		}
 		p.logDecision(a, "replayed", code, o.receipt.ID)
-		p.writeReceipt(w, o.receipt, true)
 	default: // resultRejected
-		rej := o.rej
-		p.logDecision(a, "rejected", rej.code, rej.detail)
-		if a.shadow() {
-			p.m.wouldReject.WithLabelValues(key, string(rej.code)).Inc()
-			p.m.mutations.WithLabelValues(key, mode, "passed", string(rej.code)).Inc()
-			if o.resp != nil {
-				// Shadow never changes an answer: the client gets the
-				// backend's (its receipt could not be stored).
-				o.resp.Write(w, "")
-				return
-			}
-			p.passShadow(w, a, rej, o.retry)
-			return
+		p.logDecision(a, "rejected", o.rej.code, o.rej.detail)
+	}
+}
+
+// answer writes the outcome's answer. Enforce mode answers the decision;
+// shadow mode answers as if the sidecar were not there: the backend sees
+// every request (passShadow), and its answer is the client's.
+func (p *Proxy) answer(w http.ResponseWriter, o outcome) {
+	a := o.a
+	switch {
+	case o.result == resultRead:
+		req := o.req
+		if o.mark != nil {
+			req = withMark(req, o.mark)
 		}
-		p.m.mutations.WithLabelValues(key, mode, "rejected", string(rej.code)).Inc()
+		p.pass.ServeHTTP(w, req)
+	case o.result == resultPassed:
+		p.pass.ServeHTTP(w, withMark(o.req, o.mark))
+	case a == nil: // a refusal without an attempt
+		if o.rej.code == fencegate.CodeUpgradeRefused {
+			// Whatever the client sends next on this connection is not the
+			// request it asked to switch to.
+			w.Header().Set("Connection", "close")
+		}
+		p.writeProblem(w, o.rej, 0)
+	case o.result == resultForwarded:
+		o.resp.Write(w, o.receiptID)
+	case o.result == resultReplayed && a.shadow():
+		// Shadow never answers from the store.
+		p.passShadow(w, a, nil, 0)
+	case o.result == resultReplayed:
+		p.writeReceipt(w, o.receipt, true)
+	case a.shadow() && o.resp != nil:
+		// Shadow never changes an answer: the client gets the backend's
+		// (its receipt could not be stored).
+		o.resp.Write(w, "")
+	case a.shadow():
+		p.passShadow(w, a, o.rej, o.retry)
+	default: // refused in enforce mode
 		if o.resp != nil {
 			o.resp.Close()
 		}
 		if a.bodyRead() {
 			_, _ = io.Copy(io.Discard, io.LimitReader(a.req.Body, 64<<10))
 		}
-		p.writeProblem(w, rej.with("resource", a.resource), o.retry)
-	}
-}
-
-// renderUnrouted answers a request no protected route's pipeline ran for.
-func (p *Proxy) renderUnrouted(w http.ResponseWriter, o outcome) {
-	req := o.req
-	switch o.result {
-	case resultRead:
-		if o.mark != nil {
-			req = withMark(req, o.mark)
-		}
-		p.pass.ServeHTTP(w, req)
-	case resultPassed:
-		p.m.mutations.WithLabelValues(o.label, o.mode, "passed", "").Inc()
-		p.pass.ServeHTTP(w, withMark(req, o.mark))
-	default: // resultRejected
-		rej := o.rej
-		p.m.mutations.WithLabelValues(o.label, o.mode, "rejected", string(rej.code)).Inc()
-		if o.refused != nil {
-			p.log.Info("refused", append(o.refused,
-				zap.String("decision", "rejected"), zap.String("code", string(rej.code)), zap.String("detail", rej.detail))...)
-		}
-		if rej.code == fencegate.CodeUpgradeRefused {
-			// Whatever the client sends next on this connection is not the
-			// request it asked to switch to.
-			w.Header().Set("Connection", "close")
-		}
-		p.writeProblem(w, rej, 0)
+		p.writeProblem(w, o.rej.with("resource", a.resource), o.retry)
 	}
 }
 

@@ -16,7 +16,7 @@ var fuzzUpgrades = []UpgradeConfig{
 }
 
 // refModel is the read-path rule written out plainly, independently of
-// readpath.go: override header → "override"; any sign of an upgrade →
+// inbound/readpath.go: override header → "override"; any sign of an upgrade →
 // "read" only for a GET on /ws/<one segment> (websocket) or /chat
 // (websocket, chat) asking for nothing but those, else "upgrade"; the four
 // reads spelled exactly → "read"; anything else → "mutation".

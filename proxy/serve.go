@@ -23,14 +23,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	p.render(w, o)
 }
 
-// decide runs the request path in order: read path (readpath.go:
-// method-override headers and protocol upgrades are refused; only GET,
-// HEAD, OPTIONS and TRACE, spelled exactly so, pass as reads) → route
-// (route.go; a mutation about to pass unchecked is checked for a lenient
-// look-alike of a stricter route, lenient.go) → admit (admit.go: identity,
-// grant, status, body; any failure here touches nothing in the store) →
-// fence (fence.go: the store's Begin) → forward (forward.go: send, then
-// Commit, or MarkUnknown, or Abort when nothing was sent).
+// decide runs the request path in order: read path (proxy/inbound's
+// Classify, with the upgrades entries of upgrades.go: method-override
+// headers and protocol upgrades are refused; only GET, HEAD, OPTIONS and
+// TRACE, spelled exactly so, pass as reads) → route (route.go; a mutation
+// about to pass unchecked is checked for a lenient look-alike of a
+// stricter route, lenient.go) → admit (admit.go: the fence headers,
+// proxy/authn's identity, grant and status, the body; any failure here
+// touches nothing in the store) → fence (fence.go: the store's Begin) →
+// forward (forward.go: proxy/outbound's send, then Commit, or
+// MarkUnknown, or Abort when nothing was sent).
 func (p *Proxy) decide(req *http.Request) outcome {
 	switch p.classifyRequest(req) {
 	case inbound.VerdictOverride:
