@@ -65,7 +65,7 @@
 // forced, and that time is stored with its pin (restarts keep it).
 //
 // Rejections are RFC 9457 problem documents with the stable codes of the
-// root package (fencegate.Code); errors.go holds the rejection value.
+// root package (fencegate.Code); rejection.go holds the rejection value.
 //
 // This package is the pipeline and its background loops (Run): it takes
 // its store, status source, transport, clock, logger and metrics registry

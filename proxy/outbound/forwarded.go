@@ -34,7 +34,7 @@ func newForwardedRule(trustedProxies []string) (forwardedRule, error) {
 	for _, s := range trustedProxies {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return r, fmt.Errorf("proxy: forwarded.trustedProxies: %q: %w", s, err)
+			return r, fmt.Errorf("outbound: forwarded.trustedProxies: %q: %w", s, err)
 		}
 		r.trusted = append(r.trusted, p)
 	}
