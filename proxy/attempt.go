@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/fencegate/fencegate/verify"
@@ -27,6 +28,16 @@ type attempt struct {
 
 // shadow reports whether the attempt's route is in shadow mode.
 func (a *attempt) shadow() bool { return a.rt.Mode == ModeShadow }
+
+// markContext returns ctx carrying the attempt's coverage mark (coverage.go)
+// for the backend transport, its mode set from the route.
+func (a *attempt) markContext(ctx context.Context) context.Context {
+	a.cov.mode = covEnforce
+	if a.shadow() {
+		a.cov.mode = covShadow
+	}
+	return context.WithValue(ctx, covKey{}, &a.cov)
+}
 
 // stage is how far a protected mutation (an attempt) has gone through the
 // pipeline. Stages only move forward, each set at one place:
