@@ -20,6 +20,7 @@ import (
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/internal/listenaddr"
 	"github.com/fencegate/fencegate/proxy/inbound"
+	"github.com/fencegate/fencegate/proxy/overlap"
 	"github.com/fencegate/fencegate/tlsfiles"
 )
 
@@ -749,7 +750,7 @@ func patternParams(pattern string) []string {
 var ErrRouteShadowed = errors.New("proxy: a route below enforce overlaps an enforced route")
 
 // validateOverlaps refuses every route below enforce that can match a path
-// an enforced route of the same method can match (overlap.go; when the
+// an enforced route of the same method can match (proxy/overlap; when the
 // check cannot rule an overlap out, it counts as one).
 func validateOverlaps(routes []RouteConfig) []error {
 	// A pattern chi refuses is reported as such, not as overlapping.
@@ -766,7 +767,7 @@ func validateOverlaps(routes []RouteConfig) []error {
 			if hi.Mode != ModeEnforce || inbound.ASCIIUpper(hi.Method) != inbound.ASCIIUpper(lo.Method) || !valid(hi) {
 				continue
 			}
-			if o := searchOverlap([]string{hi.Path, lo.Path}, nil); o.Found {
+			if o := overlap.Search([]string{hi.Path, lo.Path}, nil); o.Found {
 				errs = append(errs, fmt.Errorf("routes[%d]: %w: %s %s in %s can match paths of the enforced routes[%d] %s %s (%s); "+
 					"chi could send them to the lower mode. Make it enforce, narrow its pattern (a regexp parameter) so the two cannot match one path, "+
 					"or lower the enforced route itself (the enforcement ledger allows that only with --force-downgrade)",

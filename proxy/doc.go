@@ -50,7 +50,7 @@
 // would be rejected) → enforce. The enforcement ledger in the fenced store
 // refuses to move an enforced route back unless an operator forces it
 // (ledger.go; fencegate_proxy_forced_downgrade shows it). A route below
-// enforce may not overlap an enforced one (Config.Validate, overlap.go),
+// enforce may not overlap an enforced one (Config.Validate, proxy/overlap),
 // and at run time the strictest matching route decides (route.go). A
 // mutation about to pass without enforcement whose path a lenient backend
 // reads as an enforced route's (a trailing slash, dot segments, case,

@@ -1,4 +1,4 @@
-package proxy
+package overlap
 
 import "testing"
 
@@ -55,7 +55,7 @@ func TestSearchOverlap(t *testing.T) {
 		{`/v1/{x:\bfoo\b}`, "/v1/foo", true},
 	} {
 		for _, pair := range [][2]string{{c.a, c.b}, {c.b, c.a}} {
-			got := searchOverlap([]string{pair[0], pair[1]}, nil)
+			got := Search([]string{pair[0], pair[1]}, nil)
 			if got.Found != c.overlap {
 				t.Errorf("overlap(%s, %s) = %v, want %v", pair[0], pair[1], got, c.overlap)
 				continue
@@ -110,14 +110,14 @@ func TestSearchOverlapAgainstChi(t *testing.T) {
 				both = both || matches[i][j] && matches[k][j]
 				only = only || matches[i][j] && !matches[k][j]
 			}
-			got := searchOverlap([]string{patterns[i], patterns[k]}, nil)
+			got := Search([]string{patterns[i], patterns[k]}, nil)
 			if both && !got.Found {
 				t.Errorf("%s and %s: chi matches a path with both, the search finds none", patterns[i], patterns[k])
 			}
 			if got.Shown && !(chiMatches(patterns[i], got.Witness) && chiMatches(patterns[k], got.Witness)) {
 				t.Errorf("%s and %s: witness %q not matched by both", patterns[i], patterns[k], got.Witness)
 			}
-			diff := searchOverlap([]string{patterns[i]}, []string{patterns[k]})
+			diff := Search([]string{patterns[i]}, []string{patterns[k]})
 			if only && !diff.Found {
 				t.Errorf("%s but not %s: chi has a path, the search finds none", patterns[i], patterns[k])
 			}
@@ -131,7 +131,7 @@ func TestSearchOverlapAgainstChi(t *testing.T) {
 func TestSearchOverlapUnsupported(t *testing.T) {
 	// A pattern the search cannot read overlaps everything (fail closed).
 	for _, pat := range []string{"/v1/{id", "/v1/*/x", "v1/x", "/v1/{a:(}"} {
-		if got := searchOverlap([]string{"/v1/items/{id}", pat}, nil); !got.Found || got.Shown {
+		if got := Search([]string{"/v1/items/{id}", pat}, nil); !got.Found || got.Shown {
 			t.Errorf("overlap with %q = %v, want assumed", pat, got)
 		}
 	}
@@ -156,12 +156,12 @@ func FuzzSearchOverlap(f *testing.F) {
 		}
 		ma, mb := chiMatches(a, path), chiMatches(b, path)
 		if ma && mb {
-			if got := searchOverlap([]string{a, b}, nil); !got.Found {
+			if got := Search([]string{a, b}, nil); !got.Found {
 				t.Fatalf("%q and %q both match %q; search: %v", a, b, path, got)
 			}
 		}
 		if ma && !mb {
-			if got := searchOverlap([]string{a}, []string{b}); !got.Found {
+			if got := Search([]string{a}, []string{b}); !got.Found {
 				t.Fatalf("%q matches %q and %q does not; search: %v", a, path, b, got)
 			}
 		}

@@ -1,4 +1,4 @@
-package proxy
+package overlap
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 )
 
 // Overlap of chi patterns: is there a path that every pattern of one set
-// matches and no pattern of another does? Config.Validate asks it of an
+// matches and no pattern of another does? proxy's Config.Validate asks it of an
 // enforced route and a route of a lower mode (they must not overlap), and
 // the enforcement ledger asks it of an enforced shape and the routes now
 // configured (docs/design.md 6.2, 10).
@@ -50,7 +50,7 @@ const searchLimit = 1 << 21
 
 // errPatternUnsupported: a pattern the overlap search cannot read (chi
 // refuses it, or a parameter's tail byte is not ASCII).
-var errPatternUnsupported = errors.New("proxy: pattern not understood by the overlap check")
+var errPatternUnsupported = errors.New("overlap: pattern not understood by the overlap check")
 
 type tokKind uint8
 
@@ -425,8 +425,8 @@ func representative(lo, hi rune) (rune, bool) {
 	return 0, false
 }
 
-// pathOverlap is the answer of searchOverlap.
-type pathOverlap struct {
+// Result is the answer of Search.
+type Result struct {
 	// Found: a path may be matched by every must pattern and no mustNot one.
 	Found bool
 	// Shown: Witness is such a path, checked against chi; otherwise the
@@ -436,7 +436,7 @@ type pathOverlap struct {
 }
 
 // String describes the overlap for an error message.
-func (o pathOverlap) String() string {
+func (o Result) String() string {
 	switch {
 	case !o.Found:
 		return "no path"
@@ -446,12 +446,12 @@ func (o pathOverlap) String() string {
 	return "assumed: the check cannot rule it out"
 }
 
-// searchOverlap answers whether some path is matched by every pattern of
+// Search answers whether some path is matched by every pattern of
 // must (at least one) and by no pattern of mustNot, each pattern as chi
 // matches it alone. A must pattern the search cannot read is assumed to
 // match every path; a mustNot pattern it cannot read is left out.
-func searchOverlap(must, mustNot []string) pathOverlap {
-	assumed := pathOverlap{Found: true}
+func Search(must, mustNot []string) Result {
+	assumed := Result{Found: true}
 	var ms, ns []*chiPat
 	for _, s := range must {
 		p, err := parseChiPattern(s)
@@ -473,12 +473,12 @@ func searchOverlap(must, mustNot []string) pathOverlap {
 		return assumed
 	}
 	if !found {
-		return pathOverlap{}
+		return Result{}
 	}
 	if !chiAgrees(must, mustNot, witness) {
 		return assumed
 	}
-	return pathOverlap{Found: true, Shown: true, Witness: witness}
+	return Result{Found: true, Shown: true, Witness: witness}
 }
 
 type searchNode struct {
