@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/fencegate/fencegate/verify"
+	"github.com/fencegate/fencegate"
 )
 
 // attempt is one protected mutation going through applyFencedMutation.
@@ -13,7 +13,7 @@ type attempt struct {
 	resource string
 	req      *http.Request
 	caller   string
-	grant    *verify.Grant
+	grant    *fencegate.Grant
 	digest   string
 	seq      uint64
 	body     []byte

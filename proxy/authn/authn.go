@@ -124,7 +124,7 @@ func fromVerify(err error) *Refusal {
 // identity, then the verified grant and its digest.
 type Result struct {
 	Caller string
-	Grant  *verify.Grant
+	Grant  *fencegate.Grant
 	Digest string
 }
 

@@ -41,13 +41,13 @@ type statusChecker struct {
 
 // check establishes that the verified grant g (of digest) is held now, by
 // rule: from proof, or from the registry.
-func (s *statusChecker) check(ctx context.Context, rule Rule, view trustView, g *verify.Grant, digest string, proof []byte, clk clock.Clock) *Refusal {
+func (s *statusChecker) check(ctx context.Context, rule Rule, view trustView, g *fencegate.Grant, digest string, proof []byte, clk clock.Clock) *Refusal {
 	now := clk.Now
 	start := now()
 	defer func() {
 		s.m.Status.WithLabelValues(string(rule.Mode)).Observe(clock.Since(clk, start).Seconds())
 	}()
-	var st *verify.Status
+	var st *fencegate.Status
 	var err error
 	switch rule.Mode {
 	case StatusProof:
@@ -101,7 +101,7 @@ func (s *statusChecker) check(ctx context.Context, rule Rule, view trustView, g 
 			break
 		}
 	}
-	if rule.Mode == StatusRegistry && st.State != verify.StateHeld && st.GrantDigest == digest {
+	if rule.Mode == StatusRegistry && st.State != fencegate.StateHeld && st.GrantDigest == digest {
 		s.ended.note(digest, now())
 	}
 	pol := verify.StatusPolicy{MaxAge: rule.MaxAge, ClockSkew: s.skew, MinIssuerEpoch: max(s.minEpoch, s.maxSeen.Load()),
