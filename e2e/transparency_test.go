@@ -51,7 +51,7 @@ import (
 //     Fence-Replayed: true, and reaches nothing;
 //   - Expect: 100-continue on a protected write is answered by the sidecar,
 //     which needs the whole body before it forwards anything, and is not
-//     forwarded (proxy/outbound.go): the backend gets the whole body with a
+//     forwarded (proxy/outbound/outbound.go): the backend gets the whole body with a
 //     Content-Length, and the client the backend's answer.
 //
 // The reason phrase is the one known difference (proxy/reason_test.go).

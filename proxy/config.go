@@ -19,6 +19,8 @@ import (
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/internal/listenaddr"
+	"github.com/fencegate/fencegate/proxy/inbound"
+	"github.com/fencegate/fencegate/proxy/overlap"
 	"github.com/fencegate/fencegate/tlsfiles"
 )
 
@@ -437,7 +439,7 @@ func (c *Config) SetDefaults() {
 	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
-		r.Method = asciiUpper(r.Method)
+		r.Method = inbound.ASCIIUpper(r.Method)
 		if r.Mode == "" {
 			r.Mode = ModeEnforce
 		}
@@ -508,9 +510,9 @@ func (c Config) validateUpgrades(add func(string, ...any)) {
 		}
 		for j, proto := range u.Protocols {
 			switch {
-			case asciiEqualFold(proto, "h2c"):
+			case inbound.ASCIIEqualFold(proto, "h2c"):
 				add("%s.protocols[%d]: h2c is never allowed (its tunnel would carry unfenced HTTP/2 requests)", p, j)
-			case !validToken(proto):
+			case !inbound.ValidToken(proto):
 				add("%s.protocols[%d]: %q is not a protocol name", p, j, proto)
 			}
 		}
@@ -582,11 +584,11 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
-		method := asciiUpper(r.Method)
+		method := inbound.ASCIIUpper(r.Method)
 		switch {
-		case !validToken(method):
+		case !inbound.ValidToken(method):
 			add("%s.method: %q is not a method token (RFC 9110)", p, r.Method)
-		case readMethod(method):
+		case inbound.ReadMethod(method):
 			add("%s.method: %s is a read (GET, HEAD, OPTIONS and TRACE pass through); a route protects any other method", p, method)
 		default:
 			if err := registerRouteMethod(method); err != nil {
@@ -595,7 +597,7 @@ func (c Config) Validate() error {
 		}
 		if !strings.HasPrefix(r.Path, "/") {
 			add("%s.path: %q must start with /", p, r.Path)
-		} else if validToken(method) && !readMethod(method) {
+		} else if inbound.ValidToken(method) && !inbound.ReadMethod(method) {
 			if err := addPattern(chi.NewRouter(), method, r.Path, p+".path"); err != nil {
 				add("%v", err)
 			}
@@ -748,13 +750,13 @@ func patternParams(pattern string) []string {
 var ErrRouteShadowed = errors.New("proxy: a route below enforce overlaps an enforced route")
 
 // validateOverlaps refuses every route below enforce that can match a path
-// an enforced route of the same method can match (overlap.go; when the
+// an enforced route of the same method can match (proxy/overlap; when the
 // check cannot rule an overlap out, it counts as one).
 func validateOverlaps(routes []RouteConfig) []error {
 	// A pattern chi refuses is reported as such, not as overlapping.
 	valid := func(r RouteConfig) bool {
-		m := asciiUpper(r.Method)
-		return validToken(m) && !readMethod(m) && strings.HasPrefix(r.Path, "/") && addPattern(chi.NewRouter(), m, r.Path, "") == nil
+		m := inbound.ASCIIUpper(r.Method)
+		return inbound.ValidToken(m) && !inbound.ReadMethod(m) && strings.HasPrefix(r.Path, "/") && addPattern(chi.NewRouter(), m, r.Path, "") == nil
 	}
 	var errs []error
 	for i, lo := range routes {
@@ -762,14 +764,14 @@ func validateOverlaps(routes []RouteConfig) []error {
 			continue
 		}
 		for j, hi := range routes {
-			if hi.Mode != ModeEnforce || asciiUpper(hi.Method) != asciiUpper(lo.Method) || !valid(hi) {
+			if hi.Mode != ModeEnforce || inbound.ASCIIUpper(hi.Method) != inbound.ASCIIUpper(lo.Method) || !valid(hi) {
 				continue
 			}
-			if o := searchOverlap([]string{hi.Path, lo.Path}, nil); o.Found {
+			if o := overlap.Search([]string{hi.Path, lo.Path}, nil); o.Found {
 				errs = append(errs, fmt.Errorf("routes[%d]: %w: %s %s in %s can match paths of the enforced routes[%d] %s %s (%s); "+
 					"chi could send them to the lower mode. Make it enforce, narrow its pattern (a regexp parameter) so the two cannot match one path, "+
 					"or lower the enforced route itself (the enforcement ledger allows that only with --force-downgrade)",
-					i, ErrRouteShadowed, asciiUpper(lo.Method), lo.Path, lo.Mode, j, asciiUpper(hi.Method), hi.Path, o))
+					i, ErrRouteShadowed, inbound.ASCIIUpper(lo.Method), lo.Path, lo.Mode, j, inbound.ASCIIUpper(hi.Method), hi.Path, o))
 			}
 		}
 	}

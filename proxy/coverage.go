@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/proxy/inbound"
 )
 
 // Coverage of protected mutations: what reached the backend, and whether
@@ -97,16 +99,6 @@ func withMark(req *http.Request, m *covMark) *http.Request {
 	return req.WithContext(context.WithValue(req.Context(), covKey{}, m))
 }
 
-// markContext returns ctx carrying the attempt's mark, its mode set from the
-// route.
-func (a *attempt) markContext(ctx context.Context) context.Context {
-	a.cov.mode = covEnforce
-	if a.shadow() {
-		a.cov.mode = covShadow
-	}
-	return context.WithValue(ctx, covKey{}, &a.cov)
-}
-
 // coverage holds the counts, by mode, auth passed and fence passed.
 type coverage struct {
 	n   [numCovModes][2][2]atomic.Uint64
@@ -143,7 +135,7 @@ func counted(r *http.Request) *covMark {
 	if m, _ := r.Context().Value(covKey{}).(*covMark); m != nil {
 		return m
 	}
-	if readMethod(r.Method) {
+	if inbound.ReadMethod(r.Method) {
 		return nil
 	}
 	return markUnmarked

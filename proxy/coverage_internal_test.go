@@ -117,6 +117,12 @@ func (r *holeRig) admitted(t *testing.T, id string, fence uint64) *attempt {
 	return a
 }
 
+// answer renders a stage's outcome, as ServeHTTP does.
+func (r *holeRig) answer(o outcome) {
+	defer o.release()
+	r.p.render(httptest.NewRecorder(), o)
+}
+
 func (r *holeRig) count(mode, auth, fence string) float64 {
 	return testutil.ToFloat64(r.p.m.backendMuts.WithLabelValues(mode, auth, fence))
 }
@@ -135,7 +141,7 @@ func TestCoverageCatchesForwardWithoutFence(t *testing.T) {
 	r := newHoleRig(t, nil)
 
 	a := r.admitted(t, "1", 3)
-	r.p.fence(httptest.NewRecorder(), a)
+	r.answer(r.p.fence(a))
 	if r.reached() != 1 || r.count("enforce", "passed", "passed") != 1 || r.bugs() != 0 {
 		t.Fatalf("through the fence stage: reached %d, passed/passed %v, bugs %d",
 			r.reached(), r.count("enforce", "passed", "passed"), r.bugs())
@@ -150,7 +156,7 @@ func TestCoverageCatchesForwardWithoutFence(t *testing.T) {
 	if err != nil || res.Decision != store.DecisionProceed {
 		t.Fatalf("Begin: %+v %v", res, err)
 	}
-	r.p.forward(httptest.NewRecorder(), hole, res, time.Now().Add(time.Minute))
+	r.answer(r.p.forward(hole, res, time.Now().Add(time.Minute)))
 	if r.reached() != 2 {
 		t.Fatalf("the hole did not forward: %d", r.reached())
 	}

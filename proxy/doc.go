@@ -2,8 +2,20 @@
 // protected writes to a legacy HTTP service.
 //
 // Every mutating request that matches a protected route goes through
-// applyFencedMutation (ServeHTTP): the route gives the canonical resource
-// ID; the caller's workload identity is established (mTLS SPIFFE ID or a
+// applyFencedMutation (ServeHTTP), whose request path reads in one
+// direction, a file a step: serve.go (decide: read path, route) →
+// admit.go → fence.go → forward.go, which return one outcome per request,
+// and outcome.go (render), the one place that answers it, counts it and
+// tells enforce from shadow mode. Beneath it, and never importing it:
+// proxy/inbound reads the request (read path, lenient path readings,
+// fence headers, Content-Digest), proxy/authn authenticates it (identity,
+// trust pins, verification cache, status, ended grants) and
+// proxy/outbound talks to the backend (outbound request, forwarding
+// headers, the sidecar's header namespace, send-once transport,
+// pass-through); proxy builds each from its Config.
+//
+// The route gives the canonical resource ID; the caller's workload
+// identity is established (mTLS SPIFFE ID or a
 // trusted mesh header); the lockGrant.v1 in Fence-Grant is verified against
 // the trust bundle's pinned keys and bound to that identity and resource; the grant
 // is shown to be currently held, by a fresh lockStatus.v1 proof in
@@ -19,9 +31,9 @@
 // that deadline,
 // with Fence-Token, Fence-Resource, Fence-Operation-Root, Fence-Segment,
 // Fence-Operation-Id (and Idempotency-Key where the route says the backend
-// honours it), sent once (no transport-level resend, sendonce.go), and
-// with no client field of the sidecar's Fence-* namespace in any spelling
-// (namespace.go); the answer is committed as a receipt in the same store
+// honours it), sent once (no transport-level resend, outbound/sendonce.go),
+// and with no client field of the sidecar's Fence-* namespace in any
+// spelling (outbound/namespace.go); the answer is committed as a receipt in the same store
 // transaction that clears the in-flight marker, and returned with
 // Fence-Receipt. A replay of an accepted segment returns the stored answer
 // with Fence-Replayed: true, or REPLAY_INCOMPLETE when the answer was not
@@ -38,27 +50,27 @@
 // would be rejected) → enforce. The enforcement ledger in the fenced store
 // refuses to move an enforced route back unless an operator forces it
 // (ledger.go; fencegate_proxy_forced_downgrade shows it). A route below
-// enforce may not overlap an enforced one (Config.Validate, overlap.go),
+// enforce may not overlap an enforced one (Config.Validate, proxy/overlap),
 // and at run time the strictest matching route decides (route.go). A
 // mutation about to pass without enforcement whose path a lenient backend
 // reads as an enforced route's (a trailing slash, dot segments, case,
-// percent-encoding ...) is refused (lenient.go, lenientpath.go).
+// percent-encoding ...) is refused (lenient.go, inbound/lenientpath.go).
 //
 // The keys verified with are the trust bundle file's keys that are pinned
-// in the fenced store (trust.go): the store pins the file on first use
+// in the fenced store (proxy/authn, trust.go): the store pins the file on first use
 // (when Options.FirstUseAllowed allows it); a key added later is pinned by
 // an operator (AcceptTrust) or by a signed bundle (a fencegate.BundleSchema
 // JWS signed by a pinned key, newer than the last one the store took); a
 // key whose grants may still be held is never dropped by a reload unless
 // forced, and that time is stored with its pin (restarts keep it).
 //
-// Rejections are RFC 9457 problem documents with the stable codes in
-// errors.go.
+// Rejections are RFC 9457 problem documents with the stable codes of the
+// root package (fencegate.Code); rejection.go holds the rejection value.
 //
 // This package is the pipeline and its background loops (Run): it takes
 // its store, status source, transport, clock, logger and metrics registry
 // as dependencies (Options). The admin API lives in proxy/adminapi (it uses
-// the operator surface in operator.go), and the assembly from a Config
+// the operator surface in operator.go and trust.go), and the assembly from a Config
 // (which store backend, the registry client, listeners, TLS, the admin
 // token, the lifecycle) in proxy/server.
 package proxy

@@ -1,10 +1,8 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,14 +12,51 @@ import (
 	"github.com/fencegate/fencegate/store"
 )
 
-// fence runs steps 4-5: the store decision, forwarding, and the receipt.
-func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
+// fence runs step 4, the store's decision: Begin on the fence and segment
+// order, waiting while another mutation of the resource is in flight; a
+// PROCEED is forwarded (forward.go), a replay answered from its receipt.
+func (p *Proxy) fence(a *attempt) outcome {
+	// The input is validated once, with the store's own rules, before
+	// Begin: input the store would refuse is bad input, never a store
+	// outage. Now, Deadline and QuietAt are set as begin sets them.
+	in := beginInput(a)
+	p.times(&in, p.now())
+	if err := in.Validate(); err != nil {
+		return a.refused(p.inputRefusal(a, err, false), 0)
+	}
+	res, sendBy, err := p.begin(a, in)
+	if errors.As(err, new(*store.InputError)) {
+		return a.refused(p.inputRefusal(a, err, true), 0)
+	}
+	if err != nil {
+		p.log.Error("store Begin failed; rejecting (fail closed)", zap.String("resource", a.resource), zap.Error(err))
+		return a.refused(storeFailure(err), time.Second)
+	}
+	switch res.Decision {
+	case store.DecisionProceed:
+		a.cov.fence = true // Begin PROCEEDed for this request's (fence, seq)
+		return p.forward(a, res, sendBy)
+	case store.DecisionReplay:
+		return outcome{result: resultReplayed, req: a.req, a: a, receipt: res.Receipt}
+	case store.DecisionBusy:
+		retry := time.Second
+		if res.Mutation != nil {
+			retry = max(clock.Until(p.clk, res.Mutation.Deadline), time.Second)
+		}
+		return a.refused(reject(res.Code(), "another mutation of this resource is still in flight").with("retryable", true), retry)
+	default:
+		return a.refused(decisionRejection(res), 0)
+	}
+}
+
+// beginInput is what the attempt asks the store. The evidence carries the
+// grant's issuer lineage ("" for a registry before lineages): a lower
+// fence of a lineage the record never saw superseded is a registry that
+// did not continue above the highest fence (FENCE_REGRESSION and a pause,
+// whatever retention deleted). Now, Deadline and QuietAt are set by times.
+func beginInput(a *attempt) store.BeginInput {
 	g := a.grant
-	// The evidence carries the grant's issuer lineage ("" for a registry
-	// before lineages): a lower fence of a lineage the record never saw
-	// superseded is a registry that did not continue above the highest
-	// fence (FENCE_REGRESSION and a pause, whatever retention deleted).
-	in := store.BeginInput{
+	return store.BeginInput{
 		Resource:      a.resource,
 		Fence:         g.FenceToken,
 		Root:          g.OperationRoot,
@@ -33,73 +68,34 @@ func (p *Proxy) fence(w http.ResponseWriter, a *attempt) {
 		Evidence:      store.Evidence{IssuerEpoch: g.IssuerEpoch, BackendRevision: g.BackendRevision, Lineage: g.Lineage},
 		RetryUnknown:  a.rt.IdempotencyKey,
 	}
-	if rej := p.checkBegin(a, in); rej != nil {
-		p.refuse(w, a, rej, 0)
-		return
-	}
-	res, sendBy, err := p.begin(a, in)
-	if ie := (*store.InputError)(nil); errors.As(err, &ie) {
-		// checkBegin let through an input the store refuses: a sidecar bug,
-		// and still bad input, not an outage. Nothing was read or written.
-		p.log.Error("BUG: the store refused a Begin input the sidecar had validated; rejecting as bad input",
-			zap.String("resource", a.resource), zap.Error(err))
-		p.refuse(w, a, inputRejection(ie), 0)
-		return
-	}
-	if err != nil {
-		p.log.Error("store Begin failed; rejecting (fail closed)", zap.String("resource", a.resource), zap.Error(err))
-		p.refuse(w, a, storeFailure(err), time.Second)
-		return
-	}
-	switch res.Decision {
-	case store.DecisionProceed:
-		a.cov.fence = true // Begin PROCEEDed for this request's (fence, seq)
-		p.forward(w, a, res, sendBy)
-	case store.DecisionReplay:
-		if a.shadow() { // shadow never answers from the store: the backend sees every request
-			// Enforce mode would answer from the store: not a rejection.
-			p.logDecision(a, "would_replay", "", res.Receipt.ID)
-			p.passShadow(w, a, "REPLAY", nil, 0)
-			return
-		}
-		p.m.mutations.WithLabelValues(a.rt.key, string(a.rt.Mode), "replayed", "").Inc()
-		var code fencegate.Code
-		if res.Receipt.Response.Truncated {
-			code = fencegate.CodeReplayIncomplete // accepted, but its answer was not kept whole
-		}
-		p.logDecision(a, "replayed", code, res.Receipt.ID)
-		p.writeReceipt(w, res.Receipt, true)
-	case store.DecisionBusy:
-		retry := time.Second
-		if res.Mutation != nil {
-			retry = max(clock.Until(p.clk, res.Mutation.Deadline), time.Second)
-		}
-		p.refuse(w, a, reject(res.Code(), "another mutation of this resource is still in flight").with("retryable", true), retry)
-	default:
-		p.refuse(w, a, decisionRejection(res), 0)
-	}
 }
 
-// checkBegin validates what fence hands the store with the store's own rules
-// (store.BeginInput.Validate: segment in 1..fencegate.MaxSeq, resource, root and
-// lease within fencegate.MaxResourceLen, fencegate.MaxRootLen and store.MaxLeaseLen, no control
-// characters, ...) before Begin, so input the store would refuse is answered
-// as bad input and never taken for a store outage. Now, Deadline and QuietAt
-// are set as begin sets them.
-func (p *Proxy) checkBegin(a *attempt, in store.BeginInput) *rejection {
-	p.times(&in, p.now())
+// inputRefusal is the refusal of a Begin input the store's rules
+// (store.BeginInput.Validate: segment in 1..fencegate.MaxSeq, resource,
+// root and lease within fencegate.MaxResourceLen, fencegate.MaxRootLen and
+// store.MaxLeaseLen, no control characters, ...) refuse: err is the
+// validation's (byStore false), or Begin's, should the store still refuse
+// an input the sidecar validated (byStore true). It is answered as bad
+// input with the field's code, never taken for a store outage; what cannot
+// be the client's fault (a computed field, the store disagreeing with its
+// own rules) is logged as a sidecar bug.
+func (p *Proxy) inputRefusal(a *attempt, err error, byStore bool) *rejection {
 	var ie *store.InputError
-	if err := in.Validate(); errors.As(err, &ie) {
+	switch {
+	case !errors.As(err, &ie):
+		p.log.Error("BUG: BeginInput.Validate returned an error that is not a *store.InputError", zap.Error(err))
+		return reject(fencegate.CodeFenceHeaderInvalid, "the sidecar could not form a store input from this request: "+err.Error())
+	case byStore:
+		// Nothing was read or written.
+		p.log.Error("BUG: the store refused a Begin input the sidecar had validated; rejecting as bad input",
+			zap.String("resource", a.resource), zap.Error(err))
+	default:
 		if _, fromRequest := requestFields[ie.Field]; !fromRequest {
 			p.log.Error("BUG: the sidecar formed a store input the store refuses; rejecting as bad input",
 				zap.String("resource", a.resource), zap.Error(err))
 		}
-		return inputRejection(ie)
-	} else if err != nil {
-		p.log.Error("BUG: BeginInput.Validate returned an error that is not a *store.InputError", zap.Error(err))
-		return reject(fencegate.CodeFenceHeaderInvalid, "the sidecar could not form a store input from this request: "+err.Error())
 	}
-	return nil
+	return inputRejection(ie)
 }
 
 // requestFields are the BeginInput fields taken from the request or its
@@ -198,133 +194,4 @@ func decisionRejection(res store.BeginResult) *rejection {
 		r.detail = fmt.Sprintf("unexpected store decision %q", res.Decision)
 	}
 	return r
-}
-
-// forward sends a PROCEEDed mutation and settles it in the store. sendBy is
-// the forward's absolute deadline (begin): the send is bounded by it, and
-// when it has already passed nothing is sent at all.
-func (p *Proxy) forward(w http.ResponseWriter, a *attempt, res store.BeginResult, sendBy time.Time) {
-	a.stage = stageBegun
-	ref := res.Mutation.Ref()
-	retried := res.Mutation.Attempts > 1
-	defer p.settled(a.resource)
-	p.m.inFlight.Inc()
-	defer p.m.inFlight.Dec()
-
-	// The deadline is the one the quiet time was computed from, measured
-	// on the sidecar's clock: what is left of it now.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.req.Context()), clock.Until(p.clk, sendBy))
-	defer cancel()
-	start := p.now()
-	var resp *backendResponse
-	var err error
-	if start.Before(sendBy) {
-		resp, err = p.send(ctx, a, ref)
-	} else {
-		// Paused past the deadline between Begin and here: sending now
-		// could take effect after the quiet time the store keeps.
-		err = errors.Join(errNotSent, errLate)
-	}
-	if !errors.Is(err, errNotSent) {
-		a.stage = stageSent
-	}
-	// settle with a context of its own: the client leaving must not leave
-	// the mutation unsettled.
-	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer scancel()
-	if errors.Is(err, errNotSent) {
-		// Abort withdraws the marker; the attempt stays begun (never sent).
-		// A shadow pass that follows is outside the fence: not counted as
-		// fenced (coverage.go).
-		a.cov.fence = false
-		if _, aerr := p.store.Abort(sctx, store.AbortInput{OpRef: ref, Now: p.now()}); aerr != nil {
-			p.log.Error("store Abort failed; the mutation will count as unknown at its deadline", zap.Error(aerr))
-		}
-		detail := "the backend refused the connection; nothing was sent or recorded"
-		if errors.Is(err, errLate) {
-			p.log.Warn("the forward's deadline passed before the request could be sent (was the sidecar paused?); nothing was sent",
-				zap.String("resource", a.resource), zap.String("operationId", ref.OperationID()))
-			detail = "the sidecar could not send the request before its deadline; nothing was sent or recorded"
-		}
-		p.refuse(w, a, reject(fencegate.CodeBackendUnavailable, detail), time.Second)
-		return
-	}
-	// A 5xx leaves the outcome unknown in enforce mode, unless the route's
-	// backend guarantees to answer that status before any effect
-	// (answeredBeforeEffect): then it is committed like a 4xx. Shadow mode
-	// never changes an answer: the 5xx is what happened, so it is recorded
-	// as the receipt and reaches the client unchanged, and the would-reject
-	// counter says what enforce mode would have done.
-	unknown5xx := err == nil && resp.status >= 500 && !a.rt.answeredBeforeEffect(resp.status)
-	shadow5xx := unknown5xx && a.shadow()
-	if unknown5xx && !a.shadow() {
-		err = fmt.Errorf("backend answered %d: the outcome is unknown", resp.status)
-		resp.close()
-	}
-	if err != nil {
-		p.markUnknown(sctx, a, ref, "the backend's answer was lost after the request was sent", err)
-		rej := reject(fencegate.CodeMutationUnknown, "the backend's answer was lost after the request was sent: "+err.Error()).
-			with("operationId", ref.OperationID())
-		rej.status = http.StatusGatewayTimeout
-		p.refuse(w, a, rej, 0)
-		return
-	}
-	p.m.backendDur.WithLabelValues(a.rt.key).Observe(clock.Since(p.clk, start).Seconds())
-	cin := store.CommitInput{OpRef: ref, BackendStatus: resp.status, Response: resp.stored(a.rt.ResponseStoreLimit), Now: p.now()}
-	if ie := (*store.InputError)(nil); errors.As(cin.Validate(), &ie) && ie.Field == "response.header" {
-		// stored keeps only what the store accepts; if the store's rules
-		// moved, keep the answer's status and body rather than lose it.
-		p.log.Error("BUG: the stored response does not fit the store's limits; storing it without headers",
-			zap.String("resource", a.resource), zap.Error(ie))
-		cin.Response.Header, cin.Response.Truncated = nil, true
-	}
-	cstart := p.now()
-	rc, err := p.store.Commit(sctx, cin)
-	p.m.storeDur.WithLabelValues("commit").Observe(clock.Since(p.clk, cstart).Seconds())
-	if err != nil {
-		// The backend applied it but the receipt is not stored: unknown.
-		p.log.Error("store Commit failed after the backend answered: the mutation is unknown until reconciled", zap.String("resource", a.resource), zap.Error(err))
-		p.markUnknown(sctx, a, ref, "the backend answered but its receipt could not be stored", err)
-		if a.shadow() {
-			// Shadow never changes an answer: the client gets the backend's.
-			p.m.wouldReject.WithLabelValues(a.rt.key, string(fencegate.CodeMutationUnknown)).Inc()
-			p.m.mutations.WithLabelValues(a.rt.key, string(a.rt.Mode), "passed", string(fencegate.CodeMutationUnknown)).Inc()
-			p.logDecision(a, "rejected", fencegate.CodeMutationUnknown, "the backend answered but its receipt could not be stored")
-			p.writeForwarded(w, resp, "")
-			return
-		}
-		resp.close()
-		rej := reject(fencegate.CodeMutationUnknown, "the backend answered but its receipt could not be stored").with("operationId", ref.OperationID())
-		rej.status = http.StatusGatewayTimeout
-		p.refuse(w, a, rej, 0)
-		return
-	}
-	a.stage = stageSettled
-	if retried {
-		p.m.reconciled.WithLabelValues("idempotent_retry", "applied").Inc()
-	}
-	p.m.mutations.WithLabelValues(a.rt.key, string(a.rt.Mode), "forwarded", "").Inc()
-	if shadow5xx {
-		p.m.wouldReject.WithLabelValues(a.rt.key, string(fencegate.CodeMutationUnknown)).Inc()
-		p.logDecision(a, "forwarded", fencegate.CodeMutationUnknown, fmt.Sprintf("shadow: the backend's %d is recorded as receipt %s; enforce mode would answer MUTATION_UNKNOWN", resp.status, rc.ID))
-	} else {
-		p.logDecision(a, "forwarded", "", rc.ID)
-	}
-	p.writeForwarded(w, resp, rc.ID)
-}
-
-// errLate: the forward's deadline passed before the request was sent.
-var errLate = errors.New("proxy: the forward's deadline passed before sending")
-
-// markUnknown declares the mutation's outcome unknown after cause. A
-// failure to do so is logged: the marker then counts as unknown at its
-// deadline, so the resource stays blocked either way.
-func (p *Proxy) markUnknown(ctx context.Context, a *attempt, ref store.OpRef, why string, cause error) {
-	a.stage = stageSettled
-	if _, err := p.store.MarkUnknown(ctx, store.MarkUnknownInput{OpRef: ref, Now: p.now()}); err != nil {
-		p.log.Error("store MarkUnknown failed; the mutation will count as unknown at its deadline",
-			zap.String("resource", a.resource), zap.String("operationId", ref.OperationID()), zap.Error(err))
-	}
-	p.log.Warn("mutation outcome unknown: the resource blocks new fences until reconciled ("+why+")",
-		zap.String("resource", a.resource), zap.String("operationId", ref.OperationID()), zap.Uint64("fence", ref.Fence), zap.Error(cause))
 }

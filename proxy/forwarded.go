@@ -2,16 +2,13 @@ package proxy
 
 import (
 	"fmt"
-	"net"
-	"net/http"
 	"net/netip"
-	"strings"
 )
 
 // ForwardedConfig says whose forwarding headers the sidecar believes.
 //
-// One rule (forwardedRule.apply) sets them on every request it forwards,
-// read or write:
+// One rule (proxy/outbound, forwarded.go) sets them on every request it
+// forwards, read or write:
 //
 //   - from a peer inside TrustedProxies (a TLS-terminating ingress, a mesh
 //     proxy): X-Forwarded-Proto, X-Forwarded-Host and Forwarded reach the
@@ -39,88 +36,4 @@ func (c ForwardedConfig) validate() []error {
 		}
 	}
 	return errs
-}
-
-// forwardedRule is a compiled ForwardedConfig.
-type forwardedRule struct {
-	trusted []netip.Prefix
-}
-
-// newForwardedRule compiles c.
-func newForwardedRule(c ForwardedConfig) (forwardedRule, error) {
-	var r forwardedRule
-	for _, s := range c.TrustedProxies {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return r, fmt.Errorf("proxy: forwarded.trustedProxies: %q: %w", s, err)
-		}
-		r.trusted = append(r.trusted, p)
-	}
-	return r, nil
-}
-
-// peerTrusted reports whether host (a RemoteAddr's address) is a trusted proxy.
-func (r forwardedRule) peerTrusted(host string) bool {
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return false
-	}
-	ip = ip.Unmap()
-	for _, p := range r.trusted {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
-
-// apply sets out's forwarding headers for the inbound request in by the
-// rule of ForwardedConfig. It reads the inbound values from in.Header, so
-// out may already have lost them (httputil.ReverseProxy strips them before
-// Rewrite).
-func (r forwardedRule) apply(out http.Header, in *http.Request) {
-	host, _, err := net.SplitHostPort(in.RemoteAddr)
-	if err != nil {
-		host = ""
-	}
-	if host != "" && r.peerTrusted(host) {
-		xff := host
-		if prior := in.Header.Values("X-Forwarded-For"); len(prior) > 0 {
-			xff = strings.Join(prior, ", ") + ", " + host
-		}
-		out.Set("X-Forwarded-For", xff)
-		for _, h := range []string{"X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded"} {
-			out.Del(h)
-			if vs := in.Header.Values(h); len(vs) > 0 {
-				out[h] = append([]string(nil), vs...)
-			}
-		}
-		if len(out.Values("X-Forwarded-Proto")) == 0 {
-			out.Set("X-Forwarded-Proto", ownProto(in))
-		}
-		if len(out.Values("X-Forwarded-Host")) == 0 && in.Host != "" {
-			out.Set("X-Forwarded-Host", in.Host)
-		}
-		return
-	}
-	if host != "" {
-		out.Set("X-Forwarded-For", host)
-	} else {
-		out.Del("X-Forwarded-For")
-	}
-	out.Set("X-Forwarded-Proto", ownProto(in))
-	if in.Host != "" {
-		out.Set("X-Forwarded-Host", in.Host)
-	} else {
-		out.Del("X-Forwarded-Host")
-	}
-	out.Del("Forwarded")
-}
-
-// ownProto is the scheme the sidecar itself was reached by.
-func ownProto(in *http.Request) string {
-	if in.TLS != nil {
-		return "https"
-	}
-	return "http"
 }

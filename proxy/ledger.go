@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate/proxy/overlap"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -33,7 +34,7 @@ var ErrDowngrade = errors.New("proxy: refusing to leave enforce mode")
 //
 //   - the shape's route is configured in shadow or off;
 //   - the shape's route was removed and a route below enforce can match one
-//     of its paths (overlap.go: a literal, a regexp parameter or a
+//     of its paths (proxy/overlap: a literal, a regexp parameter or a
 //     catch-all added later), or, while unmatchedMutations is pass, one of
 //     its paths can match no route.
 //
@@ -206,7 +207,7 @@ func (p *Proxy) checkLedger(ctx context.Context, force []string) error {
 // uncheckedAfterRemoval says how a mutation on an enforced shape with no
 // configured route of its own would now pass unchecked, or "" if it would
 // not: a route of the same method below enforce can match one of its paths
-// (overlap.go), or, with unmatched mutations passed, one of its paths can
+// (proxy/overlap), or, with unmatched mutations passed, one of its paths can
 // match no route at all. When the overlap check cannot rule a path out, it
 // counts (fail closed).
 func (p *Proxy) uncheckedAfterRemoval(shape string) string {
@@ -222,12 +223,12 @@ func (p *Proxy) uncheckedAfterRemoval(shape string) string {
 		if r.Mode == ModeEnforce {
 			continue
 		}
-		if o := searchOverlap([]string{pattern, r.Path}, nil); o.Found {
+		if o := overlap.Search([]string{pattern, r.Path}, nil); o.Found {
 			return fmt.Sprintf("its paths can match %s in %s mode (%s)", r.key, r.Mode, o)
 		}
 	}
 	if p.cfg.UnmatchedMutations == "pass" {
-		if o := searchOverlap([]string{pattern}, same); o.Found {
+		if o := overlap.Search([]string{pattern}, same); o.Found {
 			return fmt.Sprintf("its paths can match no route (%s) and unmatched mutations are passed", o)
 		}
 	}

@@ -11,12 +11,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/proxy/inbound"
 )
 
 // Look-alikes: a mutation the sidecar would pass without enforcement (no
 // route while unmatchedMutations is pass, a route in off, a route in
 // shadow) whose path, read as the most lenient backend may read it
-// (lenientpath.go), is the path of a stricter route is that route's
+// (proxy/inbound, lenientpath.go), is the path of a stricter route is that route's
 // business, never passed as it is: /v1/items/1/, //v1/items/1,
 // /v1/./items/1, /V1/ITEMS/1, /v1/items;v=1/1, /v1\items\1 and
 // /v1/%69tems/1 all write item 1 on many backends. Such a mutation is
@@ -107,10 +108,10 @@ func lenientPatterns(pattern string) []string {
 	var b strings.Builder
 	static := func(text string) {
 		// As a path is read: decoded, '\' as '/', folded, slashes merged.
-		if d, ok := decodeFully(text); ok && utf8.ValidString(d) {
+		if d, ok := inbound.DecodeFully(text); ok && utf8.ValidString(d) {
 			text = d
 		}
-		text = foldString(strings.ReplaceAll(text, `\`, "/"))
+		text = inbound.FoldString(strings.ReplaceAll(text, `\`, "/"))
 		for strings.Contains(text, "//") {
 			text = strings.ReplaceAll(text, "//", "/")
 		}
@@ -162,7 +163,7 @@ func lenientPatterns(pattern string) []string {
 // is stricter than mode (ModeOff also for an unmatched mutation), with
 // the reading that matched; bad when the path has no lenient reading.
 func (l *lookalikes) find(method, escaped string, mode Mode) (target lookalike, reading string, found, bad bool) {
-	readings, ok := lenientPaths(escaped)
+	readings, ok := inbound.LenientPaths(escaped)
 	if !ok {
 		return lookalike{}, "", false, true
 	}
@@ -187,11 +188,11 @@ func (l *lookalikes) find(method, escaped string, mode Mode) (target lookalike, 
 	return lookalike{}, "", false, false
 }
 
-// refuseLookalike answers a mutation about to be passed without
-// enforcement (rt nil: unmatched and passed; else rt in off or shadow)
-// when its path is a look-alike of a stricter route, or has no lenient
-// reading and would pass unchecked. It reports whether it answered.
-func (p *Proxy) refuseLookalike(w http.ResponseWriter, req *http.Request, rt *route) bool {
+// lookalike decides on a mutation about to be passed without enforcement
+// (rt nil: unmatched and passed; else rt in off or shadow): found when its
+// path is a look-alike of a stricter route, or has no lenient reading and
+// would pass unchecked; the outcome is then its refusal.
+func (p *Proxy) lookalike(req *http.Request, rt *route) (outcome, bool) {
 	label, mode, than := "unmatched", "pass", ModeOff
 	if rt != nil {
 		label, mode, than = rt.key, string(rt.Mode), rt.Mode
@@ -200,12 +201,12 @@ func (p *Proxy) refuseLookalike(w http.ResponseWriter, req *http.Request, rt *ro
 	var rej *rejection
 	switch {
 	case bad && than == ModeShadow:
-		return false // the shadow route's pipeline checks it, and forwards it
+		return outcome{}, false // the shadow route's pipeline checks it, and forwards it
 	case bad:
 		rej = reject(fencegate.CodeRouteNotProtected, req.Method+" "+req.URL.EscapedPath()+
 			": after percent-decoding the path holds NUL, a control character or invalid UTF-8, or its encoding does not settle; such a mutation is never passed unchecked")
 	case !found:
-		return false
+		return outcome{}, false
 	default:
 		rej = reject(fencegate.CodeRouteNotProtected, fmt.Sprintf(
 			"%s %s is not passed: read as a lenient backend may read it (%s), it is the path of the protected %s; send the path as that route spells it",
@@ -214,15 +215,11 @@ func (p *Proxy) refuseLookalike(w http.ResponseWriter, req *http.Request, rt *ro
 		case target.rt != nil && target.rt.Mode == ModeShadow:
 			// The shadow route's own refusal: forwarded, and counted as
 			// what enforce would refuse.
-			p.refuse(w, &attempt{rt: target.rt, req: req}, rej, 0)
-			return true
+			return (&attempt{rt: target.rt, req: req}).refused(rej, 0), true
 		case target.rt != nil:
 			label, mode = target.rt.key, string(target.rt.Mode) // counted under the enforced route
 		}
 	}
-	p.m.mutations.WithLabelValues(label, mode, "rejected", string(rej.code)).Inc()
-	p.log.Info("refused", zap.String("method", req.Method), zap.String("path", req.URL.EscapedPath()), zap.String("route", label),
-		zap.String("decision", "rejected"), zap.String("code", string(rej.code)), zap.String("detail", rej.detail))
-	p.writeProblem(w, rej, 0)
-	return true
+	return rejected(req, label, mode, rej,
+		zap.String("method", req.Method), zap.String("path", req.URL.EscapedPath()), zap.String("route", label)), true
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/buildinfo"
+	"github.com/fencegate/fencegate/proxy/authn"
 )
 
 type metrics struct {
@@ -122,6 +123,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// authn is the part of the metrics authentication updates.
+func (m *metrics) authn() authn.Metrics {
+	return authn.Metrics{Verify: m.verifyDur, Status: m.statusDur, ClockBehind: m.clockBehind, TrustReloads: m.trustReloads}
 }
 
 // RouteRejectionCodes are the codes a protected route's mutation can be

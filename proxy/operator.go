@@ -39,7 +39,7 @@ func (p *Proxy) Records(ctx context.Context, q store.RecordsQuery) ([]store.Reco
 // issued it: a registry that replaces another must issue at least this
 // epoch.
 func (p *Proxy) MinIssuerEpoch() uint64 {
-	return max(p.status.minEpoch, p.status.maxSeen.Load())
+	return p.auth.MinIssuerEpoch()
 }
 
 // Unknown lists the mutations whose outcome is unknown now, by the
@@ -81,19 +81,19 @@ func (p *Proxy) Resume(ctx context.Context, resource string) (store.Record, erro
 }
 
 // ReloadTrust re-reads the trust bundle file and the trust pins now (see
-// trust.go: first use, a signed bundle's keys, removals). It reports
+// proxy/authn, trust.go: first use, a signed bundle's keys, removals). It reports
 // whether the file or the keys verified with changed. A reload that drops
 // a key behind grants still held fails with ErrKeyInUse unless force is
 // set.
 func (p *Proxy) ReloadTrust(force bool) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return p.trust.reload(ctx, force)
+	return p.auth.Reload(ctx, force)
 }
 
 // TrustKeyIDs are the key IDs the sidecar verifies with: the bundle
 // file's keys that are pinned.
-func (p *Proxy) TrustKeyIDs() []string { return p.trust.keyIDs() }
+func (p *Proxy) TrustKeyIDs() []string { return p.auth.KeyIDs() }
 
 // resolve settles the unknown mutation with operation ID op on an
 // operator's word (how labels the reconciliation in metrics).

@@ -23,7 +23,7 @@ func (p *Proxy) ReconcileOnce(ctx context.Context) int { return p.reconcileOnce(
 // trust.reloadInterval): the trust pins are read again, and the bundle
 // file is applied when it is not the one loaded. Unlike ReloadTrust, an
 // unchanged file is not applied again.
-func (p *Proxy) TrustOnce(ctx context.Context) { p.trust.poll(ctx) }
+func (p *Proxy) TrustOnce(ctx context.Context) { p.auth.Poll(ctx) }
 
 // CompactOnce runs one pass of the compaction loop (what Run does every
 // retention.interval): it deletes receipts and quarantine entries past the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"sync"
 	"time"
@@ -17,8 +16,9 @@ import (
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/proxy/authn"
+	"github.com/fencegate/fencegate/proxy/outbound"
 	"github.com/fencegate/fencegate/store"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // Options are a Proxy's dependencies. Config and Store are required.
@@ -62,19 +62,16 @@ type Proxy struct {
 	store    store.Store
 	router   *router
 	looks    *lookalikes // lenient.go, built with the enforcement ledger
-	upgrades []upgradeRule
-	trust    *trust
-	status   *statusChecker
-	ident    *identity.Resolver
-	backend  *url.URL
+	upgrades upgradeRules
+	auth     *authn.Authenticator
+	backend  *outbound.Target
 	tr       http.RoundTripper
-	pass     *passThrough
-	fwd      forwardedRule
+	pass     *outbound.PassThrough
+	sender   *outbound.Sender
 	clk      clock.Clock
 	log      *zap.Logger
 	m        *metrics
 	cov      *coverage
-	verOpts  []verify.Option
 
 	waitMu  sync.Mutex
 	waiters map[string]chan struct{} // per resource, closed when a mutation settles
@@ -107,82 +104,55 @@ func New(o Options) (*Proxy, error) {
 	}
 	m.initLabels(cfg)
 	p := &Proxy{cfg: cfg, store: o.Store, clk: o.Clock, log: o.Logger, m: m, waiters: map[string]chan struct{}{}}
-	p.verOpts = []verify.Option{verify.WithMaxTokenBytes(cfg.Trust.MaxTokenBytes)}
 	if p.router, err = newRouter(cfg.Routes); err != nil {
 		return nil, err
 	}
 	if p.upgrades, err = compileUpgrades(cfg.Upgrades); err != nil {
 		return nil, err
 	}
-	if p.ident, err = identity.New(cfg.Identity); err != nil {
+	ident, err := identity.New(cfg.Identity)
+	if err != nil {
 		return nil, err
 	}
 	if settle := cfg.Backend.Timeout + cfg.Backend.MaxApplyDelay + cfg.Reconcile.Interval; settle > UnknownTarget {
 		p.log.Warn("backend.timeout + backend.maxApplyDelay + reconcile.interval exceed the 15-minute UNKNOWN target: an unknown mutation that only an effect query's 404 can settle stays unknown that long (FencegateMutationUnknownTooLong fires); give such routes effectQueryCloses or idempotencyKey",
 			zap.Duration("settle", settle), zap.Duration("maxApplyDelay", cfg.Backend.MaxApplyDelay))
 	}
-	if p.ident.Insecure() {
-		p.log.Warn("INSECURE identity mode: the " + p.ident.Header() + " header is trusted from any caller; anyone can act as any owner. Use only for local development.")
-	}
-	tctx, tcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	p.trust, err = newTrust(tctx, trustDeps{path: cfg.Trust.Bundle, allowHS: cfg.Trust.AllowHS256, skew: cfg.Trust.ClockSkew,
-		store: o.Store, firstUse: o.FirstUseAllowed, clk: o.Clock, log: o.Logger, m: m, reg: o.Metrics})
-	tcancel()
-	if err != nil {
-		return nil, err
-	}
-	if n := cfg.Trust.VerifyCacheEntries; n != nil {
-		p.trust.setCacheEntries(*n)
-	}
-	if err := o.Metrics.Register(p.trust.collector()); err != nil {
-		return nil, fmt.Errorf("proxy: metrics: %w", err)
+	if ident.Insecure() {
+		p.log.Warn("INSECURE identity mode: the " + ident.Header() + " header is trusted from any caller; anyone can act as any owner. Use only for local development.")
 	}
 	var maxAge time.Duration
 	for _, r := range cfg.Routes {
 		maxAge = max(maxAge, r.Status.MaxAge)
 	}
-	p.status = &statusChecker{src: o.Status, timeout: cfg.Registry.Timeout, skew: cfg.Trust.ClockSkew,
-		minEpoch: cfg.Trust.MinIssuerEpoch, opts: p.verOpts, m: m,
-		ended: newEndedGrants(maxAge+cfg.Trust.ClockSkew, defaultEndedLimit), learned: o.TimeBound}
-	if p.status.learned == nil {
-		p.status.learned = NewTimeBound(p.clk, cfg.Trust.ClockSkew)
+	tctx, tcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	p.auth, err = authn.New(tctx, authn.Config{Bundle: cfg.Trust.Bundle, AllowHS256: cfg.Trust.AllowHS256, ClockSkew: cfg.Trust.ClockSkew,
+		MaxTokenBytes: cfg.Trust.MaxTokenBytes, MinIssuerEpoch: cfg.Trust.MinIssuerEpoch, VerifyCacheEntries: cfg.Trust.VerifyCacheEntries,
+		RegistryTimeout: cfg.Registry.Timeout, MaxProofAge: maxAge},
+		authn.Deps{Store: o.Store, Status: o.Status, FirstUse: o.FirstUseAllowed, TimeBound: o.TimeBound, Identity: ident,
+			Clock: o.Clock, Log: o.Logger, Metrics: m.authn(), Registerer: o.Metrics})
+	tcancel()
+	if err != nil {
+		return nil, err
 	}
-	p.backend, _ = url.Parse(cfg.Backend.URL)
+	backendURL, _ := url.Parse(cfg.Backend.URL)
+	if p.backend, err = outbound.NewTarget(backendURL, cfg.Forwarded.TrustedProxies); err != nil {
+		return nil, err
+	}
 	p.tr = o.Transport
 	if p.tr == nil {
 		p.tr = newTransport(cfg.Backend)
 	}
 	// Every path to the backend uses p.tr: counting there is counting what
 	// reached the backend (coverage.go), and no mutation leaving through it
-	// is one net/http may send twice (sendonce.go).
+	// is one net/http may send twice (outbound/sendonce.go).
 	p.cov = newCoverage(m.backendMuts, o.Logger)
-	p.tr = &coverageTransport{next: newOnceTransport(p.tr), cov: p.cov}
-	if p.fwd, err = newForwardedRule(cfg.Forwarded); err != nil {
-		return nil, err
-	}
-	// The reverse proxy strips hop-by-hop fields, keeps an allowed
-	// upgrade's, suppresses Go's User-Agent and relays 1xx answers
-	// (100 Continue included) and trailers; Rewrite replaces the target it
-	// would re-encode (it drops unparsable query parameters) and the
-	// forwarding headers (outbound.go, forwarded.go).
-	p.pass = &passThrough{writeTimeout: cfg.Server.PassWriteTimeout, rp: &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL = p.outboundURL(pr.In)
-			pr.Out.Host = pr.In.Host
-			p.outboundHeader(pr.Out.Header, pr.In)
-			// No request trailers, nor their announcement: the clone's
-			// trailer has the names the client announced, never their
-			// values (they arrive after the body).
-			pr.Out.Trailer = nil
-		},
-		ModifyResponse: passedAnswer,
-		Transport:      p.tr,
-		FlushInterval:  -1,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			p.log.Warn("pass-through to backend failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
-			p.writeProblem(w, reject(fencegate.CodeBackendUnavailable, "the backend did not answer"), 0)
-		},
-	}}
+	p.tr = &coverageTransport{next: outbound.NewOnceTransport(p.tr), cov: p.cov}
+	p.sender = &outbound.Sender{Target: p.backend, Transport: p.tr, MaxResponseBytes: cfg.Backend.MaxResponseBytes}
+	p.pass = outbound.NewPassThrough(p.backend, p.tr, cfg.Server.PassWriteTimeout, func(w http.ResponseWriter, r *http.Request, err error) {
+		p.log.Warn("pass-through to backend failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		p.writeProblem(w, reject(fencegate.CodeBackendUnavailable, "the backend did not answer"), 0)
+	})
 	lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := p.checkLedger(lctx, o.ForceDowngrade); err != nil {

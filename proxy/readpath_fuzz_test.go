@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/fencegate/fencegate/proxy/inbound"
 )
 
 // fuzzUpgrades are the upgrades entries FuzzClassifyRequest runs against.
@@ -14,7 +16,7 @@ var fuzzUpgrades = []UpgradeConfig{
 }
 
 // refModel is the read-path rule written out plainly, independently of
-// readpath.go: override header → "override"; any sign of an upgrade →
+// inbound/readpath.go: override header → "override"; any sign of an upgrade →
 // "read" only for a GET on /ws/<one segment> (websocket) or /chat
 // (websocket, chat) asking for nothing but those, else "upgrade"; the four
 // reads spelled exactly → "read"; anything else → "mutation".
@@ -105,7 +107,7 @@ func refModel(method, path string, h http.Header) string {
 	return "mutation"
 }
 
-var verdictNames = map[verdict]string{verdictMutation: "mutation", verdictRead: "read", verdictOverride: "override", verdictUpgrade: "upgrade"}
+var verdictNames = map[inbound.Verdict]string{inbound.VerdictMutation: "mutation", inbound.VerdictRead: "read", inbound.VerdictOverride: "override", inbound.VerdictUpgrade: "upgrade"}
 
 // FuzzClassifyRequest: the read-path classification never panics and
 // agrees with refModel on any method, header set and path; routing any
@@ -161,7 +163,7 @@ func FuzzClassifyRequest(f *testing.F) {
 				h[k] = append(h[k], strings.TrimLeft(v, " "))
 			}
 		}
-		got := verdictNames[classify(method, path, h, rules)]
+		got := verdictNames[inbound.Classify(method, path, h, rules.allow)]
 		if want := refModel(method, path, h); got != want {
 			t.Fatalf("classify(%q, %q, %q) = %s, the model says %s", method, path, h, got, want)
 		}

@@ -2,50 +2,17 @@ package proxy
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/proxy/outbound"
 	"github.com/fencegate/fencegate/store"
 )
 
 func (p *Proxy) writeProblem(w http.ResponseWriter, r *rejection, retry time.Duration) {
 	fencegate.WriteProblem(w, r.problem(), retry)
-}
-
-// writeForwarded writes the backend's whole answer with the receipt ID
-// (none when receiptID is "": no receipt was stored). It closes r.
-func (p *Proxy) writeForwarded(w http.ResponseWriter, r *backendResponse, receiptID string) {
-	defer r.close()
-	h := w.Header()
-	for k, v := range r.header {
-		h[k] = v
-	}
-	removeHopHeaders(h) // also those the backend's Connection names (send removed them already)
-	// Only the sidecar speaks in its namespace: none of the backend's
-	// Fence-* fields, in any spelling, reaches the client (namespace.go),
-	// as none is kept for a replay (storedHeader).
-	removeSidecarOwned(h)
-	if _, ok := r.header["Content-Type"]; !ok {
-		h["Content-Type"] = nil // the backend sent none: send none, never net/http's sniffed guess
-	}
-	if receiptID != "" {
-		h.Set(fencegate.HeaderReceipt, receiptID)
-	} else {
-		h.Del(fencegate.HeaderReceipt)
-	}
-	if r.rest == nil {
-		h.Set("Content-Length", strconv.Itoa(len(r.body)))
-	} else {
-		h.Del("Content-Length")
-	}
-	w.WriteHeader(r.status)
-	_, _ = w.Write(r.body)
-	if r.rest != nil {
-		_, _ = io.Copy(w, r.rest)
-	}
 }
 
 // writeReceipt answers from a stored receipt (a replay): the stored status,
@@ -69,7 +36,7 @@ func (p *Proxy) writeReceipt(w http.ResponseWriter, rc *store.Receipt, replayed 
 		return
 	}
 	for k, v := range rc.Response.Header {
-		if !sidecarOwned(k) { // kept by a version that dropped only the canonical Fence-*
+		if !outbound.SidecarOwned(k) { // kept by a version that dropped only the canonical Fence-*
 			h[k] = v
 		}
 	}

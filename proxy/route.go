@@ -6,10 +6,12 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/proxy/authn"
 )
 
 // route is a configured, compiled route.
@@ -18,6 +20,8 @@ type route struct {
 	key string // "METHOD /pattern", the metrics label and ledger key
 	// resourceRE matches the resource IDs the template produces.
 	resourceRE *regexp.Regexp
+	// status is the route's status rule, as authentication takes it.
+	status authn.Rule
 }
 
 func resourcePattern(template string) *regexp.Regexp {
@@ -52,7 +56,8 @@ func newRouter(cfgs []RouteConfig) (*router, error) {
 	rt := &router{mux: chi.NewRouter(), routes: map[string]*route{},
 		strict: map[Mode]*chi.Mux{ModeEnforce: chi.NewRouter(), ModeShadow: chi.NewRouter()}}
 	for _, c := range cfgs {
-		r := &route{RouteConfig: c, key: c.Method + " " + c.Path, resourceRE: resourcePattern(c.Resource)}
+		r := &route{RouteConfig: c, key: c.Method + " " + c.Path, resourceRE: resourcePattern(c.Resource),
+			status: authn.Rule{Mode: authn.StatusMode(c.Status.Mode), MaxAge: c.Status.MaxAge}}
 		if err := addPattern(rt.mux, c.Method, c.Path, "route "+r.key); err != nil {
 			return nil, err
 		}
@@ -138,4 +143,45 @@ func (rt *router) all() []*route {
 		out = append(out, r)
 	}
 	return out
+}
+
+// caseVariant finds the route a mutation would have matched had its method
+// been spelled as the route's: "put /v1/items/1" when PUT /v1/items/{id} is
+// a route. Such a request is never passed as unmatched, since many
+// backends read methods case-insensitively.
+func (p *Proxy) caseVariant(req *http.Request) (*route, string) {
+	tried := map[string]bool{}
+	// Unicode folding, wider than ASCII: wider refuses more (fail closed).
+	for _, r := range p.router.all() {
+		if r.Method == req.Method || tried[r.Method] || !strings.EqualFold(r.Method, req.Method) {
+			continue
+		}
+		tried[r.Method] = true
+		alt := *req
+		alt.Method = r.Method
+		if rt, resource, _ := p.router.match(&alt); rt != nil {
+			return rt, resource
+		}
+	}
+	return nil, ""
+}
+
+// chiMethods serialises registrations of extension methods with chi.
+var chiMethods sync.Mutex
+
+// registerRouteMethod makes an extension method known to chi's router
+// (chi.RegisterMethod) so that a route may name it. chi keeps its method
+// table in a process-wide map, which it reads without a lock: this runs
+// while a configuration is validated, before any request is served. chi
+// holds at most 63 methods; past that an error is returned.
+func registerRouteMethod(m string) (err error) {
+	chiMethods.Lock()
+	defer chiMethods.Unlock()
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("proxy: method %s: %v", m, v)
+		}
+	}()
+	chi.RegisterMethod(m)
+	return nil
 }

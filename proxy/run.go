@@ -15,7 +15,7 @@ import (
 // once per Proxy.
 func (p *Proxy) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	wg.Go(func() { p.trust.watch(ctx, p.cfg.Trust.ReloadInterval) })
+	wg.Go(func() { p.auth.Run(ctx, p.cfg.Trust.ReloadInterval) })
 	wg.Go(func() { p.reconcileLoop(ctx) })
 	wg.Go(func() { p.compactLoop(ctx) })
 	wg.Wait()

@@ -28,7 +28,7 @@ func (p *Proxy) serveSelf(w http.ResponseWriter, req *http.Request) {
 		selfProblem(w, 404, fencegate.CodeNotFound, "no such sidecar route")
 		return
 	}
-	caller, err := p.ident.Identify(req)
+	caller, err := p.auth.Identify(req)
 	if err != nil {
 		p.writeProblem(w, reject(fencegate.CodeIdentityRequired, err.Error()), 0)
 		return

@@ -25,7 +25,7 @@ import (
 // sent directly to a recording backend and through the sidecar (as a read
 // and as a protected write), the backend receives the same request line,
 // headers and body, and the client the same answer, but for what
-// outbound.go and forwarded.go document.
+// proxy/outbound (outbound.go, forwarded.go) documents.
 
 // received is what the recording backend saw of one request.
 type received struct {
