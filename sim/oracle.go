@@ -98,7 +98,7 @@ func (o *oracle) touch(res registry.Result) {
 func (o *oracle) proved(res registry.Result) {
 	st := res.StatusClaims
 	li, ok := o.leases[st.Lease]
-	if !ok || st.State != "HELD" {
+	if !ok || st.State != fencegate.StateHeld {
 		return
 	}
 	li.proofs = append(li.proofs, proofWindow{iat: int64(st.IssuedAt), exp: int64(st.ExpiresAt)})
