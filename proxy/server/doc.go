@@ -22,7 +22,10 @@
 // or RENEWING, and fencegate_proxy_store_claim_held is 0; a claim that
 // ended is claimed again every half TTL. A lost claim does not make the
 // sidecar unready: the claim lives in the registry, and a registry outage
-// must not take every pod out of its Service (reads still pass).
+// must not take every pod out of its Service (reads still pass). The
+// claim's loop (logging a loss, claiming again) is one of Run's loops,
+// not a goroutine of New; Run releases the claim after the store closed,
+// so the next pod of the service starts at once.
 //
 // # The store's outside anchor
 //
@@ -46,6 +49,5 @@
 // registry call).
 // The configuration was validated and the trust bundle loaded before the
 // listeners bound (a failed reload keeps the previous bundle), so a
-// running sidecar has both. Nothing in it asks the registry. Closing the store at the end of Run releases the
-// claim, so the next pod of the service starts at once.
+// running sidecar has both. Nothing in it asks the registry.
 package server

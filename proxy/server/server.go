@@ -32,6 +32,7 @@ type Server struct {
 	proxy    *proxy.Proxy
 	store    store.Store
 	anchor   *anchor.Store // the store's outside anchor, when configured
+	claim    *claim        // a local store's claim on its service, when claimed
 	in       *http.Server
 	admin    *http.Server
 	health   *http.Server
@@ -69,6 +70,14 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
+	// A claim taken below is released after what was opened closed (the
+	// store included), as Run does.
+	var claimed *claim
+	defer func() {
+		if err != nil && claimed != nil {
+			claimed.release()
+		}
+	}()
 	// One cleanup for every error below: close what was opened, newest first.
 	var opened []io.Closer
 	defer func() {
@@ -116,22 +125,20 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		s.store = s.anchor
 		opened[len(opened)-1] = s.store
 	}
-	var claimHeld *claim
 	if cfg.Store.Claimed() {
 		// A local store serves one replica: claim the service at the
-		// registry, or refuse to start.
-		cl, err := claimService(cfg, storeReg, log)
-		if err != nil {
+		// registry, or refuse to start. Run owns the claim's loop.
+		if claimed, err = claimService(cfg, storeReg, log); err != nil {
 			return nil, err
 		}
-		s.store = &claimedStore{Store: s.store, claim: cl}
+		s.claim = claimed
+		s.store = &claimedStore{Store: s.store, claim: claimed}
 		opened[len(opened)-1] = s.store
 		// The claim is not a readiness check: it lives in the registry,
 		// and a registry outage must not take every pod out of its
 		// Service. Without it the store refuses writes (Begin answers
 		// STORE_UNAVAILABLE, nothing forwarded) while reads pass; the
 		// gauge below and the logs show it.
-		claimHeld = cl
 	}
 	if s.anchor != nil {
 		// After the claim: a local store registers once its sidecar is the
@@ -172,7 +179,7 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 			return nil, fmt.Errorf("proxy: metrics: %w", err)
 		}
 	}
-	if claimHeld != nil {
+	if claimHeld := s.claim; claimHeld != nil {
 		promReg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegate_proxy_store_claim_held",
 			Help: "1 while this sidecar holds the registry claim on store.service that lets its local store accept writes; 0 while it does not (every write is refused with STORE_UNAVAILABLE).",
