@@ -19,6 +19,7 @@ import (
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/internal/listenaddr"
+	"github.com/fencegate/fencegate/internal/redisconf"
 	"github.com/fencegate/fencegate/tlsfiles"
 )
 
@@ -265,34 +266,9 @@ func (s StoreConfig) Claimed() bool {
 	return s.Backend == "bolt" || (s.Backend == "memory" && s.Service != "")
 }
 
-// RedisStoreConfig is the Redis server of the redis store backend: a single
-// primary, which should run with appendonly yes and appendfsync always for
-// acknowledged writes to survive its crash.
-type RedisStoreConfig struct {
-	// Addr is the server's host:port.
-	Addr string `yaml:"addr"`
-	// Username is the ACL user; empty for the default user.
-	Username string `yaml:"username"`
-	// PasswordFile holds the password (trailing newline ignored); empty
-	// for none.
-	PasswordFile string `yaml:"passwordFile"`
-	// DB is the logical database number (default 0).
-	DB int `yaml:"db"`
-	// Prefix starts every key (default "fg"); services sharing a server
-	// each need their own.
-	Prefix string `yaml:"prefix"`
-	// TLS connects over TLS when Enabled.
-	TLS RedisTLSConfig `yaml:"tls"`
-	// Timeout bounds dialing and each read and write (default: go-redis's,
-	// 5s to dial, 3s to read or write).
-	Timeout time.Duration `yaml:"timeout"`
-	// MinReplicas, when positive, makes every store write wait (WAIT)
-	// until that many replicas acknowledged it, at most ReplicaTimeout
-	// (default 1s); fewer fails the write closed (STORE_UNAVAILABLE). Set it
-	// to the number of replicas a failover may promote.
-	MinReplicas    int           `yaml:"minReplicas"`
-	ReplicaTimeout time.Duration `yaml:"replicaTimeout"`
-}
+// RedisStoreConfig is the Redis server of the redis store backend, with
+// the rules of the registry's redis section (one type, one validator).
+type RedisStoreConfig = redisconf.Config
 
 // RedisTLSConfig is the TLS client side of the connection to Redis: enabled,
 // caFile, certFile, keyFile, serverName (default: addr's host).
@@ -691,7 +667,7 @@ func (c Config) Validate() error {
 			add("store.service: required for the bolt store: a local store keeps the fences of one replica only, so the sidecar claims the service at the registry and a second replica refuses to start (use store.backend redis for several replicas); the registry also anchors the store's progress under that name")
 		}
 	case "redis":
-		c.Store.Redis.validate(add)
+		errs = append(errs, c.Store.Redis.Validate("store.redis")...)
 		if c.Store.Service == "" {
 			add("store.service: required for the redis store: the registry anchors the store's generation, progress and enforcement ledger under that name, so that every sidecar, a new pod included, sees a Redis that lost data")
 		}
@@ -792,29 +768,5 @@ func (s StoreConfig) validateClaim(registryURL string, add func(string, ...any))
 	}
 	if u, err := url.Parse(registryURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		add("registry.url: required (http(s)://host:port) by the %s store: its claim on store.service %q, which keeps a second replica from starting, lives in the registry", s.Backend, s.Service)
-	}
-}
-
-// validate reports the problems of the redis store's settings.
-func (r RedisStoreConfig) validate(add func(string, ...any)) {
-	if r.Addr == "" {
-		add("store.redis.addr: required for the redis store")
-	} else if _, _, err := net.SplitHostPort(r.Addr); err != nil {
-		add("store.redis.addr: %q: %v", r.Addr, err)
-	}
-	if r.DB < 0 {
-		add("store.redis.db: %d must not be negative", r.DB)
-	}
-	if len(r.Prefix) > 64 || strings.ContainsAny(r.Prefix, "{} \t\r\n") {
-		add("store.redis.prefix: %q must be at most 64 bytes without braces or spaces", r.Prefix)
-	}
-	if r.Timeout < 0 {
-		add("store.redis.timeout: %v must not be negative (0 is the default)", r.Timeout)
-	}
-	if r.MinReplicas < 0 || r.ReplicaTimeout < 0 {
-		add("store.redis: minReplicas and replicaTimeout must not be negative")
-	}
-	for _, err := range r.TLS.Validate("store.redis.tls") {
-		add("%v", err)
 	}
 }

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -158,17 +156,13 @@ func openRedisStore(rc proxy.RedisStoreConfig, maxBody int, log *zap.Logger) (*s
 		MinReplicas:     rc.MinReplicas,
 		ReplicaTimeout:  rc.ReplicaTimeout,
 	}
-	if rc.PasswordFile != "" {
-		b, err := os.ReadFile(rc.PasswordFile)
-		if err != nil {
-			return nil, fmt.Errorf("server: store.redis.passwordFile: %w", err)
-		}
-		opts.Password = strings.TrimRight(string(b), "\r\n")
+	var err error
+	if opts.Password, err = rc.ReadPassword("store.redis"); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	// Re-read at handshake time when the files change (rotation); a
 	// rotation that does not load keeps the last good files.
-	host, _, _ := net.SplitHostPort(rc.Addr) // validated by proxy.Config
-	tc, err := rc.TLS.Reloading(host, tlsfiles.Reload{OnError: func(err error) {
+	tc, err := rc.TLS.Reloading(rc.Host(), tlsfiles.Reload{OnError: func(err error) {
 		log.Warn("store.redis.tls: rotated files not loaded", zap.Error(err))
 	}})
 	if err != nil {
