@@ -21,10 +21,15 @@ import (
 	"github.com/fencegate/fencegate/verify"
 )
 
-// Options are a Proxy's dependencies. Config and Store are required.
+// Options are a Proxy's dependencies and its own settings. Config (the
+// pipeline's settings, validated by New) and Store are required.
 type Options struct {
 	Config Config
 	Store  store.Store
+	// LegacyLedgerDir is where an earlier version kept its enforcement
+	// ledger (enforcement.json in the sidecar's dataDir): New imports it
+	// into the store once, then renames it. Empty: nothing to import.
+	LegacyLedgerDir string
 	// Status reads grant status from the registry (routes in registry
 	// status mode). Required when such routes exist.
 	Status StatusSource
@@ -75,6 +80,8 @@ type Proxy struct {
 	m        *metrics
 	cov      *coverage
 	verOpts  []verify.Option
+	// legacyLedgerDir holds an enforcement.json of an earlier version.
+	legacyLedgerDir string
 
 	waitMu  sync.Mutex
 	waiters map[string]chan struct{} // per resource, closed when a mutation settles
@@ -106,7 +113,7 @@ func New(o Options) (*Proxy, error) {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
 	m.initLabels(cfg)
-	p := &Proxy{cfg: cfg, store: o.Store, clk: o.Clock, log: o.Logger, m: m, waiters: map[string]chan struct{}{}}
+	p := &Proxy{cfg: cfg, store: o.Store, clk: o.Clock, log: o.Logger, m: m, waiters: map[string]chan struct{}{}, legacyLedgerDir: o.LegacyLedgerDir}
 	p.verOpts = []verify.Option{verify.WithMaxTokenBytes(cfg.Trust.MaxTokenBytes)}
 	if p.router, err = newRouter(cfg.Routes); err != nil {
 		return nil, err
@@ -141,7 +148,7 @@ func New(o Options) (*Proxy, error) {
 	for _, r := range cfg.Routes {
 		maxAge = max(maxAge, r.Status.MaxAge)
 	}
-	p.status = &statusChecker{src: o.Status, timeout: cfg.Registry.Timeout, skew: cfg.Trust.ClockSkew,
+	p.status = &statusChecker{src: o.Status, timeout: cfg.StatusTimeout, skew: cfg.Trust.ClockSkew,
 		minEpoch: cfg.Trust.MinIssuerEpoch, opts: p.verOpts, m: m,
 		ended: newEndedGrants(maxAge+cfg.Trust.ClockSkew, defaultEndedLimit), learned: o.TimeBound}
 	if p.status.learned == nil {
@@ -165,7 +172,7 @@ func New(o Options) (*Proxy, error) {
 	// (100 Continue included) and trailers; Rewrite replaces the target it
 	// would re-encode (it drops unparsable query parameters) and the
 	// forwarding headers (outbound.go, forwarded.go).
-	p.pass = &passThrough{writeTimeout: cfg.Server.PassWriteTimeout, rp: &httputil.ReverseProxy{
+	p.pass = &passThrough{writeTimeout: cfg.PassWriteTimeout, rp: &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = p.outboundURL(pr.In)
 			pr.Out.Host = pr.In.Host

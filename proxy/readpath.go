@@ -312,7 +312,7 @@ var chiMethods sync.Mutex
 // registerRouteMethod makes an extension method known to chi's router
 // (chi.RegisterMethod) so that a route may name it. chi keeps its method
 // table in a process-wide map, which it reads without a lock: this runs
-// while a configuration is validated, before any request is served. chi
+// while a Proxy's routers are built (New), before it serves a request. chi
 // holds at most 63 methods; past that an error is returned.
 func registerRouteMethod(m string) (err error) {
 	chiMethods.Lock()

@@ -53,6 +53,11 @@ func newRouter(cfgs []RouteConfig) (*router, error) {
 		strict: map[Mode]*chi.Mux{ModeEnforce: chi.NewRouter(), ModeShadow: chi.NewRouter()}}
 	for _, c := range cfgs {
 		r := &route{RouteConfig: c, key: c.Method + " " + c.Path, resourceRE: resourcePattern(c.Resource)}
+		// An extension method (MOVE, PROPPATCH ...) must be known to chi
+		// before a route names it; Config.Validate changes nothing.
+		if err := registerRouteMethod(c.Method); err != nil {
+			return nil, err
+		}
 		if err := addPattern(rt.mux, c.Method, c.Path, "route "+r.key); err != nil {
 			return nil, err
 		}

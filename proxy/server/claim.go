@@ -11,7 +11,6 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/clock"
-	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -41,7 +40,7 @@ type claim struct {
 // claimService claims cfg.Store.Service at the registry, waiting up to
 // one claim TTL for another sidecar's claim to end (a restarted pod's old
 // claim expires within it). It fails when another sidecar still holds it.
-func claimService(cfg proxy.Config, reg *client.Client, log *zap.Logger) (*claim, error) {
+func claimService(cfg Config, reg *client.Client, log *zap.Logger) (*claim, error) {
 	c := &claim{
 		reg: reg, service: cfg.Store.Service, resource: cfg.Store.ClaimResource(), ttl: cfg.Store.ClaimTTL,
 		log: log.With(zap.String("service", cfg.Store.Service), zap.String("claim", cfg.Store.ClaimResource())),

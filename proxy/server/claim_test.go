@@ -144,15 +144,15 @@ func TestLostClaimRefusesWrites(t *testing.T) {
 	defer back.Close()
 	regURL, bundle := startRegistry(t)
 	dir := t.TempDir()
-	cfg := proxy.Config{
+	cfg := Config{
 		Listen:   "127.0.0.1:0",
 		Backend:  proxy.BackendConfig{URL: back.URL, Timeout: 5 * time.Second},
 		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusRegistry}}},
 		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:    proxy.TrustConfig{Bundle: bundle},
-		Registry: proxy.RegistryConfig{URL: regURL},
-		Store:    proxy.StoreConfig{Backend: "bolt", Service: "claim-lost", ClaimTTL: 600 * time.Millisecond, ClaimIdentity: "sidecar-a"},
-		Admin:    proxy.AdminConfig{Listen: "127.0.0.1:0"},
+		Registry: RegistryConfig{URL: regURL},
+		Store:    StoreConfig{Backend: "bolt", Service: "claim-lost", ClaimTTL: 600 * time.Millisecond, ClaimIdentity: "sidecar-a"},
+		Admin:    AdminConfig{Listen: "127.0.0.1:0"},
 		DataDir:  dir,
 	}
 	s := serveUntilDone(t, cfg)

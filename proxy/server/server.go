@@ -26,7 +26,7 @@ import (
 	"github.com/fencegate/fencegate/tlsfiles"
 )
 
-// Server is a sidecar assembled from a proxy.Config, with both listeners
+// Server is a sidecar assembled from a Config (the file), with its listeners
 // bound. Call Run once.
 type Server struct {
 	proxy    *proxy.Proxy
@@ -56,13 +56,13 @@ const DefaultShutdownTimeout = 30 * time.Second
 // routes ("PUT /v1/x/{id}") allowed to leave enforce mode although the
 // ledger says they were enforced. On an error, whatever New had opened is
 // closed again.
-func New(cfg proxy.Config, log *zap.Logger, forceDowngrade []string) (*Server, error) {
+func New(cfg Config, log *zap.Logger, forceDowngrade []string) (*Server, error) {
 	return build(cfg, log, forceDowngrade, openStore)
 }
 
 // build is New with the store opener as a parameter (tests wrap the store).
-func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
-	open func(proxy.Config, *zap.Logger) (store.Store, error)) (_ *Server, err error) {
+func build(cfg Config, log *zap.Logger, forceDowngrade []string,
+	open func(Config, *zap.Logger) (store.Store, error)) (_ *Server, err error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -156,7 +156,7 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 		// registry (a registry outage must not make every pod unready).
 		ready = append(ready, adminapi.ReadyCheck{Code: fencegate.CodeStoreUnavailable, Check: s.anchor.CheckLoss})
 	}
-	opts := proxy.Options{Config: cfg, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade, TimeBound: timeBound}
+	opts := proxy.Options{Config: cfg.Pipeline(), LegacyLedgerDir: cfg.DataDir, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade, TimeBound: timeBound}
 	if an := s.anchor; an != nil {
 		// Trust on first use pins the bundle file as it is, into a store
 		// with no pins. A store that lost its data lost its pins too:
@@ -249,7 +249,7 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 
 // registryClient is a client of cfg.Registry (mTLS when configured),
 // sending identity in the identity header when it is not empty.
-func registryClient(cfg proxy.Config, identity string, log *zap.Logger) (*client.Client, error) {
+func registryClient(cfg Config, identity string, log *zap.Logger) (*client.Client, error) {
 	var copts []client.Option
 	if cfg.Registry.CertFile != "" || cfg.Registry.CAFile != "" || strings.HasPrefix(cfg.Registry.URL, "https://") {
 		files := tlsfiles.Client{CertFile: cfg.Registry.CertFile, KeyFile: cfg.Registry.KeyFile, CAFile: cfg.Registry.CAFile}

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap/exp/zapslog"
 
 	"github.com/fencegate/fencegate/internal/atomicfile"
-	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/anchor"
 	"github.com/fencegate/fencegate/store/bolt"
@@ -37,7 +36,7 @@ const anchorOpenTimeout = 5 * time.Minute
 // openStore opens the fenced store cfg.Store names, sized for the largest
 // response a route keeps. The anchor (store/anchor) is wrapped around it
 // by New.
-func openStore(cfg proxy.Config, log *zap.Logger) (store.Store, error) {
+func openStore(cfg Config, log *zap.Logger) (store.Store, error) {
 	maxBody := 0
 	for _, r := range cfg.Routes {
 		maxBody = max(maxBody, r.ResponseStoreLimit)
@@ -71,7 +70,7 @@ func openStore(cfg proxy.Config, log *zap.Logger) (store.Store, error) {
 const redisGenerationFile = "redis-generation.json"
 
 // legacyUpgrade reads the files above, if any.
-func legacyUpgrade(cfg proxy.Config, log *zap.Logger) (anchor.Upgrade, error) {
+func legacyUpgrade(cfg Config, log *zap.Logger) (anchor.Upgrade, error) {
 	var u anchor.Upgrade
 	if cfg.Store.Backend != "redis" {
 		return u, nil
@@ -142,7 +141,7 @@ func legacyUpgrade(cfg proxy.Config, log *zap.Logger) (anchor.Upgrade, error) {
 
 // openRedisStore connects to the redis store's server and checks it
 // answers. The generation it must keep seeing is set by the anchor.
-func openRedisStore(rc proxy.RedisStoreConfig, maxBody int, log *zap.Logger) (*storeredis.Store, error) {
+func openRedisStore(rc RedisStoreConfig, maxBody int, log *zap.Logger) (*storeredis.Store, error) {
 	opts := storeredis.Options{
 		Logger:          slog.New(zapslog.NewHandler(log.Core())),
 		Addr:            rc.Addr,
