@@ -1,10 +1,16 @@
-// Package server assembles a runnable sidecar from a proxy.Config: the
-// fenced store (bolt by default, memory for tests), the registry client,
-// the metrics registry, the proxy.Proxy, its inbound listener (TLS or
-// mTLS when configured), the admin listener serving proxy/adminapi (with
-// the admin token) and the health listener (adminapi.NewHealth: probes and
-// metrics without credentials). Run owns their lifecycle. cmd/fencegate's proxy
-// subcommand is a thin wrapper around it.
+// Package server assembles a runnable sidecar from its configuration file.
+// Config is the file (config.go): its YAML schema, Load (unknown keys are
+// errors), SetDefaults and Validate (config_validate.go: one pure
+// validator per section, every problem at once, the pipeline's sections
+// checked by proxy.Config.Validate); Pipeline() is the part proxy.New
+// takes. From it New opens the fenced store (store.backend: bolt by
+// default, redis, memory for tests; store.go), the registry client, the
+// metrics registry, the proxy.Proxy, its inbound listener (TLS or mTLS
+// when configured), the admin listener serving proxy/adminapi (with the
+// admin token) and the health listener (adminapi.NewHealth: probes and
+// metrics without credentials). Run owns their lifecycle and every
+// background loop. cmd/fencegate's proxy subcommand is a thin wrapper
+// around Load, Validate, New and Run.
 //
 // # One replica per local store
 //
