@@ -19,6 +19,16 @@ func (p *Problems) Add(format string, a ...any) { *p = append(*p, fmt.Errorf(for
 // Append appends problems found elsewhere (a nested section's validator).
 func (p *Problems) Append(errs ...error) { *p = append(*p, errs...) }
 
+// AppendErr appends the problems of err, another validator's joined
+// result (each of errors.Join's list; nothing for nil).
+func (p *Problems) AppendErr(err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		p.Append(j.Unwrap()...)
+	} else if err != nil {
+		p.Append(err)
+	}
+}
+
 // Positive is a problem unless d > 0.
 func (p *Problems) Positive(name string, d time.Duration) {
 	if d <= 0 {

@@ -83,10 +83,11 @@ func (c *Config) setPipeline(p proxy.Config) {
 // RepairWindow is the pipeline's proxy.Config.RepairWindow.
 func (c Config) RepairWindow() time.Duration { return c.Pipeline().RepairWindow() }
 
-// RegistryConfig is how the sidecar reaches the registry (status mode registry).
-// The registry's client is built from URL and the files; Timeout bounds a
-// status read (the pipeline's proxy.Config.StatusTimeout, default
-// proxy.DefaultStatusTimeout) and the store's registry calls.
+// RegistryConfig is how the sidecar reaches the registry (status mode
+// registry, the store's anchor and claim): its client is built from URL and
+// the files; Timeout bounds a status read (the pipeline's
+// proxy.Config.StatusTimeout, default proxy.DefaultStatusTimeout) and the
+// anchor's registry calls.
 type RegistryConfig struct {
 	URL      string        `yaml:"url"`
 	CertFile string        `yaml:"certFile"`

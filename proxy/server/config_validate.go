@@ -19,9 +19,7 @@ import (
 // SetDefaults (Load does).
 func (c Config) Validate() error {
 	var p confcheck.Problems
-	if err := c.Pipeline().Validate(); err != nil {
-		p.Append(err)
-	}
+	p.AppendErr(c.Pipeline().Validate())
 	p.Append(c.validateListeners()...)
 	p.Append(c.validateTLS()...)
 	p.Append(c.Server.validate()...)
