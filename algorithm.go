@@ -2,7 +2,7 @@ package fencegate
 
 // Names of the JWS algorithms a fencegate key can have (the JOSE "alg"
 // values). Package verify owns verification and maps them to its
-// algorithm type; registry/keys generates keys for them.
+// algorithm type; package keys generates keys for them.
 const (
 	// AlgEdDSA is EdDSA with an Ed25519 key.
 	AlgEdDSA = "EdDSA"

@@ -4,7 +4,17 @@ import "net/http"
 
 // Code is a stable problem code: the "code" member of every RFC 9457
 // problem the registry and the sidecar answer with. Clients switch on it.
+//
+// A Code is also an error: it is the sentinel of its code. The errors the
+// SDK (package client) and package verify return match the Code they carry,
+// so errors.Is(err, fencegate.CodeStaleOwner) works through any %w
+// wrapping; the SDK's and verify's sentinels (client.ErrStaleOwner,
+// verify.ErrGrantInvalid, ...) are these values.
 type Code string
+
+// Error implements error: the code itself ("STALE_OWNER"), so a Code
+// formats the same whether it is printed as a string or as an error.
+func (c Code) Error() string { return string(c) }
 
 // Codes of the request contract (docs/design.md), answered by the sidecar.
 const (

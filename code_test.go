@@ -1,6 +1,8 @@
 package fencegate_test
 
 import (
+	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -59,5 +61,19 @@ func TestCodeStatuses(t *testing.T) {
 		if got := code.Status(); got != want {
 			t.Errorf("%s: %d, want %d", code, got, want)
 		}
+	}
+}
+
+// TestCodeIsAnError: a Code is its own sentinel, matched through %w
+// wrapping, and formats as the code whether printed as a string or an
+// error.
+func TestCodeIsAnError(t *testing.T) {
+	var err error = fencegate.CodeStaleOwner
+	wrapped := fmt.Errorf("write: %w", err)
+	if !errors.Is(wrapped, fencegate.CodeStaleOwner) || errors.Is(wrapped, fencegate.CodeSegmentGap) {
+		t.Fatalf("errors.Is through %%w: %v", wrapped)
+	}
+	if err.Error() != "STALE_OWNER" || fmt.Sprintf("%s %v", fencegate.CodeStaleOwner, err) != "STALE_OWNER STALE_OWNER" {
+		t.Fatalf("Error() = %q", err.Error())
 	}
 }

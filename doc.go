@@ -6,7 +6,13 @@
 // It holds, with the standard library only:
 //
 //   - the stable problem codes (Code) and the one table of their HTTP
-//     statuses (Code.Status);
+//     statuses (Code.Status); a Code is an error, the sentinel of its
+//     code, so errors.Is(err, CodeStaleOwner) works on the SDK's and
+//     verify's errors;
+//   - the claim sets of grants and status proofs (Grant, Status), the
+//     schema names of the tokens (GrantSchema, StatusSchema,
+//     BundleSchema) and the lease states (StateHeld, StateExpired,
+//     StateReleased, StateRevoked);
 //   - the header names of the request contract (HeaderGrant,
 //     HeaderSegment, ...);
 //   - segment numbers and operation IDs (ParseSegment, MaxSeq,
@@ -15,8 +21,8 @@
 //     ("sha256:" + 64 lowercase hex digits: Digest, ValidateDigest);
 //   - the one rule for canonical resource IDs (ValidateResource);
 //   - the RFC 9457 problem document (Problem, WriteProblem, ReadProblem);
-//   - the registry's JSON wire types (Lease, AcquireBody, Resource, ...)
-//     and the sidecar's receipt wire type (Receipt);
+//   - the registry's JSON wire types (Lease, AcquireBody, Resource,
+//     Policy, ...) and the sidecar's receipt wire type (Receipt);
 //   - the names of the signing algorithms (Algorithms, DefaultAlgorithms);
 //     package verify does the verifying.
 //

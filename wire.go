@@ -90,9 +90,12 @@ type Meta struct {
 	Lineage string `json:"lineage,omitempty"`
 }
 
-// Policy is a resource policy, the body of PUT /v1/admin/policies and the
-// items of GET /v1/admin/policies. Generation, Deleted and UpdatedAt are
-// set by the registry (a PUT must leave them zero).
+// Policy is a per-resource (or per-prefix) policy: the body of PUT
+// /v1/admin/policies, the items of GET /v1/admin/policies and the record
+// the registry stores (the same JSON in every backend). Generation,
+// Deleted and UpdatedAt are set by the registry (a PUT must leave them
+// zero): every change gets a new generation from Meta.PolicySeq, and a
+// deleted policy stays as a tombstone so generations never go backwards.
 type Policy struct {
 	// Pattern is an exact resource ID, or a prefix ending in "*"
 	// ("invoice-batch/*"). The longest matching pattern applies.

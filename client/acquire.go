@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // Hold acquires a lease on resource and returns a Holder that keeps it:
@@ -178,7 +178,7 @@ func (h *Holder) acquire(ctx context.Context) (*Lease, time.Time, error) {
 		})
 		cancel()
 		switch {
-		case err == nil && l.State == verify.StateHeld:
+		case err == nil && l.State == fencegate.StateHeld:
 			return l, sent, nil
 		case err == nil:
 			// The request ID's grant exists but is over: an earlier Hold
@@ -200,7 +200,7 @@ func (h *Holder) acquire(ctx context.Context) (*Lease, time.Time, error) {
 			return nil, time.Time{}, lerr
 		}
 		if found {
-			if l.State == verify.StateHeld {
+			if l.State == fencegate.StateHeld {
 				return l, sent2, nil
 			}
 			if cfg.userRequestID {
@@ -273,9 +273,9 @@ func (h *Holder) cleanup() bool {
 	if err != nil {
 		return false
 	}
-	if l.State == verify.StateHeld {
+	if l.State == fencegate.StateHeld {
 		r, err := h.c.Release(ctx, l.Lease)
-		return err == nil && r.State != verify.StateHeld
+		return err == nil && r.State != fencegate.StateHeld
 	}
 	return true
 }

@@ -51,6 +51,8 @@
 // that matches the sentinel of its code: errors.Is(err, client.ErrLeaseHeld).
 // Every sidecar rejection comes back from a Transport as a *RejectionError
 // that matches its code's sentinel: errors.Is(err, client.ErrStaleOwner).
+// The code sentinels are the fencegate.Code values themselves (a Code is an
+// error), so errors.Is(err, fencegate.CodeStaleOwner) is the same test.
 // REPLAY_INCOMPLETE is not a rejection: the segment was accepted, and it
 // comes back as a *ReplayIncompleteError (ErrReplayIncomplete) with the
 // receipt ID and the backend's status.

@@ -8,45 +8,41 @@ import (
 	"github.com/fencegate/fencegate"
 )
 
-// codeError is a sentinel matched by problem code.
-type codeError struct{ code fencegate.Code }
-
-// Error implements error.
-func (e *codeError) Error() string { return "client: " + string(e.code) }
-
-// Sentinels, one per problem code of the registry API. An *Error matches
-// the sentinel of its code: errors.Is(err, client.ErrLeaseHeld).
+// Sentinels, one per problem code of the registry API: each is the
+// fencegate.Code itself (a Code is an error). An *Error matches the
+// sentinel of its code, under either name: errors.Is(err,
+// client.ErrLeaseHeld) and errors.Is(err, fencegate.CodeLeaseHeld).
 var (
 	// ErrInvalidRequest: a malformed field (resource, request ID, TTL, wait ...).
-	ErrInvalidRequest error = &codeError{fencegate.CodeInvalidRequest}
+	ErrInvalidRequest error = fencegate.CodeInvalidRequest
 	// ErrIdentityRequired: no caller workload identity could be established
 	// (registry or sidecar).
-	ErrIdentityRequired error = &codeError{fencegate.CodeIdentityRequired}
+	ErrIdentityRequired error = fencegate.CodeIdentityRequired
 	// ErrNotOwner: the caller is not the lease's owner.
-	ErrNotOwner error = &codeError{fencegate.CodeNotOwner}
+	ErrNotOwner error = fencegate.CodeNotOwner
 	// ErrPolicyDenied: the resource's policy refuses this owner, TTL or operation class.
-	ErrPolicyDenied error = &codeError{fencegate.CodePolicyDenied}
+	ErrPolicyDenied error = fencegate.CodePolicyDenied
 	// ErrLeaseHeld: the resource is held by another lease (a waiting
 	// acquire's wait ran out).
-	ErrLeaseHeld error = &codeError{fencegate.CodeLeaseHeld}
+	ErrLeaseHeld error = fencegate.CodeLeaseHeld
 	// ErrLeaseNotHeld: a renewal of a lease that is expired, released or
 	// revoked; the problem's "state" member says which.
-	ErrLeaseNotHeld error = &codeError{fencegate.CodeLeaseNotHeld}
+	ErrLeaseNotHeld error = fencegate.CodeLeaseNotHeld
 	// ErrRequestConflict: the request ID was used for another acquire.
-	ErrRequestConflict error = &codeError{fencegate.CodeRequestConflict}
+	ErrRequestConflict error = fencegate.CodeRequestConflict
 	// ErrNotFound: no such lease, grant or request ID.
-	ErrNotFound error = &codeError{fencegate.CodeNotFound}
+	ErrNotFound error = fencegate.CodeNotFound
 	// ErrAdminRequired: an admin call without admin rights.
-	ErrAdminRequired error = &codeError{fencegate.CodeAdminRequired}
+	ErrAdminRequired error = fencegate.CodeAdminRequired
 	// ErrBackendUnavailable: the registry's backend (or the sidecar's
 	// backend, before anything was sent) is unavailable.
-	ErrBackendUnavailable error = &codeError{fencegate.CodeBackendUnavailable}
+	ErrBackendUnavailable error = fencegate.CodeBackendUnavailable
 	// ErrStoreLost: a fenced store presented a generation that is not the
 	// one the registry anchored: it lost its data or is another data set.
 	// The problem's "anchored" and "presented" members name both; every
 	// anchor call of the store is refused until an operator acknowledges
 	// the loss (Client.AcknowledgeStoreLoss).
-	ErrStoreLost error = &codeError{fencegate.CodeStoreLost}
+	ErrStoreLost error = fencegate.CodeStoreLost
 )
 
 // ErrUnexpectedResponse is returned for an answer that is neither the
@@ -67,84 +63,89 @@ func (e *Error) Error() string {
 // Code is the problem's stable code.
 func (e *Error) Code() fencegate.Code { return e.Problem.Code }
 
-// Is matches the sentinel of the problem's code.
-func (e *Error) Is(target error) bool {
-	var c *codeError
-	return errors.As(target, &c) && c.code == e.Problem.Code
+// Is matches the sentinel of the problem's code: the fencegate.Code (and
+// so the client.Err* name of it).
+func (e *Error) Is(target error) bool { return isCode(target, e.Problem) }
+
+// isCode reports whether target is the code of problem p.
+func isCode(target error, p *fencegate.Problem) bool {
+	c, ok := target.(fencegate.Code)
+	return ok && p != nil && c == p.Code
 }
 
-// Sentinels of the sidecar's problem codes: a *RejectionError (and an
-// *Error with the same code) matches its code's sentinel, so
-// errors.Is(err, client.ErrStaleOwner) works through any %w wrapping.
+// Sentinels of the sidecar's problem codes, each the fencegate.Code itself:
+// a *RejectionError (and an *Error with the same code) matches its code's
+// sentinel, so errors.Is(err, client.ErrStaleOwner) and errors.Is(err,
+// fencegate.CodeStaleOwner) work through any %w wrapping.
 // IDENTITY_REQUIRED and BACKEND_UNAVAILABLE, which the registry also
 // answers, match ErrIdentityRequired and ErrBackendUnavailable above.
 var (
 	// ErrGrantRequired: the route is protected and the request had no grant.
-	ErrGrantRequired error = &codeError{fencegate.CodeGrantRequired}
+	ErrGrantRequired error = fencegate.CodeGrantRequired
 	// ErrGrantInvalid: the grant is malformed, oversized, of an unknown key,
 	// of a refused algorithm, badly signed or of the wrong schema.
-	ErrGrantInvalid error = &codeError{fencegate.CodeGrantInvalid}
+	ErrGrantInvalid error = fencegate.CodeGrantInvalid
 	// ErrOwnerMismatch: the caller's workload identity is not the grant's owner.
-	ErrOwnerMismatch error = &codeError{fencegate.CodeOwnerMismatch}
+	ErrOwnerMismatch error = fencegate.CodeOwnerMismatch
 	// ErrResourceMismatch: the route's resource is not the grant's.
-	ErrResourceMismatch error = &codeError{fencegate.CodeResourceMismatch}
+	ErrResourceMismatch error = fencegate.CodeResourceMismatch
 	// ErrPolicyMismatch: the grant's policy generation is not the current one.
-	ErrPolicyMismatch error = &codeError{fencegate.CodePolicyMismatch}
+	ErrPolicyMismatch error = fencegate.CodePolicyMismatch
 	// ErrGrantNotHeld: the registry says the grant expired, was released or revoked.
-	ErrGrantNotHeld error = &codeError{fencegate.CodeGrantNotHeld}
+	ErrGrantNotHeld error = fencegate.CodeGrantNotHeld
 	// ErrEpochRevoked: the grant's issuer epoch was revoked.
-	ErrEpochRevoked error = &codeError{fencegate.CodeEpochRevoked}
+	ErrEpochRevoked error = fencegate.CodeEpochRevoked
 	// ErrStatusStale: the Fence-Status proof is expired, not for this grant,
 	// or not fresh enough.
-	ErrStatusStale error = &codeError{fencegate.CodeStatusStale}
+	ErrStatusStale error = fencegate.CodeStatusStale
 	// ErrStaleOwner: a higher fence was already accepted for the resource;
 	// this worker is no longer the owner.
-	ErrStaleOwner error = &codeError{fencegate.CodeStaleOwner}
+	ErrStaleOwner error = fencegate.CodeStaleOwner
 	// ErrSegmentGap: the segment is out of order (a new fence must start at
 	// 1, a known one continue at lastSeq+1).
-	ErrSegmentGap error = &codeError{fencegate.CodeSegmentGap}
+	ErrSegmentGap error = fencegate.CodeSegmentGap
 	// ErrSegmentConflict: an accepted (fence, segment) was sent again with
 	// another payload; the attempt was quarantined.
-	ErrSegmentConflict error = &codeError{fencegate.CodeSegmentConflict}
+	ErrSegmentConflict error = fencegate.CodeSegmentConflict
 	// ErrFenceRegression: the registry issued a fence that went backwards;
 	// the resource is paused.
-	ErrFenceRegression error = &codeError{fencegate.CodeFenceRegression}
+	ErrFenceRegression error = fencegate.CodeFenceRegression
 	// ErrMutationUnknown: an earlier mutation's outcome is unknown and the
 	// resource awaits reconciliation (see Sidecar.Recover).
-	ErrMutationUnknown error = &codeError{fencegate.CodeMutationUnknown}
+	ErrMutationUnknown error = fencegate.CodeMutationUnknown
 	// ErrRegistryUnavailable: the sidecar could not establish the grant's
 	// status and failed closed.
-	ErrRegistryUnavailable error = &codeError{fencegate.CodeRegistryUnavailable}
+	ErrRegistryUnavailable error = fencegate.CodeRegistryUnavailable
 	// ErrFenceHeaderInvalid: a Fence-* header is duplicated or malformed.
-	ErrFenceHeaderInvalid error = &codeError{fencegate.CodeFenceHeaderInvalid}
+	ErrFenceHeaderInvalid error = fencegate.CodeFenceHeaderInvalid
 	// ErrInvalidResource: the route's path does not make a valid resource ID.
-	ErrInvalidResource error = &codeError{fencegate.CodeInvalidResource}
+	ErrInvalidResource error = fencegate.CodeInvalidResource
 	// ErrBodyTooLarge: the body exceeds the route's limit.
-	ErrBodyTooLarge error = &codeError{fencegate.CodeBodyTooLarge}
+	ErrBodyTooLarge error = fencegate.CodeBodyTooLarge
 	// ErrBodyUnreadable: the sidecar could not read the whole body.
-	ErrBodyUnreadable error = &codeError{fencegate.CodeBodyUnreadable}
+	ErrBodyUnreadable error = fencegate.CodeBodyUnreadable
 	// ErrDigestMismatch: Content-Digest does not match the body.
-	ErrDigestMismatch error = &codeError{fencegate.CodeDigestMismatch}
+	ErrDigestMismatch error = fencegate.CodeDigestMismatch
 	// ErrRouteNotProtected: the mutation matched no protected route.
-	ErrRouteNotProtected error = &codeError{fencegate.CodeRouteNotProtected}
+	ErrRouteNotProtected error = fencegate.CodeRouteNotProtected
 	// ErrResourceBusy: another mutation of the resource stayed in flight.
-	ErrResourceBusy error = &codeError{fencegate.CodeResourceBusy}
+	ErrResourceBusy error = fencegate.CodeResourceBusy
 	// ErrResourcePaused: an operator paused the resource.
-	ErrResourcePaused error = &codeError{fencegate.CodeResourcePaused}
+	ErrResourcePaused error = fencegate.CodeResourcePaused
 	// ErrStoreUnavailable: the sidecar's fenced store failed; nothing was forwarded.
-	ErrStoreUnavailable error = &codeError{fencegate.CodeStoreUnavailable}
+	ErrStoreUnavailable error = fencegate.CodeStoreUnavailable
 	// ErrMethodOverrideRefused: the request carried a method-override header;
 	// send the real method instead.
-	ErrMethodOverrideRefused error = &codeError{fencegate.CodeMethodOverrideRefused}
+	ErrMethodOverrideRefused error = fencegate.CodeMethodOverrideRefused
 	// ErrUpgradeRefused: the request asked for a protocol upgrade that the
 	// sidecar's configuration does not allow (h2c never is).
-	ErrUpgradeRefused error = &codeError{fencegate.CodeUpgradeRefused}
+	ErrUpgradeRefused error = fencegate.CodeUpgradeRefused
 	// ErrReplayIncomplete: the segment was accepted (it has a receipt) but
 	// the sidecar did not keep the backend's whole answer, so a replay
 	// cannot give it back. A *ReplayIncompleteError carries the receipt ID
 	// and the backend's status. It is neither a rejection nor an unknown
 	// outcome: the write is accepted, do not send it again.
-	ErrReplayIncomplete error = &codeError{fencegate.CodeReplayIncomplete}
+	ErrReplayIncomplete error = fencegate.CodeReplayIncomplete
 )
 
 // Errors of the lease state machine and the worker helpers.
@@ -213,11 +214,9 @@ func (e *RejectionError) Error() string {
 // Code is the problem's stable code.
 func (e *RejectionError) Code() fencegate.Code { return e.Problem.Code }
 
-// Is matches the sentinel of the problem's code.
-func (e *RejectionError) Is(target error) bool {
-	var c *codeError
-	return errors.As(target, &c) && c.code == e.Problem.Code
-}
+// Is matches the sentinel of the problem's code: the fencegate.Code (and
+// so the client.Err* name of it).
+func (e *RejectionError) Is(target error) bool { return isCode(target, e.Problem) }
 
 // StateError is returned, without any network I/O, when an effect is
 // asked of a Holder that does not know that it holds its lease. It matches

@@ -16,7 +16,6 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/internal/faultproxy"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // TestLostAcquireResponse: the registry grants, the answer is lost on the
@@ -142,7 +141,7 @@ func TestLostRenewalResponse(t *testing.T) {
 	// it: the registry keeps times in milliseconds, and a renewal decided
 	// in the same millisecond as the acquire yields the same expiry.
 	if revBefore, revAfter := proofRevision(t, before.Status), proofRevision(t, after.Status); revAfter <= revBefore ||
-		after.ExpiresAt.Before(before.ExpiresAt) || after.State != verify.StateHeld {
+		after.ExpiresAt.Before(before.ExpiresAt) || after.State != fencegate.StateHeld {
 		t.Fatalf("the registry did not apply the renewal whose answer was lost: revision %d -> %d, expiry %s -> %s, state %s",
 			revBefore, revAfter, before.ExpiresAt, after.ExpiresAt, after.State)
 	}
@@ -184,8 +183,8 @@ func proofRevision(t *testing.T, proof string) uint64 {
 	if err != nil {
 		t.Fatalf("status proof payload: %v", err)
 	}
-	var st verify.Status
-	if err := json.Unmarshal(raw, &st); err != nil || st.Schema != verify.StatusSchema {
+	var st fencegate.Status
+	if err := json.Unmarshal(raw, &st); err != nil || st.Schema != fencegate.StatusSchema {
 		t.Fatalf("status proof claims %s: %v", raw, err)
 	}
 	return st.BackendRevision

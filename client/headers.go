@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // GrantClaims decodes the claims of a lockGrant.v1 compact JWS WITHOUT
@@ -17,25 +16,25 @@ import (
 // root) as the registry sent it over an authenticated connection. Never use
 // it to decide whether someone else's grant is genuine; that is
 // verify.ParseAndVerifyGrant's job (and the sidecar's).
-func GrantClaims(token string) (*verify.Grant, error) {
-	var g verify.Grant
+func GrantClaims(token string) (*fencegate.Grant, error) {
+	var g fencegate.Grant
 	if err := decodePayload(token, &g); err != nil {
 		return nil, fmt.Errorf("client: grant: %w", err)
 	}
-	if g.Schema != verify.GrantSchema {
-		return nil, fmt.Errorf("client: grant: schema %q is not %s", g.Schema, verify.GrantSchema)
+	if g.Schema != fencegate.GrantSchema {
+		return nil, fmt.Errorf("client: grant: schema %q is not %s", g.Schema, fencegate.GrantSchema)
 	}
 	return &g, nil
 }
 
 // statusClaims decodes a lockStatus.v1 proof without verifying it (see GrantClaims).
-func statusClaims(token string) (*verify.Status, error) {
-	var st verify.Status
+func statusClaims(token string) (*fencegate.Status, error) {
+	var st fencegate.Status
 	if err := decodePayload(token, &st); err != nil {
 		return nil, fmt.Errorf("client: status proof: %w", err)
 	}
-	if st.Schema != verify.StatusSchema {
-		return nil, fmt.Errorf("client: status proof: schema %q is not %s", st.Schema, verify.StatusSchema)
+	if st.Schema != fencegate.StatusSchema {
+		return nil, fmt.Errorf("client: status proof: schema %q is not %s", st.Schema, fencegate.StatusSchema)
 	}
 	return &st, nil
 }

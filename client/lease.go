@@ -10,7 +10,6 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // Holder holds one lease for a worker: the local lease state machine (docs/design.md)
@@ -46,7 +45,7 @@ type Holder struct {
 	// lease is the last registry answer (Grant kept from the acquire).
 	lease   Lease
 	grant   string
-	claims  *verify.Grant
+	claims  *fencegate.Grant
 	changed chan struct{}
 	done    chan struct{}
 	// deadline is the local safety deadline; renewAt when to renew next.
@@ -172,7 +171,7 @@ func (h *Holder) observeLocked(op string, sent time.Time, l *Lease, err error) {
 			case ce.Code() == fencegate.CodeNotFound && op != opAcquire:
 				// The registry does not know the lease (restored from an
 				// old snapshot?): it is certainly not held.
-				h.endLocked(verify.StateExpired, err, nil)
+				h.endLocked(fencegate.StateExpired, err, nil)
 				return
 			}
 		}
@@ -183,7 +182,7 @@ func (h *Holder) observeLocked(op string, sent time.Time, l *Lease, err error) {
 		h.doubtLocked(sent, fmt.Errorf("client: %s answered for lease %s, not %s", op, l.Lease, h.lease.Lease), l)
 		return
 	}
-	if l.State != verify.StateHeld {
+	if l.State != fencegate.StateHeld {
 		h.endLocked(l.State, nil, l)
 		return
 	}
@@ -229,10 +228,10 @@ func (h *Holder) observeLocked(op string, sent time.Time, l *Lease, err error) {
 // endLocked applies a registry state that is not HELD.
 func (h *Holder) endLocked(registryState string, cause error, l *Lease) {
 	switch registryState {
-	case verify.StateReleased:
+	case fencegate.StateReleased:
 		h.transitionLocked(StateReleased, cause, l)
 	default: // EXPIRED, REVOKED (or unknown to this SDK): not held
-		if cause == nil && registryState != verify.StateExpired {
+		if cause == nil && registryState != fencegate.StateExpired {
 			cause = fmt.Errorf("client: the registry reports the lease %s", registryState)
 		}
 		h.transitionLocked(StateExpired, cause, l)

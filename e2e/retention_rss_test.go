@@ -16,9 +16,9 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/keys"
 	fgregistry "github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/keys"
-	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
@@ -89,11 +89,11 @@ log: {level: warn}
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
 	// The issuer is not safe for concurrent use: grants are made up front.
-	grants := make([]verify.Grant, workers)
+	grants := make([]fencegate.Grant, workers)
 	tokens := make([][]byte, workers)
 	for w := range workers {
 		resource := fmt.Sprintf("row/%d", w)
-		grants[w] = issuer.Grant(func(g *verify.Grant) {
+		grants[w] = issuer.Grant(func(g *fencegate.Grant) {
 			g.Resource, g.Owner, g.FenceToken = resource, "worker", 1
 			g.OperationRoot = fgregistry.OperationRoot(resource, 1, g.GrantID)
 			g.IssuedAt = uint64(time.Now().UnixMilli())

@@ -16,7 +16,6 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/store"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // Issue 19, stories 2 and 3 and the store-loss bullets of 5: a fenced
@@ -313,7 +312,7 @@ func onceCloser(t *testing.T, c chan struct{}) func() {
 	return f
 }
 
-func mustClaims(t *testing.T, grant string) *verify.Grant {
+func mustClaims(t *testing.T, grant string) *fencegate.Grant {
 	t.Helper()
 	c, err := client.GrantClaims(grant)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/store"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // TestAcceptsAndForwardsWithFenceHeaders: the happy path through the real
@@ -81,9 +80,9 @@ func TestAuthenticationAndStatusCodes(t *testing.T) {
 		{"proof missing", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok)}, 403, fencegate.CodeStatusStale},
 		{"proof expired", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: string(f.issuer.SignStatus(expired))}, 403, fencegate.CodeStatusStale},
 		{"proof of another grant", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(otherTok, otherG)}, 403, fencegate.CodeStatusStale},
-		{"proof not HELD", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: string(f.issuer.SignStatus(func() verify.Status {
+		{"proof not HELD", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: string(f.issuer.SignStatus(func() fencegate.Status {
 			s := f.issuer.StatusFor(tok, g, time.Now())
-			s.State = verify.StateReleased
+			s.State = fencegate.StateReleased
 			return s
 		}()))}, 403, fencegate.CodeGrantNotHeld},
 		{"forged proof", call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g)[:40] + "x.y.z"}, 401, fencegate.CodeGrantInvalid},
@@ -119,7 +118,7 @@ func TestEpochRevoked(t *testing.T) {
 func TestPolicyMismatch(t *testing.T) {
 	f := newFixture(t)
 	l := f.acquire("worker-a", "item/1")
-	if _, err := f.reg.PutPolicy(context.Background(), registry.Policy{Pattern: "item/*", MaxTTLMs: 60000}); err != nil {
+	if _, err := f.reg.PutPolicy(context.Background(), fencegate.Policy{Pattern: "item/*", MaxTTLMs: 60000}); err != nil {
 		t.Fatal(err)
 	}
 	f.do(call{path: "/v1/items/1", owner: "worker-a", grant: string(l.Grant), body: "x"}).expect(t, 403, fencegate.CodePolicyMismatch)
@@ -160,10 +159,10 @@ func TestStaleOwnerStory(t *testing.T) {
 // grants and proofs signed by the registry's key.
 func TestFenceAndSegmentCodes(t *testing.T) {
 	f := newFixture(t)
-	send := func(tok []byte, g verify.Grant, seg, body string) answer {
+	send := func(tok []byte, g fencegate.Grant, seg, body string) answer {
 		return f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), seg: seg, body: body})
 	}
-	t5, g5 := f.crafted("doc/1", "worker-a", 5, func(g *verify.Grant) { g.IssuerEpoch, g.BackendRevision = 1, 50 })
+	t5, g5 := f.crafted("doc/1", "worker-a", 5, func(g *fencegate.Grant) { g.IssuerEpoch, g.BackendRevision = 1, 50 })
 	send(t5, g5, "2", "x").expect(t, 409, fencegate.CodeSegmentGap)
 	first := send(t5, g5, "1", "one")
 	first.expect(t, 201, "")
@@ -193,19 +192,19 @@ func TestFenceAndSegmentCodes(t *testing.T) {
 	}
 
 	// A newer owner takes over; the old owner's unused segment 3 is stale.
-	t6, g6 := f.crafted("doc/1", "worker-a", 6, func(g *verify.Grant) { g.IssuerEpoch, g.BackendRevision = 1, 60 })
+	t6, g6 := f.crafted("doc/1", "worker-a", 6, func(g *fencegate.Grant) { g.IssuerEpoch, g.BackendRevision = 1, 60 })
 	send(t6, g6, "1", "six").expect(t, 201, "")
 	send(t5, g5, "3", "three").expect(t, 409, fencegate.CodeStaleOwner)
 	// The old owner's accepted segment still replays its original receipt.
 	send(t5, g5, "1", "one").expect(t, 201, "")
 
 	// A lower fence from a later epoch: the registry went backwards.
-	t3, g3 := f.crafted("doc/1", "worker-a", 3, func(g *verify.Grant) { g.IssuerEpoch, g.BackendRevision = 2, 5 })
+	t3, g3 := f.crafted("doc/1", "worker-a", 3, func(g *fencegate.Grant) { g.IssuerEpoch, g.BackendRevision = 2, 5 })
 	send(t3, g3, "1", "three").expect(t, 409, fencegate.CodeFenceRegression)
 	// The sidecar has now seen epoch 2: grants of epoch 1 are revoked.
 	send(t6, g6, "2", "six-2").expect(t, 403, fencegate.CodeEpochRevoked)
 	// A new epoch-2 grant above the highest fence finds the resource paused.
-	t7, g7 := f.crafted("doc/1", "worker-a", 7, func(g *verify.Grant) { g.IssuerEpoch, g.BackendRevision = 2, 70 })
+	t7, g7 := f.crafted("doc/1", "worker-a", 7, func(g *fencegate.Grant) { g.IssuerEpoch, g.BackendRevision = 2, 70 })
 	send(t7, g7, "1", "seven").expect(t, 409, fencegate.CodeFenceRegression)
 	var paused []store.Record
 	f.adminJSON("GET", "/v1/paused", "", &paused)
@@ -226,7 +225,7 @@ func TestFenceAndSegmentCodes(t *testing.T) {
 // the request; the resource blocks new fences until reconciled.
 func TestMutationUnknown(t *testing.T) {
 	f := newFixture(t)
-	send := func(tok []byte, g verify.Grant, seg, body string) answer {
+	send := func(tok []byte, g fencegate.Grant, seg, body string) answer {
 		return f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), seg: seg, body: body})
 	}
 	t5, g5 := f.crafted("doc/1", "worker-a", 5)

@@ -21,11 +21,10 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/store"
 	storemem "github.com/fencegate/fencegate/store/memory"
-	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
@@ -83,7 +82,7 @@ func newHoleRig(t *testing.T, tr http.RoundTripper) *holeRig {
 // write is a write of seq 1 to path (resource) under a fresh grant of
 // fence with a fresh HELD proof.
 func (r *holeRig) write(method, path, resource string, fence uint64) *http.Request {
-	g := r.issuer.Grant(func(g *verify.Grant) {
+	g := r.issuer.Grant(func(g *fencegate.Grant) {
 		g.Resource, g.Owner, g.FenceToken = resource, "worker-a", fence
 		g.OperationRoot = registry.OperationRoot(resource, fence, g.GrantID)
 		g.IssuedAt = uint64(time.Now().UnixMilli())

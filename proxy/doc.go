@@ -47,7 +47,7 @@
 // The keys verified with are the trust bundle file's keys that are pinned
 // in the fenced store (trust.go): the store pins the file on first use
 // (when Options.FirstUseAllowed allows it); a key added later is pinned by
-// an operator (AcceptTrust) or by a signed bundle (a verify.BundleSchema
+// an operator (AcceptTrust) or by a signed bundle (a fencegate.BundleSchema
 // JWS signed by a pinned key, newer than the last one the store took); a
 // key whose grants may still be held is never dropped by a reload unless
 // forced, and that time is stored with its pin (restarts keep it).

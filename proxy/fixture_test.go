@@ -24,15 +24,14 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/store"
 	storemem "github.com/fencegate/fencegate/store/memory"
-	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
@@ -235,8 +234,8 @@ func (f *fixture) acquire(owner, resource string) registry.Result {
 }
 
 // crafted signs a grant with the registry's key (for proof-mode routes).
-func (f *fixture) crafted(resource, owner string, fence uint64, mut ...func(*verify.Grant)) ([]byte, verify.Grant) {
-	g := f.issuer.Grant(append([]func(*verify.Grant){func(g *verify.Grant) {
+func (f *fixture) crafted(resource, owner string, fence uint64, mut ...func(*fencegate.Grant)) ([]byte, fencegate.Grant) {
+	g := f.issuer.Grant(append([]func(*fencegate.Grant){func(g *fencegate.Grant) {
 		g.Resource, g.Owner, g.FenceToken = resource, owner, fence
 		g.OperationRoot = registry.OperationRoot(resource, fence, g.GrantID)
 		g.IssuedAt = uint64(time.Now().UnixMilli())
@@ -245,7 +244,7 @@ func (f *fixture) crafted(resource, owner string, fence uint64, mut ...func(*ver
 }
 
 // proof is a fresh HELD lockStatus.v1 for a crafted grant.
-func (f *fixture) proof(token []byte, g verify.Grant) string {
+func (f *fixture) proof(token []byte, g fencegate.Grant) string {
 	st := f.issuer.StatusFor(token, g, time.Now())
 	return string(f.issuer.SignStatus(st))
 }

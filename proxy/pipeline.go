@@ -24,7 +24,7 @@ type attempt struct {
 	req      *http.Request
 	caller   string
 	token    []byte
-	grant    *verify.Grant
+	grant    *fencegate.Grant
 	digest   string
 	seq      uint64
 	body     []byte

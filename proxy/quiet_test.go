@@ -15,7 +15,6 @@ import (
 	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // slowLedger is a backend that may apply a write long after its client
@@ -123,7 +122,7 @@ func TestSlowBackendAppliesAfterNotFound(t *testing.T) {
 		c.Backend.MaxApplyDelay = time.Hour
 		c.Routes[1].EffectQuery = slow.srv.URL + "/effects/{operationId}"
 	})
-	send := func(tok []byte, g verify.Grant, body string) answer {
+	send := func(tok []byte, g fencegate.Grant, body string) answer {
 		return f.do(call{path: "/v1/docs/1", owner: g.Owner, grant: string(tok), status: f.proof(tok, g), seg: "1", body: body})
 	}
 	tokA, gA := f.crafted("doc/1", "worker-a", 5)
@@ -200,10 +199,10 @@ func TestOperatorNotAppliedWaitsForQuiet(t *testing.T) {
 	clk := clocktest.New(time.Now().Truncate(time.Millisecond))
 	const delay = 10 * time.Minute
 	f := newFixtureAt(t, clk, func(c *proxy.Config) { c.Backend.MaxApplyDelay = delay })
-	proofAt := func(tok []byte, g verify.Grant) string {
+	proofAt := func(tok []byte, g fencegate.Grant) string {
 		return string(f.issuer.SignStatus(f.issuer.StatusFor(tok, g, clk.Now())))
 	}
-	send := func(tok []byte, g verify.Grant, body string) answer {
+	send := func(tok []byte, g fencegate.Grant, body string) answer {
 		return f.do(call{path: "/v1/docs/1", owner: g.Owner, grant: string(tok), status: proofAt(tok, g), seg: "1", body: body})
 	}
 	begun := clk.Now()

@@ -14,7 +14,6 @@ import (
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // rcEffectServer is a backend's effect-query endpoint: it records every
@@ -72,7 +71,7 @@ func rcWait(t *testing.T, what string, cond func() bool) {
 // unknownOn makes a write to /v1/docs/1 (resource doc/1, fence 5) whose
 // outcome is unknown (the backend hangs past its timeout) and returns its
 // operation ID.
-func rcUnknownOn(t *testing.T, f *fixture, mut ...func(*verify.Grant)) string {
+func rcUnknownOn(t *testing.T, f *fixture, mut ...func(*fencegate.Grant)) string {
 	t.Helper()
 	tok, g := f.crafted("doc/1", "worker-a", 5, mut...)
 	f.back.setMode("hang")
@@ -112,7 +111,7 @@ func TestEffectQueryEscapesPlaceholders(t *testing.T) {
 		c.Routes[1].EffectQuery = eff.srv.URL + "/effects/{operationId}/{resource}?op={operationId}&resource={resource}&fence={fence}&seq={seq}"
 	})
 	const root = "root with space+plus&x=y"
-	op := rcUnknownOn(t, f, func(g *verify.Grant) { g.OperationRoot = root })
+	op := rcUnknownOn(t, f, func(g *fencegate.Grant) { g.OperationRoot = root })
 	if op != root+"/1" {
 		t.Fatalf("operation ID %q", op)
 	}

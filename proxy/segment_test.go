@@ -12,7 +12,6 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/store"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // TestSegmentAboveStoreMaxIsHeaderInvalid: a Fence-Segment the store cannot
@@ -49,10 +48,10 @@ func TestSegmentAboveStoreMaxIsHeaderInvalid(t *testing.T) {
 // malformed claim), not a store outage; nothing is written or forwarded.
 func TestGrantClaimsBeyondStoreLimits(t *testing.T) {
 	f := newFixture(t)
-	cases := map[string]func(*verify.Grant){
-		"oversized lease": func(g *verify.Grant) { g.Lease = strings.Repeat("l", store.MaxLeaseLen+1) },
-		"oversized root":  func(g *verify.Grant) { g.OperationRoot = strings.Repeat("r", fencegate.MaxRootLen+1) },
-		"newline in root": func(g *verify.Grant) { g.OperationRoot = "root\nx" },
+	cases := map[string]func(*fencegate.Grant){
+		"oversized lease": func(g *fencegate.Grant) { g.Lease = strings.Repeat("l", store.MaxLeaseLen+1) },
+		"oversized root":  func(g *fencegate.Grant) { g.OperationRoot = strings.Repeat("r", fencegate.MaxRootLen+1) },
+		"newline in root": func(g *fencegate.Grant) { g.OperationRoot = "root\nx" },
 	}
 	for name, mut := range cases {
 		t.Run(name, func(t *testing.T) {

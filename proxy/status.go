@@ -39,13 +39,13 @@ type statusChecker struct {
 	learned *TimeBound
 }
 
-func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g *verify.Grant, digest string, proof []byte, clk clock.Clock) *rejection {
+func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g *fencegate.Grant, digest string, proof []byte, clk clock.Clock) *rejection {
 	now := clk.Now
 	start := now()
 	defer func() {
 		s.m.statusDur.WithLabelValues(string(rt.Status.Mode)).Observe(clock.Since(clk, start).Seconds())
 	}()
-	var st *verify.Status
+	var st *fencegate.Status
 	var err error
 	switch rt.Status.Mode {
 	case StatusProof:
@@ -99,7 +99,7 @@ func (s *statusChecker) check(ctx context.Context, rt *route, view trustView, g 
 			break
 		}
 	}
-	if rt.Status.Mode == StatusRegistry && st.State != verify.StateHeld && st.GrantDigest == digest {
+	if rt.Status.Mode == StatusRegistry && st.State != fencegate.StateHeld && st.GrantDigest == digest {
 		s.ended.note(digest, now())
 	}
 	pol := verify.StatusPolicy{MaxAge: rt.Status.MaxAge, ClockSkew: s.skew, MinIssuerEpoch: max(s.minEpoch, s.maxSeen.Load()),

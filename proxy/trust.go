@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/verify"
@@ -36,7 +37,7 @@ type FirstUseCheck func(ctx context.Context) (bool, error)
 // the pins decide which of it is trusted, so a key added to the file is
 // not trusted until a controlled step pins it: an operator's
 // "fencegate trust accept" (AcceptTrust), or a signed bundle (the file is
-// a verify.BundleSchema JWS signed by a pinned key, newer than every
+// a fencegate.BundleSchema JWS signed by a pinned key, newer than every
 // signed bundle the store took). A store with no pins pins the file as it
 // is (trust on first use) when FirstUseAllowed says so.
 //
@@ -151,12 +152,12 @@ func (t *trust) cacheStats() VerifyCacheStats {
 }
 
 // grant verifies a grant with the view's bundle (through the cache).
-func (v trustView) grant(token []byte, opts []verify.Option) (*verify.Grant, string, string, error) {
+func (v trustView) grant(token []byte, opts []verify.Option) (*fencegate.Grant, string, string, error) {
 	return v.cache.grant(token, v.bundle, v.gen, opts)
 }
 
 // status verifies a proof with the view's bundle (through the cache).
-func (v trustView) status(token []byte, opts []verify.Option) (*verify.Status, error) {
+func (v trustView) status(token []byte, opts []verify.Option) (*fencegate.Status, error) {
 	return v.cache.status(token, v.bundle, v.gen, opts)
 }
 

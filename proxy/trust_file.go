@@ -22,7 +22,7 @@ import (
 const MaxTrustBundleBytes = 1 << 20
 
 // bundleFile is the trust bundle file as read: a JWK set (RFC 7517), or a
-// signed bundle (verify.BundleSchema) whose payload is one. Nothing in it
+// signed bundle (fencegate.BundleSchema) whose payload is one. Nothing in it
 // is trusted by being in it: the sidecar verifies with the keys of the
 // file that are pinned in the fenced store (trust.go).
 type bundleFile struct {

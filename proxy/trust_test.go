@@ -14,11 +14,10 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/store/bolt"
-	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
@@ -29,7 +28,7 @@ import (
 
 // grantBy signs a grant and a fresh HELD proof for it with is's key.
 func grantBy(is *verifytest.Issuer, resource, owner string, fence uint64) (string, string) {
-	g := is.Grant(func(g *verify.Grant) {
+	g := is.Grant(func(g *fencegate.Grant) {
 		g.Resource, g.Owner, g.FenceToken = resource, owner, fence
 		g.OperationRoot = registry.OperationRoot(resource, fence, g.GrantID)
 		g.IssuedAt = uint64(time.Now().UnixMilli())
@@ -277,7 +276,7 @@ func TestSignedBundle(t *testing.T) {
 				t.Fatal(err)
 			}
 			payload, _ := base64.RawURLEncoding.DecodeString(string(tok[bytes.IndexByte(tok, '.')+1 : bytes.LastIndexByte(tok, '.')]))
-			bad, err := f.issuer.Signer().SignPayload(verify.GrantSchema, payload)
+			bad, err := f.issuer.Signer().SignPayload(fencegate.GrantSchema, payload)
 			if err != nil {
 				t.Fatal(err)
 			}

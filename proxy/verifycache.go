@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -86,10 +87,10 @@ type cacheSlot struct {
 // in the cache; lookups hand out copies of the claims.
 type verified struct {
 	gen    uint64 // generation of the trust bundle that verified it
-	grant  verify.Grant
+	grant  fencegate.Grant
 	digest string // the grant digest
 	kid    string // the kid of the key that signed the grant
-	status verify.Status
+	status fencegate.Status
 }
 
 // newVerifyCache returns a cache of at most limit entries, or nil
@@ -103,7 +104,7 @@ func newVerifyCache(limit int) *verifyCache {
 
 // grant is verify.ParseAndVerifyGrant through the cache, with the bundle b
 // of generation gen. It also returns the kid of the grant's signing key.
-func (c *verifyCache) grant(token []byte, b *verify.Bundle, gen uint64, opts []verify.Option) (*verify.Grant, string, string, error) {
+func (c *verifyCache) grant(token []byte, b *verify.Bundle, gen uint64, opts []verify.Option) (*fencegate.Grant, string, string, error) {
 	if c == nil || len(token) > verify.TokenLimit(opts...) {
 		g, digest, err := verify.ParseAndVerifyGrant(token, b, opts...)
 		if err != nil {
@@ -127,7 +128,7 @@ func (c *verifyCache) grant(token []byte, b *verify.Bundle, gen uint64, opts []v
 
 // status is verify.ParseAndVerifyStatus through the cache, with the
 // bundle b of generation gen.
-func (c *verifyCache) status(token []byte, b *verify.Bundle, gen uint64, opts []verify.Option) (*verify.Status, error) {
+func (c *verifyCache) status(token []byte, b *verify.Bundle, gen uint64, opts []verify.Option) (*fencegate.Status, error) {
 	if c == nil || len(token) > verify.TokenLimit(opts...) {
 		return verify.ParseAndVerifyStatus(token, b, opts...)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 
-	"github.com/fencegate/fencegate/verify"
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
@@ -56,7 +56,7 @@ func BenchmarkVerifyCacheParallel(b *testing.B) {
 	toks := make([][]byte, 1000)
 	cache := newVerifyCache(DefaultVerifyCacheEntries)
 	for i := range toks {
-		toks[i] = is.Sign(is.Grant(func(g *verify.Grant) { g.FenceToken = uint64(i + 1) }))
+		toks[i] = is.Sign(is.Grant(func(g *fencegate.Grant) { g.FenceToken = uint64(i + 1) }))
 		cache.grant(toks[i], bundle, 1, nil)
 	}
 	b.ReportAllocs()

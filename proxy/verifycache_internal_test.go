@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
@@ -21,7 +22,7 @@ func cacheTokens(t *testing.T, n int) ([][]byte, *verify.Bundle) {
 	is := verifytest.NewIssuer(t, jwa.EdDSA)
 	toks := make([][]byte, n)
 	for i := range toks {
-		toks[i] = is.Sign(is.Grant(func(g *verify.Grant) { g.FenceToken = uint64(i + 1) }))
+		toks[i] = is.Sign(is.Grant(func(g *fencegate.Grant) { g.FenceToken = uint64(i + 1) }))
 	}
 	return toks, is.Bundle()
 }
@@ -118,7 +119,7 @@ func TestVerifyCacheCopies(t *testing.T) {
 	g1, _, _, _ := c.grant(toks[0], b, 1, nil)
 	g1.Owner = "someone-else"
 	g2, digest, kid, err := c.grant(toks[0], b, 1, nil)
-	if err != nil || g2.Owner != verifytest.DefaultOwner || digest != verify.Digest(toks[0]) || kid == "" {
+	if err != nil || g2.Owner != verifytest.DefaultOwner || digest != fencegate.Digest(toks[0]) || kid == "" {
 		t.Fatalf("cached grant %+v %s %q %v", g2, digest, kid, err)
 	}
 }

@@ -20,10 +20,10 @@ import (
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
 	storemem "github.com/fencegate/fencegate/store/memory"
 	"github.com/fencegate/fencegate/verify"
@@ -166,7 +166,7 @@ func (f *cacheFix) warm() registry.Result {
 }
 
 // claims are the grant's claims, to craft proofs for it.
-func (f *cacheFix) claims(grant []byte) verify.Grant {
+func (f *cacheFix) claims(grant []byte) fencegate.Grant {
 	b := verifytest.BundleOf(f.t, f.issuer)
 	g, _, err := verify.ParseAndVerifyGrant(grant, b)
 	if err != nil {
@@ -240,7 +240,7 @@ func TestVerifyCacheSameAnswers(t *testing.T) {
 		}},
 		{"policy changed after the grant was cached", 403, fencegate.CodePolicyMismatch, true, func(f *cacheFix) (int, fencegate.Code) {
 			l := f.warm()
-			if _, err := f.reg.PutPolicy(context.Background(), registry.Policy{Pattern: "doc/1"}); err != nil {
+			if _, err := f.reg.PutPolicy(context.Background(), fencegate.Policy{Pattern: "doc/1"}); err != nil {
 				f.t.Fatal(err)
 			}
 			cur, err := f.reg.Status(context.Background(), registry.LeaseQuery{Lease: l.View.Lease.Lease})

@@ -158,7 +158,7 @@ type AnchorsQuery struct {
 // number of resources anchored.
 type StoreSnapshot struct {
 	Meta      Meta
-	Policy    Policy
+	Policy    fencegate.Policy
 	Store     *StoreRecord
 	Ledger    []fencegate.LedgerEntry
 	Resources uint64

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // Backend stores the registry's state. Every method is one atomic,
@@ -36,11 +35,11 @@ type Backend interface {
 	// when resource is "") greater than floor. It never lowers anything.
 	RaiseFenceFloor(ctx context.Context, resource string, floor uint64) (Meta, ResourceRecord, error)
 	// PutPolicy creates or replaces a policy with a new generation.
-	PutPolicy(ctx context.Context, p Policy, now time.Time) (Policy, error)
+	PutPolicy(ctx context.Context, p fencegate.Policy, now time.Time) (fencegate.Policy, error)
 	// DeletePolicy replaces a policy with a tombstone of a new generation.
-	DeletePolicy(ctx context.Context, pattern string, now time.Time) (Policy, error)
+	DeletePolicy(ctx context.Context, pattern string, now time.Time) (fencegate.Policy, error)
 	// Policies lists every policy, tombstones included.
-	Policies(ctx context.Context) ([]Policy, error)
+	Policies(ctx context.Context) ([]fencegate.Policy, error)
 	// Meta reads the registry-wide state (a new registry reads as issuer
 	// epoch 1).
 	Meta(ctx context.Context) (Meta, error)
@@ -74,7 +73,7 @@ type Backend interface {
 // SealFunc signs a grant's claims (see SealGrant). A backend calls it
 // inside its atomic step once the decision has allocated the fence, so the
 // stored lease and the issued grant are written together.
-type SealFunc func(claims *verify.Grant) (token []byte, err error)
+type SealFunc func(claims *fencegate.Grant) (token []byte, err error)
 
 // AcquireInput asks for a lease. LeaseID and GrantID are fresh random IDs
 // made by the caller; they are used only when a new lease is granted.

@@ -1,6 +1,10 @@
 package registry
 
-import "time"
+import (
+	"time"
+
+	"github.com/fencegate/fencegate"
+)
 
 // Change is what one decision writes, in one atomic step with the read of
 // its snapshot. A nil or empty field is left as stored; an empty Change
@@ -19,7 +23,7 @@ type Change struct {
 	// refuse to write an unsealed grant.
 	Grant *LeaseRecord
 	// Policy replaces the policy of Policy.Pattern.
-	Policy *Policy
+	Policy *fencegate.Policy
 	// Delete lists leases to delete, each with its two index entries.
 	Delete []LeaseRecord
 	// Store replaces a fenced store's record (anchor.go).
@@ -44,7 +48,7 @@ type AcquireSnapshot struct {
 	// Meta is the registry-wide state as stored (zero when never written).
 	Meta Meta
 	// Policy is the policy matching the resource (MatchPolicy), or zero.
-	Policy Policy
+	Policy fencegate.Policy
 	// RequestIndex is the lease ID the (owner, requestId) index names, ""
 	// when none; Requested is that lease, nil when it is missing.
 	RequestIndex string
@@ -70,7 +74,7 @@ type LeaseSnapshot struct {
 	// stored.
 	Resource *ResourceRecord
 	// Policy is the policy matching the lease's resource, or zero.
-	Policy Policy
+	Policy fencegate.Policy
 }
 
 // ResourceSnapshot is what DecideResource reads: the record of a resource,
@@ -79,7 +83,7 @@ type ResourceSnapshot struct {
 	Meta     Meta
 	Resource ResourceRecord
 	Holder   *LeaseRecord
-	Policy   Policy
+	Policy   fencegate.Policy
 }
 
 // FenceFloorInput raises a floor: the global one when Resource is "".
@@ -99,7 +103,7 @@ type FenceFloorSnapshot struct {
 // stored under the pattern, nil when none.
 type PolicySnapshot struct {
 	Meta     Meta
-	Existing *Policy
+	Existing *fencegate.Policy
 }
 
 // CompactInput asks to delete up to Limit leases that ended before

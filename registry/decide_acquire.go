@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // DecideAcquire is Acquire's decision, a pure function shared by every
@@ -38,7 +37,7 @@ func DecideAcquire(snap AcquireSnapshot, in AcquireInput) (AcquireResult, Change
 	}
 
 	// 2. The resource's policy.
-	if err := pol.Check(in.Owner, in.OpClass, in.TTL); err != nil {
+	if err := CheckPolicy(pol, in.Owner, in.OpClass, in.TTL); err != nil {
 		return AcquireResult{}, Change{}, err
 	}
 
@@ -55,12 +54,12 @@ func DecideAcquire(snap AcquireSnapshot, in AcquireInput) (AcquireResult, Change
 			return AcquireResult{}, Change{}, fmt.Errorf("%w: holder %s of %q read as lease %s of %q", ErrBackend, rec.Holder, in.Resource, h.Lease, h.Resource)
 		}
 		st := LeaseState(*h, m, pol.Generation, in.Now)
-		if st == verify.StateHeld {
+		if st == fencegate.StateHeld {
 			busy := *h
 			busy.Token, busy.Digest = "", ""
 			return AcquireResult{Busy: true, Holder: busy}, Change{}, nil
 		}
-		if h.State == verify.StateHeld { // observed expiry or revocation
+		if h.State == fencegate.StateHeld { // observed expiry or revocation
 			ended := *h
 			ended.State = st
 			ended.EndedAt = endedAt(ended, st, in.Now)
@@ -101,7 +100,7 @@ func DecideAcquire(snap AcquireSnapshot, in AcquireInput) (AcquireResult, Change
 		TTLMs:            uint64(in.TTL.Milliseconds()),
 		IssuedAt:         now,
 		ExpiresAt:        now + in.TTL.Milliseconds(),
-		State:            verify.StateHeld,
+		State:            fencegate.StateHeld,
 	}
 	rec.LastFence = fence
 	rec.Holder = l.Lease

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // DecideBumpEpoch increments the issuer epoch read in m: every grant of an
@@ -87,9 +86,9 @@ func DecideFenceFloor(snap FenceFloorSnapshot, in FenceFloorInput) (Meta, Resour
 // DecidePutPolicy stores p with the next policy generation. Every grant
 // issued under the resource's previous generation reads REVOKED from then
 // on.
-func DecidePutPolicy(m Meta, p Policy, now time.Time) (Policy, Change, error) {
-	if err := p.Validate(); err != nil {
-		return Policy{}, Change{}, err
+func DecidePutPolicy(m Meta, p fencegate.Policy, now time.Time) (fencegate.Policy, Change, error) {
+	if err := ValidatePolicy(p); err != nil {
+		return fencegate.Policy{}, Change{}, err
 	}
 	m = m.current()
 	m.PolicySeq++
@@ -104,13 +103,13 @@ func DecidePutPolicy(m Meta, p Policy, now time.Time) (Policy, Change, error) {
 // DecideDeletePolicy replaces the policy of pattern (snap.Existing) with a
 // tombstone of the next generation, which matches like a policy that
 // allows everything, so that generations never go back.
-func DecideDeletePolicy(snap PolicySnapshot, pattern string, now time.Time) (Policy, Change, error) {
+func DecideDeletePolicy(snap PolicySnapshot, pattern string, now time.Time) (fencegate.Policy, Change, error) {
 	if p := snap.Existing; p == nil || p.Deleted || p.Pattern != pattern {
-		return Policy{}, Change{}, fmt.Errorf("%w: policy %q", ErrNotFound, pattern)
+		return fencegate.Policy{}, Change{}, fmt.Errorf("%w: policy %q", ErrNotFound, pattern)
 	}
-	out, ch, err := DecidePutPolicy(snap.Meta, Policy{Pattern: pattern}, now)
+	out, ch, err := DecidePutPolicy(snap.Meta, fencegate.Policy{Pattern: pattern}, now)
 	if err != nil {
-		return Policy{}, Change{}, err
+		return fencegate.Policy{}, Change{}, err
 	}
 	out.Deleted = true
 	tomb := out
@@ -122,7 +121,7 @@ func DecideDeletePolicy(snap PolicySnapshot, pattern string, now time.Time) (Pol
 // (released, expired or revoked) before endedBefore. A lease still stored
 // HELD is never compacted, whatever its expiry.
 func Compactable(l LeaseRecord, endedBefore time.Time) bool {
-	return l.State != verify.StateHeld && l.EndedAt < ms(endedBefore)
+	return l.State != fencegate.StateHeld && l.EndedAt < ms(endedBefore)
 }
 
 // Validate checks a compaction's input.

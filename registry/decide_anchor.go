@@ -29,7 +29,7 @@ func validateStoreCaller(store, caller string) error {
 
 // authorize checks the caller against the policy of the store's resource.
 func (s StoreSnapshot) authorize(store, caller string) error {
-	if err := s.Policy.AllowsOwner(caller); err != nil {
+	if err := PolicyAllowsOwner(s.Policy, caller); err != nil {
 		return fmt.Errorf("%w (store %s)", err, store)
 	}
 	if s.Store != nil && s.Store.Store != store {
@@ -320,7 +320,7 @@ func progressSummary(p fencegate.Progress) string {
 }
 
 // DecideLedger records one event of a store's enforcement ledger, as the
-// store's own ledger does (store.ApplyEnforcement): ENFORCE of a shape not
+// store's own ledger does (store.DecideEnforcement): ENFORCE of a shape not
 // enforced now sets EnforcedSince and appends an event; FORCED_DOWNGRADE of
 // an enforced shape clears it and appends an event; anything else changes
 // nothing (so replicas recording the same event record it once). An entry

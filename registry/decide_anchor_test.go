@@ -143,7 +143,7 @@ func regIn(gen string) registry.RegisterStoreInput {
 
 func TestDecideRegisterStore(t *testing.T) {
 	denied := func(s *registry.StoreSnapshot) {
-		s.Policy = registry.Policy{Pattern: "fencegate-store/*", AllowedOwners: []string{"spiffe://test/other"}}
+		s.Policy = fencegate.Policy{Pattern: "fencegate-store/*", AllowedOwners: []string{"spiffe://test/other"}}
 	}
 	for _, c := range []struct {
 		name    string
@@ -160,7 +160,7 @@ func TestDecideRegisterStore(t *testing.T) {
 		{"another generation is lost, recorded", storeSnap(gen1), nil, regIn(gen2), false, true, true, nil},
 		{"the same other generation again: not counted again", storeSnap(gen1), func(s *registry.StoreSnapshot) { s.Store.Presented = gen2 }, regIn(gen2), false, true, false, nil},
 		{"allowed by a policy", storeSnap(gen1), func(s *registry.StoreSnapshot) {
-			s.Policy = registry.Policy{Pattern: "fencegate-store/*", AllowedOwners: []string{"spiffe://test/*"}}
+			s.Policy = fencegate.Policy{Pattern: "fencegate-store/*", AllowedOwners: []string{"spiffe://test/*"}}
 		}, regIn(gen1), false, false, false, nil},
 		{"a tombstone allows", storeSnap(gen1), func(s *registry.StoreSnapshot) {
 			denied(s)
@@ -252,7 +252,7 @@ func TestDecideAnchorRefusals(t *testing.T) {
 		{"bad caller", anchorSnap(gen1, nil), func() registry.AnchorInput { in := anchorIn(gen1, ok); in.Caller = "a b"; return in }(), registry.ErrInvalidInput},
 		{"denied", func() registry.AnchorSnapshot {
 			s := anchorSnap(gen1, nil)
-			s.Policy = registry.Policy{Pattern: "fencegate-store/billing-api", AllowedOwners: []string{"spiffe://test/x"}}
+			s.Policy = fencegate.Policy{Pattern: "fencegate-store/billing-api", AllowedOwners: []string{"spiffe://test/x"}}
 			return s
 		}(), anchorIn(gen1, ok), registry.ErrPolicyDenied},
 	} {
@@ -459,7 +459,7 @@ func TestDecideLedger(t *testing.T) {
 		"no shape":       {storeSnap(gen1), ledgerIn("", fencegate.LedgerEnforce, 0), registry.ErrInvalidInput},
 		"denied": {func() registry.StoreSnapshot {
 			s := storeSnap(gen1)
-			s.Policy = registry.Policy{Pattern: "fencegate-store/*", AllowedOwners: []string{"x"}}
+			s.Policy = fencegate.Policy{Pattern: "fencegate-store/*", AllowedOwners: []string{"x"}}
 			return s
 		}(), ledgerIn(shape, fencegate.LedgerEnforce, 0), registry.ErrPolicyDenied},
 	} {

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/fencegate/fencegate/verify"
+	"github.com/fencegate/fencegate"
 )
 
 // DecideRenew is Renew's decision, a pure function over snap (see
@@ -22,7 +22,7 @@ func DecideRenew(snap LeaseSnapshot, in RenewInput) (RenewResult, Change, error)
 		return RenewResult{}, Change{}, err
 	}
 	m, gen := snap.Meta.current(), snap.Policy.Generation
-	if st := LeaseState(l, m, gen, in.Now); st != verify.StateHeld {
+	if st := LeaseState(l, m, gen, in.Now); st != fencegate.StateHeld {
 		ch := closeLease(&l, snap.Resource, st, endedAt(l, st, in.Now))
 		return RenewResult{View: view(l, m, gen, in.Now), NotHeld: true}, ch, nil
 	}
@@ -33,7 +33,7 @@ func DecideRenew(snap LeaseSnapshot, in RenewInput) (RenewResult, Change, error)
 		}
 		ttl = time.Duration(l.TTLMs) * time.Millisecond
 	}
-	if err := snap.Policy.Check(l.Owner, l.OpClass, ttl); err != nil {
+	if err := CheckPolicy(snap.Policy, l.Owner, l.OpClass, ttl); err != nil {
 		return RenewResult{}, Change{}, err
 	}
 	m.Revision++
@@ -55,12 +55,12 @@ func DecideRelease(snap LeaseSnapshot, in ReleaseInput) (ReleaseResult, Change, 
 	var ch Change
 	released := false
 	switch st := LeaseState(l, m, gen, in.Now); st {
-	case verify.StateHeld:
+	case fencegate.StateHeld:
 		m.Revision++
-		ch = closeLease(&l, snap.Resource, verify.StateReleased, ms(in.Now))
+		ch = closeLease(&l, snap.Resource, fencegate.StateReleased, ms(in.Now))
 		ch.Meta = &m
 		released = true
-	case verify.StateExpired, verify.StateRevoked:
+	case fencegate.StateExpired, fencegate.StateRevoked:
 		ch = closeLease(&l, snap.Resource, st, endedAt(l, st, in.Now))
 	}
 	return ReleaseResult{View: view(l, m, gen, in.Now), Released: released}, ch, nil
@@ -116,7 +116,7 @@ func (s LeaseSnapshot) owned(id, owner string) (LeaseRecord, error) {
 // (state st at end) and frees its resource when the lease is its holder.
 // A lease whose end is already stored changes nothing.
 func closeLease(l *LeaseRecord, rec *ResourceRecord, st string, end int64) Change {
-	if l.State != verify.StateHeld {
+	if l.State != fencegate.StateHeld {
 		return Change{}
 	}
 	l.State, l.EndedAt = st, end

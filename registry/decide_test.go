@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 var t0 = time.UnixMilli(1_800_000_000_000).UTC()
@@ -18,7 +18,7 @@ var t0 = time.UnixMilli(1_800_000_000_000).UTC()
 func held() registry.LeaseRecord {
 	return registry.LeaseRecord{Lease: "lease-7", GrantID: "g-7", Resource: "r", Owner: "owner-a", RequestID: "req-7", OpClass: "write",
 		Fence: 7, IssuerEpoch: 2, PolicyGeneration: 3, Revision: 40, TTLMs: 1000, IssuedAt: t0.UnixMilli(), ExpiresAt: t0.UnixMilli() + 1000,
-		State: verify.StateHeld, Token: "tok-7", Digest: "sha256:7"}
+		State: fencegate.StateHeld, Token: "tok-7", Digest: "sha256:7"}
 }
 
 func acquireIn(owner, requestID string) registry.AcquireInput {
@@ -39,7 +39,7 @@ func acquireSnap() registry.AcquireSnapshot {
 	h := held()
 	return registry.AcquireSnapshot{
 		Meta:     registry.Meta{IssuerEpoch: 2, Revision: 41, PolicySeq: 3, Lineage: metaLineage},
-		Policy:   registry.Policy{Pattern: "r", Generation: 3},
+		Policy:   fencegate.Policy{Pattern: "r", Generation: 3},
 		Resource: registry.ResourceRecord{Resource: "r", LastFence: 7, Holder: h.Lease},
 		Holder:   &h,
 	}
@@ -65,34 +65,37 @@ func TestDecideAcquireTable(t *testing.T) {
 	}{
 		{"held: busy", nil, at(0), "busy", nil, 0, ""},
 		{"held until the last ms: busy", nil, at(999 * time.Millisecond), "busy", nil, 0, ""},
-		{"expired: granted, holder closed EXPIRED", nil, at(time.Second), "granted", nil, 8, verify.StateExpired},
-		{"older epoch: granted, holder closed REVOKED", func(s *registry.AcquireSnapshot) { s.Meta.IssuerEpoch = 3 }, at(0), "granted", nil, 8, verify.StateRevoked},
-		{"policy changed: granted, holder closed REVOKED", func(s *registry.AcquireSnapshot) { s.Policy.Generation = 4 }, at(0), "granted", nil, 8, verify.StateRevoked},
-		{"released: granted, nothing to close", func(s *registry.AcquireSnapshot) { s.Holder.State = verify.StateReleased }, at(0), "granted", nil, 8, ""},
+		{"expired: granted, holder closed EXPIRED", nil, at(time.Second), "granted", nil, 8, fencegate.StateExpired},
+		{"older epoch: granted, holder closed REVOKED", func(s *registry.AcquireSnapshot) { s.Meta.IssuerEpoch = 3 }, at(0), "granted", nil, 8, fencegate.StateRevoked},
+		{"policy changed: granted, holder closed REVOKED", func(s *registry.AcquireSnapshot) { s.Policy.Generation = 4 }, at(0), "granted", nil, 8, fencegate.StateRevoked},
+		{"released: granted, nothing to close", func(s *registry.AcquireSnapshot) { s.Holder.State = fencegate.StateReleased }, at(0), "granted", nil, 8, ""},
 		{"holder compacted: granted", func(s *registry.AcquireSnapshot) { s.Holder = nil }, at(0), "granted", nil, 8, ""},
 		{"never granted: fence 1", func(s *registry.AcquireSnapshot) { s.Resource, s.Holder = registry.ResourceRecord{}, nil }, at(0), "granted", nil, 1, ""},
-		{"resource floor above last fence", func(s *registry.AcquireSnapshot) { s.Resource.FenceFloor = 100; s.Holder.State = verify.StateReleased }, at(0), "granted", nil, 101, ""},
+		{"resource floor above last fence", func(s *registry.AcquireSnapshot) {
+			s.Resource.FenceFloor = 100
+			s.Holder.State = fencegate.StateReleased
+		}, at(0), "granted", nil, 101, ""},
 		{"global floor above all", func(s *registry.AcquireSnapshot) {
 			s.Meta.FenceFloor, s.Resource.FenceFloor = 200, 100
-			s.Holder.State = verify.StateReleased
+			s.Holder.State = fencegate.StateReleased
 		}, at(0), "granted", nil, 201, ""},
-		{"floor below last fence changes nothing", func(s *registry.AcquireSnapshot) { s.Meta.FenceFloor = 3; s.Holder.State = verify.StateReleased }, at(0), "granted", nil, 8, ""},
+		{"floor below last fence changes nothing", func(s *registry.AcquireSnapshot) { s.Meta.FenceFloor = 3; s.Holder.State = fencegate.StateReleased }, at(0), "granted", nil, 8, ""},
 		{"fence exhausted", func(s *registry.AcquireSnapshot) {
 			s.Resource.LastFence = math.MaxUint64
-			s.Holder.State = verify.StateReleased
+			s.Holder.State = fencegate.StateReleased
 		}, at(0), "", registry.ErrFenceExhausted, 0, ""},
 		{"policy denies the owner", func(s *registry.AcquireSnapshot) { s.Policy.AllowedOwners = []string{"owner-a"} }, at(time.Second), "", registry.ErrPolicyDenied, 0, ""},
 		{"data set without a lineage: the grant gives it the acquire's", func(s *registry.AcquireSnapshot) {
 			s.Meta.Lineage = ""
-			s.Holder.State = verify.StateReleased
+			s.Holder.State = fencegate.StateReleased
 		}, at(0), "granted", nil, 8, ""},
 		{"no lineage anywhere: refused", func(s *registry.AcquireSnapshot) {
 			s.Meta.Lineage = ""
-			s.Holder.State = verify.StateReleased
+			s.Holder.State = fencegate.StateReleased
 		}, func() registry.AcquireInput { in := at(0); in.Lineage = ""; return in }(), "", registry.ErrInvalidInput, 0, ""},
 		{"malformed candidate lineage: refused", func(s *registry.AcquireSnapshot) {
 			s.Meta.Lineage = ""
-			s.Holder.State = verify.StateReleased
+			s.Holder.State = fencegate.StateReleased
 		}, func() registry.AcquireInput { in := at(0); in.Lineage = "NOT-HEX"; return in }(), "", registry.ErrInvalidInput, 0, ""},
 		{"same request: existing, even while held", func(s *registry.AcquireSnapshot) {
 			s.RequestIndex, s.Requested = "lease-7", s.Holder
@@ -153,7 +156,7 @@ func checkGrant(t *testing.T, name string, snap registry.AcquireSnapshot, in reg
 	t.Helper()
 	epoch := max(snap.Meta.IssuerEpoch, 1)
 	l := res.View.Lease
-	if l.Fence != fence || l.Lease != in.LeaseID || l.GrantID != in.GrantID || l.State != verify.StateHeld || res.View.State != verify.StateHeld ||
+	if l.Fence != fence || l.Lease != in.LeaseID || l.GrantID != in.GrantID || l.State != fencegate.StateHeld || res.View.State != fencegate.StateHeld ||
 		l.IssuerEpoch != epoch || l.PolicyGeneration != snap.Policy.Generation || l.Revision != snap.Meta.Revision+1 ||
 		l.ExpiresAt != in.Now.UnixMilli()+1000 || l.Token != "" || l.Digest != "" {
 		t.Errorf("%s: granted %+v (state %s), want fence %d", name, l, res.View.State, fence)
@@ -187,7 +190,7 @@ func checkGrant(t *testing.T, name string, snap registry.AcquireSnapshot, in reg
 		t.Fatalf("%s: closed %+v (ended %+v), want lease-7 %s", name, ch.Leases, res.Ended, endedWith)
 	}
 	want := in.Now.UnixMilli()
-	if endedWith == verify.StateExpired {
+	if endedWith == fencegate.StateExpired {
 		want = snap.Holder.ExpiresAt
 	}
 	if ch.Leases[0].EndedAt != want || res.FreedAt != want {
@@ -200,14 +203,14 @@ func checkGrant(t *testing.T, name string, snap registry.AcquireSnapshot, in reg
 // the result.
 func TestSealGrant(t *testing.T) {
 	snap := acquireSnap()
-	snap.Holder.State = verify.StateReleased
+	snap.Holder.State = fencegate.StateReleased
 	in := acquireIn("owner-b", "req-b")
 	res, ch, err := registry.DecideAcquire(snap, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var signed verify.Grant
-	err = registry.SealGrant(&res, &ch, in.Issuer, func(c *verify.Grant) ([]byte, error) { signed = *c; return []byte("jws"), nil })
+	var signed fencegate.Grant
+	err = registry.SealGrant(&res, &ch, in.Issuer, func(c *fencegate.Grant) ([]byte, error) { signed = *c; return []byte("jws"), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,12 +218,12 @@ func TestSealGrant(t *testing.T) {
 		signed.OperationRoot != registry.OperationRoot("r", 8, "g-new") {
 		t.Errorf("sealed claims %+v", signed)
 	}
-	if ch.Grant.Token != "jws" || ch.Grant.Digest != verify.Digest([]byte("jws")) || res.View.Lease != *ch.Grant {
+	if ch.Grant.Token != "jws" || ch.Grant.Digest != fencegate.Digest([]byte("jws")) || res.View.Lease != *ch.Grant {
 		t.Errorf("sealed grant %+v, result %+v", ch.Grant, res.View.Lease)
 	}
 	boom := errors.New("boom")
 	res, ch, _ = registry.DecideAcquire(snap, in)
-	if err := registry.SealGrant(&res, &ch, "iss", func(*verify.Grant) ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
+	if err := registry.SealGrant(&res, &ch, "iss", func(*fencegate.Grant) ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
 		t.Errorf("seal failure: %v", err)
 	}
 }
@@ -231,7 +234,7 @@ func leaseSnap() registry.LeaseSnapshot {
 		Meta:     registry.Meta{IssuerEpoch: 2, Revision: 41, PolicySeq: 3},
 		Lease:    &h,
 		Resource: &registry.ResourceRecord{Resource: "r", LastFence: 7, Holder: h.Lease},
-		Policy:   registry.Policy{Pattern: "r", Generation: 3},
+		Policy:   fencegate.Policy{Pattern: "r", Generation: 3},
 	}
 }
 
@@ -251,11 +254,11 @@ func TestDecideRenewTable(t *testing.T) {
 	}{
 		{"held, explicit TTL", nil, in("owner-a", 2*time.Second, 500*time.Millisecond), nil, "", false, t0.UnixMilli() + 2500},
 		{"held, own TTL", nil, in("owner-a", 0, 500*time.Millisecond), nil, "", false, t0.UnixMilli() + 1500},
-		{"expired: refused, end written", nil, in("owner-a", time.Second, time.Second), nil, verify.StateExpired, true, 0},
-		{"revoked by epoch", func(s *registry.LeaseSnapshot) { s.Meta.IssuerEpoch = 3 }, in("owner-a", time.Second, 0), nil, verify.StateRevoked, true, 0},
-		{"revoked by policy", func(s *registry.LeaseSnapshot) { s.Policy.Generation = 9 }, in("owner-a", time.Second, 0), nil, verify.StateRevoked, true, 0},
-		{"released: refused, nothing written", func(s *registry.LeaseSnapshot) { s.Lease.State = verify.StateReleased }, in("owner-a", time.Second, 0), nil, verify.StateReleased, false, 0},
-		{"expiry already written", func(s *registry.LeaseSnapshot) { s.Lease.State = verify.StateExpired }, in("owner-a", time.Second, 0), nil, verify.StateExpired, false, 0},
+		{"expired: refused, end written", nil, in("owner-a", time.Second, time.Second), nil, fencegate.StateExpired, true, 0},
+		{"revoked by epoch", func(s *registry.LeaseSnapshot) { s.Meta.IssuerEpoch = 3 }, in("owner-a", time.Second, 0), nil, fencegate.StateRevoked, true, 0},
+		{"revoked by policy", func(s *registry.LeaseSnapshot) { s.Policy.Generation = 9 }, in("owner-a", time.Second, 0), nil, fencegate.StateRevoked, true, 0},
+		{"released: refused, nothing written", func(s *registry.LeaseSnapshot) { s.Lease.State = fencegate.StateReleased }, in("owner-a", time.Second, 0), nil, fencegate.StateReleased, false, 0},
+		{"expiry already written", func(s *registry.LeaseSnapshot) { s.Lease.State = fencegate.StateExpired }, in("owner-a", time.Second, 0), nil, fencegate.StateExpired, false, 0},
 		{"other owner", nil, in("owner-b", time.Second, 0), registry.ErrNotOwner, "", false, 0},
 		{"no lease", func(s *registry.LeaseSnapshot) { s.Lease = nil }, in("owner-a", time.Second, 0), registry.ErrNotFound, "", false, 0},
 		{"policy TTL bound", func(s *registry.LeaseSnapshot) { s.Policy.MaxTTLMs = 500 }, in("owner-a", time.Second, 0), registry.ErrPolicyDenied, "", false, 0},
@@ -285,7 +288,7 @@ func TestDecideRenewTable(t *testing.T) {
 			}
 		default:
 			l := res.View.Lease
-			if res.NotHeld || res.View.State != verify.StateHeld || l.ExpiresAt != c.expiresAt || l.Fence != 7 || l.Token != "tok-7" ||
+			if res.NotHeld || res.View.State != fencegate.StateHeld || l.ExpiresAt != c.expiresAt || l.Fence != 7 || l.Token != "tok-7" ||
 				ch.Meta == nil || ch.Meta.Revision != 42 || len(ch.Leases) != 1 || ch.Leases[0] != l || ch.Resource != nil || ch.Grant != nil {
 				t.Errorf("%s: renewed %+v, change %+v", c.name, res, ch)
 			}
@@ -300,7 +303,7 @@ func TestDecideRelease(t *testing.T) {
 	in := registry.ReleaseInput{Lease: "lease-7", Owner: "owner-a", Now: t0.Add(300 * time.Millisecond)}
 	snap := leaseSnap()
 	res, ch, err := registry.DecideRelease(snap, in)
-	if err != nil || !res.Released || res.View.State != verify.StateReleased || ch.Meta == nil || ch.Meta.Revision != 42 ||
+	if err != nil || !res.Released || res.View.State != fencegate.StateReleased || ch.Meta == nil || ch.Meta.Revision != 42 ||
 		len(ch.Leases) != 1 || ch.Leases[0].EndedAt != in.Now.UnixMilli() || ch.Resource == nil || ch.Resource.FreedAt != in.Now.UnixMilli() {
 		t.Fatalf("release of a held lease: %+v, %+v, %v", res, ch, err)
 	}
@@ -308,7 +311,7 @@ func TestDecideRelease(t *testing.T) {
 	l := ch.Leases[0]
 	again.Lease, again.Resource = &l, ch.Resource
 	res, ch, err = registry.DecideRelease(again, in)
-	if err != nil || res.Released || res.View.State != verify.StateReleased || !ch.Empty() {
+	if err != nil || res.Released || res.View.State != fencegate.StateReleased || !ch.Empty() {
 		t.Errorf("repeated release: %+v, %+v, %v", res, ch, err)
 	}
 
@@ -316,7 +319,7 @@ func TestDecideRelease(t *testing.T) {
 	late := in
 	late.Now = t0.Add(time.Hour)
 	res, ch, err = registry.DecideRelease(expired, late)
-	if err != nil || res.Released || res.View.State != verify.StateExpired || len(ch.Leases) != 1 || ch.Leases[0].EndedAt != held().ExpiresAt || ch.Meta != nil {
+	if err != nil || res.Released || res.View.State != fencegate.StateExpired || len(ch.Leases) != 1 || ch.Leases[0].EndedAt != held().ExpiresAt || ch.Meta != nil {
 		t.Errorf("release after expiry: %+v, %+v, %v", res, ch, err)
 	}
 
@@ -340,7 +343,7 @@ func TestDecideReads(t *testing.T) {
 	snap.Lease.IssuerEpoch = 1
 	snap.Policy.Generation, snap.Lease.PolicyGeneration = 0, 0
 	v, err := registry.DecideStatus(snap, t0)
-	if err != nil || v.State != verify.StateHeld || v.Meta.IssuerEpoch != 1 {
+	if err != nil || v.State != fencegate.StateHeld || v.Meta.IssuerEpoch != 1 {
 		t.Errorf("status: %+v, %v", v, err)
 	}
 	if _, err := registry.DecideStatus(registry.LeaseSnapshot{}, t0); !errors.Is(err, registry.ErrNotFound) {
@@ -348,8 +351,8 @@ func TestDecideReads(t *testing.T) {
 	}
 	h := held()
 	rv, err := registry.DecideResource(registry.ResourceSnapshot{Meta: registry.Meta{IssuerEpoch: 2}, Resource: registry.ResourceRecord{Resource: "r", LastFence: 7, Holder: h.Lease},
-		Holder: &h, Policy: registry.Policy{Generation: 3}}, "r", t0.Add(time.Second))
-	if err != nil || rv.Holder == nil || rv.Holder.State != verify.StateExpired || rv.Record.LastFence != 7 || rv.PolicyGeneration != 3 {
+		Holder: &h, Policy: fencegate.Policy{Generation: 3}}, "r", t0.Add(time.Second))
+	if err != nil || rv.Holder == nil || rv.Holder.State != fencegate.StateExpired || rv.Record.LastFence != 7 || rv.PolicyGeneration != 3 {
 		t.Errorf("resource: %+v, %v", rv, err)
 	}
 	rv, err = registry.DecideResource(registry.ResourceSnapshot{}, "fresh", t0)
@@ -386,11 +389,11 @@ func TestDecideAdmin(t *testing.T) {
 		}
 	}
 
-	p, ch, err := registry.DecidePutPolicy(registry.Meta{IssuerEpoch: 1, PolicySeq: 4}, registry.Policy{Pattern: "a/*", Generation: 99, Deleted: true}, t0)
+	p, ch, err := registry.DecidePutPolicy(registry.Meta{IssuerEpoch: 1, PolicySeq: 4}, fencegate.Policy{Pattern: "a/*", Generation: 99, Deleted: true}, t0)
 	if err != nil || p.Generation != 5 || p.Deleted || p.UpdatedAt != t0.UnixMilli() || ch.Meta.PolicySeq != 5 || !reflect.DeepEqual(*ch.Policy, p) {
 		t.Errorf("put policy: %+v, %+v, %v", p, ch, err)
 	}
-	if _, ch, err := registry.DecidePutPolicy(registry.Meta{}, registry.Policy{Pattern: "bad pattern"}, t0); !errors.Is(err, registry.ErrInvalidInput) || !ch.Empty() {
+	if _, ch, err := registry.DecidePutPolicy(registry.Meta{}, fencegate.Policy{Pattern: "bad pattern"}, t0); !errors.Is(err, registry.ErrInvalidInput) || !ch.Empty() {
 		t.Errorf("put of a bad policy: %v", err)
 	}
 	d, ch, err := registry.DecideDeletePolicy(registry.PolicySnapshot{Meta: registry.Meta{PolicySeq: 5}, Existing: &p}, "a/*", t0)
@@ -415,11 +418,11 @@ func TestDecideCompact(t *testing.T) {
 		return l
 	}
 	leases := []registry.LeaseRecord{
-		old("a", verify.StateReleased, t0),
-		held(),                             // HELD, expired long before the cut
-		old("b", verify.StateExpired, cut), // ended at the cut: kept
-		old("c", verify.StateRevoked, t0),
-		old("d", verify.StateExpired, t0),
+		old("a", fencegate.StateReleased, t0),
+		held(),                                // HELD, expired long before the cut
+		old("b", fencegate.StateExpired, cut), // ended at the cut: kept
+		old("c", fencegate.StateRevoked, t0),
+		old("d", fencegate.StateExpired, t0),
 	}
 	n, ch, err := registry.DecideCompact(registry.CompactSnapshot{Leases: leases}, registry.CompactInput{EndedBefore: cut, Limit: 2})
 	if err != nil || n != 2 || len(ch.Delete) != 2 || ch.Delete[0].Lease != "a" || ch.Delete[1].Lease != "c" || ch.Meta != nil || ch.Resource != nil {

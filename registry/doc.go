@@ -7,8 +7,8 @@
 // (sign.go: the one place a grant and a proof are built and signed), and
 // Registry, the service that wraps a Backend with signing, the waiting
 // acquire (lock handoff), metrics and logs. Backends live in their own
-// packages: registry/memory (tests) and registry/bolt (the embedded durable
-// default). The HTTP API is registry/httpapi and goes through Registry
+// packages: registry/memory (tests), registry/bolt (the embedded durable
+// default) and registry/redis (shared by registry replicas). The HTTP API is registry/httpapi and goes through Registry
 // only; its JSON wire types are the root package's (fencegate.Lease, ...);
 // the worker SDK is the top-level package client.
 //
@@ -35,8 +35,8 @@
 //
 // A decision reads nothing else and writes only its Change, so the Redis
 // backend (registry/redis) implements it with WATCHed reads of those keys
-// and one MULTI/EXEC, and an etcd backend would use with one transaction comparing their
-// revisions. A grant is signed between the decision and the write
+// and one MULTI/EXEC; an etcd backend would do it in one transaction
+// comparing their revisions. A grant is signed between the decision and the write
 // (SealGrant), inside the same step; a backend refuses to write an
 // unsealed grant. A refusal (busy, not held, denied, bad input) writes
 // nothing, except that a renew or release that finds a lease no longer held

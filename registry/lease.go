@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // OperationRoot is the grant's operation root: a digest binding the
@@ -21,14 +20,14 @@ func OperationRoot(resource string, fence uint64, grantID string) string {
 // EXPIRED once now reaches its expiry, else HELD.
 func LeaseState(l LeaseRecord, m Meta, policyGen uint64, now time.Time) string {
 	switch {
-	case l.State != verify.StateHeld:
+	case l.State != fencegate.StateHeld:
 		return l.State
 	case l.IssuerEpoch < m.IssuerEpoch, l.PolicyGeneration != policyGen:
-		return verify.StateRevoked
+		return fencegate.StateRevoked
 	case ms(now) >= l.ExpiresAt:
-		return verify.StateExpired
+		return fencegate.StateExpired
 	default:
-		return verify.StateHeld
+		return fencegate.StateHeld
 	}
 }
 
@@ -40,7 +39,7 @@ func view(l LeaseRecord, m Meta, policyGen uint64, now time.Time) LeaseView {
 // endedAt is when a lease that is no longer HELD (effective state st at
 // now) ended: its expiry when it expired, else now.
 func endedAt(l LeaseRecord, st string, now time.Time) int64 {
-	if st == verify.StateExpired {
+	if st == fencegate.StateExpired {
 		return l.ExpiresAt
 	}
 	return ms(now)

@@ -101,23 +101,5 @@ type ResourceView struct {
 	Meta             Meta
 }
 
-// Policy is a per-resource (or per-prefix) policy. Every change gets a new
-// generation from Meta.PolicySeq; a deleted policy stays as a tombstone so
-// generations never go backwards.
-type Policy struct {
-	// Pattern is an exact resource ID, or a prefix ending in "*"
-	// ("invoice-batch/*"). The longest matching pattern applies.
-	Pattern string `json:"pattern"`
-	// AllowedOwners: exact owners, or prefixes ending in "*". Empty allows all.
-	AllowedOwners []string `json:"allowedOwners,omitempty"`
-	MinTTLMs      uint64   `json:"minTtlMs,omitempty"`
-	MaxTTLMs      uint64   `json:"maxTtlMs,omitempty"`
-	// OpClasses lists the allowed operation classes. Empty allows all.
-	OpClasses  []string `json:"opClasses,omitempty"`
-	Generation uint64   `json:"generation"`
-	Deleted    bool     `json:"deleted,omitempty"`
-	UpdatedAt  int64    `json:"updatedAt"`
-}
-
 // ms converts a time to Unix milliseconds.
 func ms(t time.Time) int64 { return t.UnixMilli() }

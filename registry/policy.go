@@ -5,14 +5,16 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fencegate/fencegate"
 )
 
 // MatchPolicy returns the policy that applies to resource: an exact
 // pattern first, else the longest matching prefix pattern ("a/*"). A
 // tombstone matches like a policy (it allows everything) so that the
 // generation never goes back. No match gives the zero Policy (generation 0).
-func MatchPolicy(ps []Policy, resource string) Policy {
-	var best Policy
+func MatchPolicy(ps []fencegate.Policy, resource string) fencegate.Policy {
+	var best fencegate.Policy
 	bestLen := -1
 	for _, p := range ps {
 		if p.Pattern == resource {
@@ -25,22 +27,22 @@ func MatchPolicy(ps []Policy, resource string) Policy {
 	return best
 }
 
-// AllowsOwner tells whether the policy lets owner act on its resources:
-// its AllowedOwners (empty allows every owner; a tombstone, or no policy,
-// allows every owner).
-func (p Policy) AllowsOwner(owner string) error {
+// PolicyAllowsOwner tells whether policy p lets owner act on its
+// resources: its AllowedOwners (empty allows every owner; a tombstone, or
+// no policy, allows every owner).
+func PolicyAllowsOwner(p fencegate.Policy, owner string) error {
 	if p.Deleted || len(p.AllowedOwners) == 0 || slices.ContainsFunc(p.AllowedOwners, func(a string) bool { return matchPattern(a, owner) }) {
 		return nil
 	}
 	return fmt.Errorf("%w: owner %q is not allowed on %s", ErrPolicyDenied, owner, p.Pattern)
 }
 
-// Check tells whether the policy allows this acquire.
-func (p Policy) Check(owner, opClass string, ttl time.Duration) error {
+// CheckPolicy tells whether policy p allows this acquire.
+func CheckPolicy(p fencegate.Policy, owner, opClass string, ttl time.Duration) error {
 	if p.Deleted {
 		return nil
 	}
-	if err := p.AllowsOwner(owner); err != nil {
+	if err := PolicyAllowsOwner(p, owner); err != nil {
 		return err
 	}
 	if len(p.OpClasses) > 0 && !slices.Contains(p.OpClasses, opClass) {
@@ -63,8 +65,8 @@ func matchPattern(pattern, s string) bool {
 	return pattern == s
 }
 
-// Validate checks a policy's fields.
-func (p Policy) Validate() error {
+// ValidatePolicy checks the fields of policy p.
+func ValidatePolicy(p fencegate.Policy) error {
 	var errs []string
 	pat := strings.TrimSuffix(p.Pattern, "*")
 	if p.Pattern == "*" {

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencegate/fencegate/verify"
+	"github.com/fencegate/fencegate"
 )
 
 // proofCache lets the registry answer a status read with a proof it signed
@@ -36,7 +36,7 @@ type proofCache struct {
 }
 
 type cachedProof struct {
-	claims verify.Status
+	claims fencegate.Status
 	token  []byte
 }
 
@@ -52,7 +52,7 @@ func newProofCache(reuse time.Duration, max int) *proofCache {
 
 // sameStatement reports whether a and b state the same about a grant:
 // every claim but iat, exp and the backend revision.
-func sameStatement(a, b verify.Status) bool {
+func sameStatement(a, b fencegate.Status) bool {
 	a.IssuedAt, a.ExpiresAt, a.BackendRevision = 0, 0, 0
 	b.IssuedAt, b.ExpiresAt, b.BackendRevision = 0, 0, 0
 	return a == b
@@ -60,7 +60,7 @@ func sameStatement(a, b verify.Status) bool {
 
 // get returns a cached proof making the statement of want, signed at most
 // reuse before now and valid for at least another reuse, if there is one.
-func (c *proofCache) get(want verify.Status, now time.Time) (cachedProof, bool) {
+func (c *proofCache) get(want fencegate.Status, now time.Time) (cachedProof, bool) {
 	if c == nil || want.GrantDigest == "" {
 		return cachedProof{}, false
 	}
@@ -80,7 +80,7 @@ func (c *proofCache) get(want verify.Status, now time.Time) (cachedProof, bool) 
 
 // put remembers a proof just signed. A full cache is emptied first: it only
 // saves signatures, so losing it costs one signature per grant.
-func (c *proofCache) put(claims verify.Status, token []byte) {
+func (c *proofCache) put(claims fencegate.Status, token []byte) {
 	if c == nil || claims.GrantDigest == "" {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memory"
@@ -110,15 +111,15 @@ func TestProofNotReusedAcrossAStateChange(t *testing.T) {
 			if _, err := reg.Release(context.Background(), "o", a.View.Lease.Lease); err != nil {
 				t.Fatal(err)
 			}
-		}, 10 * time.Second, verify.StateReleased, verify.ErrGrantNotHeld},
+		}, 10 * time.Second, fencegate.StateReleased, verify.ErrGrantNotHeld},
 		{"epoch bump", func(reg *registry.Registry, _ *clocktest.Clock, _ registry.Result) {
 			if _, err := reg.BumpEpoch(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-		}, 10 * time.Second, verify.StateRevoked, verify.ErrEpochRevoked},
+		}, 10 * time.Second, fencegate.StateRevoked, verify.ErrEpochRevoked},
 		{"expiry", func(_ *registry.Registry, clk *clocktest.Clock, _ registry.Result) {
 			clk.Advance(150 * time.Millisecond) // the lease's TTL is 200 ms
-		}, 200 * time.Millisecond, verify.StateExpired, verify.ErrGrantNotHeld},
+		}, 200 * time.Millisecond, fencegate.StateExpired, verify.ErrGrantNotHeld},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			reg, clk, k := reuseService(t, 250*time.Millisecond)

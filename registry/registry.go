@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
-	"github.com/fencegate/fencegate/registry/keys"
-	"github.com/fencegate/fencegate/verify"
+	"github.com/fencegate/fencegate/keys"
 )
 
 // Options configure a Registry. Backend and Signer are required.
@@ -304,7 +304,7 @@ func (r *Registry) tryAcquire(ctx context.Context, in AcquireInput) (AcquireResu
 		return res, in.Now, err
 	}
 	if res.Ended != nil {
-		if res.Ended.State == verify.StateExpired {
+		if res.Ended.State == fencegate.StateExpired {
 			r.m.expiries.Inc()
 		} else {
 			r.m.revocations.WithLabelValues("lease").Inc()
@@ -362,7 +362,7 @@ func (r *Registry) Renew(ctx context.Context, owner, lease string, ttl time.Dura
 	}
 	if res.NotHeld {
 		r.m.renewals.WithLabelValues("not_held").Inc()
-		if res.View.State == verify.StateExpired {
+		if res.View.State == fencegate.StateExpired {
 			r.m.expiries.Inc()
 			r.notifyOthers(ctx, res.View.Lease.Resource)
 		}
@@ -459,7 +459,7 @@ func (r *Registry) RaiseFenceFloor(ctx context.Context, resource string, floor u
 
 // PutPolicy stores a policy; its new generation revokes grants issued
 // under the previous one.
-func (r *Registry) PutPolicy(ctx context.Context, p Policy) (Policy, error) {
+func (r *Registry) PutPolicy(ctx context.Context, p fencegate.Policy) (fencegate.Policy, error) {
 	out, err := r.opt.Backend.PutPolicy(ctx, p, r.Now())
 	if err != nil {
 		return out, err
@@ -471,7 +471,7 @@ func (r *Registry) PutPolicy(ctx context.Context, p Policy) (Policy, error) {
 }
 
 // DeletePolicy removes a policy (a tombstone keeps its generation growing).
-func (r *Registry) DeletePolicy(ctx context.Context, pattern string) (Policy, error) {
+func (r *Registry) DeletePolicy(ctx context.Context, pattern string) (fencegate.Policy, error) {
 	out, err := r.opt.Backend.DeletePolicy(ctx, pattern, r.Now())
 	if err != nil {
 		return out, err
@@ -482,7 +482,7 @@ func (r *Registry) DeletePolicy(ctx context.Context, pattern string) (Policy, er
 }
 
 // Policies lists the policies.
-func (r *Registry) Policies(ctx context.Context) ([]Policy, error) {
+func (r *Registry) Policies(ctx context.Context) ([]fencegate.Policy, error) {
 	return r.opt.Backend.Policies(ctx)
 }
 

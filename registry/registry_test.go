@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/registry/registrytest"
-	"github.com/fencegate/fencegate/verify"
 )
 
 func TestNewRejectsBadOptions(t *testing.T) {
@@ -34,7 +34,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 
 func TestLeaseState(t *testing.T) {
 	now := clocktest.Start
-	held := registry.LeaseRecord{State: verify.StateHeld, IssuerEpoch: 2, PolicyGeneration: 5, ExpiresAt: now.UnixMilli() + 1}
+	held := registry.LeaseRecord{State: fencegate.StateHeld, IssuerEpoch: 2, PolicyGeneration: 5, ExpiresAt: now.UnixMilli() + 1}
 	m := registry.Meta{IssuerEpoch: 2}
 	cases := []struct {
 		name string
@@ -44,13 +44,13 @@ func TestLeaseState(t *testing.T) {
 		now  time.Time
 		want string
 	}{
-		{"held", held, m, 5, now, verify.StateHeld},
-		{"at expiry", held, m, 5, now.Add(time.Millisecond), verify.StateExpired},
-		{"older epoch", held, registry.Meta{IssuerEpoch: 3}, 5, now, verify.StateRevoked},
-		{"newer policy", held, m, 6, now, verify.StateRevoked},
-		{"policy deleted to generation 0", held, m, 0, now, verify.StateRevoked},
-		{"revoked wins over expired", held, registry.Meta{IssuerEpoch: 3}, 5, now.Add(time.Hour), verify.StateRevoked},
-		{"stored released", func() registry.LeaseRecord { l := held; l.State = verify.StateReleased; return l }(), registry.Meta{IssuerEpoch: 9}, 5, now, verify.StateReleased},
+		{"held", held, m, 5, now, fencegate.StateHeld},
+		{"at expiry", held, m, 5, now.Add(time.Millisecond), fencegate.StateExpired},
+		{"older epoch", held, registry.Meta{IssuerEpoch: 3}, 5, now, fencegate.StateRevoked},
+		{"newer policy", held, m, 6, now, fencegate.StateRevoked},
+		{"policy deleted to generation 0", held, m, 0, now, fencegate.StateRevoked},
+		{"revoked wins over expired", held, registry.Meta{IssuerEpoch: 3}, 5, now.Add(time.Hour), fencegate.StateRevoked},
+		{"stored released", func() registry.LeaseRecord { l := held; l.State = fencegate.StateReleased; return l }(), registry.Meta{IssuerEpoch: 9}, 5, now, fencegate.StateReleased},
 	}
 	for _, c := range cases {
 		if got := registry.LeaseState(c.l, c.m, c.gen, c.now); got != c.want {
@@ -60,7 +60,7 @@ func TestLeaseState(t *testing.T) {
 }
 
 func TestMatchPolicy(t *testing.T) {
-	ps := []registry.Policy{
+	ps := []fencegate.Policy{
 		{Pattern: "*", Generation: 1},
 		{Pattern: "a/*", Generation: 2},
 		{Pattern: "a/b/*", Generation: 3},
@@ -83,7 +83,7 @@ func TestMatchPolicy(t *testing.T) {
 	if got := registry.MatchPolicy(nil, "a"); got.Generation != 0 || got.Pattern != "" {
 		t.Errorf("no policies: %+v", got)
 	}
-	if err := registry.MatchPolicy(ps, "x/y").Check("anyone", "any", time.Hour); err != nil {
+	if err := registry.CheckPolicy(registry.MatchPolicy(ps, "x/y"), "anyone", "any", time.Hour); err != nil {
 		t.Errorf("a tombstone refused: %v", err)
 	}
 }

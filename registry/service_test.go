@@ -7,11 +7,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/registry/registrytest"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // newService is a Registry over a new memory backend whose clock stands
@@ -57,7 +57,7 @@ func TestReleaseCountedOnce(t *testing.T) {
 	}
 	for range 2 {
 		r, err := reg.Release(ctx, "o", a.View.Lease.Lease)
-		if err != nil || r.View.State != verify.StateReleased {
+		if err != nil || r.View.State != fencegate.StateReleased {
 			t.Fatalf("release: %s, %v", r.View.State, err)
 		}
 	}
@@ -87,9 +87,9 @@ func TestProofClaims(t *testing.T) {
 		now   time.Time
 		exp   int64
 	}{
-		{"held, lease outlives the max", verify.StateHeld, t0, t0.UnixMilli() + 500},
-		{"held, lease expires first", verify.StateHeld, t0.Add(800 * time.Millisecond), t0.UnixMilli() + 1000},
-		{"expired", verify.StateExpired, t0.Add(time.Hour), t0.Add(time.Hour).UnixMilli() + 500},
+		{"held, lease outlives the max", fencegate.StateHeld, t0, t0.UnixMilli() + 500},
+		{"held, lease expires first", fencegate.StateHeld, t0.Add(800 * time.Millisecond), t0.UnixMilli() + 1000},
+		{"expired", fencegate.StateExpired, t0.Add(time.Hour), t0.Add(time.Hour).UnixMilli() + 500},
 	} {
 		v := registry.LeaseView{Lease: l, State: c.state, Meta: registry.Meta{IssuerEpoch: 2, Revision: 50}, PolicyGeneration: 3}
 		st := registry.ProofClaims(v, "iss", c.now, 500*time.Millisecond)

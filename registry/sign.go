@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fencegate/fencegate/verify"
+	"github.com/fencegate/fencegate"
 )
 
 // This file is the one place where a grant and its status proofs are
@@ -12,9 +12,9 @@ import (
 // lease, ProofClaims and Registry.prove for a lockStatus.v1 proof.
 
 // GrantClaims is the lockGrant.v1 claim set of a lease record.
-func GrantClaims(l LeaseRecord, issuer string) verify.Grant {
-	return verify.Grant{
-		Schema:           verify.GrantSchema,
+func GrantClaims(l LeaseRecord, issuer string) fencegate.Grant {
+	return fencegate.Grant{
+		Schema:           fencegate.GrantSchema,
 		Issuer:           issuer,
 		GrantID:          l.GrantID,
 		Resource:         l.Resource,
@@ -48,7 +48,7 @@ func SealGrant(res *AcquireResult, ch *Change, issuer string, seal SealFunc) err
 		return fmt.Errorf("registry: seal grant: %w", err)
 	}
 	ch.Grant.Token = string(tok)
-	ch.Grant.Digest = verify.Digest(tok)
+	ch.Grant.Digest = fencegate.Digest(tok)
 	res.View.Lease = *ch.Grant
 	return nil
 }
@@ -56,14 +56,14 @@ func SealGrant(res *AcquireResult, ch *Change, issuer string, seal SealFunc) err
 // ProofClaims is the lockStatus.v1 claim set stating v at now. Its expiry
 // is exp = iat + maxTTL, and for a HELD lease exp <= min(iat + maxTTL,
 // the lease's expiry): a proof never outlives the lease it says is held.
-func ProofClaims(v LeaseView, issuer string, now time.Time, maxTTL time.Duration) verify.Status {
+func ProofClaims(v LeaseView, issuer string, now time.Time, maxTTL time.Duration) fencegate.Status {
 	iat := ms(now)
 	exp := iat + maxTTL.Milliseconds()
-	if v.State == verify.StateHeld {
+	if v.State == fencegate.StateHeld {
 		exp = min(exp, v.Lease.ExpiresAt)
 	}
-	return verify.Status{
-		Schema:           verify.StatusSchema,
+	return fencegate.Status{
+		Schema:           fencegate.StatusSchema,
 		Issuer:           issuer,
 		GrantDigest:      v.Lease.Digest,
 		Resource:         v.Lease.Resource,
@@ -88,21 +88,21 @@ type Result struct {
 	Grant []byte
 	// Status is a fresh lockStatus.v1 compact JWS and its claims.
 	Status       []byte
-	StatusClaims verify.Status
+	StatusClaims fencegate.Status
 	// Existing: an idempotent acquire returned the grant of an earlier call.
 	Existing bool
 }
 
 // seal is the registry's SealFunc: it signs grant claims with its signer.
-func (r *Registry) seal(c *verify.Grant) ([]byte, error) {
-	return r.opt.Signer.Sign(verify.GrantSchema, c)
+func (r *Registry) seal(c *fencegate.Grant) ([]byte, error) {
+	return r.opt.Signer.Sign(fencegate.GrantSchema, c)
 }
 
 // prove signs a lockStatus.v1 proof of v at now (ProofClaims) and returns
 // it with v and its grant.
 func (r *Registry) prove(v LeaseView, now time.Time) (Result, error) {
 	st := ProofClaims(v, r.opt.Issuer, now, r.opt.MaxProofTTL)
-	tok, err := r.opt.Signer.Sign(verify.StatusSchema, &st)
+	tok, err := r.opt.Signer.Sign(fencegate.StatusSchema, &st)
 	if err != nil {
 		return Result{}, fmt.Errorf("registry: sign status proof: %w", err)
 	}

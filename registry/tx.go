@@ -26,8 +26,8 @@ type Tx interface {
 	PutRequest(owner, requestID, leaseID string) error
 	LeaseByDigest(digest string) (leaseID string, found bool, err error)
 	PutDigest(digest, leaseID string) error
-	Policies() ([]Policy, error)
-	PutPolicy(Policy) error
+	Policies() ([]fencegate.Policy, error)
+	PutPolicy(fencegate.Policy) error
 	// EachLease calls fn for every stored lease, in no particular order.
 	EachLease(fn func(LeaseRecord) error) error
 	// DeleteLease removes a lease and its request and digest index entries.
@@ -224,8 +224,8 @@ func (b txBackend) RaiseFenceFloor(ctx context.Context, resource string, floor u
 	return m, r, err
 }
 
-func (b txBackend) PutPolicy(ctx context.Context, p Policy, now time.Time) (Policy, error) {
-	var out Policy
+func (b txBackend) PutPolicy(ctx context.Context, p fencegate.Policy, now time.Time) (fencegate.Policy, error) {
+	var out fencegate.Policy
 	err := b.decide(ctx, func(tx Tx) (Change, error) {
 		m, err := tx.Meta()
 		if err != nil {
@@ -238,8 +238,8 @@ func (b txBackend) PutPolicy(ctx context.Context, p Policy, now time.Time) (Poli
 	return out, err
 }
 
-func (b txBackend) DeletePolicy(ctx context.Context, pattern string, now time.Time) (Policy, error) {
-	var out Policy
+func (b txBackend) DeletePolicy(ctx context.Context, pattern string, now time.Time) (fencegate.Policy, error) {
+	var out fencegate.Policy
 	err := b.decide(ctx, func(tx Tx) (Change, error) {
 		var snap PolicySnapshot
 		var err error
@@ -262,8 +262,8 @@ func (b txBackend) DeletePolicy(ctx context.Context, pattern string, now time.Ti
 	return out, err
 }
 
-func (b txBackend) Policies(ctx context.Context) ([]Policy, error) {
-	var out []Policy
+func (b txBackend) Policies(ctx context.Context) ([]fencegate.Policy, error) {
+	var out []fencegate.Policy
 	err := b.read(ctx, func(tx Tx) error {
 		var err error
 		out, err = tx.Policies()
@@ -440,10 +440,10 @@ func loadLeaseRecord(tx Tx, id string) (*LeaseRecord, error) {
 	return &l, nil
 }
 
-func loadPolicy(tx Tx, resource string) (Policy, error) {
+func loadPolicy(tx Tx, resource string) (fencegate.Policy, error) {
 	ps, err := tx.Policies()
 	if err != nil {
-		return Policy{}, err
+		return fencegate.Policy{}, err
 	}
 	return MatchPolicy(ps, resource), nil
 }

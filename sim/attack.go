@@ -12,7 +12,6 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // attack sends a write no sidecar may accept (outside the documented
@@ -42,17 +41,17 @@ func (r *round) attack(e event) {
 			if e.ID%2 == 0 && e.Attack == FaultForged {
 				signer = r.m.forgerSame // the trusted key's kid, another key: a bad signature
 			}
-			tok, err := signer.Sign(verify.GrantSchema, claims)
+			tok, err := signer.Sign(fencegate.GrantSchema, claims)
 			if err != nil {
 				r.logf("%s: %v", e, err)
 				return
 			}
 			token = string(tok)
-			st := verify.Status{Schema: verify.StatusSchema, Issuer: claims.Issuer, GrantDigest: fencegate.Digest(tok),
-				Resource: claims.Resource, Lease: claims.Lease, FenceToken: claims.FenceToken, State: verify.StateHeld,
+			st := fencegate.Status{Schema: fencegate.StatusSchema, Issuer: claims.Issuer, GrantDigest: fencegate.Digest(tok),
+				Resource: claims.Resource, Lease: claims.Lease, FenceToken: claims.FenceToken, State: fencegate.StateHeld,
 				IssuerEpoch: claims.IssuerEpoch, PolicyGeneration: claims.PolicyGeneration, BackendRevision: claims.BackendRevision,
 				IssuedAt: uint64(r.nowMs()), ExpiresAt: uint64(r.nowMs() + 1000)}
-			p, err := signer.Sign(verify.StatusSchema, &st)
+			p, err := signer.Sign(fencegate.StatusSchema, &st)
 			if err != nil {
 				r.logf("%s: %v", e, err)
 				return
@@ -119,7 +118,7 @@ func (r *round) sendAttack(e event, who, token, proof string, seq uint64) {
 	})
 }
 
-func decodeClaims(token string) (*verify.Grant, error) {
+func decodeClaims(token string) (*fencegate.Grant, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return nil, fmt.Errorf("sim: not a compact JWS")
@@ -128,11 +127,11 @@ func decodeClaims(token string) (*verify.Grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	var g verify.Grant
+	var g fencegate.Grant
 	return &g, json.Unmarshal(raw, &g)
 }
 
-func decodeStatus(token string) (*verify.Status, error) {
+func decodeStatus(token string) (*fencegate.Status, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return nil, fmt.Errorf("sim: not a compact JWS")
@@ -141,7 +140,7 @@ func decodeStatus(token string) (*verify.Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	var st verify.Status
+	var st fencegate.Status
 	return &st, json.Unmarshal(raw, &st)
 }
 

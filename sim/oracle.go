@@ -5,7 +5,6 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // oracle is the ground truth a round checks the sidecars against. It is
@@ -257,7 +256,7 @@ func (o *oracle) wire(l *fencegate.Lease) *grantInfo {
 		o.leases[l.Lease] = li
 	}
 	li.expiresAt = l.ExpiresAt.UnixMilli()
-	if st, err := decodeStatus(l.Status); err == nil && st.State == verify.StateHeld && st.Lease == l.Lease {
+	if st, err := decodeStatus(l.Status); err == nil && st.State == fencegate.StateHeld && st.Lease == l.Lease {
 		li.proofs = append(li.proofs, proofWindow{iat: int64(st.IssuedAt), exp: int64(st.ExpiresAt)})
 	}
 	return g

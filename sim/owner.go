@@ -11,7 +11,6 @@ import (
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/store"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // owner is a scripted worker. It acquires the lease, then runs its plan
@@ -115,7 +114,7 @@ func (o *owner) send(n netPlan, id string, first bool) {
 			if o.holding || o.done {
 				return
 			}
-			if res.View.State != verify.StateHeld {
+			if res.View.State != fencegate.StateHeld {
 				// A repeated request ID returned a lease that ended: ask anew.
 				o.reqN++
 				o.send(netPlan{}, fmt.Sprintf("req-%s-%d", o.name, o.reqN), false)
@@ -165,7 +164,7 @@ func (o *owner) run(e event) {
 			res, err := r.reg.Release(context.Background(), o.name, o.lease)
 			if err == nil {
 				r.or.proved(res)
-				if res.View.State == verify.StateReleased {
+				if res.View.State == fencegate.StateReleased {
 					r.or.end(o.lease, r.now(), "released")
 				}
 			}

@@ -23,9 +23,9 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/store"
 )

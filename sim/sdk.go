@@ -20,7 +20,6 @@ import (
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/registry/httpapi"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // An SDK worker is a worker that is the Go SDK itself: a client.Holder
@@ -250,7 +249,7 @@ func (r *round) serveRegistry(w *sdkWorker, req *http.Request) *httptest.Respons
 		return rec
 	}
 	g := r.or.wire(&l)
-	if l.State == verify.StateReleased && release {
+	if l.State == fencegate.StateReleased && release {
 		r.or.end(l.Lease, r.now(), "released")
 	}
 	if g != nil {

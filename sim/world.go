@@ -19,14 +19,13 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/anchor"
 	storemem "github.com/fencegate/fencegate/store/memory"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // materials are what every round of a run shares and never changes: the
@@ -415,13 +414,13 @@ func (s registryStatus) StatusByDigest(ctx context.Context, digest string) (*fen
 		return nil, err
 	}
 	st := res.Status
-	if r.sabotage == SabotageStatusLies && res.View.State != verify.StateHeld {
+	if r.sabotage == SabotageStatusLies && res.View.State != fencegate.StateHeld {
 		// The broken part: a registry that says HELD for a lease that
 		// is not (signed with the registry's own key, so it verifies).
 		claims := res.StatusClaims
-		claims.State = verify.StateHeld
+		claims.State = fencegate.StateHeld
 		claims.ExpiresAt = claims.IssuedAt + uint64(registry.DefaultMaxProofTTL/time.Millisecond)
-		if st, err = r.m.signer.Sign(verify.StatusSchema, &claims); err != nil {
+		if st, err = r.m.signer.Sign(fencegate.StatusSchema, &claims); err != nil {
 			return nil, err
 		}
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/fencegate/fencegate/store/storetest"
 )
 
-// FuzzApplyRepair: no panic on any anchor; an invalid one is an
+// FuzzDecideRepair: no panic on any anchor; an invalid one is an
 // *InputError; a valid one gives a record that covers it, is paused for
 // STORE_LOSS and keeps the highest fence.
-func FuzzApplyRepair(f *testing.F) {
+func FuzzDecideRepair(f *testing.F) {
 	f.Add("r", uint64(5), "root-5", "l2", "lease", storetest.Digest("g"), uint64(2), uint64(3), storetest.Digest("p"), "", int64(30), uint8(1))
 	f.Add("r", uint64(9), "other", "", "", "", uint64(0), uint64(0), "", "OPERATOR", int64(0), uint8(2))
 	f.Add("r", uint64(0), "", "", "", "", uint64(0), uint64(0), "", "PAUSED", int64(-1), uint8(0))
@@ -36,7 +36,7 @@ func FuzzApplyRepair(f *testing.F) {
 			rec.InFlight.Resource = resource
 		}
 		in := store.RepairInput{Resource: resource, Anchored: a, Now: storetest.T0, Window: time.Duration(window)}
-		ch, err := store.ApplyRepair(rec, in)
+		ch, err := store.DecideRepair(rec, in)
 		if err != nil {
 			var ie *store.InputError
 			if in.Validate() == nil || !errors.As(err, &ie) {
@@ -52,10 +52,10 @@ func FuzzApplyRepair(f *testing.F) {
 	})
 }
 
-// FuzzApplyTrust: no panic on any change; an invalid one is an
+// FuzzDecideTrust: no panic on any change; an invalid one is an
 // *InputError; the pins stay sorted by kid, distinct, bounded, and once
 // there is one there is always one.
-func FuzzApplyTrust(f *testing.F) {
+func FuzzDecideTrust(f *testing.F) {
 	f.Add("PIN", "k1", strings.Repeat("a", 43), "EdDSA", "FIRST_USE", int64(0), false, uint8(4))
 	f.Add("UNPIN", "k1", "", "", "", int64(0), true, uint8(3))
 	f.Add("IN_USE", "k1", "", "", "", int64(time.Hour), false, uint8(5))
@@ -74,7 +74,7 @@ func FuzzApplyTrust(f *testing.F) {
 			case 3:
 				in = store.TrustInput{Kind: store.TrustUnpin, Keys: []store.KeyRef{{Kid: "k-" + string(rune('a'+i-2))}}, Now: in.Now}
 			}
-			next, _, err := store.ApplyTrust(pins, in)
+			next, _, err := store.DecideTrust(pins, in)
 			if err != nil {
 				var ie *store.InputError
 				if in.Validate() == nil && errors.As(err, &ie) || in.Validate() != nil && !errors.As(err, &ie) {

@@ -17,14 +17,14 @@ type CommitInput struct {
 	Now time.Time
 }
 
-// ApplyCommit is Commit as a pure function. rec is the stored record and
+// DecideCommit is Commit as a pure function. rec is the stored record and
 // existing the receipt stored for (fence, seq), or nil. When the marker in
 // flight (or unknown) matches in, the change writes the receipt, advances
 // LastSeq and clears the marker. When it does not but a receipt with the same
 // root exists, the commit already happened: the change writes nothing and
 // carries that receipt. Otherwise ErrNotInFlight. bodyLimit is the configured
 // response body limit (see BodyLimit).
-func ApplyCommit(rec Record, existing *Receipt, in CommitInput, bodyLimit int) (Change, error) {
+func DecideCommit(rec Record, existing *Receipt, in CommitInput, bodyLimit int) (Change, error) {
 	if err := in.Validate(); err != nil {
 		return Change{}, err
 	}

@@ -256,7 +256,7 @@ func TestCommitCutsBodyAtConfiguredLimit(t *testing.T) {
 	}
 	ans := storetest.Answer(in.Ref())
 	ans.Response.Body = []byte("0123456789")
-	c, err := store.ApplyCommit(ch.Record, nil, ans, 4)
+	c, err := store.DecideCommit(ch.Record, nil, ans, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

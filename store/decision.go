@@ -78,7 +78,7 @@ type BeginInput struct {
 	// take effect after it: the end of the forward's own deadline (taken
 	// before Begin) plus the time the backend may still apply a request it
 	// received. It becomes Mutation.QuietAt (a RetryUnknown raises it, never
-	// lowers it); "not applied" is not settled before it (ApplyResolve).
+	// lowers it); "not applied" is not settled before it (DecideResolve).
 	// Must be after Now, within MaxInFlightWindow; zero means unknown, and
 	// the marker is then quiet only LegacyQuietDelay after its Deadline.
 	QuietAt time.Time
@@ -119,7 +119,7 @@ type BeginResult struct {
 }
 
 // Change is what a transition asks a backend to write, all in one atomic
-// step. A zero Change writes nothing. The pure functions (Decide, Apply*)
+// step. A zero Change writes nothing. The pure functions (Decide*)
 // never modify their inputs, and what they return shares no memory with
 // their inputs nor, for Decide, between the BeginResult and the Change, so
 // a backend may store a Change as is.
@@ -136,9 +136,16 @@ type Change struct {
 	// Quarantine, when set, must be merged (Quarantine.Merge) with any stored
 	// entry of the same ID and stored.
 	Quarantine *Quarantine
+	// Enforcement, when set, is the enforcement ledger entry to store
+	// (DecideEnforcement).
+	Enforcement *Enforcement
+	// Trust is the whole pin set to store in place of the stored one, by
+	// kid (DecideTrust), when WriteTrust is set.
+	Trust      []TrustedKey
+	WriteTrust bool
 }
 
 // Writes reports whether the change writes anything.
 func (c Change) Writes() bool {
-	return c.WriteRecord || c.WriteReceipt || c.Quarantine != nil
+	return c.WriteRecord || c.WriteReceipt || c.Quarantine != nil || c.Enforcement != nil || c.WriteTrust
 }

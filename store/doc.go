@@ -11,16 +11,33 @@
 //
 //   - Decide (Begin): the decision table of the acceptance pipeline (docs/design.md, "applyFencedMutation"
 //     step 4, over (record, the receipt stored for (fence, seq), input);
-//   - ApplyCommit, ApplyMarkUnknown, ApplyAbort, ApplyResolve, ApplyPause,
-//     ApplyResume, ApplyRepair: the other transitions of a record;
-//   - ApplyEnforcement and ApplyTrust: the enforcement ledger and the trust
+//   - DecideCommit, DecideMarkUnknown, DecideAbort, DecideResolve, DecidePause,
+//     DecideResume, DecideRepair: the other transitions of a record;
+//   - DecideEnforcement and DecideTrust: the enforcement ledger and the trust
 //     pins.
 //
-// Each function reads at most the resource's record and one receipt, and
-// returns a Change (record, receipt, quarantine entry) that a backend writes in
-// one atomic step. That shape is what lets store/redis apply the very same
-// functions under WATCH on those keys and write the Change in MULTI/EXEC, with
-// no second implementation of the rules to drift.
+// Each function reads at most the resource's record and one receipt (the
+// ledger entry, the pin set), and returns a Change (record, receipt,
+// quarantine entry, ledger entry, pins) that a backend writes in one atomic
+// step.
+//
+// # Backends: a transaction and a codec
+//
+// The operations themselves are written once too, in the registry's shape
+// (registry/tx.go): NewTxBackend makes a Store out of a backend's TxStore,
+// and every Store method is one transaction (tx.go, tx_ops.go, tx_read.go,
+// tx_ledger.go, tx_compact.go) that validates the input, loads the
+// decision's snapshot through the Tx (Load reads a record and a receipt
+// together, so a backend makes them one round trip), calls the pure
+// function at the transaction's time (Tx.Now: the backend's clock when it
+// has one, tx_time.go) and writes the Change it returns with the Tx's Put
+// methods. A backend is its TxStore (how a transaction runs: bbolt's group
+// commit and a read-only first run, Redis's WATCH and MULTI/EXEC with
+// retries, a mutex) and its Tx over its own keys and encoding; that shape
+// is what lets store/redis apply the very same functions under WATCH on
+// those keys and write the Change in MULTI/EXEC, with no second
+// implementation of the rules to drift. A new backend (Postgres, etcd) is
+// one package implementing TxStore and Tx, checked by storetest.
 //
 // # Begin's decision table
 //
@@ -228,7 +245,7 @@
 // cover: ProgressOf(record) is what a record shows, BeginResult.Prior and
 // BeginResult.Record the step a Begin took, and a mutation is forwarded
 // only once the anchor accepted that step (Prior covering it). A store
-// found behind its anchor is repaired: Repair (ApplyRepair) raises the
+// found behind its anchor is repaired: Repair (DecideRepair) raises the
 // record to the anchor, never lowering anything, puts back as UNKNOWN
 // (cause STORE_LOSS) a mutation the anchor says may have reached the
 // backend, and pauses the resource with reason STORE_LOSS; Begin then
@@ -245,7 +262,7 @@
 // # Trust pins
 //
 // The store keeps the keys the sidecar trusts (TrustedKeys, RecordTrust,
-// ApplyTrust): kid, RFC 7638 thumbprint, algorithm, when and how each was
+// DecideTrust): kid, RFC 7638 thumbprint, algorithm, when and how each was
 // pinned, and until when a grant it signed may still be held. They are
 // shared by the replicas of a store and survive restarts. A store without
 // pins trusts the first bundle it is shown (FIRST_USE, atomically: one
@@ -260,7 +277,7 @@
 //
 // The store also keeps the sidecar's enforcement ledger: per route shape,
 // whether it is enforced and since when, with a bounded history (see
-// ApplyEnforcement). It lives with the fenced store so that every replica
+// DecideEnforcement). It lives with the fenced store so that every replica
 // sharing the store, and a fresh pod on an empty disk, see the same ledger.
 // Each shape's entry is its own unit of atomicity.
 //

@@ -92,28 +92,28 @@ func (in EnforcementInput) Validate() error {
 	return checkNow(in.Now)
 }
 
-// ApplyEnforcement is RecordEnforcement as a pure function over the stored
+// DecideEnforcement is RecordEnforcement as a pure function over the stored
 // entry of in.Shape (nil if none). ENFORCE of a shape not enforced now sets
 // EnforcedSince and appends an event; of a shape already enforced it changes
 // nothing. FORCED_DOWNGRADE of an enforced shape clears EnforcedSince and
 // appends an event; of a shape not enforced now it changes nothing (there is
 // nothing to downgrade), so concurrent replicas applying the same order
 // record it once. History keeps the newest MaxEnforcementHistory events.
-// It returns the entry after the change (a fresh copy) and whether it must be
-// stored.
-func ApplyEnforcement(cur *Enforcement, in EnforcementInput) (Enforcement, bool, error) {
+// It returns the entry after the change (a fresh copy) and the change to
+// write: Change.Enforcement, another copy, when the entry must be stored.
+func DecideEnforcement(cur *Enforcement, in EnforcementInput) (Enforcement, Change, error) {
 	if err := in.Validate(); err != nil {
-		return Enforcement{}, false, err
+		return Enforcement{}, Change{}, err
 	}
 	if cur != nil && cur.Shape != in.Shape {
-		return Enforcement{}, false, fmt.Errorf("store: enforcement: entry of %q for %q: %w", cur.Shape, in.Shape, ErrCorrupt)
+		return Enforcement{}, Change{}, fmt.Errorf("store: enforcement: entry of %q for %q: %w", cur.Shape, in.Shape, ErrCorrupt)
 	}
 	next := Enforcement{Shape: in.Shape}
 	if cur != nil {
 		next = cur.Clone()
 	}
 	if len(next.History) > MaxEnforcementHistory {
-		return Enforcement{}, false, fmt.Errorf("store: enforcement: entry of %q holds %d events, more than %d: %w",
+		return Enforcement{}, Change{}, fmt.Errorf("store: enforcement: entry of %q holds %d events, more than %d: %w",
 			in.Shape, len(next.History), MaxEnforcementHistory, ErrCorrupt)
 	}
 	now := normTime(in.Now)
@@ -123,12 +123,13 @@ func ApplyEnforcement(cur *Enforcement, in EnforcementInput) (Enforcement, bool,
 	case in.Kind == EnforcementForcedDowngrade && next.Enforced():
 		next.EnforcedSince = time.Time{}
 	default:
-		return next, false, nil
+		return next, Change{}, nil
 	}
 	ev := EnforcementEvent{At: now, Kind: in.Kind, Detail: in.Detail}
 	if len(next.History) == MaxEnforcementHistory {
 		next.History = append(next.History[:0:0], next.History[1:]...)
 	}
 	next.History = append(next.History, ev)
-	return next, true, nil
+	stored := next.Clone()
+	return next, Change{Enforcement: &stored}, nil
 }

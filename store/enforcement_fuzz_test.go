@@ -8,10 +8,10 @@ import (
 	"github.com/fencegate/fencegate/store/storetest"
 )
 
-// FuzzApplyEnforcement: no panic on any input; a valid input keeps the
+// FuzzDecideEnforcement: no panic on any input; a valid input keeps the
 // entry's invariants (bounded history, EnforcedSince set exactly when the
 // last event is an ENFORCE); an invalid one is an *InputError.
-func FuzzApplyEnforcement(f *testing.F) {
+func FuzzDecideEnforcement(f *testing.F) {
 	f.Add("PUT /v1/items/{}", "ENFORCE", "", int64(0), uint8(3))
 	f.Add("PUT /v1/items/{}", "FORCED_DOWNGRADE", "to shadow", int64(3600), uint8(70))
 	f.Add("", "ENFORCE", "", int64(0), uint8(0))
@@ -24,7 +24,8 @@ func FuzzApplyEnforcement(f *testing.F) {
 				k = store.EnforcementForcedDowngrade
 			}
 			in := store.EnforcementInput{Shape: shape, Kind: k, Detail: detail, Now: storetest.T0.Add(time.Duration(offset) + time.Duration(i)*time.Second)}
-			next, changed, err := store.ApplyEnforcement(cur, in)
+			next, ch, err := store.DecideEnforcement(cur, in)
+			changed := ch.Writes()
 			if err != nil {
 				if in.Validate() == nil {
 					t.Fatalf("valid input refused: %v", err)

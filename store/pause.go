@@ -17,9 +17,9 @@ type PauseInput struct {
 	Now time.Time
 }
 
-// ApplyPause is Pause as a pure function. A resource without a record gets
+// DecidePause is Pause as a pure function. A resource without a record gets
 // one (highest fence 0). An already paused resource keeps its first pause.
-func ApplyPause(rec Record, in PauseInput) (Change, error) {
+func DecidePause(rec Record, in PauseInput) (Change, error) {
 	if err := in.Validate(); err != nil {
 		return Change{}, err
 	}
@@ -32,10 +32,10 @@ func ApplyPause(rec Record, in PauseInput) (Change, error) {
 	return Change{Record: next, WriteRecord: true}, nil
 }
 
-// ApplyResume is Resume as a pure function: it clears the pause and keeps
+// DecideResume is Resume as a pure function: it clears the pause and keeps
 // everything else, the highest fence above all. ErrNotFound without a
 // record, ErrNotPaused when not paused.
-func ApplyResume(rec Record, resource string) (Change, error) {
+func DecideResume(rec Record, resource string) (Change, error) {
 	if err := ValidateResource(resource); err != nil {
 		return Change{}, err
 	}

@@ -63,9 +63,9 @@ type ResolveResult struct {
 	Record Record
 }
 
-// ApplyMarkUnknown is MarkUnknown as a pure function: the matching marker
+// DecideMarkUnknown is MarkUnknown as a pure function: the matching marker
 // becomes UNKNOWN (cause NO_ANSWER). Repeating it changes nothing.
-func ApplyMarkUnknown(rec Record, in MarkUnknownInput) (Change, error) {
+func DecideMarkUnknown(rec Record, in MarkUnknownInput) (Change, error) {
 	if err := in.Validate(); err != nil {
 		return Change{}, err
 	}
@@ -85,12 +85,12 @@ func ApplyMarkUnknown(rec Record, in MarkUnknownInput) (Change, error) {
 	return Change{Record: next, WriteRecord: true}, nil
 }
 
-// ApplyAbort is Abort as a pure function. A matching marker that is IN_FLIGHT,
+// DecideAbort is Abort as a pure function. A matching marker that is IN_FLIGHT,
 // or UNKNOWN only because its deadline passed, is cleared; the highest fence
 // is kept. If the marker carries earlier attempts (RetryUnknown), it returns
 // to UNKNOWN instead: only the latest attempt is proven unsent. A marker the
 // caller declared unknown (MarkUnknown) gives ErrOutcomeUnknown.
-func ApplyAbort(rec Record, in AbortInput) (Change, error) {
+func DecideAbort(rec Record, in AbortInput) (Change, error) {
 	if err := in.Validate(); err != nil {
 		return Change{}, err
 	}
@@ -114,7 +114,7 @@ func ApplyAbort(rec Record, in AbortInput) (Change, error) {
 	return Change{Record: next, WriteRecord: true}, nil
 }
 
-// ApplyResolve is Resolve as a pure function. existing is the receipt stored
+// DecideResolve is Resolve as a pure function. existing is the receipt stored
 // for (fence, seq), or nil. The matching marker must be UNKNOWN or past its
 // deadline (else ErrStillInFlight). Applied writes a receipt (source
 // RECONCILED) and advances the segment, at any time; not applied clears the
@@ -123,7 +123,7 @@ func ApplyAbort(rec Record, in AbortInput) (Change, error) {
 // nothing written, because the mutation may still take effect. Resolving an
 // already-settled mutation as applied returns its receipt; as not applied,
 // when a receipt exists, ErrConflict.
-func ApplyResolve(rec Record, existing *Receipt, in ResolveInput, bodyLimit int) (Change, error) {
+func DecideResolve(rec Record, existing *Receipt, in ResolveInput, bodyLimit int) (Change, error) {
 	if err := in.Validate(); err != nil {
 		return Change{}, err
 	}

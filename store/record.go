@@ -108,7 +108,7 @@ type Mutation struct {
 	// backend any more: the forward's own deadline plus the backend's
 	// declared apply delay (BeginInput.QuietAt), raised by each
 	// RetryUnknown. Before it, "not applied" cannot be settled on evidence
-	// that a later apply could overtake (ApplyResolve, ErrNotQuiet). Zero
+	// that a later apply could overtake (DecideResolve, ErrNotQuiet). Zero
 	// for a marker stored before QuietAt was kept: see QuietBy.
 	QuietAt time.Time `json:"quietAt,omitzero"`
 	// Attempts counts the Begins that proceeded for this mutation: 1, plus

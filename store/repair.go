@@ -32,7 +32,7 @@ type RepairInput struct {
 	// (its Prior did not cover the anchor), which was neither anchored nor
 	// forwarded. When that Begin raised the fence above the anchored one
 	// over an anchored pending mutation, the repair starts from the record
-	// as the Begin read it (see ApplyRepair).
+	// as the Begin read it (see DecideRepair).
 	Withdraw *Withdrawal
 }
 
@@ -100,7 +100,7 @@ func (in RepairInput) Validate() error {
 	return nil
 }
 
-// ApplyRepair is Repair as a pure function over the resource's stored
+// DecideRepair is Repair as a pure function over the resource's stored
 // record (the zero Record if none). It raises the record to the anchor and
 // never lowers the highest fence:
 //
@@ -153,7 +153,7 @@ func (in RepairInput) Validate() error {
 // Now + Window.
 //
 // The result covers the anchor (ProgressOf(result).Covers(Anchored)).
-func ApplyRepair(rec Record, in RepairInput) (Change, error) {
+func DecideRepair(rec Record, in RepairInput) (Change, error) {
 	if err := in.Validate(); err != nil {
 		return Change{}, err
 	}
@@ -255,7 +255,7 @@ func ApplyRepair(rec Record, in RepairInput) (Change, error) {
 
 // withdraws reports whether the Begin w names raised rec's fence above the
 // anchor a over a pending mutation of a, with nothing else under that
-// fence (see ApplyRepair).
+// fence (see DecideRepair).
 func withdraws(rec Record, w Withdrawal, a fencegate.Progress) bool {
 	m := rec.InFlight
 	return a.Pending != nil && m != nil && m.matches(w.Mutation) && m.State == MutationInFlight && m.Attempts == 1 &&

@@ -64,8 +64,8 @@ func TestProgressOf(t *testing.T) {
 	}
 }
 
-// The rules of ApplyRepair, case by case.
-func TestApplyRepair(t *testing.T) {
+// The rules of DecideRepair, case by case.
+func TestDecideRepair(t *testing.T) {
 	base := store.Record{Resource: "r", HighestFence: 5, Root: storetest.Root(5), Lease: "lease-5", GrantDigest: storetest.Digest("grant-5"),
 		Evidence: store.Evidence{IssuerEpoch: 1, BackendRevision: 50, Lineage: "l1"}, AcceptedAt: storetest.T0.Add(-time.Hour), LastSeq: 2}
 	with := func(f func(*store.Record)) store.Record { r := base.Clone(); f(&r); return r }
@@ -134,7 +134,7 @@ func TestApplyRepair(t *testing.T) {
 		{"lower fence anchored", base, anchored(4, 9, 10, "q"), base, nil},
 		{"nothing anchored", base, fencegate.Progress{}, base, nil},
 	} {
-		ch, err := store.ApplyRepair(c.rec, repairIn(c.a))
+		ch, err := store.DecideRepair(c.rec, repairIn(c.a))
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
@@ -163,11 +163,11 @@ func TestApplyRepair(t *testing.T) {
 
 // A pause already there is replaced by STORE_LOSS with its evidence in the
 // detail; a repeated repair writes nothing.
-func TestApplyRepairPause(t *testing.T) {
+func TestDecideRepairPause(t *testing.T) {
 	rec := store.Record{Resource: "r", HighestFence: 5, Root: storetest.Root(5), LastSeq: 2,
 		Pause: &store.Pause{Reason: store.PauseFenceRegression, Detail: "fence 4 below highest 5 with later evidence", At: storetest.T0.Add(-time.Hour),
 			Fence: 4, Evidence: store.Evidence{IssuerEpoch: 7, BackendRevision: 70}}}
-	ch, err := store.ApplyRepair(rec, repairIn(anchored(5, 3, 0, "")))
+	ch, err := store.DecideRepair(rec, repairIn(anchored(5, 3, 0, "")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestApplyRepairPause(t *testing.T) {
 	if p.Reason != store.PauseStoreLoss || !strings.Contains(p.Detail, "earlier pause FENCE_REGRESSION (fence 4, epoch 7, revision 70): fence 4 below") {
 		t.Fatalf("pause %+v", p)
 	}
-	again, err := store.ApplyRepair(ch.Record, repairIn(anchored(5, 3, 0, "")))
+	again, err := store.DecideRepair(ch.Record, repairIn(anchored(5, 3, 0, "")))
 	if err != nil || again.Writes() || !reflect.DeepEqual(again.Record, ch.Record) {
 		t.Fatalf("repeated repair: %+v, %v", again, err)
 	}
@@ -189,13 +189,13 @@ func TestApplyRepairPause(t *testing.T) {
 	long.Pause.Detail = strings.Repeat("é", store.MaxDetailLen/2)
 	in := repairIn(anchored(5, 3, 0, ""))
 	in.Detail = strings.Repeat("d", store.MaxDetailLen)
-	ch, err = store.ApplyRepair(long, in)
+	ch, err = store.DecideRepair(long, in)
 	if err != nil || len(ch.Record.Pause.Detail) > store.MaxDetailLen {
 		t.Fatalf("detail of %d bytes, %v", len(ch.Record.Pause.Detail), err)
 	}
 }
 
-func TestApplyRepairRefuses(t *testing.T) {
+func TestDecideRepairRefuses(t *testing.T) {
 	good := repairIn(anchored(5, 2, 3, "p3"))
 	for name, f := range map[string]func(*store.RepairInput){
 		"resource":       func(in *store.RepairInput) { in.Resource = "" },
@@ -218,13 +218,13 @@ func TestApplyRepairRefuses(t *testing.T) {
 		a := *good.Anchored.Pending
 		in.Anchored.Pending = &a
 		f(&in)
-		_, err := store.ApplyRepair(store.Record{}, in)
+		_, err := store.DecideRepair(store.Record{}, in)
 		var ie *store.InputError
 		if !errors.As(err, &ie) || !errors.Is(err, store.ErrInvalidInput) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := store.ApplyRepair(store.Record{Resource: "other"}, good); !errors.Is(err, store.ErrCorrupt) {
+	if _, err := store.DecideRepair(store.Record{Resource: "other"}, good); !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("record of another resource: %v", err)
 	}
 }
@@ -235,15 +235,15 @@ func TestApplyRepairRefuses(t *testing.T) {
 // forgets no marker of its highest fence that the anchor does not show
 // settled, is paused for STORE_LOSS, and a repeat writes nothing. The
 // inputs are not modified.
-func TestApplyRepairProperties(t *testing.T) {
+func TestDecideRepairProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		rec := genRecord(t)
 		orig := rec.Clone()
 		in := repairIn(genProgress(t, rec))
 		in.Window = time.Duration(rapid.IntRange(0, 120).Draw(t, "window")) * time.Second
-		ch, err := store.ApplyRepair(rec, in)
+		ch, err := store.DecideRepair(rec, in)
 		if err != nil {
-			t.Fatalf("ApplyRepair(%s, %+v): %v", dumpRec(rec), in.Anchored, err)
+			t.Fatalf("DecideRepair(%s, %+v): %v", dumpRec(rec), in.Anchored, err)
 		}
 		next := ch.Record
 		if !reflect.DeepEqual(rec, orig) {
@@ -274,7 +274,7 @@ func TestApplyRepairProperties(t *testing.T) {
 		if err := (store.PauseInput{Resource: "r", Reason: store.PauseOperator, Detail: next.Pause.Detail, Now: storetest.T0}).Validate(); err != nil {
 			t.Fatalf("pause detail: %v", err)
 		}
-		again, err := store.ApplyRepair(next, in)
+		again, err := store.DecideRepair(next, in)
 		if err != nil || again.Writes() {
 			t.Fatalf("repeat: %+v, %v", again, err)
 		}
@@ -314,14 +314,14 @@ func genRecord(t *rapid.T) store.Record {
 		in.Fence, in.Root = fence-1, storetest.Root(fence-1)
 		_, ch, err := store.Decide(rec, nil, in)
 		apply(ch, err)
-		apply(store.ApplyCommit(rec, nil, storetest.Answer(in.Ref()), 0))
+		apply(store.DecideCommit(rec, nil, storetest.Answer(in.Ref()), 0))
 	}
 	committed := rapid.Uint64Range(0, 4).Draw(t, "committed")
 	for seq := uint64(1); seq <= committed; seq++ {
 		in := attempt(seq)
 		_, ch, err := store.Decide(rec, nil, in)
 		apply(ch, err)
-		apply(store.ApplyCommit(rec, nil, storetest.Answer(in.Ref()), 0))
+		apply(store.DecideCommit(rec, nil, storetest.Answer(in.Ref()), 0))
 	}
 	nextSeq := uint64(1)
 	if rec.HighestFence == fence {
@@ -335,7 +335,7 @@ func genRecord(t *rapid.T) store.Record {
 		in := attempt(nextSeq)
 		_, ch, err := store.Decide(rec, nil, in)
 		apply(ch, err)
-		apply(store.ApplyMarkUnknown(rec, store.MarkUnknownInput{OpRef: in.Ref(), Now: now}))
+		apply(store.DecideMarkUnknown(rec, store.MarkUnknownInput{OpRef: in.Ref(), Now: now}))
 	case 3: // past its deadline, found by a later Begin
 		_, ch, err := store.Decide(rec, nil, attempt(nextSeq))
 		apply(ch, err)
@@ -346,7 +346,7 @@ func genRecord(t *rapid.T) store.Record {
 		apply(ch, err)
 	}
 	if rapid.IntRange(0, 3).Draw(t, "paused") == 0 {
-		apply(store.ApplyPause(rec, store.PauseInput{Resource: "r", Reason: store.PauseOperator, Detail: "gen", Now: now}))
+		apply(store.DecidePause(rec, store.PauseInput{Resource: "r", Reason: store.PauseOperator, Detail: "gen", Now: now}))
 	}
 	return rec
 }
@@ -394,7 +394,7 @@ func u(v uint64) string { return strconv.FormatUint(v, 10) }
 // B's Begin with a higher fence proceeded on the empty record) is
 // withdrawn: the record goes back to what the Begin read and is raised to
 // the anchor, A's mutation UNKNOWN again, so B cannot overtake it.
-func TestApplyRepairWithdraw(t *testing.T) {
+func TestDecideRepairWithdraw(t *testing.T) {
 	a := anchored(1, 0, 1, "a1") // A's segment 1 of fence 1 may be in flight
 	beginB := func(before store.Record) (store.BeginResult, store.Withdrawal) {
 		res, _, err := store.Decide(before, nil, storetest.Attempt("r", 2, 1, "b1"))
@@ -406,7 +406,7 @@ func TestApplyRepairWithdraw(t *testing.T) {
 	in := repairIn(a)
 	res, w := beginB(store.Record{}) // the store lost everything
 	in.Withdraw = &w
-	ch, err := store.ApplyRepair(res.Record, in)
+	ch, err := store.DecideRepair(res.Record, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestApplyRepairWithdraw(t *testing.T) {
 		in.Withdraw = &w
 		rec := res.Record.Clone()
 		f(&in, &rec)
-		ch, err := store.ApplyRepair(rec, in)
+		ch, err := store.DecideRepair(rec, in)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -450,7 +450,7 @@ func TestApplyRepairWithdraw(t *testing.T) {
 	}
 	bad := repairIn(a)
 	bad.Withdraw = &store.Withdrawal{Mutation: store.OpRef{Resource: "other", Fence: 2, Root: storetest.Root(2), Seq: 1}}
-	if _, err := store.ApplyRepair(store.Record{}, bad); !errors.Is(err, store.ErrInvalidInput) {
+	if _, err := store.DecideRepair(store.Record{}, bad); !errors.Is(err, store.ErrInvalidInput) {
 		t.Fatalf("withdrawal of another resource: %v", err)
 	}
 }

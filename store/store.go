@@ -15,24 +15,24 @@ type Store interface {
 	// marks the mutation in flight in the same atomic step.
 	Begin(ctx context.Context, in BeginInput) (BeginResult, error)
 	// Commit stores the receipt, advances the segment and clears the
-	// in-flight marker in one transaction (see ApplyCommit).
+	// in-flight marker in one transaction (see DecideCommit).
 	Commit(ctx context.Context, in CommitInput) (Receipt, error)
 	// MarkUnknown declares the in-flight mutation's outcome unknown; the
-	// resource blocks until it is resolved (see ApplyMarkUnknown).
+	// resource blocks until it is resolved (see DecideMarkUnknown).
 	MarkUnknown(ctx context.Context, in MarkUnknownInput) (Mutation, error)
 	// Resolve settles an unknown mutation: applied with its receipt, or
-	// proven not applied (see ApplyResolve).
+	// proven not applied (see DecideResolve).
 	Resolve(ctx context.Context, in ResolveInput) (ResolveResult, error)
 	// Abort withdraws an in-flight mutation proven never sent (see
-	// ApplyAbort). The highest fence is kept.
+	// DecideAbort). The highest fence is kept.
 	Abort(ctx context.Context, in AbortInput) (Record, error)
-	// Pause pauses a resource (see ApplyPause).
+	// Pause pauses a resource (see DecidePause).
 	Pause(ctx context.Context, in PauseInput) (Record, error)
-	// Resume clears a pause and keeps the highest fence (see ApplyResume).
+	// Resume clears a pause and keeps the highest fence (see DecideResume).
 	Resume(ctx context.Context, resource string) (Record, error)
 	// Repair raises a resource's record to what the store's outside anchor
 	// says it accepted and pauses it (STORE_LOSS), never lowering anything
-	// (see ApplyRepair); it returns the record as stored.
+	// (see DecideRepair); it returns the record as stored.
 	Repair(ctx context.Context, in RepairInput) (Record, error)
 
 	// Record returns a resource's record, or ErrNotFound.
@@ -66,7 +66,7 @@ type Store interface {
 	// shape ever enforced, by shape.
 	Enforcements(ctx context.Context) ([]Enforcement, error)
 	// RecordEnforcement applies an ENFORCE or FORCED_DOWNGRADE to the
-	// ledger entry of a shape (see ApplyEnforcement) and returns the entry
+	// ledger entry of a shape (see DecideEnforcement) and returns the entry
 	// as stored. The entry is its own unit of atomicity.
 	RecordEnforcement(ctx context.Context, in EnforcementInput) (Enforcement, error)
 
@@ -74,7 +74,7 @@ type Store interface {
 	// by kid.
 	TrustedKeys(ctx context.Context) ([]TrustedKey, error)
 	// RecordTrust applies a PIN, UNPIN or IN_USE to the trust pins (see
-	// ApplyTrust) and returns the pins after it, by kid. The whole pin set
+	// DecideTrust) and returns the pins after it, by kid. The whole pin set
 	// is one unit of atomicity.
 	RecordTrust(ctx context.Context, in TrustInput) ([]TrustedKey, error)
 

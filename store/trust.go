@@ -216,9 +216,10 @@ func checkThumbprint(t string) error {
 	return nil
 }
 
-// ApplyTrust is RecordTrust as a pure function over the pins stored (in
+// DecideTrust is RecordTrust as a pure function over the pins stored (in
 // any order). It returns the pins after the change, by kid (fresh copies),
-// and whether they must be stored. The whole pin set is the unit of
+// and the change to write: Change.Trust (another copy) with WriteTrust when
+// they must be stored. The whole pin set is the unit of
 // atomicity. The rules are those of the kinds (TrustPin, TrustUnpin,
 // TrustInUse, TrustFirstUse); an error changes nothing: ErrConflict for a
 // kid pinned with another thumbprint, a thumbprint that is not the pin's,
@@ -234,7 +235,16 @@ func checkThumbprint(t string) error {
 // bundle was taken, and the key removed since); equal with every key
 // pinned changes nothing (a replica taking the same bundle again); above,
 // its keys are pinned and every pin takes its BundleSeq.
-func ApplyTrust(pins []TrustedKey, in TrustInput) ([]TrustedKey, bool, error) {
+func DecideTrust(pins []TrustedKey, in TrustInput) ([]TrustedKey, Change, error) {
+	next, changed, err := decideTrust(pins, in)
+	if err != nil || !changed {
+		return next, Change{}, err
+	}
+	return next, Change{Trust: slices.Clone(next), WriteTrust: true}, nil
+}
+
+// decideTrust is DecideTrust, reporting whether the pins changed.
+func decideTrust(pins []TrustedKey, in TrustInput) ([]TrustedKey, bool, error) {
 	if err := in.Validate(); err != nil {
 		return nil, false, err
 	}

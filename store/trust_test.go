@@ -25,14 +25,15 @@ func pin(how store.TrustHow, at time.Time, keys ...store.KeyRef) store.TrustInpu
 
 func mustTrust(t *testing.T, pins []store.TrustedKey, in store.TrustInput) ([]store.TrustedKey, bool) {
 	t.Helper()
-	next, changed, err := store.ApplyTrust(pins, in)
+	next, ch, err := store.DecideTrust(pins, in)
+	changed := ch.Writes()
 	if err != nil {
-		t.Fatalf("ApplyTrust(%s): %v", in.Kind, err)
+		t.Fatalf("DecideTrust(%s): %v", in.Kind, err)
 	}
 	return next, changed
 }
 
-func TestApplyTrust(t *testing.T) {
+func TestDecideTrust(t *testing.T) {
 	t0, t1 := storetest.T0, storetest.T0.Add(time.Hour)
 	// Trust on first use pins the bundle as it is, on a store with no pins.
 	pins, changed := mustTrust(t, nil, pin(store.TrustFirstUse, t0, key("k2", "b"), key("k1", "a")))
@@ -57,7 +58,7 @@ func TestApplyTrust(t *testing.T) {
 	}
 	// A kid names one key: another thumbprint or algorithm under it is refused.
 	for _, k := range []store.KeyRef{key("k1", "z"), {Kid: "k1", Thumbprint: thumb("a"), Alg: fencegate.AlgES256}} {
-		if _, _, err := store.ApplyTrust(pins, pin(store.TrustOperator, t1, key("k9", "q"), k)); !errors.Is(err, store.ErrConflict) {
+		if _, _, err := store.DecideTrust(pins, pin(store.TrustOperator, t1, key("k9", "q"), k)); !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("kid pinned as another key: %v", err)
 		}
 	}
@@ -73,16 +74,16 @@ func TestApplyTrust(t *testing.T) {
 		t.Fatal("IN_USE shortened InUseUntil")
 	}
 	use.Keys = []store.KeyRef{{Kid: "k1", Thumbprint: thumb("z")}}
-	if _, _, err := store.ApplyTrust(pins, use); !errors.Is(err, store.ErrConflict) {
+	if _, _, err := store.DecideTrust(pins, use); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("IN_USE with another thumbprint: %v", err)
 	}
 	use.Keys = []store.KeyRef{{Kid: "k7"}}
-	if _, _, err := store.ApplyTrust(pins, use); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := store.DecideTrust(pins, use); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("IN_USE of a kid not pinned: %v", err)
 	}
 	// UNPIN is refused while in use, unless forced; never of every pin.
 	unpin := store.TrustInput{Kind: store.TrustUnpin, Keys: []store.KeyRef{{Kid: "k1", Thumbprint: thumb("a")}}, Now: t1}
-	if _, _, err := store.ApplyTrust(pins, unpin); !errors.Is(err, store.ErrKeyInUse) {
+	if _, _, err := store.DecideTrust(pins, unpin); !errors.Is(err, store.ErrKeyInUse) {
 		t.Fatalf("unpin in use: %v", err)
 	}
 	unpin.Now = until
@@ -95,10 +96,10 @@ func TestApplyTrust(t *testing.T) {
 		t.Fatalf("forced unpin: %+v", after)
 	}
 	all := store.TrustInput{Kind: store.TrustUnpin, Keys: []store.KeyRef{{Kid: "k1"}, {Kid: "k2"}, {Kid: "k3"}}, Force: true, Now: until}
-	if _, _, err := store.ApplyTrust(pins, all); !errors.Is(err, store.ErrConflict) {
+	if _, _, err := store.DecideTrust(pins, all); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("unpin of every key: %v", err)
 	}
-	if _, _, err := store.ApplyTrust(pins, store.TrustInput{Kind: store.TrustUnpin, Keys: []store.KeyRef{{Kid: "k9"}}, Now: t1}); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := store.DecideTrust(pins, store.TrustInput{Kind: store.TrustUnpin, Keys: []store.KeyRef{{Kid: "k9"}}, Now: t1}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unpin of a kid not pinned: %v", err)
 	}
 	// Nothing above changed the input.
@@ -106,7 +107,7 @@ func TestApplyTrust(t *testing.T) {
 		t.Fatalf("input modified: %+v", pins)
 	}
 	// A stored set that repeats a kid is corrupt.
-	if _, _, err := store.ApplyTrust(append(pins, pins[0]), use); !errors.Is(err, store.ErrCorrupt) {
+	if _, _, err := store.DecideTrust(append(pins, pins[0]), use); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("kid stored twice: %v", err)
 	}
 }
@@ -114,7 +115,7 @@ func TestApplyTrust(t *testing.T) {
 // A signed bundle pins its keys once, at a sequence above the set's
 // watermark, which every pin keeps and no UNPIN loses: an old bundle
 // replayed cannot bring back a key removed since.
-func TestApplyTrustSignedBundleSeq(t *testing.T) {
+func TestDecideTrustSignedBundleSeq(t *testing.T) {
 	t0, t1 := storetest.T0, storetest.T0.Add(time.Hour)
 	signed := func(seq uint64, keys ...store.KeyRef) store.TrustInput {
 		in := pin(store.TrustSignedBundle, t1, keys...)
@@ -146,7 +147,7 @@ func TestApplyTrustSignedBundleSeq(t *testing.T) {
 	}
 	// Bundle 100 replayed would pin k2 again, an older one too: refused.
 	for _, in := range []store.TrustInput{signed(100, key("k2", "b")), signed(99, key("k2", "b")), signed(50, key("k1", "a"))} {
-		if _, _, err := store.ApplyTrust(pins, in); !errors.Is(err, store.ErrConflict) {
+		if _, _, err := store.DecideTrust(pins, in); !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("replay of bundle %d: %v", in.BundleSeq, err)
 		}
 	}
@@ -167,13 +168,13 @@ func TestApplyTrustSignedBundleSeq(t *testing.T) {
 	}
 }
 
-func TestApplyTrustBound(t *testing.T) {
+func TestDecideTrustBound(t *testing.T) {
 	var keys []store.KeyRef
 	for i := range store.MaxTrustedKeys {
 		keys = append(keys, store.KeyRef{Kid: "k" + u(uint64(i)), Thumbprint: thumb("a"), Alg: fencegate.AlgES256})
 	}
 	pins, _ := mustTrust(t, nil, pin(store.TrustOperator, storetest.T0, keys...))
-	if _, _, err := store.ApplyTrust(pins, pin(store.TrustOperator, storetest.T0, key("one-more", "b"))); !errors.Is(err, store.ErrConflict) {
+	if _, _, err := store.DecideTrust(pins, pin(store.TrustOperator, storetest.T0, key("one-more", "b"))); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("pin past the bound: %v", err)
 	}
 }
@@ -213,7 +214,7 @@ func TestTrustInputValidate(t *testing.T) {
 		in := c.in
 		in.Keys = append([]store.KeyRef(nil), c.in.Keys...)
 		c.f(&in)
-		_, _, err := store.ApplyTrust(nil, in)
+		_, _, err := store.DecideTrust(nil, in)
 		var ie *store.InputError
 		if !errors.As(err, &ie) || ie.Field != c.field {
 			t.Errorf("%s: %v, want an input error of %s", name, err, c.field)

@@ -12,7 +12,7 @@ import (
 // matches). The resource is checked first: RESOURCE_MISMATCH, then
 // OWNER_MISMATCH. The reason is the code sentinel itself. A nil g is
 // GRANT_INVALID (ErrMalformed).
-func CheckBinding(g *Grant, resource, owner string) error {
+func CheckBinding(g *fencegate.Grant, resource, owner string) error {
 	if g == nil {
 		return invalid(ErrMalformed, "nil grant")
 	}
@@ -28,7 +28,7 @@ func CheckBinding(g *Grant, resource, owner string) error {
 // CheckEpoch checks that the grant's issuer epoch is not revoked, i.e. not
 // below minEpoch: EPOCH_REVOKED (reason ErrEpochRevoked) otherwise. A nil g
 // is GRANT_INVALID (ErrMalformed). CheckStatus applies the same check.
-func CheckEpoch(g *Grant, minEpoch uint64) error {
+func CheckEpoch(g *fencegate.Grant, minEpoch uint64) error {
 	if g == nil {
 		return invalid(ErrMalformed, "nil grant")
 	}
@@ -38,7 +38,7 @@ func CheckEpoch(g *Grant, minEpoch uint64) error {
 	return nil
 }
 
-func checkEpoch(g *Grant, minEpoch uint64) *Error {
+func checkEpoch(g *fencegate.Grant, minEpoch uint64) *Error {
 	if g.IssuerEpoch < minEpoch {
 		return newErr(fencegate.CodeEpochRevoked, ErrEpochRevoked, fmt.Sprintf("grant issuer epoch %d is below the minimum %d", g.IssuerEpoch, minEpoch))
 	}

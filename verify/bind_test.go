@@ -52,7 +52,7 @@ func TestCheckBinding(t *testing.T) {
 
 func TestCheckEpoch(t *testing.T) {
 	is := verifytest.NewIssuer(t, jwa.EdDSA)
-	g := is.Grant(func(g *verify.Grant) { g.IssuerEpoch = 5 })
+	g := is.Grant(func(g *fencegate.Grant) { g.IssuerEpoch = 5 })
 	for _, min := range []uint64{0, 4, 5} {
 		if err := verify.CheckEpoch(&g, min); err != nil {
 			t.Fatalf("min %d: %v", min, err)

@@ -15,7 +15,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/x25519"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/registry/keys"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
@@ -183,7 +183,7 @@ func TestNewBundleAccepts(t *testing.T) {
 	_, _, err = verify.ParseAndVerifyGrant(edIs.Sign(edIs.Grant()), hb)
 	wantErr(t, err, fencegate.CodeGrantInvalid, verify.ErrAlgNotAllowed)
 
-	// A published (public) bundle from registry/keys works too.
+	// A published (public) bundle from package keys works too.
 	pub, err := keys.Bundle(false, edIs.Key(), esIs.Key(), hsIs.Key())
 	if err != nil {
 		t.Fatal(err)

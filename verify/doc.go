@@ -36,10 +36,16 @@
 // material of a pinned key by its thumbprint. Their errors are *BundleError
 // (unwrapping to ErrBadSignedBundle and the same reason sentinels).
 //
+// The claim sets it decodes into (fencegate.Grant, fencegate.Status), the
+// schema names and the lease states are the contract's, in the root
+// package; verify only checks them.
+//
 // Every failure of a grant or a proof is a *Error whose Code is one of the contract's rejection codes
 // (GRANT_INVALID, OWNER_MISMATCH, RESOURCE_MISMATCH, POLICY_MISMATCH,
 // GRANT_NOT_HELD, EPOCH_REVOKED, STATUS_STALE) and which unwraps both to that
-// code's sentinel (ErrGrantInvalid, ...) and to a finer reason sentinel
-// (ErrUnknownKid, ErrProofExpired, ...); see errors.go. Package verifytest
-// has helpers to issue real tokens in other packages' tests.
+// code's sentinel (ErrGrantInvalid, ..., each the fencegate.Code itself, so
+// errors.Is(err, fencegate.CodeGrantInvalid) matches too) and to a finer
+// reason sentinel (ErrUnknownKid, ErrProofExpired, ...); see errors.go.
+// Package verifytest has helpers to issue real tokens in other packages'
+// tests. Nothing here imports the registry, the sidecar or the store.
 package verify

@@ -7,25 +7,26 @@ import (
 )
 
 // Code sentinels: every *Error unwraps to exactly one of them (the one for
-// its Code), so callers can test errors.Is(err, verify.ErrGrantInvalid).
-// The codes verify produces are GRANT_INVALID, OWNER_MISMATCH,
-// RESOURCE_MISMATCH, POLICY_MISMATCH, GRANT_NOT_HELD, EPOCH_REVOKED and
-// STATUS_STALE (fencegate.Code*).
+// its Code), so callers can test errors.Is(err, verify.ErrGrantInvalid) or,
+// the same, errors.Is(err, fencegate.CodeGrantInvalid): each sentinel is
+// the fencegate.Code itself (a Code is an error). The codes verify
+// produces are GRANT_INVALID, OWNER_MISMATCH, RESOURCE_MISMATCH,
+// POLICY_MISMATCH, GRANT_NOT_HELD, EPOCH_REVOKED and STATUS_STALE.
 var (
 	// ErrGrantInvalid is the sentinel for fencegate.CodeGrantInvalid.
-	ErrGrantInvalid = errors.New("verify: " + string(fencegate.CodeGrantInvalid))
+	ErrGrantInvalid error = fencegate.CodeGrantInvalid
 	// ErrOwnerMismatch is the sentinel for fencegate.CodeOwnerMismatch.
-	ErrOwnerMismatch = errors.New("verify: " + string(fencegate.CodeOwnerMismatch))
+	ErrOwnerMismatch error = fencegate.CodeOwnerMismatch
 	// ErrResourceMismatch is the sentinel for fencegate.CodeResourceMismatch.
-	ErrResourceMismatch = errors.New("verify: " + string(fencegate.CodeResourceMismatch))
+	ErrResourceMismatch error = fencegate.CodeResourceMismatch
 	// ErrPolicyMismatch is the sentinel for fencegate.CodePolicyMismatch.
-	ErrPolicyMismatch = errors.New("verify: " + string(fencegate.CodePolicyMismatch))
+	ErrPolicyMismatch error = fencegate.CodePolicyMismatch
 	// ErrGrantNotHeld is the sentinel for fencegate.CodeGrantNotHeld.
-	ErrGrantNotHeld = errors.New("verify: " + string(fencegate.CodeGrantNotHeld))
+	ErrGrantNotHeld error = fencegate.CodeGrantNotHeld
 	// ErrEpochRevoked is the sentinel for fencegate.CodeEpochRevoked.
-	ErrEpochRevoked = errors.New("verify: " + string(fencegate.CodeEpochRevoked))
+	ErrEpochRevoked error = fencegate.CodeEpochRevoked
 	// ErrStatusStale is the sentinel for fencegate.CodeStatusStale.
-	ErrStatusStale = errors.New("verify: " + string(fencegate.CodeStatusStale))
+	ErrStatusStale error = fencegate.CodeStatusStale
 )
 
 // Reason sentinels: the finer cause of a rejection. An *Error unwraps to one
@@ -99,27 +100,6 @@ var (
 	ErrBadBundle = errors.New("verify: unusable trust bundle")
 )
 
-// sentinel returns the code sentinel for c, or nil for an unknown code.
-func sentinel(c fencegate.Code) error {
-	switch c {
-	case fencegate.CodeGrantInvalid:
-		return ErrGrantInvalid
-	case fencegate.CodeOwnerMismatch:
-		return ErrOwnerMismatch
-	case fencegate.CodeResourceMismatch:
-		return ErrResourceMismatch
-	case fencegate.CodePolicyMismatch:
-		return ErrPolicyMismatch
-	case fencegate.CodeGrantNotHeld:
-		return ErrGrantNotHeld
-	case fencegate.CodeEpochRevoked:
-		return ErrEpochRevoked
-	case fencegate.CodeStatusStale:
-		return ErrStatusStale
-	}
-	return nil
-}
-
 // Error is the error returned by every verification function of this
 // package. It unwraps to both the sentinel for Code and to Reason.
 type Error struct {
@@ -142,11 +122,12 @@ func (e *Error) Error() string {
 	return "verify: " + string(e.Code) + ": " + d
 }
 
-// Unwrap returns the code sentinel and the reason sentinel.
+// Unwrap returns the code sentinel (the fencegate.Code) and the reason
+// sentinel.
 func (e *Error) Unwrap() []error {
 	errs := make([]error, 0, 2)
-	if s := sentinel(e.Code); s != nil {
-		errs = append(errs, s)
+	if e.Code != "" {
+		errs = append(errs, e.Code)
 	}
 	if e.Reason != nil {
 		errs = append(errs, e.Reason)

@@ -7,7 +7,8 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
-	"github.com/fencegate/fencegate/registry/keys"
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -18,8 +19,8 @@ func Example() {
 	// The registry's side: a signing key and a signed grant.
 	key, _ := keys.Generate(jwa.EdDSA, nil)
 	signer, _ := keys.NewSigner(key)
-	token, _ := signer.Sign(verify.GrantSchema, verify.Grant{
-		Schema: verify.GrantSchema, Issuer: "registry", GrantID: "g-1",
+	token, _ := signer.Sign(fencegate.GrantSchema, fencegate.Grant{
+		Schema: fencegate.GrantSchema, Issuer: "registry", GrantID: "g-1",
 		Resource: "invoice-batch/7", Owner: "spiffe://example.org/worker",
 		RequestID: "req-1", Lease: "lease-1", OperationRoot: "sha256:" + fmt.Sprintf("%064x", 1),
 		FenceToken: 42, BackendRevision: 9, PolicyGeneration: 0, IssuerEpoch: 1,

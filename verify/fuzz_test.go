@@ -64,9 +64,9 @@ func checkRejection(t *testing.T, err error) {
 	t.Fatalf("unexpected reason %v", ve.Reason)
 }
 
-func checkGrantInvariants(t *testing.T, g *verify.Grant) {
+func checkGrantInvariants(t *testing.T, g *fencegate.Grant) {
 	t.Helper()
-	if g.Schema != verify.GrantSchema || g.FenceToken < 1 || g.TTLMs < 1 {
+	if g.Schema != fencegate.GrantSchema || g.FenceToken < 1 || g.TTLMs < 1 {
 		t.Fatalf("accepted grant breaks invariants: %+v", g)
 	}
 	for _, s := range []string{g.Issuer, g.GrantID, g.Resource, g.Owner, g.RequestID, g.Lease, g.OperationRoot, g.OpClass} {
@@ -79,14 +79,14 @@ func checkGrantInvariants(t *testing.T, g *verify.Grant) {
 	}
 }
 
-func checkStatusInvariants(t *testing.T, st *verify.Status) {
+func checkStatusInvariants(t *testing.T, st *fencegate.Status) {
 	t.Helper()
-	if st.Schema != verify.StatusSchema || st.FenceToken < 1 || st.ExpiresAt <= st.IssuedAt ||
+	if st.Schema != fencegate.StatusSchema || st.FenceToken < 1 || st.ExpiresAt <= st.IssuedAt ||
 		!strings.HasPrefix(st.GrantDigest, "sha256:") || len(st.GrantDigest) != 71 {
 		t.Fatalf("accepted proof breaks invariants: %+v", st)
 	}
 	switch st.State {
-	case verify.StateHeld, verify.StateExpired, verify.StateReleased, verify.StateRevoked:
+	case fencegate.StateHeld, fencegate.StateExpired, fencegate.StateReleased, fencegate.StateRevoked:
 	default:
 		t.Fatalf("accepted proof with state %q", st.State)
 	}
@@ -98,28 +98,28 @@ func grantSeeds(t testing.TB, k *fuzzKeys) [][]byte {
 	good := ed.Sign(g)
 	p := strings.Split(string(good), ".")
 	edKey := rawKey(t, ed)
-	hdr := header("EdDSA", ed.KeyID(), verify.GrantSchema)
+	hdr := header("EdDSA", ed.KeyID(), fencegate.GrantSchema)
 	return [][]byte{
 		good,
 		k.es.Sign(k.es.Grant()),
 		k.hs.Sign(k.hs.Grant()),
-		ed.Sign(ed.Grant(func(g *verify.Grant) { g.FenceToken = 1<<63 + 5 })),
+		ed.Sign(ed.Grant(func(g *fencegate.Grant) { g.FenceToken = 1<<63 + 5 })),
 		ed.SignStatus(ed.StatusFor(good, g, verifytest.T0)),
-		ed.SignRaw(verify.GrantSchema, grantJSON(t, g, `"fenceToken":7`, `"fenceToken":1e3`)),
-		ed.SignRaw(verify.GrantSchema, grantJSON(t, g, `"fenceToken":7`, `"fenceToken":7,"fenceToken":8`)),
-		ed.SignRaw(verify.GrantSchema, grantJSON(t, g, `"opClass":`, `"x":{"y":[1,2,{}]},"opClass":`)),
-		handToken(t, jwa.NoSignature, nil, header("none", ed.KeyID(), verify.GrantSchema), grantJSON(t, g)),
-		handToken(t, jwa.HS256, publicBytes(t, ed), header("HS256", ed.KeyID(), verify.GrantSchema), grantJSON(t, g)),
+		ed.SignRaw(fencegate.GrantSchema, grantJSON(t, g, `"fenceToken":7`, `"fenceToken":1e3`)),
+		ed.SignRaw(fencegate.GrantSchema, grantJSON(t, g, `"fenceToken":7`, `"fenceToken":7,"fenceToken":8`)),
+		ed.SignRaw(fencegate.GrantSchema, grantJSON(t, g, `"opClass":`, `"x":{"y":[1,2,{}]},"opClass":`)),
+		handToken(t, jwa.NoSignature, nil, header("none", ed.KeyID(), fencegate.GrantSchema), grantJSON(t, g)),
+		handToken(t, jwa.HS256, publicBytes(t, ed), header("HS256", ed.KeyID(), fencegate.GrantSchema), grantJSON(t, g)),
 		handToken(t, jwa.EdDSA, edKey, `{"alg":"EdDSA","crit":["b64"],"b64":false,"kid":"`+ed.KeyID()+`","typ":"lockGrant.v1"}`, grantJSON(t, g)),
 		handToken(t, jwa.EdDSA, edKey, hdr[:len(hdr)-1]+`,"alg":"EdDSA"}`, grantJSON(t, g)),
 		[]byte(p[0] + "." + p[1]),
 		[]byte(p[0] + ".." + p[2]),
 		good[:len(good)/2],
 		[]byte(`{"protected":"` + p[0] + `","payload":"` + p[1] + `","signature":"` + p[2] + `"}`),
-		ed.Sign(ed.Grant(func(g *verify.Grant) { g.Lineage = "0123456789abcdef0123456789abcdef" })),
-		ed.SignRaw(verify.GrantSchema, grantJSON(t, g, `"opClass":`, `"lineage":"","opClass":`)),
-		ed.SignRaw(verify.GrantSchema, grantJSON(t, g, `"opClass":`, `"lineage":"ABC","opClass":`)),
-		ed.SignRaw(verify.GrantSchema, grantJSON(t, g, `"opClass":`, `"lineage":null,"opClass":`)),
+		ed.Sign(ed.Grant(func(g *fencegate.Grant) { g.Lineage = "0123456789abcdef0123456789abcdef" })),
+		ed.SignRaw(fencegate.GrantSchema, grantJSON(t, g, `"opClass":`, `"lineage":"","opClass":`)),
+		ed.SignRaw(fencegate.GrantSchema, grantJSON(t, g, `"opClass":`, `"lineage":"ABC","opClass":`)),
+		ed.SignRaw(fencegate.GrantSchema, grantJSON(t, g, `"opClass":`, `"lineage":null,"opClass":`)),
 	}
 }
 
@@ -138,7 +138,7 @@ func FuzzParseAndVerifyGrant(f *testing.F) {
 			return
 		}
 		checkGrantInvariants(t, g)
-		if digest != verify.Digest(tok) {
+		if digest != fencegate.Digest(tok) {
 			t.Fatalf("digest %q", digest)
 		}
 		g2, digest2, err := verify.ParseAndVerifyGrant(bytes.Clone(tok), k.bundle)
@@ -146,7 +146,7 @@ func FuzzParseAndVerifyGrant(f *testing.F) {
 			t.Fatalf("accepted token does not re-verify to the same claims: %v", err)
 		}
 		// The claims survive re-signing by a bundle key.
-		g3, _, err := verify.ParseAndVerifyGrant(resign(t, k.hs, verify.GrantSchema, *g), k.bundle)
+		g3, _, err := verify.ParseAndVerifyGrant(resign(t, k.hs, fencegate.GrantSchema, *g), k.bundle)
 		if err != nil || *g3 != *g {
 			t.Fatalf("re-signed claims differ: %v", err)
 		}
@@ -166,10 +166,10 @@ func FuzzParseAndVerifyStatus(f *testing.F) {
 		k.es.SignStatus(st),
 		k.hs.SignStatus(st),
 		grantTok,
-		ed.SignRaw(verify.StatusSchema, grantJSON(f, st, `"state":"HELD"`, `"state":"HELD","state":"REVOKED"`)),
-		ed.SignRaw(verify.StatusSchema, grantJSON(f, st, `"fenceToken":7`, `"fenceToken":-7`)),
-		ed.SignRaw(verify.StatusSchema, grantJSON(f, st, `"state":"HELD"`, `"state":"held"`)),
-		handToken(f, jwa.NoSignature, nil, header("none", ed.KeyID(), verify.StatusSchema), grantJSON(f, st)),
+		ed.SignRaw(fencegate.StatusSchema, grantJSON(f, st, `"state":"HELD"`, `"state":"HELD","state":"REVOKED"`)),
+		ed.SignRaw(fencegate.StatusSchema, grantJSON(f, st, `"fenceToken":7`, `"fenceToken":-7`)),
+		ed.SignRaw(fencegate.StatusSchema, grantJSON(f, st, `"state":"HELD"`, `"state":"held"`)),
+		handToken(f, jwa.NoSignature, nil, header("none", ed.KeyID(), fencegate.StatusSchema), grantJSON(f, st)),
 		[]byte(p[0] + "." + p[1] + "."),
 		good[:len(good)-3],
 	}
@@ -177,7 +177,7 @@ func FuzzParseAndVerifyStatus(f *testing.F) {
 		f.Add(s)
 	}
 	pol := verify.StatusPolicy{MaxAge: 2 * time.Second, ClockSkew: time.Second, MinIssuerEpoch: 1}
-	digest := verify.Digest(grantTok)
+	digest := fencegate.Digest(grantTok)
 	f.Fuzz(func(t *testing.T, tok []byte) {
 		got, err := verify.ParseAndVerifyStatus(tok, k.bundle)
 		if err != nil {
@@ -192,7 +192,7 @@ func FuzzParseAndVerifyStatus(f *testing.F) {
 		if err != nil || *again != *got {
 			t.Fatalf("accepted proof does not re-verify to the same claims: %v", err)
 		}
-		re, err := verify.ParseAndVerifyStatus(resign(t, k.hs, verify.StatusSchema, *got), k.bundle)
+		re, err := verify.ParseAndVerifyStatus(resign(t, k.hs, fencegate.StatusSchema, *got), k.bundle)
 		if err != nil || *re != *got {
 			t.Fatalf("re-signed claims differ: %v", err)
 		}
@@ -209,7 +209,7 @@ func FuzzParseAndVerifyStatus(f *testing.F) {
 func FuzzSignedGrant(f *testing.F) {
 	k := newFuzzKeys(f)
 	g := k.hs.Grant()
-	hdr := header("HS256", k.hs.KeyID(), verify.GrantSchema)
+	hdr := header("HS256", k.hs.KeyID(), fencegate.GrantSchema)
 	f.Add([]byte(hdr), grantJSON(f, g))
 	f.Add([]byte(hdr), grantJSON(f, g, `"fenceToken":7`, `"fenceToken":9223372036854775813`))
 	f.Add([]byte(hdr), grantJSON(f, g, `"fenceToken":7`, `"fenceToken":1.0`))
@@ -230,10 +230,10 @@ func FuzzSignedGrant(f *testing.F) {
 		}
 		checkGrantInvariants(t, got)
 		var h map[string]any
-		if err := json.Unmarshal(hdr, &h); err != nil || len(h) != 3 || h["alg"] != "HS256" || h["kid"] != "fuzz-hs" || h["typ"] != verify.GrantSchema {
+		if err := json.Unmarshal(hdr, &h); err != nil || len(h) != 3 || h["alg"] != "HS256" || h["kid"] != "fuzz-hs" || h["typ"] != fencegate.GrantSchema {
 			t.Fatalf("accepted header %q", hdr)
 		}
-		var want verify.Grant
+		var want fencegate.Grant
 		dec := json.NewDecoder(bytes.NewReader(payload))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&want); err != nil || want != *got {

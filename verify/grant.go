@@ -3,7 +3,7 @@ package verify
 import "github.com/fencegate/fencegate"
 
 // ParseAndVerifyGrant authenticates a lockGrant.v1 compact JWS against the
-// trust bundle b and returns its claims and its grantDigest (see Digest).
+// trust bundle b and returns its claims and its grantDigest (see fencegate.Digest).
 //
 // Checks, in this order, each failing with code GRANT_INVALID and the reason
 // sentinel in brackets:
@@ -28,7 +28,7 @@ import "github.com/fencegate/fencegate"
 //     r||s); keys are never taken from the token [ErrBadSignature];
 //  9. the payload: one flat JSON object in valid UTF-8 [ErrMalformed],
 //     without duplicate members [ErrDuplicateMember], with schema exactly
-//     "lockGrant.v1" [ErrWrongSchema], no member that is not a Grant claim
+//     "lockGrant.v1" [ErrWrongSchema], no member that is not a fencegate.Grant claim
 //     (unknown claims are rejected, not ignored) [ErrUnknownClaim], every
 //     claim present but the optional "lineage" [ErrMissingClaim], strings
 //     as non-empty JSON strings [ErrClaimType, ErrEmptyClaim], integers as
@@ -37,32 +37,32 @@ import "github.com/fencegate/fencegate"
 //     fenceToken >= 1 and ttlMs >= 1 [ErrClaimType]; "lineage", when
 //     present, a JSON string of 1..64 bytes of [0-9a-z]
 //     (fencegate.ValidateLineage) [ErrClaimType, ErrEmptyClaim]: absent is
-//     accepted as Grant.Lineage "" (a grant of a registry older than the
+//     accepted as fencegate.Grant.Lineage "" (a grant of a registry older than the
 //     claim), anything else is refused.
 //
 // The grant's owner, resource, epoch and state are not checked here; see
 // CheckBinding, CheckEpoch and CheckStatus. On error the returned grant is
 // nil and the digest empty; the error is always a *Error.
-func ParseAndVerifyGrant(token []byte, b *Bundle, opts ...Option) (*Grant, string, error) {
-	payload, e := verifyCompact(token, b, GrantSchema, buildOptions(opts))
+func ParseAndVerifyGrant(token []byte, b *Bundle, opts ...Option) (*fencegate.Grant, string, error) {
+	payload, e := verifyCompact(token, b, fencegate.GrantSchema, buildOptions(opts))
 	if e != nil {
 		return nil, "", e
 	}
-	g := new(Grant)
-	if e := decodeClaims(payload, GrantSchema, grantClaims(g)); e != nil {
+	g := new(fencegate.Grant)
+	if e := decodeClaims(payload, fencegate.GrantSchema, grantClaims(g)); e != nil {
 		return nil, "", e
 	}
-	g.Schema = GrantSchema
+	g.Schema = fencegate.GrantSchema
 	if g.FenceToken < 1 {
 		return nil, "", invalid(ErrClaimType, "claim \"fenceToken\" must be >= 1")
 	}
 	if g.TTLMs < 1 {
 		return nil, "", invalid(ErrClaimType, "claim \"ttlMs\" must be >= 1")
 	}
-	return g, Digest(token), nil
+	return g, fencegate.Digest(token), nil
 }
 
-func grantClaims(g *Grant) []claim {
+func grantClaims(g *fencegate.Grant) []claim {
 	return []claim{
 		{name: "schema", str: &g.Schema},
 		{name: "iss", str: &g.Issuer},

@@ -40,26 +40,26 @@ func TestParseAndVerifyGrantAccepts(t *testing.T) {
 		name   string
 		is     *verifytest.Issuer
 		bundle *verify.Bundle
-		mut    func(*verify.Grant)
+		mut    func(*fencegate.Grant)
 	}{
 		{name: "EdDSA", is: f.ed, bundle: f.def},
 		{name: "EdDSA second key", is: f.ed2, bundle: f.def},
 		{name: "ES256", is: f.es, bundle: f.def},
 		{name: "HS256 when allowed", is: f.hs, bundle: f.all},
-		{name: "fence 2^63+5 exact", is: f.ed, bundle: f.def, mut: func(g *verify.Grant) { g.FenceToken = 1<<63 + 5 }},
-		{name: "fence 2^53+1 exact", is: f.es, bundle: f.def, mut: func(g *verify.Grant) { g.FenceToken = 1<<53 + 1 }},
-		{name: "all integers at uint64 max", is: f.ed, bundle: f.def, mut: func(g *verify.Grant) {
+		{name: "fence 2^63+5 exact", is: f.ed, bundle: f.def, mut: func(g *fencegate.Grant) { g.FenceToken = 1<<63 + 5 }},
+		{name: "fence 2^53+1 exact", is: f.es, bundle: f.def, mut: func(g *fencegate.Grant) { g.FenceToken = 1<<53 + 1 }},
+		{name: "all integers at uint64 max", is: f.ed, bundle: f.def, mut: func(g *fencegate.Grant) {
 			g.FenceToken, g.BackendRevision, g.PolicyGeneration, g.IssuerEpoch, g.TTLMs, g.IssuedAt =
 				^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)
 		}},
-		{name: "zero revision, generation, epoch and iat", is: f.ed, bundle: f.def, mut: func(g *verify.Grant) {
+		{name: "zero revision, generation, epoch and iat", is: f.ed, bundle: f.def, mut: func(g *fencegate.Grant) {
 			g.BackendRevision, g.PolicyGeneration, g.IssuerEpoch, g.IssuedAt = 0, 0, 0, 0
 		}},
-		{name: "unicode strings", is: f.ed, bundle: f.def, mut: func(g *verify.Grant) { g.Resource = "bücher/«42»/\u2028" }},
+		{name: "unicode strings", is: f.ed, bundle: f.def, mut: func(g *fencegate.Grant) { g.Resource = "bücher/«42»/\u2028" }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var muts []func(*verify.Grant)
+			var muts []func(*fencegate.Grant)
 			if tc.mut != nil {
 				muts = append(muts, tc.mut)
 			}
@@ -72,7 +72,7 @@ func TestParseAndVerifyGrantAccepts(t *testing.T) {
 			if *got != want {
 				t.Fatalf("claims\n got %+v\nwant %+v", *got, want)
 			}
-			if digest != verify.Digest(tok) || !strings.HasPrefix(digest, "sha256:") || len(digest) != 71 {
+			if digest != fencegate.Digest(tok) || !strings.HasPrefix(digest, "sha256:") || len(digest) != 71 {
 				t.Fatalf("digest %q", digest)
 			}
 		})
@@ -86,7 +86,7 @@ func TestParseAndVerifyGrantRejects(t *testing.T) {
 	good := ed.Sign(g)
 	goodParts := strings.Split(string(good), ".")
 	edKey := rawKey(t, ed)
-	signed := func(payload []byte) []byte { return ed.SignRaw(verify.GrantSchema, payload) }
+	signed := func(payload []byte) []byte { return ed.SignRaw(fencegate.GrantSchema, payload) }
 	withFence := func(lit string) []byte { return signed(grantJSON(t, g, `"fenceToken":7`, `"fenceToken":`+lit)) }
 	withHeader := func(hdr string) []byte { return handToken(t, jwa.EdDSA, edKey, hdr, grantJSON(t, g)) }
 	withoutClaim := func(name string) []byte {
@@ -106,7 +106,7 @@ func TestParseAndVerifyGrantRejects(t *testing.T) {
 		reason error
 	}{
 		// size and form
-		{name: "oversized", token: signed(grantJSON(t, ed.Grant(func(g *verify.Grant) { g.OpClass = strings.Repeat("w", 9000) }))), reason: verify.ErrOversized},
+		{name: "oversized", token: signed(grantJSON(t, ed.Grant(func(g *fencegate.Grant) { g.OpClass = strings.Repeat("w", 9000) }))), reason: verify.ErrOversized},
 		{name: "oversized by option", token: good, opts: []verify.Option{verify.WithMaxTokenBytes(len(good) - 1)}, reason: verify.ErrOversized},
 		{name: "oversized garbage is not parsed", token: bytes.Repeat([]byte{'{'}, verify.MaxTokenBytes+1), reason: verify.ErrOversized},
 		{name: "empty", token: nil, reason: verify.ErrMalformed},
@@ -139,36 +139,36 @@ func TestParseAndVerifyGrantRejects(t *testing.T) {
 		{name: "unknown header member", token: withHeader(`{"alg":"EdDSA","cty":"JWT","kid":"` + ed.KeyID() + `","typ":"lockGrant.v1"}`), reason: verify.ErrForbiddenHeader},
 
 		// alg and kid
-		{name: "alg none", token: handToken(t, jwa.NoSignature, nil, header("none", ed.KeyID(), verify.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
+		{name: "alg none", token: handToken(t, jwa.NoSignature, nil, header("none", ed.KeyID(), fencegate.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
 		{name: "alg none without kid", token: handToken(t, jwa.NoSignature, nil, `{"alg":"none","typ":"lockGrant.v1"}`, grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
 		{name: "alg missing", token: withHeader(`{"kid":"` + ed.KeyID() + `","typ":"lockGrant.v1"}`), reason: verify.ErrAlgNotAllowed},
-		{name: "alg lowercase", token: withHeader(header("eddsa", ed.KeyID(), verify.GrantSchema)), reason: verify.ErrAlgNotAllowed},
-		{name: "HS256 with EdDSA public key as secret, default bundle", token: handToken(t, jwa.HS256, publicBytes(t, ed), header("HS256", ed.KeyID(), verify.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
-		{name: "HS256 with EdDSA public key as secret, HS256 allowed", bundle: f.all, token: handToken(t, jwa.HS256, publicBytes(t, ed), header("HS256", ed.KeyID(), verify.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
-		{name: "HS256 with EdDSA public JWK as secret, HS256 allowed", bundle: f.all, token: handToken(t, jwa.HS256, publicJWK(t, ed), header("HS256", ed.KeyID(), verify.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
-		{name: "HS256 with ES256 public key as secret, default bundle", token: handToken(t, jwa.HS256, publicBytes(t, f.es), header("HS256", f.es.KeyID(), verify.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
-		{name: "HS256 with ES256 public key as secret, HS256 allowed", bundle: f.all, token: handToken(t, jwa.HS256, publicBytes(t, f.es), header("HS256", f.es.KeyID(), verify.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
-		{name: "ES256 header with EdDSA kid", token: handToken(t, jwa.ES256, rawKey(t, f.es), header("ES256", ed.KeyID(), verify.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
+		{name: "alg lowercase", token: withHeader(header("eddsa", ed.KeyID(), fencegate.GrantSchema)), reason: verify.ErrAlgNotAllowed},
+		{name: "HS256 with EdDSA public key as secret, default bundle", token: handToken(t, jwa.HS256, publicBytes(t, ed), header("HS256", ed.KeyID(), fencegate.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
+		{name: "HS256 with EdDSA public key as secret, HS256 allowed", bundle: f.all, token: handToken(t, jwa.HS256, publicBytes(t, ed), header("HS256", ed.KeyID(), fencegate.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
+		{name: "HS256 with EdDSA public JWK as secret, HS256 allowed", bundle: f.all, token: handToken(t, jwa.HS256, publicJWK(t, ed), header("HS256", ed.KeyID(), fencegate.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
+		{name: "HS256 with ES256 public key as secret, default bundle", token: handToken(t, jwa.HS256, publicBytes(t, f.es), header("HS256", f.es.KeyID(), fencegate.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
+		{name: "HS256 with ES256 public key as secret, HS256 allowed", bundle: f.all, token: handToken(t, jwa.HS256, publicBytes(t, f.es), header("HS256", f.es.KeyID(), fencegate.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
+		{name: "ES256 header with EdDSA kid", token: handToken(t, jwa.ES256, rawKey(t, f.es), header("ES256", ed.KeyID(), fencegate.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
 		{name: "HS256 token, default bundle", token: f.hs.Sign(f.hs.Grant()), reason: verify.ErrAlgNotAllowed},
-		{name: "RS256 alg", token: withHeader(header("RS256", ed.KeyID(), verify.GrantSchema)), reason: verify.ErrAlgNotAllowed},
+		{name: "RS256 alg", token: withHeader(header("RS256", ed.KeyID(), fencegate.GrantSchema)), reason: verify.ErrAlgNotAllowed},
 		{name: "kid not in bundle", token: f.stranger.Sign(f.stranger.Grant()), reason: verify.ErrUnknownKid},
 		{name: "kid missing", token: withHeader(`{"alg":"EdDSA","typ":"lockGrant.v1"}`), reason: verify.ErrUnknownKid},
-		{name: "kid empty", token: withHeader(header("EdDSA", "", verify.GrantSchema)), reason: verify.ErrUnknownKid},
-		{name: "HS256 key unknown to default bundle", token: handToken(t, jwa.HS256, rawKey(t, f.hs), header("HS256", f.hs.KeyID(), verify.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
+		{name: "kid empty", token: withHeader(header("EdDSA", "", fencegate.GrantSchema)), reason: verify.ErrUnknownKid},
+		{name: "HS256 key unknown to default bundle", token: handToken(t, jwa.HS256, rawKey(t, f.hs), header("HS256", f.hs.KeyID(), fencegate.GrantSchema), grantJSON(t, g)), reason: verify.ErrAlgNotAllowed},
 
 		// typ and schema
 		{name: "typ missing", token: withHeader(`{"alg":"EdDSA","kid":"` + ed.KeyID() + `"}`), reason: verify.ErrWrongSchema},
 		{name: "typ JWT", token: withHeader(header("EdDSA", ed.KeyID(), "JWT")), reason: verify.ErrWrongSchema},
 		{name: "status token presented as grant", token: status, reason: verify.ErrWrongSchema},
-		{name: "grant claims with status typ", token: ed.SignRaw(verify.StatusSchema, grantJSON(t, g)), reason: verify.ErrWrongSchema},
-		{name: "unknown schema", token: ed.Sign(ed.Grant(func(g *verify.Grant) { g.Schema = "lockGrant.v2" })), reason: verify.ErrWrongSchema},
-		{name: "schema case differs", token: ed.Sign(ed.Grant(func(g *verify.Grant) { g.Schema = "LockGrant.v1" })), reason: verify.ErrWrongSchema},
+		{name: "grant claims with status typ", token: ed.SignRaw(fencegate.StatusSchema, grantJSON(t, g)), reason: verify.ErrWrongSchema},
+		{name: "unknown schema", token: ed.Sign(ed.Grant(func(g *fencegate.Grant) { g.Schema = "lockGrant.v2" })), reason: verify.ErrWrongSchema},
+		{name: "schema case differs", token: ed.Sign(ed.Grant(func(g *fencegate.Grant) { g.Schema = "LockGrant.v1" })), reason: verify.ErrWrongSchema},
 
 		// signature
 		{name: "tampered payload", token: flipPayloadByte(t, good, strings.Index(string(grantJSON(t, g)), `"fenceToken":7`)+13), reason: verify.ErrBadSignature},
 		{name: "tampered payload raises fence", token: replacePayload(good, grantJSON(t, g, `"fenceToken":7`, `"fenceToken":8`)), reason: verify.ErrBadSignature},
 		{name: "tampered header, same members", token: []byte(enc.EncodeToString([]byte(`{"typ":"lockGrant.v1","alg":"EdDSA","kid":"`+ed.KeyID()+`"}`)) + "." + goodParts[1] + "." + goodParts[2]), reason: verify.ErrBadSignature},
-		{name: "swapped kid", token: handToken(t, jwa.EdDSA, edKey, header("EdDSA", f.ed2.KeyID(), verify.GrantSchema), grantJSON(t, g)), reason: verify.ErrBadSignature},
+		{name: "swapped kid", token: handToken(t, jwa.EdDSA, edKey, header("EdDSA", f.ed2.KeyID(), fencegate.GrantSchema), grantJSON(t, g)), reason: verify.ErrBadSignature},
 		{name: "signature of another message", token: []byte(goodParts[0] + "." + goodParts[1] + "." + strings.Split(string(ed.Sign(ed.Grant())), ".")[2]), reason: verify.ErrBadSignature},
 		{name: "empty signature", token: []byte(goodParts[0] + "." + goodParts[1] + "."), reason: verify.ErrBadSignature},
 		{name: "ES256 signature truncated", token: func() []byte {
@@ -176,7 +176,7 @@ func TestParseAndVerifyGrantRejects(t *testing.T) {
 			sig, _ := enc.DecodeString(p[2])
 			return []byte(p[0] + "." + p[1] + "." + enc.EncodeToString(sig[:63]))
 		}(), reason: verify.ErrBadSignature},
-		{name: "HS256 wrong secret", bundle: f.all, token: handToken(t, jwa.HS256, bytes.Repeat([]byte{7}, 32), header("HS256", f.hs.KeyID(), verify.GrantSchema), grantJSON(t, g)), reason: verify.ErrBadSignature},
+		{name: "HS256 wrong secret", bundle: f.all, token: handToken(t, jwa.HS256, bytes.Repeat([]byte{7}, 32), header("HS256", f.hs.KeyID(), fencegate.GrantSchema), grantJSON(t, g)), reason: verify.ErrBadSignature},
 
 		// payload structure
 		{name: "payload not JSON", token: signed([]byte("fence=7")), reason: verify.ErrMalformed},
@@ -208,8 +208,8 @@ func TestParseAndVerifyGrantRejects(t *testing.T) {
 		{name: "owner as number", token: signed(grantJSON(t, g, `"owner":"`+verifytest.DefaultOwner+`"`, `"owner":5`)), reason: verify.ErrClaimType},
 		{name: "owner as array", token: signed(grantJSON(t, g, `"owner":"`+verifytest.DefaultOwner+`"`, `"owner":["`+verifytest.DefaultOwner+`"]`)), reason: verify.ErrClaimType},
 		{name: "schema as number", token: signed(grantJSON(t, g, `"schema":"lockGrant.v1"`, `"schema":1`)), reason: verify.ErrClaimType},
-		{name: "empty owner", token: ed.Sign(ed.Grant(func(g *verify.Grant) { g.Owner = "" })), reason: verify.ErrEmptyClaim},
-		{name: "empty resource", token: ed.Sign(ed.Grant(func(g *verify.Grant) { g.Resource = "" })), reason: verify.ErrEmptyClaim},
+		{name: "empty owner", token: ed.Sign(ed.Grant(func(g *fencegate.Grant) { g.Owner = "" })), reason: verify.ErrEmptyClaim},
+		{name: "empty resource", token: ed.Sign(ed.Grant(func(g *fencegate.Grant) { g.Resource = "" })), reason: verify.ErrEmptyClaim},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,7 +228,7 @@ func TestParseAndVerifyGrantRejects(t *testing.T) {
 
 func TestWithMaxTokenBytes(t *testing.T) {
 	is := verifytest.NewIssuer(t, jwa.EdDSA)
-	big := is.Sign(is.Grant(func(g *verify.Grant) { g.OpClass = strings.Repeat("w", 9000) }))
+	big := is.Sign(is.Grant(func(g *fencegate.Grant) { g.OpClass = strings.Repeat("w", 9000) }))
 	if _, _, err := verify.ParseAndVerifyGrant(big, is.Bundle(), verify.WithMaxTokenBytes(16<<10)); err != nil {
 		t.Fatalf("raised limit: %v", err)
 	}

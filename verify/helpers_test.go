@@ -31,7 +31,8 @@ var codeSentinel = map[fencegate.Code]error{
 }
 
 // wantErr asserts that err is a *verify.Error with exactly code and reason,
-// and that errors.Is finds both sentinels.
+// and that errors.Is finds both sentinels, and the code as a
+// fencegate.Code.
 func wantErr(t *testing.T, err error, code fencegate.Code, reason error) {
 	t.Helper()
 	if err == nil {
@@ -52,6 +53,9 @@ func wantErr(t *testing.T, err error, code fencegate.Code, reason error) {
 	}
 	if !errors.Is(err, reason) {
 		t.Fatalf("errors.Is(err, %v) is false", reason)
+	}
+	if !errors.Is(err, code) {
+		t.Fatalf("errors.Is(err, fencegate.%s) is false", code)
 	}
 	if !strings.HasPrefix(err.Error(), "verify: "+string(code)+": ") {
 		t.Fatalf("Error() = %q", err.Error())

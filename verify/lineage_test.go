@@ -25,7 +25,7 @@ func TestGrantLineageAccepted(t *testing.T) {
 		"at the limit": strings.Repeat("9", fencegate.MaxLineageLen),
 	} {
 		t.Run(name, func(t *testing.T) {
-			want := is.Grant(func(g *verify.Grant) { g.Lineage = l })
+			want := is.Grant(func(g *fencegate.Grant) { g.Lineage = l })
 			tok := is.Sign(want)
 			if got := strings.Contains(string(grantJSON(t, want)), `"lineage"`); got != (l != "") {
 				t.Fatalf("claim present = %v for lineage %q", got, l)
@@ -40,8 +40,8 @@ func TestGrantLineageAccepted(t *testing.T) {
 		})
 	}
 	// An escaped spelling of a valid value is the same JSON string.
-	g := is.Grant(func(g *verify.Grant) { g.Lineage = "ab" })
-	got, _, err := verify.ParseAndVerifyGrant(is.SignRaw(verify.GrantSchema, grantJSON(t, g, `"lineage":"ab"`, `"lineage":"\u0061b"`)), is.Bundle())
+	g := is.Grant(func(g *fencegate.Grant) { g.Lineage = "ab" })
+	got, _, err := verify.ParseAndVerifyGrant(is.SignRaw(fencegate.GrantSchema, grantJSON(t, g, `"lineage":"ab"`, `"lineage":"\u0061b"`)), is.Bundle())
 	if err != nil || got.Lineage != "ab" {
 		t.Fatalf("escaped lineage: %+v %v", got, err)
 	}
@@ -52,9 +52,9 @@ func TestGrantLineageAccepted(t *testing.T) {
 // token signed by the trusted key (so only the claim check can refuse it).
 func TestGrantLineageRejected(t *testing.T) {
 	is := verifytest.NewIssuer(t, jwa.EdDSA)
-	g := is.Grant(func(g *verify.Grant) { g.Lineage = lineage })
+	g := is.Grant(func(g *fencegate.Grant) { g.Lineage = lineage })
 	with := func(value string) []byte {
-		return is.SignRaw(verify.GrantSchema, grantJSON(t, g, `"lineage":"`+lineage+`"`, `"lineage":`+value))
+		return is.SignRaw(fencegate.GrantSchema, grantJSON(t, g, `"lineage":"`+lineage+`"`, `"lineage":`+value))
 	}
 	for _, c := range []struct {
 		name   string
@@ -75,7 +75,7 @@ func TestGrantLineageRejected(t *testing.T) {
 		{"one byte too long", with(`"` + strings.Repeat("a", fencegate.MaxLineageLen+1) + `"`), verify.ErrClaimType},
 		{"duplicate", with(`"` + lineage + `","lineage":"` + lineage + `"`), verify.ErrDuplicateMember},
 		{"duplicate via escape", with(`"` + lineage + `","\u006cineage":"ff"`), verify.ErrDuplicateMember},
-		{"name case differs", is.SignRaw(verify.GrantSchema, grantJSON(t, g, `"lineage":`, `"Lineage":`)), verify.ErrUnknownClaim},
+		{"name case differs", is.SignRaw(fencegate.GrantSchema, grantJSON(t, g, `"lineage":`, `"Lineage":`)), verify.ErrUnknownClaim},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, digest, err := verify.ParseAndVerifyGrant(c.token, is.Bundle())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jws"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
@@ -44,7 +45,7 @@ func TestSignatureAgreesWithJWS(t *testing.T) {
 	for _, is := range []*verifytest.Issuer{k.ed, k.es, k.hs} {
 		key := rawKey(t, is)
 		tok := is.Sign(is.Grant())
-		other := is.Sign(is.Grant(func(g *verify.Grant) { g.FenceToken++ }))
+		other := is.Sign(is.Grant(func(g *fencegate.Grant) { g.FenceToken++ }))
 		sig, err := enc.DecodeString(string(tok[bytes.LastIndexByte(tok, '.')+1:]))
 		if err != nil {
 			t.Fatal(err)

@@ -6,21 +6,14 @@ import (
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
-)
 
-// BundleSchema is the typ (and the schema member) of a signed trust
-// bundle: a compact JWS whose payload is a JWK set with its issue and
-// expiry times, signed by a key the verifier already trusts.
-const BundleSchema = "fencegateBundle.v1"
+	"github.com/fencegate/fencegate"
+)
 
 // MaxSignedBundleBytes is the default size limit of a signed trust bundle
 // (WithMaxTokenBytes changes it per call): 64 keys (the most a sidecar
 // pins) of any supported type fit in a quarter of it.
 const MaxSignedBundleBytes = 128 << 10
-
-// MaxBundleKeys is the most keys a signed bundle may carry (the most a
-// sidecar pins, store.MaxTrustedKeys).
-const MaxBundleKeys = 64
 
 // Reasons of a signed bundle's rejection, besides the token reasons
 // (ErrOversized, ErrMalformed, ErrDuplicateMember, ErrForbiddenHeader,
@@ -30,7 +23,7 @@ var (
 	// ErrBadSignedBundle is the sentinel every rejection of a signed
 	// bundle unwraps to (a *BundleError).
 	ErrBadSignedBundle = errors.New("verify: signed trust bundle refused")
-	// ErrBundleKeys: the keys member is not a JWK set of 1..MaxBundleKeys
+	// ErrBundleKeys: the keys member is not a JWK set of 1..fencegate.MaxBundleKeys
 	// keys, each one JSON object without duplicate members, that jwx
 	// parses.
 	ErrBundleKeys = errors.New("bundle keys unusable")
@@ -72,7 +65,7 @@ type SignedBundle struct {
 	// IssuedAt and ExpiresAt are the iat and exp members, Unix
 	// milliseconds; ExpiresAt > IssuedAt.
 	IssuedAt, ExpiresAt uint64
-	// Keys are the keys member, parsed by jwx (1..MaxBundleKeys keys; each
+	// Keys are the keys member, parsed by jwx (1..fencegate.MaxBundleKeys keys; each
 	// key's own checks are NewBundle's).
 	Keys jwk.Set
 }
@@ -81,7 +74,7 @@ type SignedBundle struct {
 // JWS with the keys of b (the keys allowed to sign a bundle: a sidecar
 // passes the keys it has pinned) and returns it. The checks are those of
 // a grant (ParseAndVerifyGrant 1-8), with the size limit
-// MaxSignedBundleBytes by default and typ exactly BundleSchema: the size
+// MaxSignedBundleBytes by default and typ exactly fencegate.BundleSchema: the size
 // limit, the compact form, a protected header of exactly alg, kid and typ
 // (no header-supplied keys), alg in b's allow-list, kid naming a key of b
 // [ErrUnknownKid: signed by a key not trusted], alg the key's own, typ,
@@ -89,7 +82,7 @@ type SignedBundle struct {
 // by CheckBundleTime. Every error is a *BundleError.
 func ParseAndVerifySignedBundle(token []byte, b *Bundle, opts ...Option) (*SignedBundle, error) {
 	o := buildBundleOptions(opts)
-	payload, e := verifyCompact(token, b, BundleSchema, o)
+	payload, e := verifyCompact(token, b, fencegate.BundleSchema, o)
 	if e != nil {
 		return nil, bundleErr(e)
 	}
@@ -184,9 +177,9 @@ func kidOfHeader(token []byte) string {
 // decodeBundlePayload decodes a signed bundle's payload strictly: one JSON
 // object in valid UTF-8 without duplicate members [ErrMalformed,
 // ErrDuplicateMember], with exactly the members schema, iat, exp and keys
-// [ErrUnknownClaim, ErrMissingClaim]; schema exactly BundleSchema
+// [ErrUnknownClaim, ErrMissingClaim]; schema exactly fencegate.BundleSchema
 // [ErrWrongSchema]; iat and exp plain JSON integers with exp > iat
-// [ErrClaimType]; keys an array of 1..MaxBundleKeys JSON objects, each
+// [ErrClaimType]; keys an array of 1..fencegate.MaxBundleKeys JSON objects, each
 // without duplicate members, that jwx parses as a JWK set [ErrBundleKeys].
 func decodeBundlePayload(payload []byte) (*SignedBundle, *Error) {
 	obj, e := decodeObject(payload, "payload")
@@ -211,8 +204,8 @@ func decodeBundlePayload(payload []byte) (*SignedBundle, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	if s, ok := rawString(raw); !ok || s != BundleSchema {
-		return nil, invalid(ErrWrongSchema, fmt.Sprintf("schema %.64s, want %q", raw, BundleSchema))
+	if s, ok := rawString(raw); !ok || s != fencegate.BundleSchema {
+		return nil, invalid(ErrWrongSchema, fmt.Sprintf("schema %.64s, want %q", raw, fencegate.BundleSchema))
 	}
 	sb := &SignedBundle{}
 	for _, n := range []struct {
@@ -252,7 +245,7 @@ func decodeBundlePayload(payload []byte) (*SignedBundle, *Error) {
 }
 
 // checkKeyArray checks that raw (valid JSON) is an array of
-// 1..MaxBundleKeys objects, each without duplicate members, and returns
+// 1..fencegate.MaxBundleKeys objects, each without duplicate members, and returns
 // their number.
 func checkKeyArray(raw string) (int, *Error) {
 	data := []byte(raw)
@@ -274,8 +267,8 @@ func checkKeyArray(raw string) (int, *Error) {
 			return 0, invalid(e.Reason, e.Detail)
 		}
 		n++
-		if n > MaxBundleKeys {
-			return 0, invalid(ErrBundleKeys, fmt.Sprintf("more than %d keys", MaxBundleKeys))
+		if n > fencegate.MaxBundleKeys {
+			return 0, invalid(ErrBundleKeys, fmt.Sprintf("more than %d keys", fencegate.MaxBundleKeys))
 		}
 		i = skipSpace(data, end)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
@@ -42,10 +43,10 @@ func FuzzSignedBundle(f *testing.F) {
 		good,
 		signBundle(f, k.es, set, verifytest.T0),
 		signBundle(f, k.hs, set, verifytest.T0),
-		k.ed.SignRaw(verify.BundleSchema, []byte(`{"schema":"fencegateBundle.v1","iat":1,"exp":2,"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"a","alg":"EdDSA"}]}`)),
-		k.ed.SignRaw(verify.BundleSchema, []byte(`{"schema":"fencegateBundle.v1","iat":1,"exp":2,"keys":[{"kty":"OKP","kty":"OKP"}]}`)),
-		k.ed.SignRaw(verify.BundleSchema, []byte(`{"schema":"fencegateBundle.v1","iat":1,"exp":2,"keys":[[],{},"x",null]}`)),
-		k.ed.SignRaw(verify.GrantSchema, []byte(`{"schema":"fencegateBundle.v1","iat":1,"exp":2,"keys":[]}`)),
+		k.ed.SignRaw(fencegate.BundleSchema, []byte(`{"schema":"fencegateBundle.v1","iat":1,"exp":2,"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"a","alg":"EdDSA"}]}`)),
+		k.ed.SignRaw(fencegate.BundleSchema, []byte(`{"schema":"fencegateBundle.v1","iat":1,"exp":2,"keys":[{"kty":"OKP","kty":"OKP"}]}`)),
+		k.ed.SignRaw(fencegate.BundleSchema, []byte(`{"schema":"fencegateBundle.v1","iat":1,"exp":2,"keys":[[],{},"x",null]}`)),
+		k.ed.SignRaw(fencegate.GrantSchema, []byte(`{"schema":"fencegateBundle.v1","iat":1,"exp":2,"keys":[]}`)),
 		k.ed.Sign(k.ed.Grant()),
 		[]byte(p[0] + "." + p[1]),
 		[]byte(p[0] + "." + p[1] + "."),
@@ -70,7 +71,7 @@ func FuzzSignedBundle(f *testing.F) {
 			checkBundleRejection(t, err)
 			return
 		}
-		if sb.Keys.Len() < 1 || sb.Keys.Len() > verify.MaxBundleKeys || sb.ExpiresAt <= sb.IssuedAt || sb.Kid == "" {
+		if sb.Keys.Len() < 1 || sb.Keys.Len() > fencegate.MaxBundleKeys || sb.ExpiresAt <= sb.IssuedAt || sb.Kid == "" {
 			t.Fatalf("accepted bundle breaks invariants: %+v", sb)
 		}
 		if uerr != nil || un.Kid != sb.Kid || un.IssuedAt != sb.IssuedAt || un.ExpiresAt != sb.ExpiresAt || un.Keys.Len() != sb.Keys.Len() {

@@ -10,7 +10,8 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
-	"github.com/fencegate/fencegate/registry/keys"
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/verify"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
@@ -79,8 +80,8 @@ func TestSignedBundle(t *testing.T) {
 	segs := strings.Split(string(tok), ".")
 	payload, _ := base64.RawURLEncoding.DecodeString(segs[1])
 	keysRaw := string(payload[strings.Index(string(payload), `"keys":`)+len(`"keys":`) : len(payload)-1])
-	withPayload := func(p string) []byte { return old.SignRaw(verify.BundleSchema, []byte(p)) }
-	grantTyped, _ := old.Signer().SignPayload(verify.GrantSchema, payload)
+	withPayload := func(p string) []byte { return old.SignRaw(fencegate.BundleSchema, []byte(p)) }
+	grantTyped, _ := old.Signer().SignPayload(fencegate.GrantSchema, payload)
 	for name, c := range map[string]struct {
 		token  []byte
 		reason error

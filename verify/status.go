@@ -11,7 +11,7 @@ import (
 // ParseAndVerifyStatus authenticates a lockStatus.v1 compact JWS against the
 // trust bundle b and returns its claims. It applies the same checks, in the
 // same order and with the same reasons, as ParseAndVerifyGrant, with typ and
-// schema "lockStatus.v1" and the Status claims; an authentication or
+// schema "lockStatus.v1" and the fencegate.Status claims; an authentication or
 // parsing failure of a proof is code GRANT_INVALID. On top of that, with
 // reason ErrClaimType: fenceToken >= 1, state one of HELD, EXPIRED,
 // RELEASED, REVOKED, exp > iat, and grantDigest of the form "sha256:" + 64
@@ -20,16 +20,16 @@ import (
 // A verified proof says nothing yet about the grant at hand: pass it to
 // CheckStatus. On error the returned proof is nil; the error is always a
 // *Error.
-func ParseAndVerifyStatus(token []byte, b *Bundle, opts ...Option) (*Status, error) {
-	payload, e := verifyCompact(token, b, StatusSchema, buildOptions(opts))
+func ParseAndVerifyStatus(token []byte, b *Bundle, opts ...Option) (*fencegate.Status, error) {
+	payload, e := verifyCompact(token, b, fencegate.StatusSchema, buildOptions(opts))
 	if e != nil {
 		return nil, e
 	}
-	st := new(Status)
-	if e := decodeClaims(payload, StatusSchema, statusClaims(st)); e != nil {
+	st := new(fencegate.Status)
+	if e := decodeClaims(payload, fencegate.StatusSchema, statusClaims(st)); e != nil {
 		return nil, e
 	}
-	st.Schema = StatusSchema
+	st.Schema = fencegate.StatusSchema
 	switch {
 	case st.FenceToken < 1:
 		return nil, invalid(ErrClaimType, `claim "fenceToken" must be >= 1`)
@@ -43,7 +43,7 @@ func ParseAndVerifyStatus(token []byte, b *Bundle, opts ...Option) (*Status, err
 	return st, nil
 }
 
-func statusClaims(st *Status) []claim {
+func statusClaims(st *fencegate.Status) []claim {
 	return []claim{
 		{name: "schema", str: &st.Schema},
 		{name: "iss", str: &st.Issuer},
@@ -62,7 +62,7 @@ func statusClaims(st *Status) []claim {
 
 func validState(s string) bool {
 	switch s {
-	case StateHeld, StateExpired, StateReleased, StateRevoked:
+	case fencegate.StateHeld, fencegate.StateExpired, fencegate.StateReleased, fencegate.StateRevoked:
 		return true
 	}
 	return false
@@ -128,7 +128,7 @@ func (p StatusPolicy) Validate() error {
 //
 // Times are compared in Unix milliseconds; a now before 1970 counts as 0.
 // The proof's iss and backendRevision are not compared with the grant's.
-func CheckStatus(st *Status, g *Grant, digest string, now time.Time, p StatusPolicy) error {
+func CheckStatus(st *fencegate.Status, g *fencegate.Grant, digest string, now time.Time, p StatusPolicy) error {
 	if st == nil || g == nil {
 		return invalid(ErrMalformed, "nil status proof or grant")
 	}
@@ -172,7 +172,7 @@ func CheckStatus(st *Status, g *Grant, digest string, now time.Time, p StatusPol
 	if st.PolicyGeneration != g.PolicyGeneration {
 		return newErr(fencegate.CodePolicyMismatch, ErrPolicyMismatch, fmt.Sprintf("grant policy generation %d, current %d", g.PolicyGeneration, st.PolicyGeneration))
 	}
-	if st.State != StateHeld {
+	if st.State != fencegate.StateHeld {
 		return newErr(fencegate.CodeGrantNotHeld, ErrGrantNotHeld, fmt.Sprintf("registry reports the grant %s", st.State))
 	}
 	return nil

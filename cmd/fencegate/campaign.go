@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/fencegate/fencegate/verify/campaign"
+	"github.com/fencegate/fencegate/internal/campaign"
 )
 
 func init() {

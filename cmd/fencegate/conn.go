@@ -11,7 +11,7 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/identity"
-	"github.com/fencegate/fencegate/registry/keys"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/verify"
 )
 

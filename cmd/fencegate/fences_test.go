@@ -17,11 +17,11 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
-	"github.com/fencegate/fencegate/registry/keys"
 	regmem "github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/memory"

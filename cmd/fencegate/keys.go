@@ -11,9 +11,9 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
-	"github.com/fencegate/fencegate/registry/keys"
-	"github.com/fencegate/fencegate/verify"
+	"github.com/fencegate/fencegate/keys"
 )
 
 func init() {
@@ -83,7 +83,7 @@ func keysGenerate(args []string, out io.Writer) error {
 func keysJWKS(args []string, out io.Writer) error {
 	fs := newFlags("keys jwks", "[--include-secrets] [--sign-with SIGNING_KEYFILE [--valid-for D]] KEYFILE_OR_JWKS...")
 	secrets := fs.Bool("include-secrets", false, "include HS256 shared secrets (the bundle must then be kept secret)")
-	signWith := fs.String("sign-with", "", "write a signed bundle ("+verify.BundleSchema+", a compact JWS) signed with this private key (a signing.jwk): "+
+	signWith := fs.String("sign-with", "", "write a signed bundle ("+fencegate.BundleSchema+", a compact JWS) signed with this private key (a signing.jwk): "+
 		"sidecars that pinned its key pin the bundle's new keys when they load it")
 	validFor := fs.Duration("valid-for", 7*24*time.Hour, "with --sign-with: how long sidecars take the signed bundle's new keys (its exp)")
 	if err := parse(fs, args, true); err != nil {

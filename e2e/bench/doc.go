@@ -25,8 +25,8 @@
 // each arm at half of its own maximum (the median rps of its valid
 // closed-64 runs; direct and plain-proxy too), and open-1k, every arm
 // whose maximum is at least 2,000 rps at a fixed 1,000 requests/s, whose
-// latency added over direct at the same rate is the headline
-// figure; an arm left out says why in its row. To keep the default run
+// latency added over direct at the same rate is the figure to compare
+// with other sidecars (they publish theirs at 1,000 requests/s); an arm left out says why in its row. To keep the default run
 // under 10 minutes on 2 cores, build included, each run measures 2 s
 // after a 0.75 s warm-up (before these phases: 2.5 s after 1 s).
 //

@@ -215,10 +215,10 @@ func (t tx) LeaseByDigest(d string) (string, bool, error) { return getString(t.t
 func (t tx) PutDigest(d, id string) error {
 	return t.bucket(bDigests).Put([]byte(d), []byte(id))
 }
-func (t tx) Policies() ([]registry.Policy, error) {
-	var out []registry.Policy
+func (t tx) Policies() ([]fencegate.Policy, error) {
+	var out []fencegate.Policy
 	err := t.t.Bucket(bPolicies).ForEach(func(k, v []byte) error {
-		var p registry.Policy
+		var p fencegate.Policy
 		if err := json.Unmarshal(v, &p); err != nil {
 			return fmt.Errorf("%w: registry/bolt: corrupt policy %q: %v", registry.ErrBackend, k, err)
 		}
@@ -227,7 +227,7 @@ func (t tx) Policies() ([]registry.Policy, error) {
 	})
 	return out, err
 }
-func (t tx) PutPolicy(p registry.Policy) error { return putJSON(t.bucket(bPolicies), p.Pattern, p) }
+func (t tx) PutPolicy(p fencegate.Policy) error { return putJSON(t.bucket(bPolicies), p.Pattern, p) }
 
 func (t tx) EachLease(fn func(registry.LeaseRecord) error) error {
 	return t.t.Bucket(bLeases).ForEach(func(k, v []byte) error {

@@ -216,11 +216,10 @@ func (s *server) listPolicies(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, err)
 		return
 	}
-	out := make([]fencegate.Policy, len(ps))
-	for i, p := range ps {
-		out[i] = policyBody(p)
+	if ps == nil {
+		ps = []fencegate.Policy{} // [], never null
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, ps)
 }
 
 func (s *server) putPolicy(w http.ResponseWriter, req *http.Request) {
@@ -232,12 +231,12 @@ func (s *server) putPolicy(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, fencegate.NewProblem(fencegate.CodeInvalidRequest, "generation, deleted and updatedAt are set by the registry"), 0)
 		return
 	}
-	out, err := s.Registry.PutPolicy(req.Context(), policyRecord(p))
+	out, err := s.Registry.PutPolicy(req.Context(), p)
 	if err != nil {
 		s.failErr(w, req, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, policyBody(out))
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) deletePolicy(w http.ResponseWriter, req *http.Request) {
@@ -251,5 +250,5 @@ func (s *server) deletePolicy(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, fmt.Errorf("delete policy: %w", err))
 		return
 	}
-	writeJSON(w, http.StatusOK, policyBody(out))
+	writeJSON(w, http.StatusOK, out)
 }

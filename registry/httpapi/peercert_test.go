@@ -13,9 +13,9 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
 )
 

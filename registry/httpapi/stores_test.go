@@ -179,7 +179,7 @@ func TestStoreProblems(t *testing.T) {
 	decodeAs[fencegate.StoreAnchor](t, f.do(t, "PUT", "/v1/stores/billing", sidecar, "application/json", `{"generation":"gen-1"}`), http.StatusCreated)
 	ok := body(fencegate.AnchorRequest{Generation: "gen-1", Items: []fencegate.AnchorItem{begin("inv/1", 3)}})
 	decodeAs[fencegate.AnchorResponse](t, f.do(t, "POST", "/v1/stores/billing/progress", sidecar, "application/json", ok), http.StatusOK)
-	if _, err := f.reg.PutPolicy(context.Background(), registry.Policy{Pattern: "fencegate-store/guarded", AllowedOwners: []string{"spiffe://test/other"}}); err != nil {
+	if _, err := f.reg.PutPolicy(context.Background(), fencegate.Policy{Pattern: "fencegate-store/guarded", AllowedOwners: []string{"spiffe://test/other"}}); err != nil {
 		t.Fatal(err)
 	}
 	huge := `{"generation":"gen-1","items":[` + strings.Repeat(`{"resource":"a","op":"SEED","prior":{"fence":0,"lastSeq":0},"next":{"fence":0,"lastSeq":0}},`, fencegate.MaxAnchorBodyBytes/80) + `]}`

@@ -63,18 +63,6 @@ func storeBody(v registry.StoreView) fencegate.StoreAnchor {
 	}
 }
 
-// policyBody is the wire form of a stored policy.
-func policyBody(p registry.Policy) fencegate.Policy {
-	return fencegate.Policy{Pattern: p.Pattern, AllowedOwners: p.AllowedOwners, MinTTLMs: p.MinTTLMs, MaxTTLMs: p.MaxTTLMs,
-		OpClasses: p.OpClasses, Generation: p.Generation, Deleted: p.Deleted, UpdatedAt: p.UpdatedAt}
-}
-
-// policyRecord is the policy a PUT asks the registry to store.
-func policyRecord(p fencegate.Policy) registry.Policy {
-	return registry.Policy{Pattern: p.Pattern, AllowedOwners: p.AllowedOwners, MinTTLMs: p.MinTTLMs, MaxTTLMs: p.MaxTTLMs,
-		OpClasses: p.OpClasses, Generation: p.Generation, Deleted: p.Deleted, UpdatedAt: p.UpdatedAt}
-}
-
 // unixMs is t in Unix milliseconds, 0 for the zero time.
 func unixMs(t time.Time) int64 {
 	if t.IsZero() {

@@ -28,7 +28,7 @@ type tables struct {
 	leases    map[string]registry.LeaseRecord
 	requests  map[string]string
 	digests   map[string]string
-	policies  map[string]registry.Policy
+	policies  map[string]fencegate.Policy
 	// deleted is staged lease deletions (with their index entries).
 	deleted []registry.LeaseRecord
 	// The anchors of fenced stores: store records, ledgers, and the
@@ -48,7 +48,7 @@ func newTables() tables {
 		leases:    map[string]registry.LeaseRecord{},
 		requests:  map[string]string{},
 		digests:   map[string]string{},
-		policies:  map[string]registry.Policy{},
+		policies:  map[string]fencegate.Policy{},
 		stores:    map[string]registry.StoreRecord{},
 		ledgers:   map[string][]fencegate.LedgerEntry{},
 		anchors:   map[string]fencegate.Progress{},
@@ -194,10 +194,10 @@ func (t *tx) PutDigest(d, id string) error { return t.put(func() { t.stage.diges
 
 // Policies and EachLease go in key order, not map order: the
 // deterministic simulation runs a round the same way every time.
-func (t *tx) Policies() ([]registry.Policy, error) {
+func (t *tx) Policies() ([]fencegate.Policy, error) {
 	merged := maps.Clone(t.base.policies)
 	maps.Copy(merged, t.stage.policies)
-	out := make([]registry.Policy, 0, len(merged))
+	out := make([]fencegate.Policy, 0, len(merged))
 	for _, k := range slices.Sorted(maps.Keys(merged)) {
 		out = append(out, merged[k])
 	}
@@ -218,7 +218,7 @@ func (t *tx) DeleteLease(l registry.LeaseRecord) error {
 	return t.put(func() { t.stage.deleted = append(t.stage.deleted, l) })
 }
 
-func (t *tx) PutPolicy(p registry.Policy) error {
+func (t *tx) PutPolicy(p fencegate.Policy) error {
 	return t.put(func() { t.stage.policies[p.Pattern] = p })
 }
 

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/registrytest"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // TestConnectionLossMidAcquire kills redis-server between the acquire's
@@ -36,7 +36,7 @@ func TestConnectionLossMidAcquire(t *testing.T) {
 	}
 
 	sealed := 0
-	kill := func(*verify.Grant) ([]byte, error) {
+	kill := func(*fencegate.Grant) ([]byte, error) {
 		sealed++
 		srv.Kill()
 		return []byte("header.payload.signature"), nil

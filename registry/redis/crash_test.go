@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/registrytest"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // durable are the redis-server arguments under which the registry's
@@ -130,7 +130,7 @@ func TestCrashKeepsFences(t *testing.T) {
 		}
 		reg = newRegistry(t, be, k, nil)
 		st, err := reg.Status(ctx, registry.LeaseQuery{Lease: held.View.Lease.Lease})
-		if err != nil || st.View.State != verify.StateHeld {
+		if err != nil || st.View.State != fencegate.StateHeld {
 			t.Errorf("round %d: the lease held before the crash: %v %s, want HELD", round, err, st.View.State)
 		}
 		if _, err := reg.Acquire(ctx, registry.AcquireRequest{Resource: "crash/held", Owner: "thief", RequestID: fmt.Sprintf("thief-%d", round), TTL: time.Minute}); !errors.Is(err, registry.ErrLeaseHeld) {

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/redis"
 	"github.com/fencegate/fencegate/registry/registrytest"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // openFast opens a backend on srv with short read and write timeouts.
@@ -50,7 +50,7 @@ func TestFrozenServerFailsClosed(t *testing.T) {
 	}
 
 	var wait func() error
-	freeze := func(*verify.Grant) ([]byte, error) {
+	freeze := func(*fencegate.Grant) ([]byte, error) {
 		if wait != nil {
 			t.Error("the seal ran twice")
 			return []byte("header.payload.signature"), nil

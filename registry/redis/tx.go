@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
 )
 
@@ -24,7 +25,7 @@ type tx struct {
 	// strings are buffered string writes by key; nil deletes the key.
 	strings map[string]*string
 	// policies are buffered policy writes by pattern.
-	policies map[string]registry.Policy
+	policies map[string]fencegate.Policy
 	// order is the order keys were first written, for a deterministic
 	// MULTI.
 	order []string
@@ -40,7 +41,7 @@ type tx struct {
 }
 
 func newTx(ctx context.Context, s *Store, rtx *goredis.Tx, writable bool) *tx {
-	return &tx{ctx: ctx, s: s, rtx: rtx, writable: writable, strings: map[string]*string{}, policies: map[string]registry.Policy{}}
+	return &tx{ctx: ctx, s: s, rtx: rtx, writable: writable, strings: map[string]*string{}, policies: map[string]fencegate.Policy{}}
 }
 
 // watchGet WATCHes key and reads it, in one round trip (WATCH is
@@ -160,7 +161,7 @@ func (t *tx) PutDigest(d, leaseID string) error            { return t.set(t.s.ke
 
 // Policies reads the policy hash (WATCHed as a whole: any policy write
 // conflicts with every step that matched a policy).
-func (t *tx) Policies() ([]registry.Policy, error) {
+func (t *tx) Policies() ([]fencegate.Policy, error) {
 	key := t.s.keys.policies()
 	var all *goredis.MapStringStringCmd
 	_, err := t.rtx.Pipelined(t.ctx, func(p goredis.Pipeliner) error {
@@ -171,9 +172,9 @@ func (t *tx) Policies() ([]registry.Policy, error) {
 	if err != nil {
 		return nil, t.s.wrap(err)
 	}
-	merged := map[string]registry.Policy{}
+	merged := map[string]fencegate.Policy{}
 	for pattern, raw := range all.Val() {
-		var p registry.Policy
+		var p fencegate.Policy
 		if err := json.Unmarshal([]byte(raw), &p); err != nil {
 			return nil, fmt.Errorf("%w: registry/redis: corrupt policy %q: %v", registry.ErrBackend, pattern, err)
 		}
@@ -182,14 +183,14 @@ func (t *tx) Policies() ([]registry.Policy, error) {
 	for pattern, p := range t.policies {
 		merged[pattern] = p
 	}
-	out := make([]registry.Policy, 0, len(merged))
+	out := make([]fencegate.Policy, 0, len(merged))
 	for _, p := range merged {
 		out = append(out, p)
 	}
 	return out, nil
 }
 
-func (t *tx) PutPolicy(p registry.Policy) error {
+func (t *tx) PutPolicy(p fencegate.Policy) error {
 	if !t.writable {
 		return fmt.Errorf("%w: registry/redis: write in a read-only transaction", registry.ErrBackend)
 	}

@@ -178,7 +178,7 @@ func testAnchorRegister(t *testing.T, e *env) {
 func testAnchorPolicy(t *testing.T, e *env) {
 	reg := e.registry()
 	e.register(t, reg, anchorGen)
-	if _, err := reg.PutPolicy(e.ctx, registry.Policy{Pattern: "fencegate-store/*", AllowedOwners: []string{"spiffe://fencegate.test/sidecar*"}}); err != nil {
+	if _, err := reg.PutPolicy(e.ctx, fencegate.Policy{Pattern: "fencegate-store/*", AllowedOwners: []string{"spiffe://fencegate.test/sidecar*"}}); err != nil {
 		t.Fatal(err)
 	}
 	e.register(t, reg, anchorGen) // allowed

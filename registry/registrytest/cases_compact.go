@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // testCompact: leases that ended more than the retention ago are deleted
@@ -53,7 +53,7 @@ func testCompact(t *testing.T, e *env) {
 		t.Fatalf("compact/a after compaction: %+v", r)
 	}
 	again := e.acquire(t, req("compact/a", "owner-a", "c-1", time.Second))
-	if again.Existing || again.View.Lease.Fence <= released.View.Lease.Fence || again.View.State != verify.StateHeld {
+	if again.Existing || again.View.Lease.Fence <= released.View.Lease.Fence || again.View.State != fencegate.StateHeld {
 		t.Fatalf("after compaction the forgotten request ID got %+v (fence %d, was %d)", again.View.State, again.View.Lease.Fence, released.View.Lease.Fence)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // Size of the concurrent subtests.
@@ -75,7 +75,7 @@ func testConcurrentAcquirers(t *testing.T, e *env) {
 						t.Errorf("%s: renew while holding: %v", owner, err)
 					}
 				}
-				if st, err := reg.Status(ctx, registry.LeaseQuery{Lease: got.View.Lease.Lease}); err != nil || st.View.State != verify.StateHeld {
+				if st, err := reg.Status(ctx, registry.LeaseQuery{Lease: got.View.Lease.Lease}); err != nil || st.View.State != fencegate.StateHeld {
 					t.Errorf("%s: status while holding: %v %s", owner, err, st.View.State)
 				}
 				if !slot.CompareAndSwap(id, 0) {
@@ -315,12 +315,12 @@ func checkHistory(t *testing.T, evs []event) {
 			switch {
 			case ev.err != nil:
 				t.Errorf("event %d: release failed: %v", i, ev.err)
-			case ev.view.State == verify.StateReleased && ev.lease == cur && !ended:
+			case ev.view.State == fencegate.StateReleased && ev.lease == cur && !ended:
 				if !heldAt(ev.now) {
 					t.Errorf("event %d: lease %s released at %d after it expired at %d", i, ev.lease, ev.now, expiresAt)
 				}
 				ended = true
-			case ev.view.State == verify.StateReleased:
+			case ev.view.State == fencegate.StateReleased:
 				// A repeated release; nothing changes.
 			case ev.lease == cur && heldAt(ev.now):
 				t.Errorf("event %d: release of held lease %s answered %s", i, ev.lease, ev.view.State)

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // testFenceMonotonic issues fences for one resource through every way a
@@ -25,7 +25,7 @@ func testFenceMonotonic(t *testing.T, e *env) {
 	b := e.acquire(t, req(res, "owner-b", "fm-2", time.Second))
 	e.clock.Advance(time.Second)
 	c := e.acquire(t, req(res, "owner-c", "fm-3", time.Second))
-	if st := e.status(t, b); st.View.State != verify.StateExpired {
+	if st := e.status(t, b); st.View.State != fencegate.StateExpired {
 		t.Errorf("expired lease reads %s", st.View.State)
 	}
 
@@ -46,10 +46,10 @@ func testFenceMonotonic(t *testing.T, e *env) {
 	f := e.granted(t, await(t, ch, "handoff at expiry"))
 
 	// Policy change revokes the holder; the next acquire gets a new fence.
-	if _, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "fence/*"}); err != nil {
+	if _, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "fence/*"}); err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
-	if st := e.status(t, f); st.View.State != verify.StateRevoked {
+	if st := e.status(t, f); st.View.State != fencegate.StateRevoked {
 		t.Errorf("lease under the old policy reads %s, want REVOKED", st.View.State)
 	}
 	g := e.acquire(t, req(res, "owner-g", "fm-6", time.Minute))
@@ -58,7 +58,7 @@ func testFenceMonotonic(t *testing.T, e *env) {
 	if _, err := reg().BumpEpoch(e.ctx); err != nil {
 		t.Fatalf("bump epoch: %v", err)
 	}
-	if st := e.status(t, g); st.View.State != verify.StateRevoked {
+	if st := e.status(t, g); st.View.State != fencegate.StateRevoked {
 		t.Errorf("lease of the old epoch reads %s, want REVOKED", st.View.State)
 	}
 	h := e.acquire(t, req(res, "owner-h", "fm-7", time.Minute))
@@ -135,7 +135,7 @@ func testFenceFloor(t *testing.T, e *env) {
 	if rec.FenceFloor != 5000 || e.resource(t, "floor/a").Record.FenceFloor != 5000 {
 		t.Fatalf("resource floor reads %d, want 5000", rec.FenceFloor)
 	}
-	if st := e.status(t, held); st.View.State != verify.StateHeld {
+	if st := e.status(t, held); st.View.State != fencegate.StateHeld {
 		t.Errorf("raising a floor changed the holder to %s", st.View.State)
 	}
 	e.release(t, held)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // testBadInput checks that malformed identifiers and out-of-bounds TTLs or
@@ -94,10 +93,10 @@ func testBadInput(t *testing.T, e *env) {
 	wantErr(t, "fence floor of an illegal resource", err, registry.ErrInvalidInput)
 	_, err = reg().Resource(e.ctx, "bad/../free")
 	wantErr(t, "read of an illegal resource", err, registry.ErrInvalidInput)
-	_, err = reg().PutPolicy(e.ctx, registry.Policy{Pattern: "bad/*", AllowedOwners: []string{""}})
+	_, err = reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "bad/*", AllowedOwners: []string{""}})
 	wantErr(t, "policy with an empty owner", err, registry.ErrInvalidInput)
 	e.unchanged(t, "invalid input", before)
-	if st := e.status(t, h); st.View.State != verify.StateHeld || st.View.Lease != h.View.Lease {
+	if st := e.status(t, h); st.View.State != fencegate.StateHeld || st.View.Lease != h.View.Lease {
 		t.Errorf("the holder changed after invalid input: %s %+v", st.View.State, st.View.Lease)
 	}
 
@@ -133,9 +132,9 @@ func testBadInputBackend(t *testing.T, e *env) {
 	const res = "badbe/r1"
 	be := e.backend()
 	sealed := 0
-	seal := func(c *verify.Grant) ([]byte, error) {
+	seal := func(c *fencegate.Grant) ([]byte, error) {
 		sealed++
-		return e.keys.Signer.Sign(verify.GrantSchema, c)
+		return e.keys.Signer.Sign(fencegate.GrantSchema, c)
 	}
 	good := registry.AcquireInput{Resource: res, Owner: "owner-a", RequestID: "bb-1", OpClass: "write",
 		TTL: time.Second, Issuer: Issuer, LeaseID: "lease-bb-1", GrantID: "g-bb-1", Lineage: "0123456789abcdef0123456789abcdef", Now: e.clock.Now()}
@@ -170,7 +169,7 @@ func testBadInputBackend(t *testing.T, e *env) {
 	}
 
 	// A sealing failure writes nothing either.
-	failing := func(*verify.Grant) ([]byte, error) { return nil, errors.New("signer down") }
+	failing := func(*fencegate.Grant) ([]byte, error) { return nil, errors.New("signer down") }
 	if _, err := be.Acquire(e.ctx, good, failing); err == nil {
 		t.Fatal("acquire with a failing seal succeeded")
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // testIdempotency checks that (owner, requestId) identifies one acquire:
@@ -24,7 +24,7 @@ func testIdempotency(t *testing.T, e *env) {
 	if !again.Existing || !bytes.Equal(again.Grant, a.Grant) || again.View.Lease != a.View.Lease {
 		t.Fatalf("repeat: existing=%v same grant=%v lease %+v, want %+v", again.Existing, bytes.Equal(again.Grant, a.Grant), again.View.Lease, a.View.Lease)
 	}
-	if again.View.State != verify.StateHeld {
+	if again.View.State != fencegate.StateHeld {
 		t.Errorf("repeat while held reads %s", again.View.State)
 	}
 	// A repeat that asks to wait returns at once with the same grant.
@@ -39,7 +39,7 @@ func testIdempotency(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("lookup by request ID: %v", err)
 	}
-	if lv.Lease.Token != string(a.Grant) || lv.Lease.Digest != verify.Digest(a.Grant) || lv.State != verify.StateHeld {
+	if lv.Lease.Token != string(a.Grant) || lv.Lease.Digest != fencegate.Digest(a.Grant) || lv.State != fencegate.StateHeld {
 		t.Errorf("lookup by request ID: lease %+v state %s", lv.Lease, lv.State)
 	}
 	for _, q := range []registry.LeaseQuery{{Owner: "owner-a", RequestID: "req-1"}, {Digest: a.View.Lease.Digest}, {Lease: a.View.Lease.Lease}} {
@@ -52,7 +52,7 @@ func testIdempotency(t *testing.T, e *env) {
 			t.Errorf("status %+v returned another grant", q)
 		}
 	}
-	for _, q := range []registry.LeaseQuery{{Owner: "owner-a", RequestID: "req-unknown"}, {Owner: "owner-z", RequestID: "req-1"}, {Digest: verify.Digest([]byte("x"))}, {Lease: "lease-unknown"}} {
+	for _, q := range []registry.LeaseQuery{{Owner: "owner-a", RequestID: "req-unknown"}, {Owner: "owner-z", RequestID: "req-1"}, {Digest: fencegate.Digest([]byte("x"))}, {Lease: "lease-unknown"}} {
 		_, err := reg().Status(e.ctx, q)
 		wantErr(t, "status of an unknown lease", err, registry.ErrNotFound)
 	}
@@ -83,7 +83,7 @@ func testIdempotency(t *testing.T, e *env) {
 	e.clock.Advance(time.Second)
 	lastFence := e.resource(t, r1).Record.LastFence
 	late := e.acquire(t, req(r1, "owner-a", "req-1", time.Second))
-	if !late.Existing || !bytes.Equal(late.Grant, a.Grant) || late.View.State != verify.StateExpired || late.StatusClaims.State != verify.StateExpired {
+	if !late.Existing || !bytes.Equal(late.Grant, a.Grant) || late.View.State != fencegate.StateExpired || late.StatusClaims.State != fencegate.StateExpired {
 		t.Errorf("repeat after expiry: existing=%v same grant=%v state %s proof %s", late.Existing, bytes.Equal(late.Grant, a.Grant), late.View.State, late.StatusClaims.State)
 	}
 	if got := e.resource(t, r1).Record.LastFence; got != lastFence {
@@ -105,7 +105,7 @@ func testIdempotency(t *testing.T, e *env) {
 
 	// Released: the repeat returns the released lease, not a new one.
 	e.release(t, c)
-	if r := e.acquire(t, req(r1, "owner-c", "req-1", time.Second)); !r.Existing || r.View.State != verify.StateReleased || !bytes.Equal(r.Grant, c.Grant) {
+	if r := e.acquire(t, req(r1, "owner-c", "req-1", time.Second)); !r.Existing || r.View.State != fencegate.StateReleased || !bytes.Equal(r.Grant, c.Grant) {
 		t.Errorf("repeat after release: existing=%v state %s", r.Existing, r.View.State)
 	}
 }
@@ -125,7 +125,7 @@ func testRenew(t *testing.T, e *env) {
 		t.Fatalf("renew: %v", err)
 	}
 	e.checkResult(t, r)
-	if r.View.State != verify.StateHeld || r.View.Lease.ExpiresAt != ms(e.clock.Now())+1000 {
+	if r.View.State != fencegate.StateHeld || r.View.Lease.ExpiresAt != ms(e.clock.Now())+1000 {
 		t.Errorf("renewed lease: state %s expiresAt %d, want HELD %d", r.View.State, r.View.Lease.ExpiresAt, ms(e.clock.Now())+1000)
 	}
 	if !bytes.Equal(r.Grant, a.Grant) || r.View.Lease.Fence != a.View.Lease.Fence {
@@ -134,7 +134,7 @@ func testRenew(t *testing.T, e *env) {
 
 	// Past the original expiry, before the renewed one: still held.
 	e.clock.Advance(600 * time.Millisecond)
-	if st := e.status(t, a); st.View.State != verify.StateHeld {
+	if st := e.status(t, a); st.View.State != fencegate.StateHeld {
 		t.Fatalf("renewed lease past its original expiry reads %s", st.View.State)
 	}
 	_, err = e.tryAcquire(t, req(res, "owner-b", "rn-2", time.Second))
@@ -160,19 +160,19 @@ func testRenew(t *testing.T, e *env) {
 	x, err := reg().Renew(e.ctx, "owner-a", lease, time.Second)
 	wantErr(t, "renew at expiry", err, registry.ErrNotHeld)
 	e.checkResult(t, x)
-	if x.View.State != verify.StateExpired || x.StatusClaims.State != verify.StateExpired || !bytes.Equal(x.Grant, a.Grant) {
+	if x.View.State != fencegate.StateExpired || x.StatusClaims.State != fencegate.StateExpired || !bytes.Equal(x.Grant, a.Grant) {
 		t.Errorf("renew at expiry: state %s proof %s same grant %v", x.View.State, x.StatusClaims.State, bytes.Equal(x.Grant, a.Grant))
 	}
 	e.clock.Advance(time.Second)
 	x, err = reg().Renew(e.ctx, "owner-a", lease, time.Second)
 	wantErr(t, "renew after expiry", err, registry.ErrNotHeld)
-	if x.View.State != verify.StateExpired {
+	if x.View.State != fencegate.StateExpired {
 		t.Errorf("renew after expiry: state %s", x.View.State)
 	}
 	if got := e.resource(t, res).Record; got.LastFence != lastFence {
 		t.Errorf("renew after expiry moved LastFence %d -> %d", lastFence, got.LastFence)
 	}
-	if st := e.status(t, a); st.View.State != verify.StateExpired {
+	if st := e.status(t, a); st.View.State != fencegate.StateExpired {
 		t.Errorf("status after a refused renew: %s", st.View.State)
 	}
 
@@ -181,7 +181,7 @@ func testRenew(t *testing.T, e *env) {
 	if _, err := reg().Renew(e.ctx, "owner-a", lease, time.Second); !errors.Is(err, registry.ErrNotHeld) {
 		t.Errorf("renew of the old lease after a new grant: %v", err)
 	}
-	if st := e.status(t, b); st.View.State != verify.StateHeld {
+	if st := e.status(t, b); st.View.State != fencegate.StateHeld {
 		t.Errorf("new holder reads %s after the old owner's renew", st.View.State)
 	}
 
@@ -189,7 +189,7 @@ func testRenew(t *testing.T, e *env) {
 	e.release(t, b)
 	x, err = reg().Renew(e.ctx, "owner-b", b.View.Lease.Lease, time.Second)
 	wantErr(t, "renew after release", err, registry.ErrNotHeld)
-	if x.View.State != verify.StateReleased {
+	if x.View.State != fencegate.StateReleased {
 		t.Errorf("renew after release: state %s", x.View.State)
 	}
 }
@@ -202,16 +202,16 @@ func testRelease(t *testing.T, e *env) {
 	reg := e.registry
 	a := e.acquire(t, req(res, "owner-a", "rl-1", time.Minute))
 	rel := e.release(t, a)
-	if rel.View.State != verify.StateReleased || rel.View.Lease.EndedAt != ms(e.clock.Now()) {
+	if rel.View.State != fencegate.StateReleased || rel.View.Lease.EndedAt != ms(e.clock.Now()) {
 		t.Errorf("release: state %s endedAt %d", rel.View.State, rel.View.Lease.EndedAt)
 	}
-	if v := e.resource(t, res); v.Record.FreedAt != ms(e.clock.Now()) || v.Holder == nil || v.Holder.State != verify.StateReleased {
+	if v := e.resource(t, res); v.Record.FreedAt != ms(e.clock.Now()) || v.Holder == nil || v.Holder.State != fencegate.StateReleased {
 		t.Errorf("resource after release: %+v", v)
 	}
 
 	before := e.snapshot(t, res)
 	again := e.release(t, a)
-	if again.View.State != verify.StateReleased || again.View.Lease != rel.View.Lease {
+	if again.View.State != fencegate.StateReleased || again.View.Lease != rel.View.Lease {
 		t.Errorf("second release: state %s lease %+v", again.View.State, again.View.Lease)
 	}
 	_, err := reg().Release(e.ctx, "owner-b", a.View.Lease.Lease)
@@ -224,17 +224,17 @@ func testRelease(t *testing.T, e *env) {
 	b := e.acquire(t, req(res, "owner-b", "rl-2", time.Second))
 	_, err = reg().Release(e.ctx, "owner-a", b.View.Lease.Lease)
 	wantErr(t, "release of another owner's lease", err, registry.ErrNotOwner)
-	if st := e.status(t, b); st.View.State != verify.StateHeld {
+	if st := e.status(t, b); st.View.State != fencegate.StateHeld {
 		t.Errorf("refused release changed the holder to %s", st.View.State)
 	}
 
 	// Releasing an expired lease reports EXPIRED and keeps it so.
 	e.clock.Advance(time.Second)
 	x := e.release(t, b)
-	if x.View.State != verify.StateExpired || x.View.Lease.EndedAt != b.View.Lease.ExpiresAt {
+	if x.View.State != fencegate.StateExpired || x.View.Lease.EndedAt != b.View.Lease.ExpiresAt {
 		t.Errorf("release after expiry: state %s endedAt %d (expiry %d)", x.View.State, x.View.Lease.EndedAt, b.View.Lease.ExpiresAt)
 	}
-	if st := e.status(t, b); st.View.State != verify.StateExpired {
+	if st := e.status(t, b); st.View.State != fencegate.StateExpired {
 		t.Errorf("status after releasing an expired lease: %s", st.View.State)
 	}
 }

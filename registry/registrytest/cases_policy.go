@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // testPolicyEnforced checks allowed owners, TTL bounds and operation
@@ -14,7 +14,7 @@ import (
 // nothing; the longest matching pattern applies.
 func testPolicyEnforced(t *testing.T, e *env) {
 	reg := e.registry
-	p, err := reg().PutPolicy(e.ctx, registry.Policy{
+	p, err := reg().PutPolicy(e.ctx, fencegate.Policy{
 		Pattern:       "pol/*",
 		AllowedOwners: []string{"team-a/*", "svc-x"},
 		MinTTLMs:      500,
@@ -68,18 +68,18 @@ func testPolicyEnforced(t *testing.T, e *env) {
 	e.acquire(t, withClass(req("other/r1", "team-b/w1", "pa-3", 100*time.Millisecond), "read"))
 
 	// A longer prefix and an exact pattern take precedence.
-	sub, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "pol/sub/*", AllowedOwners: []string{"team-b/*"}})
+	sub, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "pol/sub/*", AllowedOwners: []string{"team-b/*"}})
 	if err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
-	exact, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "pol/sub/exact", OpClasses: []string{"read"}})
+	exact, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "pol/sub/exact", OpClasses: []string{"read"}})
 	if err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
-	if st := e.status(t, a); st.View.State != verify.StateHeld || st.View.PolicyGeneration != p.Generation {
+	if st := e.status(t, a); st.View.State != fencegate.StateHeld || st.View.PolicyGeneration != p.Generation {
 		t.Errorf("a grant under pol/* after changes to other patterns: %s generation %d", st.View.State, st.View.PolicyGeneration)
 	}
-	if st := e.status(t, b); st.View.State != verify.StateRevoked || st.View.PolicyGeneration != sub.Generation {
+	if st := e.status(t, b); st.View.State != fencegate.StateRevoked || st.View.PolicyGeneration != sub.Generation {
 		t.Errorf("a grant newly under pol/sub/*: %s generation %d", st.View.State, st.View.PolicyGeneration)
 	}
 	_, err = e.tryAcquire(t, req("pol/sub/r3", "team-a/w1", "pd-8", time.Second))
@@ -100,7 +100,7 @@ func testPolicyEnforced(t *testing.T, e *env) {
 func testPolicyGeneration(t *testing.T, e *env) {
 	reg := e.registry
 	last := e.meta(t).PolicySeq
-	next := func(what string, p registry.Policy, err error) registry.Policy {
+	next := func(what string, p fencegate.Policy, err error) fencegate.Policy {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
@@ -114,11 +114,11 @@ func testPolicyGeneration(t *testing.T, e *env) {
 		last = p.Generation
 		return p
 	}
-	p1, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "gen/*", MaxTTLMs: 60000})
+	p1, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "gen/*", MaxTTLMs: 60000})
 	next("put", p1, err)
-	p2, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "gen/*", MaxTTLMs: 30000})
+	p2, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "gen/*", MaxTTLMs: 30000})
 	p2 = next("replace", p2, err)
-	p3, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "gen/x"})
+	p3, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "gen/x"})
 	p3 = next("put another", p3, err)
 	if v := e.resource(t, "gen/y"); v.PolicyGeneration != p2.Generation {
 		t.Errorf("gen/y under gen/*: generation %d, want %d", v.PolicyGeneration, p2.Generation)
@@ -135,8 +135,8 @@ func testPolicyGeneration(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("policies: %v", err)
 	}
-	i := slices.IndexFunc(ps, func(p registry.Policy) bool { return p.Pattern == "gen/*" })
-	j := slices.IndexFunc(ps, func(p registry.Policy) bool { return p.Pattern == "gen/x" })
+	i := slices.IndexFunc(ps, func(p fencegate.Policy) bool { return p.Pattern == "gen/*" })
+	j := slices.IndexFunc(ps, func(p fencegate.Policy) bool { return p.Pattern == "gen/x" })
 	if i < 0 || !ps[i].Deleted || ps[i].Generation != d.Generation || j < 0 || ps[j].Generation != p3.Generation || ps[j].Deleted {
 		t.Errorf("policies after the delete: %+v", ps)
 	}
@@ -148,7 +148,7 @@ func testPolicyGeneration(t *testing.T, e *env) {
 	wantErr(t, "delete of a tombstone", err, registry.ErrNotFound)
 	_, err = reg().DeletePolicy(e.ctx, "gen/none")
 	wantErr(t, "delete of an unknown policy", err, registry.ErrNotFound)
-	for _, bad := range []registry.Policy{
+	for _, bad := range []fencegate.Policy{
 		{Pattern: ""},
 		{Pattern: "gen//*"},
 		{Pattern: "gen/../x"},
@@ -162,7 +162,7 @@ func testPolicyGeneration(t *testing.T, e *env) {
 	}
 	e.unchanged(t, "refused policy changes", before)
 
-	p4, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "gen/*"})
+	p4, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "gen/*"})
 	p4 = next("put after delete", p4, err)
 	if p4.Deleted {
 		t.Errorf("a put after a delete is still a tombstone")
@@ -178,20 +178,20 @@ func testPolicyRevokes(t *testing.T, e *env) {
 	if a.View.Lease.PolicyGeneration != 0 {
 		t.Errorf("grant without a policy: generation %d", a.View.Lease.PolicyGeneration)
 	}
-	p, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "rev/*"})
+	p, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "rev/*"})
 	if err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
 	s := e.status(t, a)
-	if s.StatusClaims.State != verify.StateRevoked || s.StatusClaims.PolicyGeneration != p.Generation {
+	if s.StatusClaims.State != fencegate.StateRevoked || s.StatusClaims.PolicyGeneration != p.Generation {
 		t.Errorf("after a policy change: state %s generation %d, want REVOKED %d", s.StatusClaims.State, s.StatusClaims.PolicyGeneration, p.Generation)
 	}
-	if s := e.status(t, other); s.StatusClaims.State != verify.StateHeld {
+	if s := e.status(t, other); s.StatusClaims.State != fencegate.StateHeld {
 		t.Errorf("a grant under no changed policy: %s", s.StatusClaims.State)
 	}
 	x, err := reg().Renew(e.ctx, "owner-a", a.View.Lease.Lease, time.Minute)
 	wantErr(t, "renew of a revoked grant", err, registry.ErrNotHeld)
-	if x.View.State != verify.StateRevoked {
+	if x.View.State != fencegate.StateRevoked {
 		t.Errorf("renew of a revoked grant: %s", x.View.State)
 	}
 
@@ -203,7 +203,7 @@ func testPolicyRevokes(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("delete policy: %v", err)
 	}
-	if s := e.status(t, b); s.StatusClaims.State != verify.StateRevoked || s.StatusClaims.PolicyGeneration != d.Generation {
+	if s := e.status(t, b); s.StatusClaims.State != fencegate.StateRevoked || s.StatusClaims.PolicyGeneration != d.Generation {
 		t.Errorf("after a delete: state %s generation %d, want REVOKED %d", s.StatusClaims.State, s.StatusClaims.PolicyGeneration, d.Generation)
 	}
 	c := e.acquire(t, req("rev/r1", "owner-c", "pr-4", time.Minute))

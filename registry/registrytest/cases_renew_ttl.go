@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // testRenewKeepsTTL checks that a renewal without a TTL extends the lease
@@ -24,7 +24,7 @@ func testRenewKeepsTTL(t *testing.T, e *env) {
 	wantExpiry := func(what string, r registry.Result, ttl time.Duration) {
 		t.Helper()
 		e.checkResult(t, r)
-		if r.View.State != verify.StateHeld || r.View.Lease.ExpiresAt != ms(e.clock.Now())+ttl.Milliseconds() {
+		if r.View.State != fencegate.StateHeld || r.View.Lease.ExpiresAt != ms(e.clock.Now())+ttl.Milliseconds() {
 			t.Errorf("%s: state %s expiresAt %d, want HELD until %d (now + %s)",
 				what, r.View.State, r.View.Lease.ExpiresAt, ms(e.clock.Now())+ttl.Milliseconds(), ttl)
 		}
@@ -82,7 +82,7 @@ func testRenewKeepsTTL(t *testing.T, e *env) {
 	// The policy's bounds apply to a renewal without a TTL too: a lease
 	// whose own TTL is within them renews, an explicit TTL beyond them is
 	// refused and changes nothing.
-	if _, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "renewttl/pol/*", MinTTLMs: 500, MaxTTLMs: uint64((4 * DefaultTTL).Milliseconds())}); err != nil {
+	if _, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "renewttl/pol/*", MinTTLMs: 500, MaxTTLMs: uint64((4 * DefaultTTL).Milliseconds())}); err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
 	p := e.acquire(t, req("renewttl/pol/r3", owner, "rt-3", long))
@@ -103,7 +103,7 @@ func testRenewKeepsTTL(t *testing.T, e *env) {
 	e.clock.Advance(long)
 	x, err := reg().Renew(e.ctx, owner, d.View.Lease.Lease, 0)
 	wantErr(t, "renew without a TTL after expiry", err, registry.ErrNotHeld)
-	if x.View.State != verify.StateExpired {
+	if x.View.State != fencegate.StateExpired {
 		t.Errorf("renew without a TTL after expiry: state %s", x.View.State)
 	}
 }

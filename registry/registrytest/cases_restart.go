@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // testRestart checks that a reopened backend has every fence, floor,
@@ -19,7 +19,7 @@ func testRestart(t *testing.T, e *env) {
 	if _, err := reg().BumpEpoch(e.ctx); err != nil {
 		t.Fatalf("bump epoch: %v", err)
 	}
-	if _, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: "restart/p/*", MaxTTLMs: 60000}); err != nil {
+	if _, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: "restart/p/*", MaxTTLMs: 60000}); err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
 	if _, _, err := reg().RaiseFenceFloor(e.ctx, "restart/r4", 77); err != nil {
@@ -40,7 +40,7 @@ func testRestart(t *testing.T, e *env) {
 	for _, c := range []struct {
 		r     registry.Result
 		state string
-	}{{held, verify.StateHeld}, {rel, verify.StateReleased}, {short, verify.StateExpired}, {pol, verify.StateHeld}} {
+	}{{held, fencegate.StateHeld}, {rel, fencegate.StateReleased}, {short, fencegate.StateExpired}, {pol, fencegate.StateHeld}} {
 		l := c.r.View.Lease
 		again := e.acquire(t, req(l.Resource, l.Owner, l.RequestID, time.Minute))
 		if !again.Existing || !bytes.Equal(again.Grant, c.r.Grant) || again.View.State != c.state {
@@ -77,7 +77,7 @@ func testRestart(t *testing.T, e *env) {
 	// A second restart keeps the lease held across it.
 	v := e.resource(t, "restart/r1")
 	e.restart(t)
-	if got := e.resource(t, "restart/r1"); got.Holder == nil || got.Holder.State != verify.StateHeld || got.Record != v.Record {
+	if got := e.resource(t, "restart/r1"); got.Holder == nil || got.Holder.State != fencegate.StateHeld || got.Record != v.Record {
 		t.Errorf("holder across the second restart: %+v", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/verify"
@@ -42,7 +43,7 @@ func testStatusProof(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("proof: %v", err)
 	}
-	if st.State != verify.StateHeld || st.ExpiresAt != uint64(short.View.Lease.ExpiresAt) {
+	if st.State != fencegate.StateHeld || st.ExpiresAt != uint64(short.View.Lease.ExpiresAt) {
 		t.Errorf("proof 500ms before expiry: state %s exp %d, want HELD %d", st.State, st.ExpiresAt, short.View.Lease.ExpiresAt)
 	}
 	pol := verify.StatusPolicy{MaxAge: MaxProofTTL}
@@ -63,13 +64,13 @@ func testStatusProof(t *testing.T, e *env) {
 	// EXPIRED.
 	e.clock.Advance(500 * time.Millisecond)
 	s = e.status(t, short)
-	if s.View.State != verify.StateExpired || s.StatusClaims.State != verify.StateExpired {
+	if s.View.State != fencegate.StateExpired || s.StatusClaims.State != fencegate.StateExpired {
 		t.Errorf("after expiry: %s / %s", s.View.State, s.StatusClaims.State)
 	}
 
 	// RELEASED.
 	e.release(t, long)
-	if s := e.status(t, long); s.StatusClaims.State != verify.StateReleased {
+	if s := e.status(t, long); s.StatusClaims.State != fencegate.StateReleased {
 		t.Errorf("after release: %s", s.StatusClaims.State)
 	}
 
@@ -80,7 +81,7 @@ func testStatusProof(t *testing.T, e *env) {
 		t.Fatalf("bump epoch: %v", err)
 	}
 	s = e.status(t, rv)
-	if s.StatusClaims.State != verify.StateRevoked || s.StatusClaims.IssuerEpoch != m.IssuerEpoch {
+	if s.StatusClaims.State != fencegate.StateRevoked || s.StatusClaims.IssuerEpoch != m.IssuerEpoch {
 		t.Errorf("after an epoch bump: state %s epoch %d, want REVOKED %d", s.StatusClaims.State, s.StatusClaims.IssuerEpoch, m.IssuerEpoch)
 	}
 
@@ -91,7 +92,7 @@ func testStatusProof(t *testing.T, e *env) {
 			t.Fatalf("status %+v: %v", q, err)
 		}
 		e.checkResult(t, s)
-		if s.View.Lease.Lease != rv.View.Lease.Lease || !bytes.Equal(s.Grant, rv.Grant) || s.StatusClaims.State != verify.StateRevoked {
+		if s.View.Lease.Lease != rv.View.Lease.Lease || !bytes.Equal(s.Grant, rv.Grant) || s.StatusClaims.State != fencegate.StateRevoked {
 			t.Errorf("status %+v: lease %s state %s", q, s.View.Lease.Lease, s.StatusClaims.State)
 		}
 	}
@@ -119,7 +120,7 @@ func testEpochBump(t *testing.T, e *env) {
 	}
 	for _, old := range []registry.Result{a, b} {
 		s := e.status(t, old)
-		if s.StatusClaims.State != verify.StateRevoked || s.StatusClaims.IssuerEpoch != 2 {
+		if s.StatusClaims.State != fencegate.StateRevoked || s.StatusClaims.IssuerEpoch != 2 {
 			t.Errorf("old grant %s: state %s epoch %d", old.View.Lease.Lease, s.StatusClaims.State, s.StatusClaims.IssuerEpoch)
 		}
 	}
@@ -132,26 +133,26 @@ func testEpochBump(t *testing.T, e *env) {
 	if g.IssuerEpoch != 2 || g.FenceToken <= a.View.Lease.Fence {
 		t.Errorf("grant after the bump: epoch %d fence %d (old fence %d)", g.IssuerEpoch, g.FenceToken, a.View.Lease.Fence)
 	}
-	if st := e.status(t, c); st.StatusClaims.State != verify.StateHeld {
+	if st := e.status(t, c); st.StatusClaims.State != fencegate.StateHeld {
 		t.Errorf("new grant reads %s", st.StatusClaims.State)
 	}
 
 	x, err := reg().Renew(e.ctx, "owner-a", a.View.Lease.Lease, time.Minute)
 	wantErr(t, "renew of a revoked grant", err, registry.ErrNotHeld)
-	if x.View.State != verify.StateRevoked {
+	if x.View.State != fencegate.StateRevoked {
 		t.Errorf("renew of a revoked grant: state %s", x.View.State)
 	}
-	if r := e.release(t, b); r.View.State != verify.StateRevoked {
+	if r := e.release(t, b); r.View.State != fencegate.StateRevoked {
 		t.Errorf("release of a revoked grant: state %s", r.View.State)
 	}
-	if r := e.acquire(t, req("epoch/r1", "owner-a", "eb-1", time.Minute)); !r.Existing || r.View.State != verify.StateRevoked || !bytes.Equal(r.Grant, a.Grant) {
+	if r := e.acquire(t, req("epoch/r1", "owner-a", "eb-1", time.Minute)); !r.Existing || r.View.State != fencegate.StateRevoked || !bytes.Equal(r.Grant, a.Grant) {
 		t.Errorf("repeat of a revoked acquire: existing=%v state %s", r.Existing, r.View.State)
 	}
 	m2, err := reg().BumpEpoch(e.ctx)
 	if err != nil || m2.IssuerEpoch != 3 {
 		t.Fatalf("second bump: epoch %d err %v", m2.IssuerEpoch, err)
 	}
-	if st := e.status(t, c); st.StatusClaims.State != verify.StateRevoked {
+	if st := e.status(t, c); st.StatusClaims.State != fencegate.StateRevoked {
 		t.Errorf("grant of epoch 2 after the second bump: %s", st.StatusClaims.State)
 	}
 }
@@ -183,7 +184,7 @@ func testProofAfterSlowAcquire(t *testing.T, e *env) {
 	e.checkResult(t, res)
 	e.record(t, "status/slow", res.View.Lease.Fence)
 	// The lease is over by now; the registry says so.
-	if st := e.status(t, res); st.View.State != verify.StateExpired {
+	if st := e.status(t, res); st.View.State != fencegate.StateExpired {
 		t.Errorf("after the slow acquire: %s", st.View.State)
 	}
 	// A replay through the slow backend: the proof states EXPIRED.
@@ -192,7 +193,7 @@ func testProofAfterSlowAcquire(t *testing.T, e *env) {
 		t.Fatalf("replay: %v", err)
 	}
 	e.checkResult(t, again)
-	if again.StatusClaims.State != verify.StateExpired || !bytes.Equal(again.Grant, res.Grant) {
+	if again.StatusClaims.State != fencegate.StateExpired || !bytes.Equal(again.Grant, res.Grant) {
 		t.Errorf("replay after expiry: state %s same grant %v", again.StatusClaims.State, bytes.Equal(again.Grant, res.Grant))
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/verify"
 )
 
 // waitReq is a waiting acquire with a one-minute TTL.
@@ -66,7 +66,7 @@ func testWaitHandoffOnExpiry(t *testing.T, e *env) {
 	if w.View.Lease.IssuedAt != h.View.Lease.ExpiresAt {
 		t.Errorf("handoff at %d, holder expired at %d", w.View.Lease.IssuedAt, h.View.Lease.ExpiresAt)
 	}
-	if st := e.status(t, h); st.View.State != verify.StateExpired || st.View.Lease.EndedAt != h.View.Lease.ExpiresAt {
+	if st := e.status(t, h); st.View.State != fencegate.StateExpired || st.View.Lease.EndedAt != h.View.Lease.ExpiresAt {
 		t.Errorf("old holder: state %s endedAt %d", st.View.State, st.View.Lease.EndedAt)
 	}
 	e.waitQueued(t, 0)
@@ -183,13 +183,13 @@ func testWaitWakesOnRevocation(t *testing.T, e *env) {
 	if w1.View.Lease.IssuerEpoch != m.IssuerEpoch || w1.View.Lease.Fence <= h.View.Lease.Fence {
 		t.Errorf("after the bump: epoch %d (want %d), fence %d", w1.View.Lease.IssuerEpoch, m.IssuerEpoch, w1.View.Lease.Fence)
 	}
-	if st := e.status(t, h); st.View.State != verify.StateRevoked {
+	if st := e.status(t, h); st.View.State != fencegate.StateRevoked {
 		t.Errorf("old holder after the bump: %s", st.View.State)
 	}
 
 	ch = e.goAcquire(e.ctx, 0, waitReq(res, "owner-w2", "wv-2", 30*time.Second), nil)
 	e.waitQueued(t, 1)
-	p, err := reg().PutPolicy(e.ctx, registry.Policy{Pattern: res})
+	p, err := reg().PutPolicy(e.ctx, fencegate.Policy{Pattern: res})
 	if err != nil {
 		t.Fatalf("put policy: %v", err)
 	}
@@ -197,7 +197,7 @@ func testWaitWakesOnRevocation(t *testing.T, e *env) {
 	if w2.View.Lease.PolicyGeneration != p.Generation || w2.View.Lease.Fence <= w1.View.Lease.Fence {
 		t.Errorf("after the policy change: generation %d (want %d), fence %d", w2.View.Lease.PolicyGeneration, p.Generation, w2.View.Lease.Fence)
 	}
-	if st := e.status(t, w1); st.View.State != verify.StateRevoked {
+	if st := e.status(t, w1); st.View.State != fencegate.StateRevoked {
 		t.Errorf("holder under the old policy: %s", st.View.State)
 	}
 }

@@ -1,6 +1,6 @@
 // Package registrytest is the conformance suite of registry backends. Run
 // drives the real registry.Registry, with a real EdDSA signer from
-// registry/keys and a manual Clock, over a backend made by the caller, and
+// package keys and a manual Clock, over a backend made by the caller, and
 // checks the registry's safety rules end to end: fences strictly increase
 // and are never issued twice (across expiry, release, handoff, policy
 // changes, epoch bumps and restarts), acquires are idempotent per

@@ -11,9 +11,10 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock/clocktest"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -66,7 +67,7 @@ type Keys struct {
 	Bundle *verify.Bundle
 }
 
-// NewKeys generates an EdDSA (Ed25519) signing key with registry/keys and
+// NewKeys generates an EdDSA (Ed25519) signing key with package keys and
 // its trust bundle.
 func NewKeys(t testing.TB) Keys {
 	t.Helper()
@@ -314,7 +315,7 @@ func (e *env) tryAcquire(t testing.TB, req registry.AcquireRequest) (registry.Re
 		t.Errorf("acquire %+v answered with lease of %s/%s/%s", req, res.View.Lease.Resource, res.View.Lease.Owner, res.View.Lease.RequestID)
 	}
 	if !res.Existing {
-		if res.View.State != verify.StateHeld {
+		if res.View.State != fencegate.StateHeld {
 			t.Errorf("new grant %s is %s, want HELD", res.View.Lease.Lease, res.View.State)
 		}
 		e.record(t, req.Resource, res.View.Lease.Fence)
@@ -375,7 +376,7 @@ func (e *env) resource(t testing.TB, resource string) registry.ResourceView {
 type snapshot struct {
 	Meta      registry.Meta
 	Resources map[string]registry.ResourceView
-	Policies  []registry.Policy
+	Policies  []fencegate.Policy
 }
 
 func (e *env) snapshot(t testing.TB, resources ...string) snapshot {
@@ -409,7 +410,7 @@ func (e *env) unchanged(t testing.TB, what string, before snapshot) {
 // lease, and the proof is bounded: exp <= iat + MaxProofTTL and, for a
 // HELD proof, exp <= the lease's expiry. A HELD proof passes
 // verify.CheckStatus; any other state fails it with GRANT_NOT_HELD.
-func (e *env) checkResult(t testing.TB, res registry.Result) (*verify.Grant, *verify.Status) {
+func (e *env) checkResult(t testing.TB, res registry.Result) (*fencegate.Grant, *fencegate.Status) {
 	t.Helper()
 	l := res.View.Lease
 	g, digest, err := verify.ParseAndVerifyGrant(res.Grant, e.keys.Bundle)
@@ -448,7 +449,7 @@ func (e *env) checkResult(t testing.TB, res registry.Result) (*verify.Grant, *ve
 	policy := verify.StatusPolicy{MaxAge: MaxProofTTL}
 	checkAt := time.UnixMilli(int64(st.IssuedAt))
 	err = verify.CheckStatus(st, g, digest, checkAt, policy)
-	if st.State == verify.StateHeld {
+	if st.State == fencegate.StateHeld {
 		if st.ExpiresAt > uint64(l.ExpiresAt) {
 			t.Errorf("lease %s: HELD proof exp %d outlives the lease's expiry %d", l.Lease, st.ExpiresAt, l.ExpiresAt)
 		}

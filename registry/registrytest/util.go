@@ -8,14 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func sortPolicies(ps []registry.Policy) []registry.Policy {
+func sortPolicies(ps []fencegate.Policy) []fencegate.Policy {
 	out := slices.Clone(ps)
-	slices.SortFunc(out, func(a, b registry.Policy) int { return cmp.Compare(a.Pattern, b.Pattern) })
+	slices.SortFunc(out, func(a, b fencegate.Policy) int { return cmp.Compare(a.Pattern, b.Pattern) })
 	if len(out) == 0 {
 		return nil
 	}

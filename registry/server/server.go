@@ -24,10 +24,10 @@ import (
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/bolt"
 	"github.com/fencegate/fencegate/registry/httpapi"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/registry/redis"
 	"github.com/fencegate/fencegate/tlsfiles"

@@ -67,12 +67,14 @@ type Counters struct {
 	TxCommits uint64
 }
 
-// Store is the bolt backend. It implements store.Store.
+// Store is the bolt backend. It implements store.Store (the methods of
+// store.NewTxBackend over its transactions) and store.TxStore.
 type Store struct {
-	db        *bbolt.DB
-	bodyLimit int
-	grouping  Grouping
-	group     *boltgroup.Committer
+	txBackend
+
+	db       *bbolt.DB
+	grouping Grouping
+	group    *boltgroup.Committer
 
 	mu     sync.RWMutex // writers hold R while in flight; Close takes W
 	closed bool
@@ -82,7 +84,14 @@ type Store struct {
 	lastTx    atomic.Uint64
 }
 
-var _ store.Store = (*Store)(nil)
+// txBackend is the store.Store that store.NewTxBackend makes of a Store,
+// embedded so that its methods are the Store's.
+type txBackend = store.Store
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.TxStore = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the store file at path.
 func Open(path string, opts Options) (*Store, error) {
@@ -107,10 +116,11 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.MaxBatchDelay > 0 {
 		db.MaxBatchDelay = opts.MaxBatchDelay
 	}
-	s := &Store{db: db, bodyLimit: store.BodyLimit(opts.MaxResponseBody), grouping: opts.Grouping}
+	s := &Store{db: db, grouping: opts.Grouping}
 	if opts.Grouping == GroupCommit {
 		s.group = boltgroup.New(db, opts.MaxGroup)
 	}
+	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody})
 	return s, nil
 }
 
@@ -192,55 +202,49 @@ func (s *Store) committed(txID uint64) {
 	}
 }
 
-// transition is the shape of every state change: decide over the record and
-// (optionally) one receipt, then write the change atomically. It first
-// decides in a read-only transaction; only a change that writes goes to a
-// write transaction, where it is decided again on the latest state. f may run
-// several times and must set its outputs on every run.
-func (s *Store) transition(ctx context.Context, resource string, key *store.ReceiptKey,
-	f func(store.Record, *store.Receipt) (store.Change, error)) (store.Change, *store.Quarantine, error) {
-	var (
-		ch   store.Change
-		ferr error
-	)
-	decide := func(tx *bbolt.Tx) error {
-		rec, err := loadRecord(tx, resource)
-		if err != nil {
-			return err
-		}
-		var rc *store.Receipt
-		if key != nil {
-			if rc, err = loadReceipt(tx, *key); err != nil {
-				return err
-			}
-		}
-		ch, ferr = f(rec, rc)
-		return nil
+// errWrites ends the read-only run of an Update at its first write.
+var errWrites = errors.New("store: bolt: the transaction writes")
+
+// Update implements store.TxStore. fn runs in a read-only transaction
+// first, so that a decision to write nothing (BUSY, a replay, a repeated
+// ENFORCE, a compaction with nothing due) costs no fsync; at its first
+// write it runs again, on the latest state, in a durable write
+// transaction grouped per Options.
+func (s *Store) Update(ctx context.Context, _ string, fn func(store.Tx) error) error {
+	err := s.view(ctx, func(btx *bbolt.Tx) error { return fn(tx{t: btx}) })
+	if !errors.Is(err, errWrites) {
+		return err
 	}
-	if err := s.view(ctx, decide); err != nil {
-		return store.Change{}, nil, err
-	}
-	if ferr != nil || !ch.Writes() {
-		return ch, nil, ferr
-	}
-	var q *store.Quarantine
-	err := s.write(ctx, func(tx *bbolt.Tx) error {
-		q = nil
-		if err := decide(tx); err != nil {
-			return err
+	err = s.write(ctx, func(btx *bbolt.Tx) error {
+		t := tx{t: btx, wrote: new(bool)}
+		err := fn(t)
+		if err != nil && !*t.wrote && s.grouping == GroupCommit {
+			// A decision's refusal leaves the rest of the group alone.
+			return boltgroup.NoWrite(err)
 		}
-		if ferr != nil || !ch.Writes() {
-			return nil
-		}
-		var err error
-		q, err = applyChange(tx, ch)
 		return err
 	})
-	if err != nil {
-		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-			return store.Change{}, nil, store.ErrClosed
-		}
-		return store.Change{}, nil, err
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return store.ErrClosed
 	}
-	return ch, q, ferr
+	return err
+}
+
+// View implements store.TxStore.
+func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
+	return s.view(ctx, func(btx *bbolt.Tx) error { return fn(tx{t: btx}) })
+}
+
+// Generation implements store.Store: the ID in the meta bucket, written
+// when the file was created (or first opened by a version that keeps it).
+func (s *Store) Generation(ctx context.Context) (string, error) {
+	var g string
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		g = string(tx.Bucket(bucketMeta).Get(keyGeneration))
+		if err := store.ValidateGeneration(g); err != nil {
+			return fmt.Errorf("store: bolt: file generation %q: %v: %w", g, err, store.ErrCorrupt)
+		}
+		return nil
+	})
+	return g, err
 }

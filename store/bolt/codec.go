@@ -55,52 +55,33 @@ func loadReceipt(tx *bbolt.Tx, k store.ReceiptKey) (*store.Receipt, error) {
 	return &r, nil
 }
 
-// applyChange writes a change and keeps the indexes in step. It returns the
-// quarantine entry as stored (merged with an earlier one), if any.
-func applyChange(tx *bbolt.Tx, ch store.Change) (*store.Quarantine, error) {
-	if ch.WriteRecord {
-		r := ch.Record
-		key := []byte(r.Resource)
-		if err := put(tx.Bucket(bucketRecords), key, r); err != nil {
-			return nil, err
-		}
-		if err := setIndex(tx.Bucket(bucketInFlight), key, r.InFlight != nil); err != nil {
-			return nil, err
-		}
-		if err := setIndex(tx.Bucket(bucketPaused), key, r.Pause != nil); err != nil {
-			return nil, err
-		}
-	}
-	if ch.WriteReceipt {
-		r := ch.Receipt
-		rk := receiptKey(r.Key())
-		if err := put(tx.Bucket(bucketReceipts), rk, r); err != nil {
-			return nil, err
-		}
-		if err := tx.Bucket(bucketOps).Put(opKey(r.Resource, r.OperationID, r.Fence), rk); err != nil {
-			return nil, err
-		}
-	}
-	if ch.Quarantine == nil {
-		return nil, nil
-	}
-	q := *ch.Quarantine
-	b := tx.Bucket(bucketQuarantine)
-	key := quarantineKey(q.Resource, q.ID)
-	var prev store.Quarantine
-	ok, err := get(b, key, &prev)
-	if err != nil {
+// loadEnforcement returns the ledger entry of shape, or nil.
+func loadEnforcement(tx *bbolt.Tx, shape string) (*store.Enforcement, error) {
+	var e store.Enforcement
+	ok, err := get(tx.Bucket(bucketEnforcement), []byte(shape), &e)
+	if err != nil || !ok {
 		return nil, err
 	}
-	if ok {
-		q = q.Merge(prev)
+	if e.Shape != shape {
+		return nil, fmt.Errorf("store: bolt: enforcement entry under %q names %q: %w", shape, e.Shape, store.ErrCorrupt)
 	}
-	return &q, put(b, key, q)
+	return &e, nil
 }
 
-func setIndex(b *bbolt.Bucket, key []byte, present bool) error {
-	if present {
-		return b.Put(key, []byte{})
-	}
-	return b.Delete(key)
+// loadTrust returns the trust pins, by kid (the bucket's byte order).
+func loadTrust(tx *bbolt.Tx) ([]store.TrustedKey, error) {
+	b := tx.Bucket(bucketTrust)
+	out := []store.TrustedKey{}
+	err := b.ForEach(func(k, _ []byte) error {
+		var p store.TrustedKey
+		if _, err := get(b, k, &p); err != nil {
+			return err
+		}
+		if p.Kid != string(k) {
+			return fmt.Errorf("store: bolt: trust pin under %q names %q: %w", k, p.Kid, store.ErrCorrupt)
+		}
+		out = append(out, p)
+		return nil
+	})
+	return out, err
 }

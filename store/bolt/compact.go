@@ -2,13 +2,10 @@ package bolt
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"iter"
 
 	"go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/fencegate/fencegate/store"
 )
@@ -57,11 +54,25 @@ func mergeSorted(a, b []string) []string {
 	return out
 }
 
-// stamps yields the receipts of resource in ascending (fence, seq) order:
+// CompactResources lists the resources with receipts or quarantine
+// entries, in byte order.
+func (t tx) CompactResources() ([]string, error) {
+	withReceipts, err := groupResources(t.t.Bucket(bucketReceipts))
+	if err != nil {
+		return nil, err
+	}
+	withQuarantine, err := groupResources(t.t.Bucket(bucketQuarantine))
+	if err != nil {
+		return nil, err
+	}
+	return mergeSorted(withReceipts, withQuarantine), nil
+}
+
+// Stamps yields the receipts of resource in ascending (fence, seq) order:
 // the byte order of their keys.
-func stamps(tx *bbolt.Tx, resource string) iter.Seq2[store.ReceiptStamp, error] {
+func (t tx) Stamps(resource string) iter.Seq2[store.ReceiptStamp, error] {
 	return func(yield func(store.ReceiptStamp, error) bool) {
-		b := tx.Bucket(bucketReceipts)
+		b := t.t.Bucket(bucketReceipts)
 		prefix := receiptPrefix(resource)
 		c := b.Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -81,160 +92,69 @@ func stamps(tx *bbolt.Tx, resource string) iter.Seq2[store.ReceiptStamp, error] 
 	}
 }
 
-// planResource runs store.PlanCompaction for one resource.
-func planResource(tx *bbolt.Tx, resource string, in store.CompactInput, budget int) (store.CompactPlan, error) {
-	rec, err := loadRecord(tx, resource)
+// CompactSnapshot reads the record of resource, counts its receipts and
+// reads its quarantine entries.
+func (t tx) CompactSnapshot(resource string) (store.CompactSnapshot, error) {
+	rec, err := loadRecord(t.t, resource)
 	if err != nil {
-		return store.CompactPlan{}, err
+		return store.CompactSnapshot{}, err
 	}
+	snap := store.CompactSnapshot{Record: rec}
 	prefix := receiptPrefix(resource)
-	total := 0
-	c := tx.Bucket(bucketReceipts).Cursor()
+	c := t.t.Bucket(bucketReceipts).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		total++
+		snap.Receipts++
 	}
-	var qs []store.Quarantine
-	qb := tx.Bucket(bucketQuarantine)
+	qb := t.t.Bucket(bucketQuarantine)
 	qprefix := quarantinePrefix(resource)
 	qc := qb.Cursor()
 	for k, _ := qc.Seek(qprefix); k != nil && bytes.HasPrefix(k, qprefix); k, _ = qc.Next() {
 		var q store.Quarantine
 		if _, err := get(qb, k, &q); err != nil {
-			return store.CompactPlan{}, err
+			return store.CompactSnapshot{}, err
 		}
 		if q.Resource != resource {
-			return store.CompactPlan{}, fmt.Errorf("store: bolt: quarantine entry under %q names %q: %w", k, q.Resource, store.ErrCorrupt)
+			return store.CompactSnapshot{}, fmt.Errorf("store: bolt: quarantine entry under %q names %q: %w", k, q.Resource, store.ErrCorrupt)
 		}
-		qs = append(qs, q)
+		snap.Quarantine = append(snap.Quarantine, q)
 	}
-	return store.PlanCompaction(rec, total, stamps(tx, resource), qs, in, budget)
+	return snap, nil
 }
 
-// planAll plans a compaction over every resource, in byte order, until the
-// budget is spent. It returns the resources with something to delete and
-// whether more remains beyond the budget.
-func planAll(tx *bbolt.Tx, in store.CompactInput) (due []string, more bool, err error) {
-	withReceipts, err := groupResources(tx.Bucket(bucketReceipts))
+// DeleteReceipt deletes a receipt with its operation-ID index entry.
+func (t tx) DeleteReceipt(st store.ReceiptStamp) error {
+	b, err := t.bucket(bucketReceipts)
 	if err != nil {
-		return nil, false, err
+		return err
 	}
-	withQuarantine, err := groupResources(tx.Bucket(bucketQuarantine))
-	if err != nil {
-		return nil, false, err
+	if err := b.Delete(receiptKey(st.Key)); err != nil {
+		return err
 	}
-	budget := in.MaxDeletes
-	for _, resource := range mergeSorted(withReceipts, withQuarantine) {
-		if budget == 0 {
-			// Spent: only find out whether anything is left.
-			p, err := planResource(tx, resource, in, 1)
-			if err != nil {
-				return nil, false, err
-			}
-			if p.Deletes() > 0 {
-				return due, true, nil
-			}
-			continue
-		}
-		p, err := planResource(tx, resource, in, budget)
-		if err != nil {
-			return nil, false, err
-		}
-		if p.Deletes() > 0 {
-			due = append(due, resource)
-			budget -= p.Deletes()
-		}
-		if p.More {
-			return due, true, nil
-		}
-	}
-	return due, false, nil
+	return t.t.Bucket(bucketOps).Delete(opKey(st.Key.Resource, st.OperationID, st.Key.Fence))
 }
 
-// applyPlan deletes what p lists, with the operation-ID index entries of the
-// receipts.
-func applyPlan(tx *bbolt.Tx, resource string, p store.CompactPlan) error {
-	receipts, ops, quarantine := tx.Bucket(bucketReceipts), tx.Bucket(bucketOps), tx.Bucket(bucketQuarantine)
-	for _, st := range p.Receipts {
-		if err := receipts.Delete(receiptKey(st.Key)); err != nil {
-			return err
-		}
-		if err := ops.Delete(opKey(resource, st.OperationID, st.Key.Fence)); err != nil {
-			return err
-		}
+func (t tx) DeleteQuarantine(resource string, ids []string) error {
+	b, err := t.bucket(bucketQuarantine)
+	if err != nil {
+		return err
 	}
-	for _, id := range p.Quarantine {
-		if err := quarantine.Delete(quarantineKey(resource, id)); err != nil {
+	for _, id := range ids {
+		if err := b.Delete(quarantineKey(resource, id)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Compact implements store.Store. It plans in a read-only transaction (a
-// call with nothing to delete costs no fsync), then plans each resource
-// found again on the latest state and deletes, all in one durable write
-// transaction of at most MaxDeletes deletions.
-func (s *Store) Compact(ctx context.Context, in store.CompactInput) (store.CompactResult, error) {
-	if err := in.Validate(); err != nil {
-		return store.CompactResult{}, err
-	}
-	var (
-		due  []string
-		more bool
-	)
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		var err error
-		due, more, err = planAll(tx, in)
-		return err
-	})
-	if err != nil || len(due) == 0 {
-		return store.CompactResult{More: more}, err
-	}
-	var res store.CompactResult
-	err = s.write(ctx, func(tx *bbolt.Tx) error {
-		res = store.CompactResult{More: more}
-		for _, resource := range due {
-			budget := in.MaxDeletes - res.Receipts - res.Quarantine
-			if budget == 0 {
-				res.More = true
-				break
-			}
-			p, err := planResource(tx, resource, in, budget)
-			if err != nil {
-				return err
-			}
-			if err := applyPlan(tx, resource, p); err != nil {
-				return err
-			}
-			res.Receipts += len(p.Receipts)
-			res.Quarantine += len(p.Quarantine)
-			res.More = res.More || p.More
-		}
-		return nil
-	})
-	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-		return store.CompactResult{}, store.ErrClosed
-	}
-	if err != nil {
-		return store.CompactResult{}, err
-	}
-	return res, nil
-}
-
-// Stats implements store.Store. Bytes is the size of the file's data
+// Stats reads the store's size. Bytes is the size of the file's data
 // (bbolt's Tx.Size). It does not shrink after Compact: bbolt reuses freed
 // pages for later writes instead of returning them, so it stays flat once
 // retention balances new writes.
-func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
-	var st store.Stats
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		st = store.Stats{
-			Resources:   tx.Bucket(bucketRecords).Stats().KeyN,
-			Receipts:    tx.Bucket(bucketReceipts).Stats().KeyN,
-			Quarantined: tx.Bucket(bucketQuarantine).Stats().KeyN,
-			Bytes:       tx.Size(),
-		}
-		return nil
-	})
-	return st, err
+func (t tx) Stats() (store.Stats, error) {
+	return store.Stats{
+		Resources:   t.t.Bucket(bucketRecords).Stats().KeyN,
+		Receipts:    t.t.Bucket(bucketReceipts).Stats().KeyN,
+		Quarantined: t.t.Bucket(bucketQuarantine).Stats().KeyN,
+		Bytes:       t.t.Size(),
+	}, nil
 }

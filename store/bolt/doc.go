@@ -1,6 +1,12 @@
 // Package bolt is the embedded, durable fenced store backend and the default:
 // one bbolt file per sidecar.
 //
+// It is a store.TxStore (bolt.go) whose store.Tx is a bbolt transaction
+// (tx.go, compact.go) over the buckets below, JSON-encoded (codec.go,
+// schema.go); the Store methods are those of store.NewTxBackend, which
+// load, decide through the pure functions of package store and write the
+// change in one transaction.
+//
 // # Durability and grouping
 //
 // Every write runs in a bbolt read-write transaction with bbolt's default
@@ -25,11 +31,12 @@
 // drops another's write. Write functions are therefore re-runnable: they
 // re-read and re-decide every time.
 //
-// Decisions that write nothing (REPLAY, STALE_OWNER, BUSY, SEGMENT_GAP,
-// PAUSED, MUTATION_UNKNOWN without an expired marker, and errors such as
-// ErrNotInFlight) are answered from a read-only transaction and cost no
-// fsync; a read of a committed snapshot is linearizable. Anything that
-// writes is decided again inside the write transaction.
+// Update runs its function in a read-only transaction first: decisions that
+// write nothing (REPLAY, STALE_OWNER, BUSY, SEGMENT_GAP, PAUSED,
+// MUTATION_UNKNOWN without an expired marker, and errors such as
+// ErrNotInFlight) are answered from it and cost no fsync; a read of a
+// committed snapshot is linearizable. At its first write the function
+// stops and runs again, deciding anew, inside the write transaction.
 //
 // # File format
 //
@@ -69,9 +76,9 @@
 //
 // # Compaction
 //
-// Compact plans in a read-only transaction, walking each resource's receipts
-// from its oldest key and stopping at the first one kept, and, when there is
-// something to delete, plans those resources again and deletes in one durable
+// Compact is one Update: it plans in the read-only run, walking each
+// resource's receipts from its oldest key and stopping at the first one
+// kept, and, at the first deletion, plans again and deletes in one durable
 // write transaction of at most MaxDeletes deletions (receipts with their ops
 // index entries, quarantine entries). bbolt does not shrink the file: freed
 // pages are reused by later writes, so with retention the file stays flat.

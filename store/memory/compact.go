@@ -2,7 +2,6 @@ package memory
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"iter"
 	"slices"
@@ -50,122 +49,80 @@ func (s *Store) stamps(resource string) iter.Seq2[store.ReceiptStamp, error] {
 	}
 }
 
-// plan runs store.PlanCompaction for one resource.
-func (s *Store) plan(resource string, in store.CompactInput, budget int) (store.CompactPlan, error) {
-	var qs []store.Quarantine
-	for _, q := range s.quarantine[resource] {
-		qs = append(qs, q)
+// CompactResources lists the resources with receipts or quarantine
+// entries, in resource order.
+func (t tx) CompactResources() ([]string, error) {
+	out := make([]string, 0, len(t.s.byResource)+len(t.s.quarantine))
+	for resource := range t.s.byResource {
+		out = append(out, resource)
 	}
-	return store.PlanCompaction(s.peek(resource), len(s.byResource[resource]), s.stamps(resource), qs, in, budget)
+	for resource := range t.s.quarantine {
+		if _, ok := t.s.byResource[resource]; !ok {
+			out = append(out, resource)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
-// Compact implements store.Store. It runs under the store's mutex: it finds
-// the resources with something to delete (a bounded look at each), then
-// compacts them in resource order until MaxDeletes, so that a deterministic
-// simulation replays identically.
-func (s *Store) Compact(ctx context.Context, in store.CompactInput) (store.CompactResult, error) {
-	if err := in.Validate(); err != nil {
-		return store.CompactResult{}, err
+func (t tx) CompactSnapshot(resource string) (store.CompactSnapshot, error) {
+	snap := store.CompactSnapshot{Receipts: len(t.s.byResource[resource])}
+	if r := t.s.records[resource]; r != nil {
+		snap.Record = *r
 	}
-	if err := s.lock(ctx); err != nil {
-		return store.CompactResult{}, err
+	for _, q := range t.s.quarantine[resource] {
+		snap.Quarantine = append(snap.Quarantine, q)
 	}
-	defer s.mu.Unlock()
-	var due []string
-	consider := func(resource string) error {
-		p, err := s.plan(resource, in, 1)
-		if err != nil {
-			return err
-		}
-		if p.Deletes() > 0 {
-			due = append(due, resource)
-		}
-		return nil
-	}
-	for resource := range s.byResource {
-		if err := consider(resource); err != nil {
-			return store.CompactResult{}, err
-		}
-	}
-	for resource := range s.quarantine {
-		if _, ok := s.byResource[resource]; !ok {
-			if err := consider(resource); err != nil {
-				return store.CompactResult{}, err
-			}
-		}
-	}
-	slices.Sort(due)
-	var res store.CompactResult
-	for _, resource := range due {
-		budget := in.MaxDeletes - res.Receipts - res.Quarantine
-		if budget == 0 {
-			res.More = true // due[i:] have something to delete
-			break
-		}
-		p, err := s.plan(resource, in, budget)
-		if err != nil {
-			return res, err
-		}
-		if err := s.applyPlan(resource, p); err != nil {
-			return res, err
-		}
-		res.Receipts += len(p.Receipts)
-		res.Quarantine += len(p.Quarantine)
-		res.More = res.More || p.More
-	}
-	return res, nil
+	return snap, nil
 }
 
-// applyPlan deletes what p lists, keeping the operation-ID and compaction
-// indexes in step. The receipts of a plan are a prefix of the index.
-func (s *Store) applyPlan(resource string, p store.CompactPlan) error {
-	list := s.byResource[resource]
-	if len(p.Receipts) > len(list) {
-		return fmt.Errorf("store: memory: compact %q: plan longer than index: %w", resource, store.ErrCorrupt)
+func (t tx) Stamps(resource string) iter.Seq2[store.ReceiptStamp, error] { return t.s.stamps(resource) }
+
+// DeleteReceipt deletes a receipt, keeping the operation-ID and compaction
+// indexes in step.
+func (t tx) DeleteReceipt(st store.ReceiptStamp) error {
+	s, k := t.s, st.Key
+	delete(s.receipts, k)
+	ok := opKey{k.Resource, st.OperationID}
+	fences := s.ops[ok]
+	if i, found := slices.BinarySearch(fences, k.Fence); found {
+		fences = slices.Delete(fences, i, i+1)
 	}
-	for i, st := range p.Receipts {
-		if k := st.Key; k.Resource != resource || (fenceSeq{k.Fence, k.Seq}) != list[i] {
-			return fmt.Errorf("store: memory: compact %q: plan is not a prefix of the index: %w", resource, store.ErrCorrupt)
-		}
-	}
-	for _, st := range p.Receipts {
-		delete(s.receipts, st.Key)
-		ok := opKey{resource, st.OperationID}
-		fences := s.ops[ok]
-		if i, found := slices.BinarySearch(fences, st.Key.Fence); found {
-			fences = slices.Delete(fences, i, i+1)
-		}
-		if len(fences) == 0 {
-			delete(s.ops, ok)
-		} else {
-			s.ops[ok] = fences
-		}
-	}
-	if rest := list[len(p.Receipts):]; len(rest) == 0 {
-		delete(s.byResource, resource)
+	if len(fences) == 0 {
+		delete(s.ops, ok)
 	} else {
-		s.byResource[resource] = rest
+		s.ops[ok] = fences
 	}
-	if len(p.Quarantine) > 0 {
-		byID := s.quarantine[resource]
-		for _, id := range p.Quarantine {
-			delete(byID, id)
-		}
-		if len(byID) == 0 {
-			delete(s.quarantine, resource)
-		}
+	list := s.byResource[k.Resource]
+	if i, found := slices.BinarySearchFunc(list, fenceSeq{k.Fence, k.Seq}, compareFenceSeq); found {
+		list = slices.Delete(list, i, i+1)
+	} else {
+		return fmt.Errorf("store: memory: compact %v: not in the receipt index: %w", k, store.ErrCorrupt)
+	}
+	if len(list) == 0 {
+		delete(s.byResource, k.Resource)
+	} else {
+		s.byResource[k.Resource] = list
 	}
 	return nil
 }
 
-// Stats implements store.Store. Bytes is an estimate of the heap the store
+func (t tx) DeleteQuarantine(resource string, ids []string) error {
+	byID := t.s.quarantine[resource]
+	for _, id := range ids {
+		delete(byID, id)
+	}
+	if len(byID) == 0 {
+		delete(t.s.quarantine, resource)
+	}
+	return nil
+}
+
+// Stats reads the store's size. Bytes is an estimate of the heap the store
 // holds: the lengths of the strings, headers and bodies it keeps plus a fixed
 // overhead per entry for struct fields and map slots. It walks every entry.
-func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
-	if err := s.lock(ctx); err != nil {
-		return store.Stats{}, err
-	}
-	defer s.mu.Unlock()
+func (t tx) Stats() (store.Stats, error) {
+	s := t.s
 	st := store.Stats{Resources: len(s.records), Receipts: len(s.receipts)}
 	var n int64
 	for _, r := range s.records {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"github.com/fencegate/fencegate/store"
@@ -18,24 +17,25 @@ type Options struct {
 	Generation string
 }
 
-// Store is the in-memory backend. It implements store.Store.
+// Store is the in-memory backend. It implements store.Store (the methods
+// of store.NewTxBackend over its maps) and store.TxStore.
 type Store struct {
+	txBackend
+
 	mu         sync.Mutex
 	closed     bool
-	bodyLimit  int
 	records    map[string]*store.Record
 	receipts   map[store.ReceiptKey]*store.Receipt
 	ops        map[opKey][]uint64 // fences holding a receipt for the op ID, ascending
 	quarantine map[string]map[string]store.Quarantine
 	inFlight   map[string]struct{} // resources with a mutation in flight or unknown
 	paused     map[string]struct{} // paused resources
-
 	// byResource lists each resource's receipts in ascending (fence, seq)
 	// order, for compaction (compact.go).
 	byResource map[string][]fenceSeq
-	// ledger is the enforcement ledger by shape (enforcement.go).
+	// ledger is the enforcement ledger by shape.
 	ledger map[string]store.Enforcement
-	// pins are the trust pins (trust.go).
+	// pins are the trust pins.
 	pins []store.TrustedKey
 	// generation is the store's generation ID.
 	generation string
@@ -43,7 +43,14 @@ type Store struct {
 
 type opKey struct{ resource, operationID string }
 
-var _ store.Store = (*Store)(nil)
+// txBackend is the store.Store that store.NewTxBackend makes of a Store,
+// embedded so that its methods are the Store's.
+type txBackend = store.Store
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.TxStore = (*Store)(nil)
+)
 
 // New returns an empty memory store. It panics on an invalid
 // Options.Generation (a programming error).
@@ -55,9 +62,8 @@ func New(opts Options) *Store {
 	if err := store.ValidateGeneration(gen); err != nil {
 		panic("store/memory: " + err.Error())
 	}
-	return &Store{
+	s := &Store{
 		generation: gen,
-		bodyLimit:  store.BodyLimit(opts.MaxResponseBody),
 		records:    map[string]*store.Record{},
 		receipts:   map[store.ReceiptKey]*store.Receipt{},
 		ops:        map[opKey][]uint64{},
@@ -65,6 +71,8 @@ func New(opts Options) *Store {
 		inFlight:   map[string]struct{}{},
 		paused:     map[string]struct{}{},
 	}
+	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody})
+	return s
 }
 
 // lock takes the mutex unless ctx is done or the store closed.
@@ -80,70 +88,28 @@ func (s *Store) lock(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) record(resource string) store.Record {
-	if r := s.records[resource]; r != nil {
-		return r.Clone()
+// Update implements store.TxStore: fn runs under the store's mutex, which
+// makes it atomic (the writes of a transaction never fail half-way).
+func (s *Store) Update(ctx context.Context, _ string, fn func(store.Tx) error) error {
+	if err := s.lock(ctx); err != nil {
+		return err
 	}
-	return store.Record{}
+	defer s.mu.Unlock()
+	return fn(tx{s})
 }
 
-// peek returns the stored record without copying; the pure functions of
-// package store never modify their inputs.
-func (s *Store) peek(resource string) store.Record {
-	if r := s.records[resource]; r != nil {
-		return *r
-	}
-	return store.Record{}
+// View implements store.TxStore.
+func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
+	return s.Update(ctx, "", fn)
 }
 
-func (s *Store) receipt(k store.ReceiptKey) *store.Receipt {
-	if r := s.receipts[k]; r != nil {
-		c := r.Clone()
-		return &c
+// Generation implements store.Store: the ID chosen at New.
+func (s *Store) Generation(ctx context.Context) (string, error) {
+	if err := s.lock(ctx); err != nil {
+		return "", err
 	}
-	return nil
-}
-
-// apply writes a change; it returns the quarantine entry as stored.
-func (s *Store) apply(ch store.Change) *store.Quarantine {
-	if ch.WriteRecord {
-		r := ch.Record // fresh: a Change shares nothing with its inputs
-		s.records[r.Resource] = &r
-		setIndex(s.inFlight, r.Resource, r.InFlight != nil)
-		setIndex(s.paused, r.Resource, r.Pause != nil)
-	}
-	if ch.WriteReceipt {
-		r := ch.Receipt
-		s.receipts[r.Key()] = r
-		k := opKey{r.Resource, r.OperationID}
-		fences := s.ops[k]
-		if i, found := slices.BinarySearch(fences, r.Fence); !found {
-			s.ops[k] = slices.Insert(fences, i, r.Fence)
-		}
-		s.indexReceipt(r.Key())
-	}
-	if ch.Quarantine == nil {
-		return nil
-	}
-	q := *ch.Quarantine
-	byID := s.quarantine[q.Resource]
-	if byID == nil {
-		byID = map[string]store.Quarantine{}
-		s.quarantine[q.Resource] = byID
-	}
-	if prev, ok := byID[q.ID]; ok {
-		q = q.Merge(prev)
-	}
-	byID[q.ID] = q
-	return &q
-}
-
-func setIndex(index map[string]struct{}, resource string, present bool) {
-	if present {
-		index[resource] = struct{}{}
-	} else {
-		delete(index, resource)
-	}
+	defer s.mu.Unlock()
+	return s.generation, nil
 }
 
 // Close implements store.Store.

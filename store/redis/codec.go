@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -90,6 +92,24 @@ func decodeMismatch(what, under, names string) error {
 	return fmt.Errorf("store/redis: %s under %q names %q: %w", what, under, names, store.ErrCorrupt)
 }
 
-func u(v uint64) string { return strconv.FormatUint(v, 10) }
+// decodeTrust decodes the trust pins hash (kid → JSON store.TrustedKey),
+// by kid, and the total length of its values.
+func decodeTrust(m map[string]string) ([]store.TrustedKey, int, error) {
+	out := make([]store.TrustedKey, 0, len(m))
+	n := 0
+	for kid, v := range m {
+		var p store.TrustedKey
+		if err := decode([]byte(v), "trust pin "+kid, &p); err != nil {
+			return nil, 0, err
+		}
+		if p.Kid != kid {
+			return nil, 0, decodeMismatch("trust pin", kid, p.Kid)
+		}
+		out = append(out, p)
+		n += len(v)
+	}
+	slices.SortFunc(out, func(a, b store.TrustedKey) int { return strings.Compare(a.Kid, b.Kid) })
+	return out, n, nil
+}
 
-func errorsIsNil(err error) bool { return errors.Is(err, goredis.Nil) }
+func u(v uint64) string { return strconv.FormatUint(v, 10) }

@@ -4,26 +4,35 @@
 //
 // # One implementation of the acceptance rules
 //
-// Every transition decides through the pure functions of package store
-// (store.Decide, store.ApplyCommit, ApplyMarkUnknown, ApplyAbort,
-// ApplyResolve, ApplyPause, ApplyResume, ApplyRepair, ApplyEnforcement,
-// ApplyTrust, PlanCompaction),
-// exactly like store/memory and store/bolt, under optimistic concurrency:
+// The backend is a store.TxStore (txn.go) whose store.Tx is a WATCH and a
+// MULTI (tx.go, compact.go) over the keys below, JSON-encoded (codec.go);
+// the Store methods are those of store.NewTxBackend, which decide through
+// the pure functions of package store (store.Decide, store.DecideCommit,
+// DecideMarkUnknown, DecideAbort, DecideResolve, DecidePause,
+// DecideResume, DecideRepair, DecideEnforcement, DecideTrust,
+// PlanCompaction), exactly like store/memory and store/bolt, under
+// optimistic concurrency:
 //
 //  1. one pipeline WATCHes the resource's record key and quarantine hash
 //     (and, for Begin, Commit and Resolve, the receipt key of (fence, seq))
-//     and GETs the record and the receipt;
+//     and GETs the record and the receipt, with the server's TIME
+//     (tx.Load);
 //  2. the pure function decides on what was read;
-//  3. its Change is written in MULTI/EXEC: the record with the global
-//     indexes, the receipt with its indexes, the merged quarantine entry
-//     (read with HGET under the same WATCH), the counters. A decision
-//     that writes nothing still sends an empty MULTI/EXEC (a PING), so
-//     that the reads are confirmed to be one snapshot;
+//  3. its Change is queued and written in MULTI/EXEC: the record with the
+//     global indexes, the receipt with its indexes, the merged quarantine
+//     entry (read with HGET under the same WATCH), the counters. A
+//     decision that writes nothing still sends an empty MULTI/EXEC (a
+//     PING), so that the reads are confirmed to be one snapshot;
 //  4. EXEC returning nil (redis.TxFailedErr: a watched key changed) means
 //     another writer won the race: the attempt is discarded and re-run
 //     from step 1 after a jittered backoff, at most Options.MaxAttempts
 //     times (DefaultMaxAttempts); past that the call fails with
 //     ErrContention and has written nothing (fail closed).
+//
+// Reads (store.TxStore.View) go to the client as they come, each Tx read
+// one pipeline: Record one round trip, the list calls two (an index, then
+// what it names). Compact gives each resource its own transaction
+// (store.TxOptions.CompactEachResource), so a busy resource retries alone.
 //
 // So there is no second implementation of the decision table (a Lua script
 // would be one, and could drift). The price is two round trips per call

@@ -109,12 +109,14 @@ type Options struct {
 // Options.MaxAttempts times in a row. Nothing was written by that call.
 var ErrContention = errors.New("store/redis: too much contention on the resource")
 
-// Store is the Redis backend. It implements store.Store.
+// Store is the Redis backend. It implements store.Store (the methods of
+// store.NewTxBackend over its optimistic transactions) and store.TxStore.
 type Store struct {
+	txBackend
+
 	c           goredis.UniversalClient
 	owned       bool
 	k           keys
-	bodyLimit   int
 	maxAttempts int
 	callerClock bool
 	minReplicas int
@@ -123,7 +125,14 @@ type Store struct {
 	gen         generation
 }
 
-var _ store.Store = (*Store)(nil)
+// txBackend is the store.Store that store.NewTxBackend makes of a Store,
+// embedded so that its methods are the Store's.
+type txBackend = store.Store
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.TxStore = (*Store)(nil)
+)
 
 // Open connects to the server of opts.Addr, checks it answers PING and
 // that its maxmemory-policy is noeviction (see ErrEvictionPolicy and
@@ -206,9 +215,10 @@ func New(c goredis.UniversalClient, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("store/redis: expectedGeneration: %w", err)
 		}
 	}
-	s := &Store{c: c, k: keys{prefix: prefix}, bodyLimit: store.BodyLimit(opts.MaxResponseBody), maxAttempts: attempts, callerClock: opts.CallerClock,
+	s := &Store{c: c, k: keys{prefix: prefix}, maxAttempts: attempts, callerClock: opts.CallerClock,
 		minReplicas: opts.MinReplicas, replicaWait: opts.ReplicaTimeout}
 	s.gen.expected = opts.ExpectedGeneration
+	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody, CompactEachResource: true})
 	return s, nil
 }
 

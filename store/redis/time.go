@@ -6,8 +6,6 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-
-	"github.com/fencegate/fencegate/store"
 )
 
 // One clock for every replica.
@@ -21,7 +19,8 @@ import (
 // pipeline as its WATCHed reads (no extra round trip): the caller's Now is
 // replaced by TIME, and a Begin's Deadline and QuietAt by TIME plus the
 // windows the caller asked for (Deadline - Now, QuietAt - Now), so each
-// window keeps its length whatever the sidecar's clock says. A Resolve's
+// window keeps its length whatever the sidecar's clock says (tx.Now gives
+// the time; store.NewTxBackend decides at it, see store/tx_time.go). A Resolve's
 // evidence is an age (ResolveInput.EvidenceAge, measured on the caller's
 // monotonic clock), so it is placed at TIME minus that age: a sidecar whose
 // clock runs ahead of the server's cannot settle "not applied" before the
@@ -49,38 +48,4 @@ func serverTime(cmd *goredis.TimeCmd) (time.Time, error) {
 		return time.Time{}, wrap("read time", fmt.Errorf("implausible server time %v", t))
 	}
 	return t.UTC(), nil
-}
-
-// now is the current time a call without a snapshot decides at (ListUnknown):
-// the server's TIME, or caller with Options.CallerClock.
-func (s *Store) now(ctx context.Context, caller time.Time) (time.Time, error) {
-	if s.callerClock {
-		return caller, nil
-	}
-	cmd := s.c.Time(ctx)
-	return serverTime(cmd)
-}
-
-// at is the time a transition decides at: srv, the server's TIME read with
-// its snapshot, or the caller's own when srv is zero (Options.CallerClock).
-func at(caller, srv time.Time) time.Time {
-	if srv.IsZero() {
-		return caller
-	}
-	return srv
-}
-
-// beginAt moves a Begin to the server's time, keeping the lengths of the
-// in-flight and quiet windows the caller asked for (a zero QuietAt stays
-// zero: the marker's quiet time is then derived from its Deadline).
-func beginAt(in store.BeginInput, srv time.Time) store.BeginInput {
-	if srv.IsZero() {
-		return in
-	}
-	window := in.Deadline.Sub(in.Now)
-	if !in.QuietAt.IsZero() {
-		in.QuietAt = srv.Add(in.QuietAt.Sub(in.Now))
-	}
-	in.Now, in.Deadline = srv, srv.Add(window)
-	return in
 }

@@ -28,6 +28,51 @@ type final struct{ err error }
 
 func (d final) Error() string { return d.err.Error() }
 
+// Update implements store.TxStore with optimistic concurrency: fn reads
+// under WATCH (every read of the transaction WATCHes the keys it reads, in
+// the same round trip) and queues its writes, which go in one MULTI/EXEC;
+// a transaction that queued none still sends one (a PING), so that its
+// reads are confirmed to be one snapshot. A lost race (EXEC answering
+// nil) runs fn again after a jittered backoff, at most Options.MaxAttempts
+// times, then fails with ErrContention, having written nothing. An error
+// of fn ends the call as it is, without EXEC.
+func (s *Store) Update(ctx context.Context, op string, fn func(store.Tx) error) error {
+	ctx, err := s.enter(ctx)
+	if err != nil {
+		return err
+	}
+	return s.optimistic(ctx, op, func(rtx *goredis.Tx) error {
+		t := s.newTx(ctx, rtx)
+		if err := fn(t); err != nil {
+			return unwatch(ctx, rtx, final{err})
+		}
+		_, err := rtx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			if len(t.writes) == 0 {
+				p.Ping(ctx) // an empty EXEC confirms the snapshot
+			}
+			for _, w := range t.queued() {
+				w(ctx, p)
+			}
+			return nil
+		})
+		if err == nil && len(t.writes) > 0 {
+			err = s.replicated(ctx, rtx)
+		}
+		return err
+	})
+}
+
+// View implements store.TxStore: fn's reads go to the server as they
+// come, each method one round trip (or two: an index, then what it
+// names), without WATCH.
+func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
+	ctx, err := s.enter(ctx)
+	if err != nil {
+		return err
+	}
+	return fn(s.newTx(ctx, nil))
+}
+
 // optimistic runs attempt under WATCH until it commits (nil), fails for
 // another reason than a lost race, or loses maxAttempts times.
 func (s *Store) optimistic(ctx context.Context, op string, attempt func(tx *goredis.Tx) error) error {
@@ -59,207 +104,11 @@ func backoff(attempt int) time.Duration {
 	return rand.N(d) + 1
 }
 
-// snapshot is what a transition read of a resource under WATCH.
-type snapshot struct {
-	rec     store.Record
-	recLen  int
-	receipt *store.Receipt
-	// now is the server's TIME, read in the same round trip (zero when
-	// the store decides by the caller's clock: Options.CallerClock).
-	now time.Time
-}
-
-// transition reads the record of resource (and the receipt of key, if
-// set) under WATCH, lets f decide, and writes its Change in MULTI/EXEC;
-// a decision that writes nothing is confirmed by an empty EXEC, so the
-// two reads were one snapshot. It retries a lost race. It returns the
-// change, the quarantine entry as stored (merged), and the record read.
-//
-// f gets the server's time of the snapshot (zero with Options.CallerClock):
-// see at.
-func (s *Store) transition(ctx context.Context, op, resource string, key *store.ReceiptKey,
-	f func(store.Record, *store.Receipt, time.Time) (store.Change, error)) (store.Change, *store.Quarantine, store.Record, error) {
-	var (
-		ch   store.Change
-		q    *store.Quarantine
-		read store.Record
-	)
-	recKey, qKey := s.k.record(resource), s.k.quarantine(resource)
-	err := s.optimistic(ctx, op, func(tx *goredis.Tx) error {
-		ch, q, read = store.Change{}, nil, store.Record{}
-		snap, err := s.watchRead(ctx, tx, recKey, qKey, resource, key)
-		if err != nil {
-			return unwatch(ctx, tx, final{err})
-		}
-		read = snap.rec
-		ch, err = f(snap.rec, snap.receipt, snap.now)
-		if err != nil {
-			return unwatch(ctx, tx, final{err})
-		}
-		var prevQ []byte
-		if ch.Quarantine != nil {
-			if prevQ, err = raw(tx.HGet(ctx, qKey, ch.Quarantine.ID), "read quarantine"); err != nil {
-				return unwatch(ctx, tx, final{err})
-			}
-			merged := *ch.Quarantine
-			if prevQ != nil {
-				prev, err := decodeQuarantine(prevQ, resource, merged.ID)
-				if err != nil {
-					return unwatch(ctx, tx, final{err})
-				}
-				merged = merged.Merge(prev)
-			}
-			q = &merged
-		}
-		w, err := s.writes(snap, ch, q, prevQ)
-		if err != nil {
-			return unwatch(ctx, tx, final{err})
-		}
-		_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-			if len(w) == 0 {
-				p.Ping(ctx) // an empty EXEC confirms the snapshot
-			}
-			for _, fn := range w {
-				fn(ctx, p)
-			}
-			return nil
-		})
-		if err == nil && len(w) > 0 {
-			err = s.replicated(ctx, tx)
-		}
-		return err
-	})
-	return ch, q, read, err
-}
-
-// watchRead WATCHes the resource's record and quarantine keys (and the
-// receipt of key) and reads the record and the receipt, in one round trip.
-func (s *Store) watchRead(ctx context.Context, tx *goredis.Tx, recKey, qKey, resource string, key *store.ReceiptKey) (snapshot, error) {
-	watch := []any{"watch", recKey, qKey}
-	var rcKey string
-	if key != nil {
-		rcKey = s.k.receipt(*key)
-		watch = append(watch, rcKey)
-	}
-	expected, err := s.expect()
-	if err != nil {
-		return snapshot{}, err
-	}
-	var recCmd, rcCmd, genCmd *goredis.StringCmd
-	var timeCmd *goredis.TimeCmd
-	_, err = tx.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		p.Do(ctx, watch...)
-		recCmd = p.Get(ctx, recKey)
-		genCmd = s.readGeneration(ctx, p, expected)
-		if key != nil {
-			rcCmd = p.Get(ctx, rcKey)
-		}
-		timeCmd = s.readTime(ctx, p)
-		return nil
-	})
-	if err != nil && !errors.Is(err, goredis.Nil) {
-		return snapshot{}, wrap("read", err)
-	}
-	if err := s.confirmGeneration(genCmd, expected); err != nil {
-		return snapshot{}, err
-	}
-	recRaw, err := raw(recCmd, "read record")
-	if err != nil {
-		return snapshot{}, err
-	}
-	var snap snapshot
-	if snap.now, err = serverTime(timeCmd); err != nil {
-		return snapshot{}, err
-	}
-	if snap.rec, err = decodeRecord(recRaw, resource); err != nil {
-		return snapshot{}, err
-	}
-	snap.recLen = len(recRaw)
-	if key != nil {
-		rcRaw, err := raw(rcCmd, "read receipt")
-		if err != nil {
-			return snapshot{}, err
-		}
-		if snap.receipt, err = decodeReceipt(rcRaw, *key); err != nil {
-			return snapshot{}, err
-		}
-	}
-	return snap, nil
-}
-
 // unwatch releases the WATCH of an attempt that ends without EXEC and
 // returns err.
 func unwatch(ctx context.Context, tx *goredis.Tx, err error) error {
 	_ = tx.Unwatch(ctx).Err()
 	return err
-}
-
-// write is one queued command of a MULTI.
-type write func(context.Context, goredis.Pipeliner)
-
-// writes turns a change into the commands of its MULTI: the record with
-// the global indexes, the receipt with its operation and compaction
-// indexes, the merged quarantine entry, and the counters Stats reads.
-// prevQ is the stored quarantine entry q replaces, if any.
-func (s *Store) writes(snap snapshot, ch store.Change, q *store.Quarantine, prevQ []byte) ([]write, error) {
-	var w []write
-	var bytes int64
-	if ch.WriteRecord {
-		r := ch.Record
-		b, err := encode(r)
-		if err != nil {
-			return nil, err
-		}
-		bytes += int64(len(b) - snap.recLen)
-		res := r.Resource
-		w = append(w, func(ctx context.Context, p goredis.Pipeliner) {
-			p.Set(ctx, s.k.record(res), b, 0)
-			p.SAdd(ctx, s.k.all(), res)
-			setIndex(ctx, p, s.k.unknown(), res, r.InFlight != nil)
-			setIndex(ctx, p, s.k.paused(), res, r.Pause != nil)
-		})
-	}
-	if ch.WriteReceipt {
-		r := ch.Receipt
-		b, err := encode(r)
-		if err != nil {
-			return nil, err
-		}
-		bytes += int64(len(b))
-		w = append(w, func(ctx context.Context, p goredis.Pipeliner) {
-			p.Set(ctx, s.k.receipt(r.Key()), b, 0)
-			p.SAdd(ctx, s.k.ops(r.Resource, r.OperationID), u(r.Fence))
-			p.ZAdd(ctx, s.k.receipts(r.Resource), goredis.Z{Member: member(r.Fence, r.Seq)})
-			p.Incr(ctx, s.k.nReceipts())
-		})
-	}
-	if q != nil {
-		b, err := encode(*q)
-		if err != nil {
-			return nil, err
-		}
-		bytes += int64(len(b) - len(prevQ))
-		isNew := prevQ == nil
-		w = append(w, func(ctx context.Context, p goredis.Pipeliner) {
-			p.HSet(ctx, s.k.quarantine(q.Resource), q.ID, b)
-			p.SAdd(ctx, s.k.quarantined(), q.Resource)
-			if isNew {
-				p.Incr(ctx, s.k.nQuarantine())
-			}
-		})
-	}
-	if len(w) > 0 && bytes != 0 {
-		w = append(w, func(ctx context.Context, p goredis.Pipeliner) { p.IncrBy(ctx, s.k.bytes(), bytes) })
-	}
-	return w, nil
-}
-
-func setIndex(ctx context.Context, p goredis.Pipeliner, key, resource string, present bool) {
-	if present {
-		p.SAdd(ctx, key, resource)
-	} else {
-		p.SRem(ctx, key, resource)
-	}
 }
 
 // replicated waits for Options.MinReplicas replicas to acknowledge the

@@ -50,7 +50,7 @@ func kids(pins []store.TrustedKey) string {
 	return strings.Join(s, ",")
 }
 
-// runTrust checks TrustedKeys and RecordTrust (the rules are ApplyTrust's,
+// runTrust checks TrustedKeys and RecordTrust (the rules are DecideTrust's,
 // covered by its unit tests; here: stored, atomic, and the same in every
 // backend).
 func runTrust(t *testing.T, newStore Factory) {

@@ -1,5 +1,5 @@
 // Package verifytest provides test helpers for code that consumes package
-// verify: an Issuer with a real signing key (registry/keys), trust bundles,
+// verify: an Issuer with a real signing key (package keys), trust bundles,
 // realistic valid grants and status proofs, and raw signing for malformed
 // tokens. It is for tests only; every helper fails the test on error.
 //
@@ -18,7 +18,8 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
-	"github.com/fencegate/fencegate/registry/keys"
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -95,7 +96,7 @@ func (i *Issuer) Alg() jwa.SignatureAlgorithm { return i.signer.Alg() }
 // Key is the Issuer's private signing key (the secret for HS256).
 func (i *Issuer) Key() jwk.Key { return i.key }
 
-// Signer is the Issuer's registry/keys signer.
+// Signer is the Issuer's keys.Signer.
 func (i *Issuer) Signer() *keys.Signer { return i.signer }
 
 // Bundle returns a trust bundle holding this Issuer's key; see BundleOf.
@@ -160,10 +161,10 @@ func containsAlg(list []jwa.SignatureAlgorithm, a jwa.SignatureAlgorithm) bool {
 // DefaultOwner, fence DefaultFence, epoch 1, policy generation 1, iat Now),
 // with a grantId and requestId unique to this Issuer, after applying the
 // mutators in order.
-func (i *Issuer) Grant(mutators ...func(*verify.Grant)) verify.Grant {
+func (i *Issuer) Grant(mutators ...func(*fencegate.Grant)) fencegate.Grant {
 	i.n++
-	g := verify.Grant{
-		Schema:           verify.GrantSchema,
+	g := fencegate.Grant{
+		Schema:           fencegate.GrantSchema,
 		Issuer:           DefaultIssuer,
 		GrantID:          fmt.Sprintf("grant-%d", i.n),
 		Resource:         DefaultResource,
@@ -187,9 +188,9 @@ func (i *Issuer) Grant(mutators ...func(*verify.Grant)) verify.Grant {
 
 // Sign signs g as a lockGrant.v1 token (typ "lockGrant.v1"). It signs what
 // it is given: an invalid claim set gives a well-signed invalid token.
-func (i *Issuer) Sign(g verify.Grant) []byte {
+func (i *Issuer) Sign(g fencegate.Grant) []byte {
 	i.t.Helper()
-	tok, err := i.signer.Sign(verify.GrantSchema, g)
+	tok, err := i.signer.Sign(fencegate.GrantSchema, g)
 	if err != nil {
 		i.t.Fatalf("verifytest: sign grant: %v", err)
 	}
@@ -197,9 +198,9 @@ func (i *Issuer) Sign(g verify.Grant) []byte {
 }
 
 // SignStatus signs st as a lockStatus.v1 proof (typ "lockStatus.v1").
-func (i *Issuer) SignStatus(st verify.Status) []byte {
+func (i *Issuer) SignStatus(st fencegate.Status) []byte {
 	i.t.Helper()
-	tok, err := i.signer.Sign(verify.StatusSchema, st)
+	tok, err := i.signer.Sign(fencegate.StatusSchema, st)
 	if err != nil {
 		i.t.Fatalf("verifytest: sign status: %v", err)
 	}
@@ -219,16 +220,16 @@ func (i *Issuer) SignRaw(typ string, payload []byte) []byte {
 // StatusFor returns a HELD lockStatus.v1 claim set for the grant token and
 // its claims g, issued at now and expiring DefaultProofTTL later, with the
 // grant's epoch and policy generation as the current ones.
-func (i *Issuer) StatusFor(token []byte, g verify.Grant, now time.Time) verify.Status {
+func (i *Issuer) StatusFor(token []byte, g fencegate.Grant, now time.Time) fencegate.Status {
 	iat := uint64(now.UnixMilli())
-	return verify.Status{
-		Schema:           verify.StatusSchema,
+	return fencegate.Status{
+		Schema:           fencegate.StatusSchema,
 		Issuer:           g.Issuer,
-		GrantDigest:      verify.Digest(token),
+		GrantDigest:      fencegate.Digest(token),
 		Resource:         g.Resource,
 		Lease:            g.Lease,
 		FenceToken:       g.FenceToken,
-		State:            verify.StateHeld,
+		State:            fencegate.StateHeld,
 		BackendRevision:  g.BackendRevision,
 		PolicyGeneration: g.PolicyGeneration,
 		IssuerEpoch:      g.IssuerEpoch,

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/fencegate/fencegate/verify"
+	"github.com/fencegate/fencegate"
 )
 
 // Generators that attack the JWS envelope: the bytes, the header and the
@@ -52,28 +52,28 @@ func rawHeader(pairs ...string) []byte {
 
 var algNone = []variant{
 	{"grant alg none, empty signature", func(f *Fixture, r *rand.Rand, o *original) Tuple {
-		return onSide(o, 0, compact(rawHeader("alg", pick(r, noneAlgs), "kid", f.mainKid, "typ", verify.GrantSchema), o.gSeg[1], nil))
+		return onSide(o, 0, compact(rawHeader("alg", pick(r, noneAlgs), "kid", f.mainKid, "typ", fencegate.GrantSchema), o.gSeg[1], nil))
 	}},
 	{"grant alg none, original signature", func(f *Fixture, r *rand.Rand, o *original) Tuple {
-		return onSide(o, 0, compact(rawHeader("alg", pick(r, noneAlgs), "kid", f.mainKid, "typ", verify.GrantSchema), o.gSeg[1], o.gSeg[2]))
+		return onSide(o, 0, compact(rawHeader("alg", pick(r, noneAlgs), "kid", f.mainKid, "typ", fencegate.GrantSchema), o.gSeg[1], o.gSeg[2]))
 	}},
 	{"grant alg none without kid", func(f *Fixture, r *rand.Rand, o *original) Tuple {
-		return onSide(o, 0, compact(rawHeader("alg", "none", "typ", verify.GrantSchema), o.gSeg[1], nil))
+		return onSide(o, 0, compact(rawHeader("alg", "none", "typ", fencegate.GrantSchema), o.gSeg[1], nil))
 	}},
 	{"proof alg none, empty signature", func(f *Fixture, r *rand.Rand, o *original) Tuple {
-		return onSide(o, 1, compact(rawHeader("alg", pick(r, noneAlgs), "kid", f.mainKid, "typ", verify.StatusSchema), o.pSeg[1], nil))
+		return onSide(o, 1, compact(rawHeader("alg", pick(r, noneAlgs), "kid", f.mainKid, "typ", fencegate.StatusSchema), o.pSeg[1], nil))
 	}},
 	{"proof alg none, original signature", func(f *Fixture, r *rand.Rand, o *original) Tuple {
-		return onSide(o, 1, compact(rawHeader("alg", pick(r, noneAlgs), "kid", f.mainKid, "typ", verify.StatusSchema), o.pSeg[1], o.pSeg[2]))
+		return onSide(o, 1, compact(rawHeader("alg", pick(r, noneAlgs), "kid", f.mainKid, "typ", fencegate.StatusSchema), o.pSeg[1], o.pSeg[2]))
 	}},
 	{"forged grant and proof, both alg none", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		// The attacker's own claims: a higher fence, a matching proof.
 		g := o.grant
 		g.FenceToken++
-		gtok := compact(rawHeader("alg", "none", "kid", f.mainKid, "typ", verify.GrantSchema), mustJSON(g), nil)
+		gtok := compact(rawHeader("alg", "none", "kid", f.mainKid, "typ", fencegate.GrantSchema), mustJSON(g), nil)
 		st := o.proof
-		st.GrantDigest, st.FenceToken = verify.Digest(gtok), g.FenceToken
-		ptok := compact(rawHeader("alg", "none", "kid", f.mainKid, "typ", verify.StatusSchema), mustJSON(st), nil)
+		st.GrantDigest, st.FenceToken = fencegate.Digest(gtok), g.FenceToken
+		ptok := compact(rawHeader("alg", "none", "kid", f.mainKid, "typ", fencegate.StatusSchema), mustJSON(st), nil)
 		return Tuple{Grant: gtok, Proof: ptok, Resource: o.Resource, Owner: o.Owner}
 	}},
 }
@@ -120,10 +120,10 @@ var hsConfusion = []variant{
 		secret := f.hsSecrets(r)
 		g := o.grant
 		g.FenceToken++
-		gtok := signHS(secret, f.header("HS256", f.mainKid, verify.GrantSchema), mustJSON(g))
+		gtok := signHS(secret, f.header("HS256", f.mainKid, fencegate.GrantSchema), mustJSON(g))
 		st := o.proof
-		st.GrantDigest, st.FenceToken = verify.Digest(gtok), g.FenceToken
-		ptok := signHS(secret, f.header("HS256", f.mainKid, verify.StatusSchema), mustJSON(st))
+		st.GrantDigest, st.FenceToken = fencegate.Digest(gtok), g.FenceToken
+		ptok := signHS(secret, f.header("HS256", f.mainKid, fencegate.StatusSchema), mustJSON(st))
 		return Tuple{Grant: gtok, Proof: ptok, Resource: o.Resource, Owner: o.Owner}
 	}},
 }
@@ -235,7 +235,7 @@ var payloadSwap = []variant{
 		g.FenceToken++
 		gtok := compact(o.gSeg[0], mustJSON(g), o.gSeg[2])
 		st := o.proof
-		st.GrantDigest, st.FenceToken = verify.Digest(gtok), g.FenceToken
+		st.GrantDigest, st.FenceToken = fencegate.Digest(gtok), g.FenceToken
 		return Tuple{Grant: gtok, Proof: compact(o.pSeg[0], mustJSON(st), o.pSeg[2]), Resource: o.Resource, Owner: o.Owner}
 	}},
 }
@@ -255,11 +255,11 @@ var typConfusion = []variant{
 		return onSide(o, 1, o.Grant)
 	}},
 	{"grant claims under typ lockStatus.v1", func(f *Fixture, r *rand.Rand, o *original) Tuple {
-		tok := signEd(f.main, f.header("EdDSA", f.mainKid, verify.StatusSchema), o.gSeg[1])
+		tok := signEd(f.main, f.header("EdDSA", f.mainKid, fencegate.StatusSchema), o.gSeg[1])
 		return onSide(o, r.IntN(2), tok)
 	}},
 	{"proof claims under typ lockGrant.v1", func(f *Fixture, r *rand.Rand, o *original) Tuple {
-		tok := signEd(f.main, f.header("EdDSA", f.mainKid, verify.GrantSchema), o.pSeg[1])
+		tok := signEd(f.main, f.header("EdDSA", f.mainKid, fencegate.GrantSchema), o.pSeg[1])
 		return onSide(o, r.IntN(2), tok)
 	}},
 	{"near-miss typ", func(f *Fixture, r *rand.Rand, o *original) Tuple {
@@ -271,8 +271,8 @@ var typConfusion = []variant{
 	}},
 	{"grant claims with schema lockStatus.v1", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		g := o.grant
-		g.Schema = verify.StatusSchema
-		tok := signEd(f.main, f.header("EdDSA", f.mainKid, verify.StatusSchema), mustJSON(g))
+		g.Schema = fencegate.StatusSchema
+		tok := signEd(f.main, f.header("EdDSA", f.mainKid, fencegate.StatusSchema), mustJSON(g))
 		return onSide(o, 1, tok)
 	}},
 }

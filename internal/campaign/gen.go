@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 
-	"github.com/fencegate/fencegate/verify"
+	"github.com/fencegate/fencegate"
 )
 
 // mutation is one generated tuple, the original it was derived from and the
@@ -62,21 +62,21 @@ func mustJSON(v any) []byte {
 
 // signGrant signs grant claims with the trusted signing key, exactly as
 // the registry does.
-func (f *Fixture) signGrant(g verify.Grant) []byte {
-	return signEd(f.main, f.header("EdDSA", f.mainKid, verify.GrantSchema), mustJSON(g))
+func (f *Fixture) signGrant(g fencegate.Grant) []byte {
+	return signEd(f.main, f.header("EdDSA", f.mainKid, fencegate.GrantSchema), mustJSON(g))
 }
 
 // signProof signs proof claims with the trusted signing key.
-func (f *Fixture) signProof(st verify.Status) []byte {
-	return signEd(f.main, f.header("EdDSA", f.mainKid, verify.StatusSchema), mustJSON(st))
+func (f *Fixture) signProof(st fencegate.Status) []byte {
+	return signEd(f.main, f.header("EdDSA", f.mainKid, fencegate.StatusSchema), mustJSON(st))
 }
 
 // proofFor is o's proof restated, by the trusted key, for the grant token
 // gtok with claims g (what the registry would say of that grant), after
 // mut.
-func (f *Fixture) proofFor(o *original, gtok []byte, g verify.Grant, mut func(*verify.Status)) []byte {
+func (f *Fixture) proofFor(o *original, gtok []byte, g fencegate.Grant, mut func(*fencegate.Status)) []byte {
 	st := o.proof
-	st.GrantDigest = verify.Digest(gtok)
+	st.GrantDigest = fencegate.Digest(gtok)
 	st.Resource, st.Lease, st.FenceToken = g.Resource, g.Lease, g.FenceToken
 	if mut != nil {
 		mut(&st)
@@ -87,7 +87,7 @@ func (f *Fixture) proofFor(o *original, gtok []byte, g verify.Grant, mut func(*v
 // resigned is o with its grant claims changed by gmut and re-signed by the
 // trusted key, and a proof restated for the new grant and changed by pmut:
 // only the changed claims can make the sidecar reject it.
-func (f *Fixture) resigned(o *original, gmut func(*verify.Grant), pmut func(*verify.Status)) Tuple {
+func (f *Fixture) resigned(o *original, gmut func(*fencegate.Grant), pmut func(*fencegate.Status)) Tuple {
 	g := o.grant
 	if gmut != nil {
 		gmut(&g)
@@ -97,7 +97,7 @@ func (f *Fixture) resigned(o *original, gmut func(*verify.Grant), pmut func(*ver
 }
 
 // reproved is o with its own grant and a proof re-signed after pmut.
-func (f *Fixture) reproved(o *original, pmut func(*verify.Status)) Tuple {
+func (f *Fixture) reproved(o *original, pmut func(*fencegate.Status)) Tuple {
 	return Tuple{Grant: o.Grant, Proof: f.proofFor(o, o.Grant, o.grant, pmut), Resource: o.Resource, Owner: o.Owner}
 }
 
@@ -115,7 +115,7 @@ func onSide(o *original, side int, tok []byte) Tuple {
 // sideOf returns o's token, decoded segments and typ of side.
 func sideOf(o *original, side int) ([]byte, [3][]byte, string) {
 	if side == 0 {
-		return o.Grant, o.gSeg, verify.GrantSchema
+		return o.Grant, o.gSeg, fencegate.GrantSchema
 	}
-	return o.Proof, o.pSeg, verify.StatusSchema
+	return o.Proof, o.pSeg, fencegate.StatusSchema
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencegate/fencegate/verify"
+	"github.com/fencegate/fencegate"
 )
 
 // Generators that attack the claims: every token they make is signed by
@@ -19,7 +19,7 @@ func ms(t time.Time) uint64 { return uint64(t.UnixMilli()) }
 var digestSwap = []variant{
 	{"proof restated with another grant's digest", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		d := f.other(r, o).digest
-		return f.reproved(o, func(st *verify.Status) { st.GrantDigest = d })
+		return f.reproved(o, func(st *fencegate.Status) { st.GrantDigest = d })
 	}},
 	{"grant with another grant's proof", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		return onSide(o, 1, f.other(r, o).Proof)
@@ -36,17 +36,17 @@ var digestSwap = []variant{
 		default:
 			d = sha([]byte(enc.EncodeToString(o.gSeg[1])))
 		}
-		return f.reproved(o, func(st *verify.Status) { st.GrantDigest = d })
+		return f.reproved(o, func(st *fencegate.Status) { st.GrantDigest = d })
 	}},
 	{"digest in another form", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		d := pick(r, []string{strings.ToUpper(o.digest), strings.TrimPrefix(o.digest, "sha256:"),
 			"SHA256:" + strings.TrimPrefix(o.digest, "sha256:"), "sha512:" + strings.TrimPrefix(o.digest, "sha256:"),
 			o.digest + "0", o.digest[:len(o.digest)-1], o.digest + " "})
-		return f.reproved(o, func(st *verify.Status) { st.GrantDigest = d })
+		return f.reproved(o, func(st *fencegate.Status) { st.GrantDigest = d })
 	}},
 	{"proof for another lease or fence", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		oth := f.other(r, o)
-		return f.reproved(o, func(st *verify.Status) {
+		return f.reproved(o, func(st *fencegate.Status) {
 			switch r.IntN(3) {
 			case 0:
 				st.Lease = oth.grant.Lease
@@ -122,11 +122,11 @@ var wrongResource = []variant{
 	}},
 	{"grant re-signed for another resource", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		res := differentFrom(r, o.Resource, f.resources())
-		return f.resigned(o, func(g *verify.Grant) { g.Resource = res }, nil)
+		return f.resigned(o, func(g *fencegate.Grant) { g.Resource = res }, nil)
 	}},
 	{"proof re-signed for another resource", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		res := differentFrom(r, o.Resource, f.resources())
-		return f.reproved(o, func(st *verify.Status) { st.Resource = res })
+		return f.reproved(o, func(st *fencegate.Status) { st.Resource = res })
 	}},
 }
 
@@ -140,7 +140,7 @@ var wrongOwner = []variant{
 	}},
 	{"grant re-signed for another owner", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		owner := differentFrom(r, o.Owner, f.owners())
-		return f.resigned(o, func(g *verify.Grant) { g.Owner = owner }, nil)
+		return f.resigned(o, func(g *fencegate.Grant) { g.Owner = owner }, nil)
 	}},
 }
 
@@ -149,15 +149,15 @@ func genWrongOwner(f *Fixture, r *rand.Rand) mutation { return f.pickVariant(r, 
 var expired = []variant{
 	{"proof expired", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		exp := ms(Now) - uint64(r.IntN(3)*r.IntN(100_000))
-		return f.reproved(o, func(st *verify.Status) { st.ExpiresAt, st.IssuedAt = exp, exp-uint64(1+r.IntN(5000)) })
+		return f.reproved(o, func(st *fencegate.Status) { st.ExpiresAt, st.IssuedAt = exp, exp-uint64(1+r.IntN(5000)) })
 	}},
 	{"proof older than maxAge", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		iat := ms(Now.Add(-MaxAge)) - 1 - uint64(r.IntN(3)*r.IntN(1_000_000))
-		return f.reproved(o, func(st *verify.Status) { st.IssuedAt, st.ExpiresAt = iat, ms(Now)+1+uint64(r.IntN(5000)) })
+		return f.reproved(o, func(st *fencegate.Status) { st.IssuedAt, st.ExpiresAt = iat, ms(Now)+1+uint64(r.IntN(5000)) })
 	}},
 	{"proof issued in the future", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		iat := ms(Now.Add(ClockSkew)) + 1 + uint64(r.IntN(3)*r.IntN(1_000_000_000))
-		return f.reproved(o, func(st *verify.Status) { st.IssuedAt, st.ExpiresAt = iat, iat+uint64(MaxProofTTL.Milliseconds()) })
+		return f.reproved(o, func(st *fencegate.Status) { st.IssuedAt, st.ExpiresAt = iat, iat+uint64(MaxProofTTL.Milliseconds()) })
 	}},
 	{"expired lease, proof as the registry states it", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		// The lease ended before now; the registry says EXPIRED, or its
@@ -165,13 +165,13 @@ var expired = []variant{
 		leaseExp := ms(Now) - uint64(r.IntN(60_000))
 		gIat := leaseExp - uint64(grantTTL.Milliseconds())
 		held := r.IntN(2) == 0
-		return f.resigned(o, func(g *verify.Grant) { g.IssuedAt = gIat }, func(st *verify.Status) {
+		return f.resigned(o, func(g *fencegate.Grant) { g.IssuedAt = gIat }, func(st *fencegate.Status) {
 			if held {
 				st.IssuedAt = leaseExp - 1 - uint64(r.IntN(int(MaxProofTTL.Milliseconds())))
 				st.ExpiresAt = leaseExp
 				return
 			}
-			st.State = verify.StateExpired
+			st.State = fencegate.StateExpired
 		})
 	}},
 }
@@ -181,23 +181,23 @@ func genExpired(f *Fixture, r *rand.Rand) mutation { return f.pickVariant(r, exp
 var revokedEpoch = []variant{
 	{"grant and proof of a revoked epoch", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		e := uint64(r.IntN(MinEpoch))
-		return f.resigned(o, func(g *verify.Grant) { g.IssuerEpoch = e }, func(st *verify.Status) { st.IssuerEpoch = e })
+		return f.resigned(o, func(g *fencegate.Grant) { g.IssuerEpoch = e }, func(st *fencegate.Status) { st.IssuerEpoch = e })
 	}},
 	{"grant and proof of an epoch the sidecar has learned is old", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		e := uint64(MinEpoch + r.IntN(Epoch-MinEpoch))
-		return f.resigned(o, func(g *verify.Grant) { g.IssuerEpoch = e }, func(st *verify.Status) { st.IssuerEpoch = e })
+		return f.resigned(o, func(g *fencegate.Grant) { g.IssuerEpoch = e }, func(st *fencegate.Status) { st.IssuerEpoch = e })
 	}},
 	{"grant of an old epoch, proof of the current one", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		e := uint64(r.IntN(Epoch))
-		return f.resigned(o, func(g *verify.Grant) { g.IssuerEpoch = e }, nil)
+		return f.resigned(o, func(g *fencegate.Grant) { g.IssuerEpoch = e }, nil)
 	}},
 	{"proof of a newer epoch (the registry bumped it)", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		e := uint64(Epoch + 1 + r.IntN(3))
-		return f.reproved(o, func(st *verify.Status) { st.IssuerEpoch = e })
+		return f.reproved(o, func(st *fencegate.Status) { st.IssuerEpoch = e })
 	}},
 	{"proof of an older epoch than the grant", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		ge, pe := uint64(Epoch+1+r.IntN(3)), uint64(Epoch)
-		return f.resigned(o, func(g *verify.Grant) { g.IssuerEpoch = ge }, func(st *verify.Status) { st.IssuerEpoch = pe })
+		return f.resigned(o, func(g *fencegate.Grant) { g.IssuerEpoch = ge }, func(st *fencegate.Status) { st.IssuerEpoch = pe })
 	}},
 }
 
@@ -206,15 +206,15 @@ func genRevokedEpoch(f *Fixture, r *rand.Rand) mutation { return f.pickVariant(r
 var stalePolicy = []variant{
 	{"grant of an older policy generation", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		p := uint64(r.IntN(Policy))
-		return f.resigned(o, func(g *verify.Grant) { g.PolicyGeneration = p }, nil)
+		return f.resigned(o, func(g *fencegate.Grant) { g.PolicyGeneration = p }, nil)
 	}},
 	{"policy changed since the grant", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		p := uint64(Policy + 1 + r.IntN(3))
-		return f.reproved(o, func(st *verify.Status) { st.PolicyGeneration = p })
+		return f.reproved(o, func(st *fencegate.Status) { st.PolicyGeneration = p })
 	}},
 	{"proof of an older generation than the grant", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		gp := uint64(Policy + 1 + r.IntN(3))
-		return f.resigned(o, func(g *verify.Grant) { g.PolicyGeneration = gp }, nil)
+		return f.resigned(o, func(g *fencegate.Grant) { g.PolicyGeneration = gp }, nil)
 	}},
 }
 
@@ -222,12 +222,12 @@ func genStalePolicy(f *Fixture, r *rand.Rand) mutation { return f.pickVariant(r,
 
 var notHeld = []variant{
 	{"proof of an ended lease", func(f *Fixture, r *rand.Rand, o *original) Tuple {
-		s := pick(r, []string{verify.StateExpired, verify.StateReleased, verify.StateRevoked})
-		return f.reproved(o, func(st *verify.Status) { st.State = s })
+		s := pick(r, []string{fencegate.StateExpired, fencegate.StateReleased, fencegate.StateRevoked})
+		return f.reproved(o, func(st *fencegate.Status) { st.State = s })
 	}},
 	{"proof with a near-miss state", func(f *Fixture, r *rand.Rand, o *original) Tuple {
 		s := pick(r, []string{"held", "Held", "HELD ", " HELD", "HELD\u0000", "ACTIVE", "", "HELD,EXPIRED", "H\u0415LD"})
-		return f.reproved(o, func(st *verify.Status) { st.State = s })
+		return f.reproved(o, func(st *fencegate.Status) { st.State = s })
 	}},
 }
 

@@ -7,10 +7,10 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
-	"github.com/fencegate/fencegate/verify"
+	"github.com/fencegate/fencegate"
 )
 
-// SignBundle makes a signed trust bundle (verify.BundleSchema): a compact
+// SignBundle makes a signed trust bundle (fencegate.BundleSchema): a compact
 // JWS signed by s whose payload is the JWK set with its schema, issue time
 // iat and expiry exp (Unix milliseconds). A sidecar that has pinned s's
 // key pins the set's other keys when it loads the bundle, if the bundle is
@@ -20,8 +20,8 @@ func SignBundle(s *Signer, set jwk.Set, iat, exp time.Time) ([]byte, error) {
 	if set == nil || set.Len() == 0 {
 		return nil, fmt.Errorf("keys: sign bundle: no keys")
 	}
-	if set.Len() > verify.MaxBundleKeys {
-		return nil, fmt.Errorf("keys: sign bundle: %d keys, at most %d", set.Len(), verify.MaxBundleKeys)
+	if set.Len() > fencegate.MaxBundleKeys {
+		return nil, fmt.Errorf("keys: sign bundle: %d keys, at most %d", set.Len(), fencegate.MaxBundleKeys)
 	}
 	if !exp.After(iat) || iat.UnixMilli() <= 0 {
 		return nil, fmt.Errorf("keys: sign bundle: exp %s must be after iat %s", exp.Format(time.RFC3339), iat.Format(time.RFC3339))
@@ -41,9 +41,9 @@ func SignBundle(s *Signer, set jwk.Set, iat, exp time.Time) ([]byte, error) {
 		IAT    int64           `json:"iat"`
 		EXP    int64           `json:"exp"`
 		Keys   json.RawMessage `json:"keys"`
-	}{verify.BundleSchema, iat.UnixMilli(), exp.UnixMilli(), ks.Keys})
+	}{fencegate.BundleSchema, iat.UnixMilli(), exp.UnixMilli(), ks.Keys})
 	if err != nil {
 		return nil, fmt.Errorf("keys: sign bundle: %w", err)
 	}
-	return s.SignPayload(verify.BundleSchema, payload)
+	return s.SignPayload(fencegate.BundleSchema, payload)
 }

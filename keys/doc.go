@@ -1,4 +1,5 @@
-// Package keys creates, stores and loads the registry's signing keys and
+// Package keys creates, stores and loads signing keys, signs grants,
+// status proofs and trust bundles with them (Signer, SignBundle) and
 // builds trust bundles (JWK sets) from them.
 //
 // A signing key is a private JWK with "kid" and "alg" set (EdDSA with
@@ -7,4 +8,9 @@
 // HS256 the shared secret itself, which is why an HS256 bundle must be kept
 // as secret as the signing key and is never published on
 // /.well-known/jwks.json.
+//
+// The registry signs with it, the fencegate keys subcommand manages key
+// files with it and verify/verifytest mints real tokens with it. It
+// imports only the root package (the contract: schema names, algorithm
+// names, MaxBundleKeys) and jwx, so none of them compiles the registry.
 package keys

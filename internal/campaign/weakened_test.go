@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -43,8 +44,8 @@ func unsecured(tok []byte, dst any) bool {
 
 func (c algNoneAccepted) Check(t Tuple) error {
 	s := c.real
-	g := new(verify.Grant)
-	digest := verify.Digest(t.Grant)
+	g := new(fencegate.Grant)
+	digest := fencegate.Digest(t.Grant)
 	if !unsecured(t.Grant, g) {
 		var err error
 		if g, digest, err = verify.ParseAndVerifyGrant(t.Grant, s.Bundle, s.Options...); err != nil {
@@ -54,7 +55,7 @@ func (c algNoneAccepted) Check(t Tuple) error {
 	if err := verify.CheckBinding(g, t.Resource, t.Owner); err != nil {
 		return err
 	}
-	st := new(verify.Status)
+	st := new(fencegate.Status)
 	if !unsecured(t.Proof, st) {
 		var err error
 		if st, err = verify.ParseAndVerifyStatus(t.Proof, s.Bundle, s.Options...); err != nil {

@@ -1,25 +1,10 @@
-package verify
+package fencegate
 
-import "github.com/fencegate/fencegate"
-
-// Schema names carried in the "schema" claim and in the JWS "typ" header.
-const (
-	GrantSchema  = "lockGrant.v1"
-	StatusSchema = "lockStatus.v1"
-)
-
-// Lease states reported by a lockStatus.v1 proof.
-const (
-	StateHeld     = "HELD"
-	StateExpired  = "EXPIRED"
-	StateReleased = "RELEASED"
-	StateRevoked  = "REVOKED"
-)
-
-// Grant is the claim set of a lockGrant.v1 token. Every field is required
-// but Lineage. Integers are unsigned 64-bit and are decoded exactly (never
-// through float64), so fence tokens above 2^53 survive a round trip. Times
-// are Unix milliseconds.
+// Grant is the claim set of a lockGrant.v1 token (GrantSchema). Every
+// field is required but Lineage. Integers are unsigned 64-bit and are
+// decoded exactly (never through float64), so fence tokens above 2^53
+// survive a round trip. Times are Unix milliseconds. Package verify
+// decodes and checks it; the registry issues it.
 type Grant struct {
 	Schema           string `json:"schema"`
 	Issuer           string `json:"iss"`
@@ -37,16 +22,18 @@ type Grant struct {
 	OpClass          string `json:"opClass"`
 	IssuedAt         uint64 `json:"iat"`
 	// Lineage is the issuing registry's issuer lineage (see
-	// fencegate.ValidateLineage), the only optional claim: "" when the
-	// grant has none (a registry older than the claim). The registry
-	// always issues it.
+	// ValidateLineage), the only optional claim: "" when the grant has
+	// none (a registry older than the claim). The registry always issues
+	// it.
 	Lineage string `json:"lineage,omitempty"`
 }
 
-// Status is the claim set of a lockStatus.v1 proof: a short-lived, signed
-// statement of a grant's state. ExpiresAt never passes the lease's expiry.
-// PolicyGeneration and IssuerEpoch are the registry's current values for the
-// resource at IssuedAt, not the grant's.
+// Status is the claim set of a lockStatus.v1 proof (StatusSchema): a
+// short-lived, signed statement of a grant's state (one of the State*
+// lease states). ExpiresAt never passes the lease's expiry.
+// PolicyGeneration and IssuerEpoch are the registry's current values for
+// the resource at IssuedAt, not the grant's. GrantDigest is the Digest of
+// the grant's token.
 type Status struct {
 	Schema           string `json:"schema"`
 	Issuer           string `json:"iss"`
@@ -61,7 +48,3 @@ type Status struct {
 	IssuedAt         uint64 `json:"iat"`
 	ExpiresAt        uint64 `json:"exp"`
 }
-
-// Digest returns the grantDigest of a compact JWS: "sha256:" followed by the
-// lowercase hex SHA-256 of the exact token bytes.
-func Digest(token []byte) string { return fencegate.Digest(token) }

@@ -12,8 +12,9 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/keys"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -71,8 +72,8 @@ type Fixture struct {
 // original is one accepted tuple with its claims and decoded segments.
 type original struct {
 	Tuple
-	grant   verify.Grant
-	proof   verify.Status
+	grant   fencegate.Grant
+	proof   fencegate.Status
 	digest  string
 	gSeg    [3][]byte // decoded header, payload, signature of the grant
 	pSeg    [3][]byte // ... of the proof
@@ -175,18 +176,18 @@ func (f *Fixture) makeOriginal(i int, resource, owner string, fence uint64) (*or
 		Resource: resource, Owner: owner, RequestID: fmt.Sprintf("req-%d", i+1), OpClass: "write", Lineage: Lineage,
 		Fence: fence, IssuerEpoch: Epoch, PolicyGeneration: Policy, Revision: uint64(100 + i),
 		TTLMs: uint64(grantTTL / time.Millisecond), IssuedAt: iat, ExpiresAt: iat + grantTTL.Milliseconds(),
-		State: verify.StateHeld,
+		State: fencegate.StateHeld,
 	}
 	g := registry.GrantClaims(rec, issuer)
-	gtok, err := f.signer.Sign(verify.GrantSchema, &g)
+	gtok, err := f.signer.Sign(fencegate.GrantSchema, &g)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrFixture, err)
 	}
-	rec.Token, rec.Digest = string(gtok), verify.Digest(gtok)
-	view := registry.LeaseView{Lease: rec, State: verify.StateHeld,
+	rec.Token, rec.Digest = string(gtok), fencegate.Digest(gtok)
+	view := registry.LeaseView{Lease: rec, State: fencegate.StateHeld,
 		Meta: registry.Meta{IssuerEpoch: Epoch, Revision: uint64(200 + i)}, PolicyGeneration: Policy}
 	st := registry.ProofClaims(view, issuer, Now.Add(-proofAge), MaxProofTTL)
-	ptok, err := f.signer.Sign(verify.StatusSchema, &st)
+	ptok, err := f.signer.Sign(fencegate.StatusSchema, &st)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrFixture, err)
 	}
@@ -203,7 +204,7 @@ func (f *Fixture) makeOriginal(i int, resource, owner string, fence uint64) (*or
 	if again := compact(o.gSeg[0], o.gSeg[1], ed25519.Sign(f.main, signingInput(o.gSeg[0], o.gSeg[1]))); !bytes.Equal(again, gtok) {
 		return nil, fmt.Errorf("%w: raw Ed25519 signing differs from keys.Signer", ErrFixture)
 	}
-	if !bytes.Equal(o.gSeg[0], f.header("EdDSA", f.mainKid, verify.GrantSchema)) {
+	if !bytes.Equal(o.gSeg[0], f.header("EdDSA", f.mainKid, fencegate.GrantSchema)) {
 		return nil, fmt.Errorf("%w: header %s differs from the generators' header", ErrFixture, o.gSeg[0])
 	}
 	if err := f.sidecar.Check(o.Tuple); err != nil {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fencegate/fencegate/verify"
+	"github.com/fencegate/fencegate"
 )
 
 // Generators that attack the JSON of the payload and header: duplicated
@@ -80,7 +80,7 @@ func genDuplicateMembers(f *Fixture, r *rand.Rand) mutation {
 	_, seg, typ := sideOf(o, side)
 	if r.IntN(4) == 0 {
 		dups := [][2]string{{"alg", "EdDSA"}, {"alg", "none"}, {"alg", "HS256"}, {"kid", f.mainKid}, {"kid", f.rotKid},
-			{"typ", typ}, {"typ", verify.GrantSchema}, {"typ", verify.StatusSchema}}
+			{"typ", typ}, {"typ", fencegate.GrantSchema}, {"typ", fencegate.StatusSchema}}
 		d := pick(r, dups)
 		members := [][2]string{{"alg", "EdDSA"}, {"kid", f.mainKid}, {"typ", typ}}
 		at := r.IntN(len(members) + 1)

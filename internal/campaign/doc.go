@@ -54,4 +54,11 @@
 //
 // A panic of a check is recorded as a failure of the campaign, never
 // silently recovered into a rejection.
+//
+// # Where it runs
+//
+// The fencegate campaign subcommand (cmd/fencegate, run in full by
+// .ci/soak) and this package's tests drive it. It is internal and sits
+// above the registry: it issues its originals with the registry's code,
+// which package verify, the pure verifier it attacks, must never import.
 package campaign

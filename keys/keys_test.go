@@ -10,7 +10,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/registry/keys"
+	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/verify"
 )
 
@@ -40,7 +40,7 @@ func TestGenerateSaveLoadSignVerify(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tok, err := s.Sign(verify.GrantSchema, map[string]string{"x": "y"})
+			tok, err := s.Sign(fencegate.GrantSchema, map[string]string{"x": "y"})
 			if err != nil {
 				t.Fatal(err)
 			}
