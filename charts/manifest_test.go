@@ -14,7 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/fencegate/fencegate/proxy"
+	proxyserver "github.com/fencegate/fencegate/proxy/server"
 	"github.com/fencegate/fencegate/registry/server"
 )
 
@@ -177,7 +177,7 @@ func checkConfigs(t *testing.T, objs []object) (proxies, registries int) {
 			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := proxy.LoadConfig(path)
+			cfg, err := proxyserver.Load(path)
 			if err != nil {
 				t.Errorf("ConfigMap/%s: proxy.yaml does not load: %v\n%s", o.name(), err, text)
 				continue

@@ -90,7 +90,7 @@ func startStack() (*stack, error) {
 	go func() { _ = bsrv.Serve(bln) }()
 	s.stops = append(s.stops, func() { bsrv.Close() })
 
-	pc := proxy.Config{
+	pc := proxyserver.Config{
 		Listen:  "127.0.0.1:0",
 		Backend: proxy.BackendConfig{URL: "http://" + bln.Addr().String(), Timeout: 10 * time.Second},
 		Routes: []proxy.RouteConfig{
@@ -101,9 +101,9 @@ func startStack() (*stack, error) {
 		},
 		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:    proxy.TrustConfig{Bundle: filepath.Join(rc.DataDir, "keys", "jwks.json")},
-		Registry: proxy.RegistryConfig{URL: s.regURL},
-		Store:    proxy.StoreConfig{Backend: "memory"},
-		Admin:    proxy.AdminConfig{Listen: "127.0.0.1:0"},
+		Registry: proxyserver.RegistryConfig{URL: s.regURL},
+		Store:    proxyserver.StoreConfig{Backend: "memory"},
+		Admin:    proxyserver.AdminConfig{Listen: "127.0.0.1:0"},
 		DataDir:  filepath.Join(dir, "sidecar"),
 	}
 	ps, err := proxyserver.New(pc, log, nil)

@@ -185,17 +185,14 @@ func newHandlerBench(b *testing.B, cache bool) *handlerBench {
 		b.Fatal(err)
 	}
 	cfg := proxy.Config{
-		Listen:  "127.0.0.1:0",
 		Backend: proxy.BackendConfig{URL: "http://backend.invalid", Timeout: time.Second},
 		Routes: []proxy.RouteConfig{
 			{Method: "PUT", Path: "/v1/docs/{id}", Resource: "doc/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof, MaxAge: 5 * time.Second}},
 			{Method: "POST", Path: "/v1/docs/{id}", Resource: "doc/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusRegistry}},
 		},
-		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
-		Trust:    proxy.TrustConfig{Bundle: bundlePath},
-		Registry: proxy.RegistryConfig{URL: regSrv.URL, Timeout: time.Second},
-		Store:    proxy.StoreConfig{Backend: "memory"},
-		DataDir:  dir,
+		Identity:      identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:         proxy.TrustConfig{Bundle: bundlePath},
+		StatusTimeout: time.Second,
 	}
 	back := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

@@ -1,59 +1,82 @@
 package proxy_test
 
 import (
-	"os"
+	"context"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-chi/chi/v5"
+	"github.com/lestrrat-go/jwx/v2/jwa"
+
+	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
+	storemem "github.com/fencegate/fencegate/store/memory"
+	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
-func TestExampleConfigLoadsAndValidates(t *testing.T) {
-	c, err := proxy.LoadConfig("../docs/proxy.example.yaml")
-	if err != nil {
-		t.Fatal(err)
+// validConfig is a pipeline configuration Validate accepts (defaults
+// filled). The file's (proxy/server.Config) has its own.
+func validConfig(t *testing.T) proxy.Config {
+	c := proxy.Config{
+		Backend:  proxy.BackendConfig{URL: "http://127.0.0.1:8080"},
+		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof}}},
+		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:    proxy.TrustConfig{Bundle: filepath.Join(t.TempDir(), "jwks.json")},
 	}
+	c.SetDefaults()
 	if err := c.Validate(); err != nil {
-		t.Fatalf("the documented example does not validate:\n%v", err)
+		t.Fatalf("the base configuration does not validate: %v", err)
 	}
-	if len(c.Routes) != 2 || c.Routes[0].Resource != "invoice-batch/{id}" || !c.Routes[0].IdempotencyKey {
-		t.Fatalf("routes: %+v", c.Routes)
-	}
+	return c
 }
 
-// TestValidateReportsEveryError: one Validate call names every problem.
-func TestValidateReportsEveryError(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "bad.yaml")
-	os.WriteFile(path, []byte(`
-listen: nope
-backend: {url: ftp://x}
-routes:
-  - {method: GET, path: "items/{id}", resource: "item/{other}", mode: loud, status: {mode: psychic}}
-identity: {mode: header}
-store: {backend: floppy}
-unmatchedMutations: maybe
-`), 0o600)
-	c, err := proxy.LoadConfig(path)
+// TestValidateIsPure: Validate accepts a route with an extension method
+// without making it known to chi (its table is process-wide); New does,
+// when it builds the router.
+func TestValidateIsPure(t *testing.T) {
+	const method = "FENCEGATEVALIDATEPURE"
+	known := func() (ok bool) {
+		defer func() { ok = recover() == nil }()
+		chi.NewRouter().Method(method, "/", http.NotFoundHandler())
+		return true
+	}
+	c := validConfig(t)
+	c.Trust.Bundle = verifytest.BundleFile(t, verifytest.NewIssuer(t, jwa.EdDSA))
+	c.Routes[0].Method = method
+	if err := c.Validate(); err != nil {
+		t.Fatalf("an extension method refused: %v", err)
+	}
+	if known() {
+		t.Fatalf("Validate registered %s with chi", method)
+	}
+	p, err := proxy.New(proxy.Options{Config: c, Store: storemem.New(storemem.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = c.Validate()
-	if err == nil {
-		t.Fatal("a broken config validated")
-	}
-	for _, want := range []string{"listen:", "backend.url", "routes[0].method", "routes[0].path", "{other}", "routes[0].mode", "routes[0].status.mode",
-		"identity.trustedProxies", "trust.bundle", "store.backend", "unmatchedMutations", "dataDir"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("Validate does not mention %q:\n%v", want, err)
-		}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = p.Run(ctx)
+	if !known() {
+		t.Fatalf("New did not register %s with chi", method)
 	}
 }
 
-func TestUnknownKeysAreErrors(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "typo.yaml")
-	os.WriteFile(path, []byte("listn: 127.0.0.1:1\n"), 0o600)
-	if _, err := proxy.LoadConfig(path); err == nil || !strings.Contains(err.Error(), "listn") {
-		t.Fatalf("a misspelt key was accepted: %v", err)
+// TestNegativeReconcileIntervalRefusedAtStart (issue 8.13): the sidecar
+// refuses the configuration instead of panicking in its reconcile loop.
+func TestNegativeReconcileIntervalRefusedAtStart(t *testing.T) {
+	c := validConfig(t)
+	c.Reconcile.Interval = -time.Second
+	p, err := proxy.New(proxy.Options{Config: c, Store: storemem.New(storemem.Options{})})
+	if err == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = p.Run(ctx)
+		t.Fatal("a negative reconcile interval was accepted")
+	}
+	if !strings.Contains(err.Error(), "reconcile.interval") {
+		t.Fatalf("error does not name reconcile.interval: %v", err)
 	}
 }

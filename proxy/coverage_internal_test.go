@@ -60,7 +60,6 @@ func newHoleRig(t *testing.T, tr http.RoundTripper) *holeRig {
 	reg := prometheus.NewRegistry()
 	p, err := New(Options{
 		Config: Config{
-			Listen:  "127.0.0.1:0",
 			Backend: BackendConfig{URL: back.URL, Timeout: 2 * time.Second},
 			Routes: []RouteConfig{
 				{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: RouteStatus{Mode: StatusProof, MaxAge: 5 * time.Second}},
@@ -68,8 +67,6 @@ func newHoleRig(t *testing.T, tr http.RoundTripper) *holeRig {
 			},
 			Identity: identity.Config{Mode: identity.ModeInsecureHeader},
 			Trust:    TrustConfig{Bundle: bundle},
-			Store:    StoreConfig{Backend: "memory"},
-			DataDir:  t.TempDir(),
 		},
 		Store:     storemem.New(storemem.Options{}),
 		Transport: tr,

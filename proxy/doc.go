@@ -69,8 +69,15 @@
 //
 // This package is the pipeline and its background loops (Run): it takes
 // its store, status source, transport, clock, logger and metrics registry
-// as dependencies (Options). The admin API lives in proxy/adminapi (it uses
-// the operator surface in operator.go and trust.go), and the assembly from a Config
-// (which store backend, the registry client, listeners, TLS, the admin
-// token, the lifecycle) in proxy/server.
+// as built dependencies (Options), and only its own settings (Config:
+// routes, backend, unmatched mutations, identity, trust, the status
+// timeout, reconcile, retention, upgrades, forwarded headers, the
+// pass-through write timeout), which New validates (Config.Validate: one
+// pure validator per section, every problem at once; it changes nothing,
+// and a route's extension method is registered with chi when New builds
+// the router). The admin API lives in proxy/adminapi (it uses the operator
+// surface in operator.go and proxy/authn). The sidecar's configuration file
+// (proxy/server.Config: its YAML schema, loading, defaults and validation,
+// whose Pipeline() New receives), the store choice, the registry client,
+// listeners, TLS, the admin token and the lifecycle live in proxy/server.
 package proxy

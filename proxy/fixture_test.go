@@ -115,6 +115,7 @@ type fixture struct {
 	admin   *httptest.Server
 	metrics *prometheus.Registry
 	cfg     proxy.Config
+	dataDir string // the sidecar's dataDir (proxy.Options.LegacyLedgerDir)
 	logs    *observer.ObservedLogs
 	clk     clock.Clock // the sidecar's clock; nil: the real one
 	// timeBound, when set before start, is the sidecar's shared lower
@@ -158,8 +159,8 @@ func newFixtureAt(t *testing.T, clk clock.Clock, opts ...fixtureOpt) *fixture {
 	if err := keys.Save(bundlePath, jwks); err != nil {
 		t.Fatal(err)
 	}
+	f.dataDir = dir
 	f.cfg = proxy.Config{
-		Listen: "127.0.0.1:0",
 		// The backend applies nothing after it answered or its request's
 		// context ended: a millisecond bounds how late it may apply.
 		Backend: proxy.BackendConfig{URL: f.back.srv.URL, Timeout: 300 * time.Millisecond, MaxApplyDelay: time.Millisecond},
@@ -170,12 +171,10 @@ func newFixtureAt(t *testing.T, clk clock.Clock, opts ...fixtureOpt) *fixture {
 			{Method: "POST", Path: "/v1/shadow/{id}", Resource: "shadow/{id}", Mode: proxy.ModeShadow, Status: proxy.RouteStatus{Mode: proxy.StatusProof}},
 			{Method: "DELETE", Path: "/v1/off/{id}", Resource: "off/{id}", Mode: proxy.ModeOff},
 		},
-		Identity:  identity.Config{Mode: identity.ModeInsecureHeader},
-		Trust:     proxy.TrustConfig{Bundle: bundlePath},
-		Registry:  proxy.RegistryConfig{URL: f.regSrv.URL, Timeout: time.Second},
-		Store:     proxy.StoreConfig{Backend: "memory"},
-		Reconcile: proxy.ReconcileConfig{Interval: 20 * time.Millisecond},
-		DataDir:   dir,
+		Identity:      identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:         proxy.TrustConfig{Bundle: bundlePath},
+		StatusTimeout: time.Second,
+		Reconcile:     proxy.ReconcileConfig{Interval: 20 * time.Millisecond},
 	}
 	for _, o := range opts {
 		o(&f.cfg)
@@ -195,7 +194,7 @@ func (f *fixture) start(force []string) error {
 	core, logs := observer.New(zap.InfoLevel)
 	f.logs = logs
 	log := zap.New(core)
-	p, err := proxy.New(proxy.Options{Config: f.cfg, Store: f.store, Status: rc, Metrics: f.metrics, ForceDowngrade: force, Logger: log, Clock: f.clk, TimeBound: f.timeBound})
+	p, err := proxy.New(proxy.Options{Config: f.cfg, LegacyLedgerDir: f.dataDir, Store: f.store, Status: rc, Metrics: f.metrics, ForceDowngrade: force, Logger: log, Clock: f.clk, TimeBound: f.timeBound})
 	if err != nil {
 		return err
 	}

@@ -131,7 +131,7 @@ func shapePattern(shape string) (method, pattern string) {
 // checkLedger records newly enforced shapes and refuses a configuration
 // that would let a mutation on an enforced shape through unchecked.
 func (p *Proxy) checkLedger(ctx context.Context, force []string) error {
-	if err := importLegacyLedger(ctx, p.store, p.cfg.DataDir, p.now(), p.log); err != nil {
+	if err := importLegacyLedger(ctx, p.store, p.legacyLedgerDir, p.now(), p.log); err != nil {
 		return err
 	}
 	entries, err := p.store.Enforcements(ctx)

@@ -63,7 +63,7 @@ func TestLedgerRemovedRouteCaughtByShadowRoute(t *testing.T) {
 // fenced store remembers what was enforced.
 func TestLedgerLivesInTheStore(t *testing.T) {
 	f := newFixture(t)
-	f.cfg.DataDir = t.TempDir()
+	f.dataDir = t.TempDir()
 	f.cfg.Routes[0].Mode = proxy.ModeOff
 	if err := f.start(nil); !errors.Is(err, proxy.ErrDowngrade) {
 		t.Fatalf("off after enforce with an empty dataDir: %v, want ErrDowngrade", err)
@@ -113,7 +113,7 @@ func TestLedgerImportsLegacyFile(t *testing.T) {
 		c.Routes = append(c.Routes, proxy.RouteConfig{Method: "PATCH", Path: "/v1/legacy/{x}", Resource: "legacy/{x}", Mode: proxy.ModeShadow,
 			Status: proxy.RouteStatus{Mode: proxy.StatusProof}})
 	})
-	path := filepath.Join(f.cfg.DataDir, "enforcement.json")
+	path := filepath.Join(f.dataDir, "enforcement.json")
 	old := `{"routes":{"PATCH /v1/legacy/{x}":{"enforcedSince":"` + time.Now().UTC().Format(time.RFC3339) + `"}}}`
 	if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
 		t.Fatal(err)

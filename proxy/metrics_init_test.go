@@ -87,7 +87,6 @@ func value(m *dto.Metric) float64 {
 func TestDecisionSeriesExistAtZero(t *testing.T) {
 	bundle := verifytest.BundleFile(t, verifytest.NewIssuer(t, jwa.EdDSA))
 	cfg := proxy.Config{
-		Listen:  "127.0.0.1:0",
 		Backend: proxy.BackendConfig{URL: "http://127.0.0.1:1", Timeout: time.Minute},
 		Routes: []proxy.RouteConfig{
 			{Method: "PUT", Path: "/v1/a/{id}", Resource: "a/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof}},
@@ -97,8 +96,6 @@ func TestDecisionSeriesExistAtZero(t *testing.T) {
 		UnmatchedMutations: "pass",
 		Identity:           identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:              proxy.TrustConfig{Bundle: bundle},
-		Store:              proxy.StoreConfig{Backend: "memory"},
-		DataDir:            t.TempDir(),
 	}
 	st := memory.New(memory.Options{})
 	t.Cleanup(func() { _ = st.Close() })

@@ -92,7 +92,7 @@ func TestPassThroughNotBoundByWriteTimeout(t *testing.T) {
 	s = newStreamer()
 	back2 := httptest.NewServer(s)
 	t.Cleanup(back2.Close)
-	f = newFixture(t, withBackend(back2.URL), func(c *proxy.Config) { c.Server.PassWriteTimeout = d })
+	f = newFixture(t, withBackend(back2.URL), func(c *proxy.Config) { c.PassWriteTimeout = d })
 	addr = f.withWriteTimeout(time.Hour)
 	if body, err := streamed(t, addr, base("GET", "/feed", ""), s, d); err == nil && body == "firstsecond" {
 		t.Fatal("a read streaming past server.passWriteTimeout was not cut")

@@ -21,10 +21,15 @@ import (
 	"github.com/fencegate/fencegate/store"
 )
 
-// Options are a Proxy's dependencies. Config and Store are required.
+// Options are a Proxy's dependencies and its own settings. Config (the
+// pipeline's settings, validated by New) and Store are required.
 type Options struct {
 	Config Config
 	Store  store.Store
+	// LegacyLedgerDir is where an earlier version kept its enforcement
+	// ledger (enforcement.json in the sidecar's dataDir): New imports it
+	// into the store once, then renames it. Empty: nothing to import.
+	LegacyLedgerDir string
 	// Status reads grant status from the registry (routes in registry
 	// status mode). Required when such routes exist.
 	Status StatusSource
@@ -72,6 +77,8 @@ type Proxy struct {
 	log      *zap.Logger
 	m        *metrics
 	cov      *coverage
+	// legacyLedgerDir holds an enforcement.json of an earlier version.
+	legacyLedgerDir string
 
 	waitMu  sync.Mutex
 	waiters map[string]chan struct{} // per resource, closed when a mutation settles
@@ -103,7 +110,7 @@ func New(o Options) (*Proxy, error) {
 		return nil, fmt.Errorf("proxy: metrics: %w", err)
 	}
 	m.initLabels(cfg)
-	p := &Proxy{cfg: cfg, store: o.Store, clk: o.Clock, log: o.Logger, m: m, waiters: map[string]chan struct{}{}}
+	p := &Proxy{cfg: cfg, store: o.Store, clk: o.Clock, log: o.Logger, m: m, waiters: map[string]chan struct{}{}, legacyLedgerDir: o.LegacyLedgerDir}
 	if p.router, err = newRouter(cfg.Routes); err != nil {
 		return nil, err
 	}
@@ -128,7 +135,7 @@ func New(o Options) (*Proxy, error) {
 	tctx, tcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	p.auth, err = authn.New(tctx, authn.Config{Bundle: cfg.Trust.Bundle, AllowHS256: cfg.Trust.AllowHS256, ClockSkew: cfg.Trust.ClockSkew,
 		MaxTokenBytes: cfg.Trust.MaxTokenBytes, MinIssuerEpoch: cfg.Trust.MinIssuerEpoch, VerifyCacheEntries: cfg.Trust.VerifyCacheEntries,
-		RegistryTimeout: cfg.Registry.Timeout, MaxProofAge: maxAge},
+		RegistryTimeout: cfg.StatusTimeout, MaxProofAge: maxAge},
 		authn.Deps{Store: o.Store, Status: o.Status, FirstUse: o.FirstUseAllowed, TimeBound: o.TimeBound, Identity: ident,
 			Clock: o.Clock, Log: o.Logger, Metrics: m.authn(), Registerer: o.Metrics})
 	tcancel()
@@ -149,7 +156,7 @@ func New(o Options) (*Proxy, error) {
 	p.cov = newCoverage(m.backendMuts, o.Logger)
 	p.tr = &coverageTransport{next: outbound.NewOnceTransport(p.tr), cov: p.cov}
 	p.sender = &outbound.Sender{Target: p.backend, Transport: p.tr, MaxResponseBytes: cfg.Backend.MaxResponseBytes}
-	p.pass = outbound.NewPassThrough(p.backend, p.tr, cfg.Server.PassWriteTimeout, func(w http.ResponseWriter, r *http.Request, err error) {
+	p.pass = outbound.NewPassThrough(p.backend, p.tr, cfg.PassWriteTimeout, func(w http.ResponseWriter, r *http.Request, err error) {
 		p.log.Warn("pass-through to backend failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
 		p.writeProblem(w, reject(fencegate.CodeBackendUnavailable, "the backend did not answer"), 0)
 	})

@@ -398,11 +398,14 @@ func TestReadPathAllowedWebsocket(t *testing.T) {
 func TestReadPathHTTP2PriorKnowledge(t *testing.T) {
 	b := newRPBackend(t)
 	f := newFixture(t)
-	cfg := f.cfg
-	cfg.Listen, cfg.Admin.Listen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg := proxyserver.Config{
+		Listen: "127.0.0.1:0", Admin: proxyserver.AdminConfig{Listen: "127.0.0.1:0"}, DataDir: t.TempDir(),
+		Backend: f.cfg.Backend, Routes: f.cfg.Routes, Identity: f.cfg.Identity, Trust: f.cfg.Trust, Reconcile: f.cfg.Reconcile,
+		Registry: proxyserver.RegistryConfig{URL: f.regSrv.URL, Timeout: f.cfg.StatusTimeout},
+		Store:    proxyserver.StoreConfig{Backend: "memory"},
+	}
 	cfg.Backend.URL = b.srv.URL
 	cfg.UnmatchedMutations = "pass"
-	cfg.DataDir = t.TempDir()
 	srv, err := proxyserver.New(cfg, zap.NewNop(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/proxy"
+	proxyserver "github.com/fencegate/fencegate/proxy/server"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -382,7 +383,7 @@ func TestAnsweredBeforeEffectValidation(t *testing.T) {
 	if err := os.WriteFile(path, []byte("routes:\n  - method: PUT\n    path: /v1/x/{id}\n    resource: x/{id}\n    answeredBeforeEffect: [500, 503]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := proxy.LoadConfig(path)
+	c, err := proxyserver.Load(path)
 	if err != nil || len(c.Routes) != 1 || len(c.Routes[0].AnsweredBeforeEffect) != 2 || c.Routes[0].AnsweredBeforeEffect[1] != 503 {
 		t.Fatalf("load: %+v, %v", c.Routes, err)
 	}

@@ -58,6 +58,11 @@ func newRouter(cfgs []RouteConfig) (*router, error) {
 	for _, c := range cfgs {
 		r := &route{RouteConfig: c, key: c.Method + " " + c.Path, resourceRE: resourcePattern(c.Resource),
 			status: authn.Rule{Mode: authn.StatusMode(c.Status.Mode), MaxAge: c.Status.MaxAge}}
+		// An extension method (MOVE, PROPPATCH ...) must be known to chi
+		// before a route names it; Config.Validate changes nothing.
+		if err := registerRouteMethod(c.Method); err != nil {
+			return nil, err
+		}
 		if err := addPattern(rt.mux, c.Method, c.Path, "route "+r.key); err != nil {
 			return nil, err
 		}
@@ -172,7 +177,7 @@ var chiMethods sync.Mutex
 // registerRouteMethod makes an extension method known to chi's router
 // (chi.RegisterMethod) so that a route may name it. chi keeps its method
 // table in a process-wide map, which it reads without a lock: this runs
-// while a configuration is validated, before any request is served. chi
+// while a Proxy's routers are built (New), before it serves a request. chi
 // holds at most 63 methods; past that an error is returned.
 func registerRouteMethod(m string) (err error) {
 	chiMethods.Lock()

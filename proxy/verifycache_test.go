@@ -96,17 +96,14 @@ func newCacheFix(t *testing.T, cached bool) *cacheFix {
 	f.bundlePath = filepath.Join(dir, "jwks.json")
 	writeBundle(t, f.bundlePath, key)
 	cfg := proxy.Config{
-		Listen:  "127.0.0.1:0",
 		Backend: proxy.BackendConfig{URL: f.back.srv.URL, Timeout: time.Second},
 		Routes: []proxy.RouteConfig{
 			{Method: "PUT", Path: "/v1/docs/{id}", Resource: "doc/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof, MaxAge: 2 * time.Second}},
 			{Method: "POST", Path: "/v1/docs/{id}", Resource: "doc/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusRegistry}},
 		},
-		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
-		Trust:    proxy.TrustConfig{Bundle: f.bundlePath},
-		Registry: proxy.RegistryConfig{URL: regSrv.URL, Timeout: time.Second},
-		Store:    proxy.StoreConfig{Backend: "memory"},
-		DataDir:  dir,
+		Identity:      identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:         proxy.TrustConfig{Bundle: f.bundlePath},
+		StatusTimeout: time.Second,
 	}
 	if !cached {
 		off := 0

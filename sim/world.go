@@ -367,16 +367,12 @@ func proxyConfig(m *materials, rc roundConfig, sab Sabotage, bundle string) prox
 		route.EffectQuery = backendURL + effectsPath + "{operationId}"
 	}
 	return proxy.Config{
-		Listen:    "127.0.0.1:0",
 		Backend:   proxy.BackendConfig{URL: backendURL, Timeout: backendTimeout, MaxApplyDelay: maxApplyDelay},
 		Routes:    []proxy.RouteConfig{route},
 		Identity:  identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:     proxy.TrustConfig{Bundle: bundle, ClockSkew: rc.ClockSkew},
-		Registry:  proxy.RegistryConfig{URL: "http://registry.sim"},
-		Store:     proxy.StoreConfig{Backend: "memory"},
 		Reconcile: proxy.ReconcileConfig{Interval: rc.Reconcile},
 		Retention: proxy.RetentionConfig{MaxAge: rc.KeepFor, MaxPerResource: rc.KeepReceipts, Interval: rc.Compact},
-		DataDir:   m.dir, // holds no enforcement.json: nothing to import
 	}
 }
 

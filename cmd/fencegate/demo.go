@@ -173,7 +173,7 @@ func (d *demo) startParts(ctx context.Context, dir string, log *zap.Logger) (fun
 	if err != nil {
 		return nil, err
 	}
-	pc := proxy.Config{
+	pc := proxyserver.Config{
 		Listen:  inAddr,
 		Backend: proxy.BackendConfig{URL: d.backURL, Timeout: 5 * time.Second},
 		Routes: []proxy.RouteConfig{{
@@ -182,15 +182,15 @@ func (d *demo) startParts(ctx context.Context, dir string, log *zap.Logger) (fun
 		}},
 		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:    proxy.TrustConfig{Bundle: filepath.Join(rc.DataDir, "keys", "jwks.json")},
-		Registry: proxy.RegistryConfig{URL: d.reg},
+		Registry: proxyserver.RegistryConfig{URL: d.reg},
 		// The demo's registry trusts the identity header: the sidecar claims
 		// its service (one replica per local store) under this name.
-		Store: proxy.StoreConfig{Backend: "bolt", Path: filepath.Join(dir, "sidecar", "store.db"),
+		Store: proxyserver.StoreConfig{Backend: "bolt", Path: filepath.Join(dir, "sidecar", "store.db"),
 			Service: "demo-invoice-api", ClaimIdentity: "demo-sidecar"},
-		Admin: proxy.AdminConfig{Listen: adminAddr},
+		Admin: proxyserver.AdminConfig{Listen: adminAddr},
 		// Probes and metrics on a port of the system's choice: the demo
 		// must not depend on 8782 being free.
-		Health:  proxy.HealthConfig{Listen: "127.0.0.1:0"},
+		Health:  proxyserver.HealthConfig{Listen: "127.0.0.1:0"},
 		DataDir: filepath.Join(dir, "sidecar"),
 	}
 	ps, err := proxyserver.New(pc, log.Named("sidecar"), nil)

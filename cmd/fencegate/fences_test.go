@@ -51,13 +51,10 @@ func fencesSidecar(t *testing.T, l string, epoch uint64, fences map[string]uint6
 		}
 	}
 	cfg := proxy.Config{
-		Listen:   "127.0.0.1:0",
 		Backend:  proxy.BackendConfig{URL: "http://127.0.0.1:1", Timeout: time.Minute},
 		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof}}},
 		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:    proxy.TrustConfig{Bundle: verifytest.BundleFile(t, verifytest.NewIssuer(t, jwa.EdDSA))},
-		Store:    proxy.StoreConfig{Backend: "memory"},
-		DataDir:  t.TempDir(),
 	}
 	cfg.SetDefaults()
 	p, err := proxy.New(proxy.Options{Config: cfg, Store: st})

@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/fencegate/fencegate/proxy"
 	proxyserver "github.com/fencegate/fencegate/proxy/server"
 )
 
@@ -31,7 +30,7 @@ func runProxy(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	cfg, err := proxy.LoadConfig(*configPath)
+	cfg, err := proxyserver.Load(*configPath)
 	if err != nil {
 		return err
 	}

@@ -29,17 +29,12 @@ func newProxy(t *testing.T) *proxy.Proxy {
 // newProxyOn is a real sidecar pipeline over st.
 func newProxyOn(t testing.TB, st store.Store) *proxy.Proxy {
 	t.Helper()
-	dir := t.TempDir()
 	bundle := verifytest.BundleFile(t, verifytest.NewIssuer(t, jwa.EdDSA))
 	cfg := proxy.Config{
-		Listen:   "127.0.0.1:0",
 		Backend:  proxy.BackendConfig{URL: "http://127.0.0.1:1", Timeout: time.Minute},
 		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof}}},
 		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:    proxy.TrustConfig{Bundle: bundle},
-		Store:    proxy.StoreConfig{Backend: "memory"},
-		Admin:    proxy.AdminConfig{Listen: "127.0.0.1:0"},
-		DataDir:  dir,
 	}
 	cfg.SetDefaults()
 	p, err := proxy.New(proxy.Options{Config: cfg, Store: st})

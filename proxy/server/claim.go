@@ -11,7 +11,6 @@ import (
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/clock"
-	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -22,8 +21,9 @@ const claimStartSlack = 10 * time.Second
 // claim is a local store's claim on its service: a lease on
 // store.ClaimResource() at the registry, renewed in the background by a
 // client.Holder. While the Holder is not HELD (EXPIRED, OWNERSHIP_UNKNOWN,
-// RELEASED) the sidecar refuses writes; when the lease ended, it tries to
-// claim the service again.
+// RELEASED) the sidecar refuses writes; Run, the claim's loop, logs every
+// loss and, when the lease ended, claims the service again. Server.Run
+// owns the loop and releases the claim after the store closed.
 type claim struct {
 	reg      *client.Client
 	service  string
@@ -34,19 +34,16 @@ type claim struct {
 	mu     sync.Mutex
 	holder *client.Holder
 
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
+	releaseOnce sync.Once
 }
 
 // claimService claims cfg.Store.Service at the registry, waiting up to
 // one claim TTL for another sidecar's claim to end (a restarted pod's old
 // claim expires within it). It fails when another sidecar still holds it.
-func claimService(cfg proxy.Config, reg *client.Client, log *zap.Logger) (*claim, error) {
+func claimService(cfg Config, reg *client.Client, log *zap.Logger) (*claim, error) {
 	c := &claim{
 		reg: reg, service: cfg.Store.Service, resource: cfg.Store.ClaimResource(), ttl: cfg.Store.ClaimTTL,
-		log:  log.With(zap.String("service", cfg.Store.Service), zap.String("claim", cfg.Store.ClaimResource())),
-		stop: make(chan struct{}), done: make(chan struct{}),
+		log: log.With(zap.String("service", cfg.Store.Service), zap.String("claim", cfg.Store.ClaimResource())),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.ttl+claimStartSlack)
 	defer cancel()
@@ -60,7 +57,6 @@ func claimService(cfg proxy.Config, reg *client.Client, log *zap.Logger) (*claim
 	}
 	c.holder = h
 	c.log.Info("claimed the service for this sidecar's local store", zap.String("lease", h.LeaseID()))
-	go c.watch()
 	return c, nil
 }
 
@@ -79,11 +75,11 @@ func (c *claim) held() error {
 	return nil
 }
 
-// watch logs every loss of the claim and, once the lease ended (EXPIRED,
+// Run logs every loss of the claim and, once the lease ended (EXPIRED,
 // RELEASED behind this sidecar's back), claims the service again, until
-// close.
-func (c *claim) watch() {
-	defer close(c.done)
+// ctx ends; it returns ctx's error. It does not release the claim
+// (release does, once the store is closed).
+func (c *claim) Run(ctx context.Context) error {
 	for {
 		h := c.current()
 		st, changed := h.Watch()
@@ -92,32 +88,34 @@ func (c *claim) watch() {
 				zap.String("state", st.String()), zap.Error(h.Err()))
 		}
 		if st.Final() {
-			if !c.reclaim() {
-				return
+			if !c.reclaim(ctx) {
+				return ctx.Err()
 			}
 			continue
 		}
 		select {
 		case <-changed:
-		case <-c.stop:
-			return
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
 
 // reclaim tries to claim the service again every half claim TTL until it
-// succeeds (true) or close is called (false).
-func (c *claim) reclaim() bool {
+// succeeds (true) or ctx ends (false).
+func (c *claim) reclaim(ctx context.Context) bool {
 	retry := clock.Real().NewTicker(max(c.ttl/2, 10*time.Millisecond))
 	defer retry.Stop()
 	for {
 		select {
-		case <-c.stop:
+		case <-ctx.Done():
 			return false
 		case <-retry.C():
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.ttl+claimStartSlack)
-		h, err := c.reg.Hold(ctx, c.resource, client.WithTTL(c.ttl))
+		// Not cut short by ctx: a claim taken while Run stops is released
+		// by release like any other.
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ttl+claimStartSlack)
+		h, err := c.reg.Hold(hctx, c.resource, client.WithTTL(c.ttl))
 		cancel()
 		if err != nil {
 			c.log.Error("claiming the service again failed; writes stay refused", zap.Error(err))
@@ -127,18 +125,16 @@ func (c *claim) reclaim() bool {
 		c.holder = h
 		c.mu.Unlock()
 		c.log.Info("claimed the service again; writes are accepted", zap.String("lease", h.LeaseID()))
-		return true // watch sees a close and close releases h
+		return true // Run watches h; release releases it
 	}
 }
 
-// close stops watching and releases the claim, so that the next sidecar
-// of the service (a restarted pod) starts at once. A failed release is
-// logged, not returned: the claim then expires within its TTL and the
-// next sidecar waits for that.
-func (c *claim) close() {
-	c.closeOnce.Do(func() {
-		close(c.stop)
-		<-c.done
+// release releases the claim, so that the next sidecar of the service (a
+// restarted pod) starts at once; once Run returned (or never ran), after
+// the store closed. A failed release is logged, not returned: the claim
+// then expires within its TTL and the next sidecar waits for that.
+func (c *claim) release() {
+	c.releaseOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.ttl+claimStartSlack)
 		defer cancel()
 		if err := c.current().Release(ctx); err != nil {
@@ -152,7 +148,7 @@ func (c *claim) close() {
 // claimedStore is a local store that refuses to begin a mutation while
 // its sidecar does not hold the claim on its service: fail closed, the
 // pipeline answers STORE_UNAVAILABLE and forwards nothing. Closing it
-// closes the store, then releases the claim.
+// closes the store only (Server.Run releases the claim after it).
 type claimedStore struct {
 	store.Store
 	claim *claim
@@ -168,10 +164,3 @@ func (s *claimedStore) Begin(ctx context.Context, in store.BeginInput) (store.Be
 
 // Unwrap returns the local store.
 func (s *claimedStore) Unwrap() store.Store { return s.Store }
-
-// Close closes the store, then releases the claim.
-func (s *claimedStore) Close() error {
-	err := s.Store.Close()
-	s.claim.close()
-	return err
-}

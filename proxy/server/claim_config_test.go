@@ -18,7 +18,7 @@ import (
 // name ([A-Za-z0-9._-]); store.identity and its earlier name claimIdentity
 // may not disagree.
 func TestLocalStoreConfigNeedsServiceAndRegistry(t *testing.T) {
-	base := proxy.Config{
+	base := Config{
 		Listen:   "127.0.0.1:0",
 		Backend:  proxy.BackendConfig{URL: "http://127.0.0.1:8080"},
 		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof}}},
@@ -28,23 +28,23 @@ func TestLocalStoreConfigNeedsServiceAndRegistry(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		store    proxy.StoreConfig
+		store    StoreConfig
 		registry string
 		want     []string // substrings of the error; none: valid
 	}{
-		{"bolt bare", proxy.StoreConfig{Backend: "bolt"}, "", []string{"store.service: required for the bolt store", "registry.url: required", "by the bolt store"}},
-		{"bolt no registry", proxy.StoreConfig{Backend: "bolt", Service: "svc"}, "", []string{`registry.url: required (http(s)://host:port) by the bolt store: its claim on store.service "svc"`}},
-		{"bolt ok", proxy.StoreConfig{Backend: "bolt", Service: "svc"}, "http://127.0.0.1:8700", nil},
-		{"bolt bad service", proxy.StoreConfig{Backend: "bolt", Service: "a/b"}, "http://127.0.0.1:8700", []string{`store.service: "a/b"`}},
-		{"bolt bad ttl", proxy.StoreConfig{Backend: "bolt", Service: "svc", ClaimTTL: -time.Second}, "http://127.0.0.1:8700", []string{"store.claimTTL"}},
-		{"memory bare", proxy.StoreConfig{Backend: "memory"}, "", nil},
-		{"memory service", proxy.StoreConfig{Backend: "memory", Service: "svc"}, "", []string{"registry.url: required", "by the memory store"}},
-		{"redis bare", proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: "127.0.0.1:6379"}}, "", []string{"store.service: required for the redis store", "registry.url: required (http(s)://host:port) by the redis store"}},
-		{"redis ok", proxy.StoreConfig{Backend: "redis", Service: "svc", Redis: proxy.RedisStoreConfig{Addr: "127.0.0.1:6379"}}, "http://127.0.0.1:8700", nil},
-		{"redis service not a store name", proxy.StoreConfig{Backend: "redis", Service: "svc:1", Redis: proxy.RedisStoreConfig{Addr: "127.0.0.1:6379"}}, "http://127.0.0.1:8700", []string{`store.service: "svc:1" must be 1 to 128 bytes of [A-Za-z0-9._-]`}},
-		{"memory anchored", proxy.StoreConfig{Backend: "memory", Service: "svc"}, "http://127.0.0.1:8700", nil},
-		{"identity and claimIdentity", proxy.StoreConfig{Backend: "bolt", Service: "svc", Identity: "a", ClaimIdentity: "b"}, "http://127.0.0.1:8700", []string{"store.identity and store.claimIdentity"}},
-		{"claimIdentity alone", proxy.StoreConfig{Backend: "bolt", Service: "svc", ClaimIdentity: "b"}, "http://127.0.0.1:8700", nil},
+		{"bolt bare", StoreConfig{Backend: "bolt"}, "", []string{"store.service: required for the bolt store", "registry.url: required", "by the bolt store"}},
+		{"bolt no registry", StoreConfig{Backend: "bolt", Service: "svc"}, "", []string{`registry.url: required (http(s)://host:port) by the bolt store: its claim on store.service "svc"`}},
+		{"bolt ok", StoreConfig{Backend: "bolt", Service: "svc"}, "http://127.0.0.1:8700", nil},
+		{"bolt bad service", StoreConfig{Backend: "bolt", Service: "a/b"}, "http://127.0.0.1:8700", []string{`store.service: "a/b"`}},
+		{"bolt bad ttl", StoreConfig{Backend: "bolt", Service: "svc", ClaimTTL: -time.Second}, "http://127.0.0.1:8700", []string{"store.claimTTL"}},
+		{"memory bare", StoreConfig{Backend: "memory"}, "", nil},
+		{"memory service", StoreConfig{Backend: "memory", Service: "svc"}, "", []string{"registry.url: required", "by the memory store"}},
+		{"redis bare", StoreConfig{Backend: "redis", Redis: RedisStoreConfig{Addr: "127.0.0.1:6379"}}, "", []string{"store.service: required for the redis store", "registry.url: required (http(s)://host:port) by the redis store"}},
+		{"redis ok", StoreConfig{Backend: "redis", Service: "svc", Redis: RedisStoreConfig{Addr: "127.0.0.1:6379"}}, "http://127.0.0.1:8700", nil},
+		{"redis service not a store name", StoreConfig{Backend: "redis", Service: "svc:1", Redis: RedisStoreConfig{Addr: "127.0.0.1:6379"}}, "http://127.0.0.1:8700", []string{`store.service: "svc:1" must be 1 to 128 bytes of [A-Za-z0-9._-]`}},
+		{"memory anchored", StoreConfig{Backend: "memory", Service: "svc"}, "http://127.0.0.1:8700", nil},
+		{"identity and claimIdentity", StoreConfig{Backend: "bolt", Service: "svc", Identity: "a", ClaimIdentity: "b"}, "http://127.0.0.1:8700", []string{"store.identity and store.claimIdentity"}},
+		{"claimIdentity alone", StoreConfig{Backend: "bolt", Service: "svc", ClaimIdentity: "b"}, "http://127.0.0.1:8700", nil},
 	} {
 		c := base
 		c.Store, c.Registry.URL = tc.store, tc.registry

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
+	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/identity"
@@ -146,15 +148,15 @@ func TestLostClaimRefusesWrites(t *testing.T) {
 	defer back.Close()
 	regURL, bundle := startRegistry(t)
 	dir := t.TempDir()
-	cfg := proxy.Config{
+	cfg := Config{
 		Listen:   "127.0.0.1:0",
 		Backend:  proxy.BackendConfig{URL: back.URL, Timeout: 5 * time.Second},
 		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusRegistry}}},
 		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:    proxy.TrustConfig{Bundle: bundle},
-		Registry: proxy.RegistryConfig{URL: regURL},
-		Store:    proxy.StoreConfig{Backend: "bolt", Service: "claim-lost", ClaimTTL: 600 * time.Millisecond, ClaimIdentity: "sidecar-a"},
-		Admin:    proxy.AdminConfig{Listen: "127.0.0.1:0"},
+		Registry: RegistryConfig{URL: regURL},
+		Store:    StoreConfig{Backend: "bolt", Service: "claim-lost", ClaimTTL: 600 * time.Millisecond, ClaimIdentity: "sidecar-a"},
+		Admin:    AdminConfig{Listen: "127.0.0.1:0"},
 		DataDir:  dir,
 	}
 	s := serveUntilDone(t, cfg)
@@ -222,4 +224,67 @@ func TestLostClaimRefusesWrites(t *testing.T) {
 	if err := put("3", "c"); err != nil || forwarded.Load() != 2 {
 		t.Fatalf("a write after the claim was taken again: %v, forwarded %d", err, forwarded.Load())
 	}
+}
+
+// TestRunOwnsTheClaim: New claims the service without starting a
+// goroutine of its own (the claim's loop is one of Run's), and Run
+// releases the claim once the store closed: the next sidecar of the
+// service (a restarted pod) starts at once instead of waiting up to one
+// claim TTL; a sidecar whose New failed after claiming released it too.
+func TestRunOwnsTheClaim(t *testing.T) {
+	regURL, bundle := startRegistry(t)
+	cfg := Config{
+		Listen:   "127.0.0.1:0",
+		Backend:  proxy.BackendConfig{URL: "http://127.0.0.1:1", Timeout: 5 * time.Second},
+		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusRegistry}}},
+		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:    proxy.TrustConfig{Bundle: bundle},
+		Registry: RegistryConfig{URL: regURL},
+		// A TTL far above the test's patience: a claim left behind would
+		// make the next New wait for it.
+		Store:   StoreConfig{Backend: "bolt", Service: "claim-run", ClaimTTL: time.Minute, Identity: "sidecar-a"},
+		Admin:   AdminConfig{Listen: "127.0.0.1:0"},
+		DataDir: t.TempDir(),
+	}
+	for i := range 2 {
+		start := time.Now()
+		s, err := New(cfg, zap.NewNop(), nil)
+		if err != nil {
+			t.Fatalf("sidecar %d: %v", i, err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("sidecar %d waited %v for the previous one's claim", i, d)
+		}
+		if s.claim == nil {
+			t.Fatal("a bolt store without its claim")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := s.Run(ctx); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	}
+	// New fails after the claim (a listener address already taken): the
+	// claim is released on the way out.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	bad := cfg
+	bad.Admin.Listen = ln.Addr().String()
+	if _, err := New(bad, zap.NewNop(), nil); err == nil {
+		t.Fatal("New bound an address already in use")
+	}
+	start := time.Now()
+	s, err := New(cfg, zap.NewNop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("waited %v for the failed sidecar's claim", d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = s.Run(ctx)
 }

@@ -1,10 +1,16 @@
-// Package server assembles a runnable sidecar from a proxy.Config: the
-// fenced store (bolt by default, memory for tests), the registry client,
-// the metrics registry, the proxy.Proxy, its inbound listener (TLS or
-// mTLS when configured), the admin listener serving proxy/adminapi (with
-// the admin token) and the health listener (adminapi.NewHealth: probes and
-// metrics without credentials). Run owns their lifecycle. cmd/fencegate's proxy
-// subcommand is a thin wrapper around it.
+// Package server assembles a runnable sidecar from its configuration file.
+// Config is the file (config.go): its YAML schema, Load (unknown keys are
+// errors), SetDefaults and Validate (config_validate.go: one pure
+// validator per section, every problem at once, the pipeline's sections
+// checked by proxy.Config.Validate); Pipeline() is the part proxy.New
+// takes. From it New opens the fenced store (store.backend: bolt by
+// default, redis, memory for tests; store.go), the registry client, the
+// metrics registry, the proxy.Proxy, its inbound listener (TLS or mTLS
+// when configured), the admin listener serving proxy/adminapi (with the
+// admin token) and the health listener (adminapi.NewHealth: probes and
+// metrics without credentials). Run owns their lifecycle and every
+// background loop. cmd/fencegate's proxy subcommand is a thin wrapper
+// around Load, Validate, New and Run.
 //
 // # One replica per local store
 //
@@ -22,7 +28,10 @@
 // or RENEWING, and fencegate_proxy_store_claim_held is 0; a claim that
 // ended is claimed again every half TTL. A lost claim does not make the
 // sidecar unready: the claim lives in the registry, and a registry outage
-// must not take every pod out of its Service (reads still pass).
+// must not take every pod out of its Service (reads still pass). The
+// claim's loop (logging a loss, claiming again) is one of Run's loops,
+// not a goroutine of New; Run releases the claim after the store closed,
+// so the next pod of the service starts at once.
 //
 // # The store's outside anchor
 //
@@ -46,6 +55,5 @@
 // registry call).
 // The configuration was validated and the trust bundle loaded before the
 // listeners bound (a failed reload keeps the previous bundle), so a
-// running sidecar has both. Nothing in it asks the registry. Closing the store at the end of Run releases the
-// claim, so the next pod of the service starts at once.
+// running sidecar has both. Nothing in it asks the registry.
 package server

@@ -93,18 +93,18 @@ func (g *guardedStore) Close() error {
 
 // testConfig is a valid sidecar configuration over the memory store, with
 // a fresh trust bundle, listening on loopback ports of the system's choice.
-func testConfig(t *testing.T, backendURL string) proxy.Config {
+func testConfig(t *testing.T, backendURL string) Config {
 	t.Helper()
 	dir := t.TempDir()
 	bundle := verifytest.BundleFile(t, verifytest.NewIssuer(t, jwa.EdDSA))
-	return proxy.Config{
+	return Config{
 		Listen:   "127.0.0.1:0",
 		Backend:  proxy.BackendConfig{URL: backendURL, Timeout: time.Minute},
 		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusProof}}},
 		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:    proxy.TrustConfig{Bundle: bundle},
-		Store:    proxy.StoreConfig{Backend: "memory"},
-		Admin:    proxy.AdminConfig{Listen: "127.0.0.1:0"},
+		Store:    StoreConfig{Backend: "memory"},
+		Admin:    AdminConfig{Listen: "127.0.0.1:0"},
 		DataDir:  dir,
 	}
 }
@@ -123,7 +123,7 @@ func TestRunClosesTheStoreAfterTheLoops(t *testing.T) {
 	cfg.Retention.Interval = 2 * time.Millisecond
 	cfg.Trust.ReloadInterval = 2 * time.Millisecond
 	g := &guardedStore{t: t, blocking: make(chan struct{}), compacts: make(chan struct{}, 1)}
-	s, err := build(cfg, zap.NewNop(), nil, func(c proxy.Config, log *zap.Logger) (store.Store, error) {
+	s, err := build(cfg, zap.NewNop(), nil, func(c Config, log *zap.Logger) (store.Store, error) {
 		st, err := openStore(c, log)
 		g.Store = st
 		return g, err

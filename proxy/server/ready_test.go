@@ -37,16 +37,16 @@ func TestReadyWhileRegistryDown(t *testing.T) {
 	}))
 	defer back.Close()
 	regSrv, bundle := startRegistryServer(t)
-	cfg := proxy.Config{
+	cfg := Config{
 		Listen:   "127.0.0.1:0",
 		Backend:  proxy.BackendConfig{URL: back.URL, Timeout: 5 * time.Second},
 		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusRegistry}}},
 		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:    proxy.TrustConfig{Bundle: bundle},
-		Registry: proxy.RegistryConfig{URL: regSrv.URL, Timeout: 500 * time.Millisecond},
-		Store:    proxy.StoreConfig{Backend: "bolt", Service: "ready-outage", ClaimTTL: 600 * time.Millisecond, ClaimIdentity: "sidecar-a"},
-		Admin:    proxy.AdminConfig{Listen: "127.0.0.1:0"},
-		Health:   proxy.HealthConfig{Listen: "127.0.0.1:0"},
+		Registry: RegistryConfig{URL: regSrv.URL, Timeout: 500 * time.Millisecond},
+		Store:    StoreConfig{Backend: "bolt", Service: "ready-outage", ClaimTTL: 600 * time.Millisecond, ClaimIdentity: "sidecar-a"},
+		Admin:    AdminConfig{Listen: "127.0.0.1:0"},
+		Health:   HealthConfig{Listen: "127.0.0.1:0"},
 		DataDir:  t.TempDir(),
 	}
 	s := serveUntilDone(t, cfg)
@@ -128,7 +128,7 @@ func TestReadyWhileRegistryDown(t *testing.T) {
 
 // serveUntilDone builds a sidecar from cfg and runs it until the test ends
 // (Run must then return nil).
-func serveUntilDone(t *testing.T, cfg proxy.Config) *Server {
+func serveUntilDone(t *testing.T, cfg Config) *Server {
 	t.Helper()
 	s, err := New(cfg, zap.NewNop(), nil)
 	if err != nil {

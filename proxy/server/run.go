@@ -10,11 +10,14 @@ import (
 	"go.uber.org/zap"
 )
 
-// Run serves the three listeners (inbound, admin, health) and runs the sidecar's background loops
-// (proxy.Proxy.Run) until ctx ends or a listener fails. Then, in order, it
-// drains in-flight requests (so their mutations settle), stops the loops
-// and waits for them, and only then closes the store: nothing the Server
-// started still uses the store when it closes. It returns the first
+// Run serves the three listeners (inbound, admin, health) and runs the
+// sidecar's background loops (proxy.Proxy.Run, the anchor's recheck, a
+// local store's claim) until ctx ends or a listener fails. Then, in
+// order, it drains in-flight requests (so their mutations settle), stops
+// the loops and waits for them, and only then closes the store: nothing
+// the Server started still uses the store when it closes. Last it
+// releases a local store's claim, so the next pod of the service starts
+// at once. It returns the first
 // failure: a listener's, else a drain that did not finish within the
 // shutdown timeout (the store then closes under the requests still in
 // flight; their mutations may be left unknown), else closing the store's.
@@ -28,6 +31,10 @@ func (s *Server) Run(ctx context.Context) error {
 		// Rechecks a lost store at the registry and repairs it once the
 		// loss is acknowledged there.
 		loops.Go(func() { _ = s.anchor.Run(loopCtx) })
+	}
+	if s.claim != nil {
+		// Logs a lost claim and claims the service again once it ended.
+		loops.Go(func() { _ = s.claim.Run(loopCtx) })
 	}
 
 	errc := make(chan error, 3)
@@ -64,6 +71,9 @@ func (s *Server) Run(ctx context.Context) error {
 		if err == nil {
 			err = fmt.Errorf("proxy: close store: %w", cerr)
 		}
+	}
+	if s.claim != nil {
+		s.claim.release()
 	}
 	return err
 }

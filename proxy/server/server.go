@@ -26,12 +26,13 @@ import (
 	"github.com/fencegate/fencegate/tlsfiles"
 )
 
-// Server is a sidecar assembled from a proxy.Config, with both listeners
+// Server is a sidecar assembled from a Config (the file), with its listeners
 // bound. Call Run once.
 type Server struct {
 	proxy    *proxy.Proxy
 	store    store.Store
 	anchor   *anchor.Store // the store's outside anchor, when configured
+	claim    *claim        // a local store's claim on its service, when claimed
 	in       *http.Server
 	admin    *http.Server
 	health   *http.Server
@@ -55,13 +56,13 @@ const DefaultShutdownTimeout = 30 * time.Second
 // routes ("PUT /v1/x/{id}") allowed to leave enforce mode although the
 // ledger says they were enforced. On an error, whatever New had opened is
 // closed again.
-func New(cfg proxy.Config, log *zap.Logger, forceDowngrade []string) (*Server, error) {
+func New(cfg Config, log *zap.Logger, forceDowngrade []string) (*Server, error) {
 	return build(cfg, log, forceDowngrade, openStore)
 }
 
 // build is New with the store opener as a parameter (tests wrap the store).
-func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
-	open func(proxy.Config, *zap.Logger) (store.Store, error)) (_ *Server, err error) {
+func build(cfg Config, log *zap.Logger, forceDowngrade []string,
+	open func(Config, *zap.Logger) (store.Store, error)) (_ *Server, err error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -69,87 +70,32 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
-	// One cleanup for every error below: close what was opened, newest first.
+	s := &Server{log: log, shutdownTimeout: DefaultShutdownTimeout}
+	// One cleanup for every error below: close what was opened, newest
+	// first, the store last, then release a claim taken (as Run does).
 	var opened []io.Closer
 	defer func() {
 		if err != nil {
-			for i := len(opened) - 1; i >= 0; i-- {
-				_ = opened[i].Close()
-			}
+			s.cleanup(opened)
 		}
 	}()
-	s := &Server{log: log, shutdownTimeout: DefaultShutdownTimeout}
 	// The lower bound on the time the registry teaches: by its proofs and
 	// by the store anchor's answers (at start, and for every forwarded
 	// write), so a sidecar whose clock lags the registry's by more than
 	// trust.clockSkew judges proof windows on time from its start.
 	timeBound := proxy.NewTimeBound(clock.Real(), cfg.Trust.ClockSkew)
-	if s.store, err = open(cfg, log); err != nil {
-		return nil, err
+	st, err := open(cfg, log)
+	if err != nil {
+		return nil, err // st may be a typed nil: not closed
 	}
-	opened = append(opened, s.store)
+	s.store = st
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	var ready []adminapi.ReadyCheck
-	var storeReg *client.Client // the store's registry client: its claim and its anchor
-	if cfg.Store.Claimed() || cfg.Anchored() {
-		if storeReg, err = registryClient(cfg, cfg.Store.Identity, log); err != nil {
-			return nil, err
-		}
+	ready, err := s.guardStore(cfg, log, promReg, timeBound)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Anchored() {
-		// The store's progress, generation and ledger anchored outside it,
-		// at the registry, so a store that lost data is caught by every
-		// sidecar (a new pod included).
-		upgrade, err := legacyUpgrade(cfg, log)
-		if err != nil {
-			return nil, err
-		}
-		if s.anchor, err = anchor.Wrap(s.store, anchor.FromClient(storeReg), anchor.Options{
-			Store: cfg.Store.Service, Logger: log.Named("anchor"), Metrics: promReg, Clock: clock.Real(),
-			CallTimeout: cfg.Registry.Timeout, RepairWindow: cfg.RepairWindow(), Upgrade: upgrade, RecheckInterval: anchorRecheckInterval,
-			OnRegistryTime: timeBound.ObserveRegistryTime,
-		}); err != nil {
-			return nil, fmt.Errorf("server: %w", err)
-		}
-		s.store = s.anchor
-		opened[len(opened)-1] = s.store
-	}
-	var claimHeld *claim
-	if cfg.Store.Claimed() {
-		// A local store serves one replica: claim the service at the
-		// registry, or refuse to start.
-		cl, err := claimService(cfg, storeReg, log)
-		if err != nil {
-			return nil, err
-		}
-		s.store = &claimedStore{Store: s.store, claim: cl}
-		opened[len(opened)-1] = s.store
-		// The claim is not a readiness check: it lives in the registry,
-		// and a registry outage must not take every pod out of its
-		// Service. Without it the store refuses writes (Begin answers
-		// STORE_UNAVAILABLE, nothing forwarded) while reads pass; the
-		// gauge below and the logs show it.
-		claimHeld = cl
-	}
-	if s.anchor != nil {
-		// After the claim: a local store registers once its sidecar is the
-		// only one. Open needs the registry (the ledger lives there too): a
-		// sidecar that cannot reach it does not start.
-		octx, cancel := context.WithTimeout(context.Background(), anchorOpenTimeout)
-		err := s.anchor.Open(octx)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("server: %w", err)
-		}
-		// A store that lost data refuses every write until the loss is
-		// acknowledged at the registry; on-call sees it here, in /readyz
-		// and in fencegate_proxy_store_data_lost. The check reads no
-		// registry (a registry outage must not make every pod unready).
-		ready = append(ready, adminapi.ReadyCheck{Code: fencegate.CodeStoreUnavailable, Check: s.anchor.CheckLoss})
-	}
-	opts := proxy.Options{Config: cfg, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade, TimeBound: timeBound}
+	opts := proxy.Options{Config: cfg.Pipeline(), LegacyLedgerDir: cfg.DataDir, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade, TimeBound: timeBound}
 	if an := s.anchor; an != nil {
 		// Trust on first use pins the bundle file as it is, into a store
 		// with no pins. A store that lost its data lost its pins too:
@@ -172,7 +118,7 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 			return nil, fmt.Errorf("proxy: metrics: %w", err)
 		}
 	}
-	if claimHeld != nil {
+	if claimHeld := s.claim; claimHeld != nil {
 		promReg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fencegate_proxy_store_claim_held",
 			Help: "1 while this sidecar holds the registry claim on store.service that lets its local store accept writes; 0 while it does not (every write is refused with STORE_UNAVAILABLE).",
@@ -240,9 +186,85 @@ func build(cfg proxy.Config, log *zap.Logger, forceDowngrade []string,
 	return s, nil
 }
 
+// guardStore wraps the store opened in s.store: in its outside anchor at
+// the registry (when anchored) and, for a local store, in its claim on
+// store.service (claimed here, its loop run by Run), then opens the
+// anchor. It returns the readiness checks the anchor adds.
+func (s *Server) guardStore(cfg Config, log *zap.Logger, promReg *prometheus.Registry, timeBound *proxy.TimeBound) ([]adminapi.ReadyCheck, error) {
+	if !cfg.Store.Claimed() && !cfg.Anchored() {
+		return nil, nil
+	}
+	// The store's registry client: its claim and its anchor.
+	storeReg, err := registryClient(cfg, cfg.Store.Identity, log)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Anchored() {
+		// The store's progress, generation and ledger anchored outside it,
+		// at the registry, so a store that lost data is caught by every
+		// sidecar (a new pod included).
+		upgrade, err := legacyUpgrade(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		if s.anchor, err = anchor.Wrap(s.store, anchor.FromClient(storeReg), anchor.Options{
+			Store: cfg.Store.Service, Logger: log.Named("anchor"), Metrics: promReg, Clock: clock.Real(),
+			CallTimeout: cfg.Registry.Timeout, RepairWindow: cfg.RepairWindow(), Upgrade: upgrade, RecheckInterval: anchorRecheckInterval,
+			OnRegistryTime: timeBound.ObserveRegistryTime,
+		}); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		s.store = s.anchor
+	}
+	if cfg.Store.Claimed() {
+		// A local store serves one replica: claim the service at the
+		// registry, or refuse to start. Run owns the claim's loop.
+		if s.claim, err = claimService(cfg, storeReg, log); err != nil {
+			return nil, err
+		}
+		s.store = &claimedStore{Store: s.store, claim: s.claim}
+		// The claim is not a readiness check: it lives in the registry,
+		// and a registry outage must not take every pod out of its
+		// Service. Without it the store refuses writes (Begin answers
+		// STORE_UNAVAILABLE, nothing forwarded) while reads pass; the
+		// gauge fencegate_proxy_store_claim_held and the logs show it.
+	}
+	if s.anchor == nil {
+		return nil, nil
+	}
+	// After the claim: a local store registers once its sidecar is the
+	// only one. Open needs the registry (the ledger lives there too): a
+	// sidecar that cannot reach it does not start.
+	octx, cancel := context.WithTimeout(context.Background(), anchorOpenTimeout)
+	err = s.anchor.Open(octx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	// A store that lost data refuses every write until the loss is
+	// acknowledged at the registry; on-call sees it here, in /readyz and
+	// in fencegate_proxy_store_data_lost. The check reads no registry (a
+	// registry outage must not make every pod unready).
+	return []adminapi.ReadyCheck{{Code: fencegate.CodeStoreUnavailable, Check: s.anchor.CheckLoss}}, nil
+}
+
+// cleanup is build's error path: it closes what build opened, newest
+// first, then the store, then releases a claim taken.
+func (s *Server) cleanup(opened []io.Closer) {
+	for i := len(opened) - 1; i >= 0; i-- {
+		_ = opened[i].Close()
+	}
+	if s.store != nil {
+		_ = s.store.Close()
+	}
+	if s.claim != nil {
+		s.claim.release()
+	}
+}
+
 // registryClient is a client of cfg.Registry (mTLS when configured),
 // sending identity in the identity header when it is not empty.
-func registryClient(cfg proxy.Config, identity string, log *zap.Logger) (*client.Client, error) {
+func registryClient(cfg Config, identity string, log *zap.Logger) (*client.Client, error) {
 	var copts []client.Option
 	if cfg.Registry.CertFile != "" || cfg.Registry.CAFile != "" || strings.HasPrefix(cfg.Registry.URL, "https://") {
 		files := tlsfiles.Client{CertFile: cfg.Registry.CertFile, KeyFile: cfg.Registry.KeyFile, CAFile: cfg.Registry.CAFile}

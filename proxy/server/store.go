@@ -7,17 +7,14 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
 
 	"github.com/fencegate/fencegate/internal/atomicfile"
-	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/anchor"
 	"github.com/fencegate/fencegate/store/bolt"
@@ -39,7 +36,7 @@ const anchorOpenTimeout = 5 * time.Minute
 // openStore opens the fenced store cfg.Store names, sized for the largest
 // response a route keeps. The anchor (store/anchor) is wrapped around it
 // by New.
-func openStore(cfg proxy.Config, log *zap.Logger) (store.Store, error) {
+func openStore(cfg Config, log *zap.Logger) (store.Store, error) {
 	maxBody := 0
 	for _, r := range cfg.Routes {
 		maxBody = max(maxBody, r.ResponseStoreLimit)
@@ -73,7 +70,7 @@ func openStore(cfg proxy.Config, log *zap.Logger) (store.Store, error) {
 const redisGenerationFile = "redis-generation.json"
 
 // legacyUpgrade reads the files above, if any.
-func legacyUpgrade(cfg proxy.Config, log *zap.Logger) (anchor.Upgrade, error) {
+func legacyUpgrade(cfg Config, log *zap.Logger) (anchor.Upgrade, error) {
 	var u anchor.Upgrade
 	if cfg.Store.Backend != "redis" {
 		return u, nil
@@ -144,7 +141,7 @@ func legacyUpgrade(cfg proxy.Config, log *zap.Logger) (anchor.Upgrade, error) {
 
 // openRedisStore connects to the redis store's server and checks it
 // answers. The generation it must keep seeing is set by the anchor.
-func openRedisStore(rc proxy.RedisStoreConfig, maxBody int, log *zap.Logger) (*storeredis.Store, error) {
+func openRedisStore(rc RedisStoreConfig, maxBody int, log *zap.Logger) (*storeredis.Store, error) {
 	opts := storeredis.Options{
 		Logger:          slog.New(zapslog.NewHandler(log.Core())),
 		Addr:            rc.Addr,
@@ -158,17 +155,13 @@ func openRedisStore(rc proxy.RedisStoreConfig, maxBody int, log *zap.Logger) (*s
 		MinReplicas:     rc.MinReplicas,
 		ReplicaTimeout:  rc.ReplicaTimeout,
 	}
-	if rc.PasswordFile != "" {
-		b, err := os.ReadFile(rc.PasswordFile)
-		if err != nil {
-			return nil, fmt.Errorf("server: store.redis.passwordFile: %w", err)
-		}
-		opts.Password = strings.TrimRight(string(b), "\r\n")
+	var err error
+	if opts.Password, err = rc.ReadPassword("store.redis"); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	// Re-read at handshake time when the files change (rotation); a
 	// rotation that does not load keeps the last good files.
-	host, _, _ := net.SplitHostPort(rc.Addr) // validated by proxy.Config
-	tc, err := rc.TLS.Reloading(host, tlsfiles.Reload{OnError: func(err error) {
+	tc, err := rc.TLS.Reloading(rc.Host(), tlsfiles.Reload{OnError: func(err error) {
 		log.Warn("store.redis.tls: rotated files not loaded", zap.Error(err))
 	}})
 	if err != nil {

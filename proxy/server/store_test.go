@@ -18,7 +18,6 @@ import (
 	"github.com/fencegate/fencegate/client"
 
 	"github.com/fencegate/fencegate/internal/redistest"
-	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/anchor"
@@ -36,7 +35,7 @@ func TestRedisStoreIsSharedBetweenSidecars(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := testConfig(t, "http://127.0.0.1:1")
-	cfg.Store = proxy.StoreConfig{Backend: "redis", Service: "svc", Redis: proxy.RedisStoreConfig{Addr: srv.Addr(), PasswordFile: pw, Prefix: "svc"}}
+	cfg.Store = StoreConfig{Backend: "redis", Service: "svc", Redis: RedisStoreConfig{Addr: srv.Addr(), PasswordFile: pw, Prefix: "svc"}}
 	cfg.Registry.URL = "http://127.0.0.1:1" // not called: the stores are opened bare
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -72,7 +71,7 @@ func TestRedisStoreUnreachableFailsStart(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
 	cfg := testConfig(t, "http://127.0.0.1:1")
-	cfg.Store = proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{Addr: addr}}
+	cfg.Store = StoreConfig{Backend: "redis", Redis: RedisStoreConfig{Addr: addr}}
 	st, err := openStore(cfg, zap.NewNop())
 	if err == nil {
 		st.Close()
@@ -98,7 +97,7 @@ func TestRedisLossAcknowledgedAtTheRegistry(t *testing.T) {
 	cfg := testConfig(t, "http://127.0.0.1:1")
 	cfg.Trust.Bundle = bundle
 	cfg.Registry.URL = regURL
-	cfg.Store = proxy.StoreConfig{Backend: "redis", Service: "ack", Identity: "sidecar", Redis: proxy.RedisStoreConfig{Addr: srv.Addr(), Prefix: "ack"}}
+	cfg.Store = StoreConfig{Backend: "redis", Service: "ack", Identity: "sidecar", Redis: RedisStoreConfig{Addr: srv.Addr(), Prefix: "ack"}}
 	cfg.Trust.ReloadInterval = 20 * time.Millisecond
 	cfg.SetDefaults()
 	s, err := New(cfg, zap.NewNop(), nil)

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate/internal/redistest"
-	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/anchor"
 	"github.com/fencegate/fencegate/store/guard"
@@ -28,7 +27,7 @@ func TestUpgradeFromLocalFiles(t *testing.T) {
 	regURL, bundle := startRegistry(t)
 	cfg := testConfig(t, "http://127.0.0.1:1")
 	cfg.Trust.Bundle, cfg.Registry.URL = bundle, regURL
-	cfg.Store = proxy.StoreConfig{Backend: "redis", Service: "upgrade", Identity: "sidecar", Redis: proxy.RedisStoreConfig{Addr: srv.Addr(), Prefix: "up"}}
+	cfg.Store = StoreConfig{Backend: "redis", Service: "upgrade", Identity: "sidecar", Redis: RedisStoreConfig{Addr: srv.Addr(), Prefix: "up"}}
 	cfg.SetDefaults()
 	write := func(name, body string) {
 		if err := os.WriteFile(filepath.Join(cfg.DataDir, name), []byte(body), 0o600); err != nil {

@@ -41,6 +41,8 @@ var (
 type Options struct {
 	// Addr is the server's host:port (required).
 	Addr string
+	// Username is the ACL user ("" for the default user).
+	Username string
 	// Password authenticates to the server ("" for none).
 	Password string
 	// DB is the logical database number.
@@ -168,6 +170,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	s.c = goredis.NewClient(&goredis.Options{
 		Addr:         o.Addr,
+		Username:     o.Username,
 		Password:     o.Password,
 		DB:           o.DB,
 		DialTimeout:  o.DialTimeout,

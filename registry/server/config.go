@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/internal/listenaddr"
+	"github.com/fencegate/fencegate/internal/redisconf"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/tlsfiles"
 )
@@ -62,35 +62,22 @@ type Config struct {
 	Log            LogConfig       `yaml:"log"`
 }
 
-// RedisConfig is the redis backend's server and key prefix.
+// RedisConfig is the redis backend's server (the rules the sidecar's
+// store.redis follows too: redisconf.Config) and the registry's state file.
 type RedisConfig struct {
-	// Addr is the server's host:port (required for the redis backend).
-	Addr string `yaml:"addr"`
-	// Password authenticates to the server; empty for none. Prefer
-	// PasswordFile, which keeps the secret out of the config (a mounted
-	// Secret).
-	Password string `yaml:"password"`
-	// PasswordFile is a file holding the password (trailing newlines
-	// dropped), like the sidecar's store.redis.passwordFile.
-	PasswordFile string `yaml:"passwordFile"`
-	// DB is the logical database number (0 by default).
-	DB int `yaml:"db"`
-	// Prefix is the key prefix, used as a hash tag ("fgreg" when empty).
-	Prefix string `yaml:"prefix"`
+	// Config is the server: addr (required for the redis backend),
+	// username, passwordFile (an inline password is refused), db, prefix
+	// (used as a hash tag, "fgreg" when empty), tls, timeout, minReplicas
+	// and replicaTimeout. MinReplicas, when positive, answers a write (a
+	// grant, a renewal, ...) only once that many replicas acknowledged
+	// it: a failover to one of them then does not issue its fence again.
+	// Fewer fails the call (503).
+	redisconf.Config `yaml:",inline"`
 	// StateFile is where this process remembers the highest registry state
 	// it saw and a fence ceiling above every fence it issued, to detect a
 	// Redis restored from an older copy across its own restart (default
 	// DataDir/redis-state.json; on a persistent volume for that to hold).
 	StateFile string `yaml:"stateFile"`
-	// MinReplicas, when positive, answers a write (a grant, a renewal,
-	// ...) only once that many replicas acknowledged it (WAIT), at most
-	// ReplicaTimeout (default 1s): a failover to one of them then does not
-	// issue its fence again. Fewer fails the call (503).
-	MinReplicas    int           `yaml:"minReplicas"`
-	ReplicaTimeout time.Duration `yaml:"replicaTimeout"`
-	// TLS encrypts the connection (a managed Redis); files are re-read
-	// when they rotate. Same keys as the sidecar's store.redis.tls.
-	TLS tlsfiles.ClientConfig `yaml:"tls"`
 }
 
 // LeaseConfig bounds lease TTLs and waits.
@@ -184,26 +171,7 @@ func (c Config) Validate() error {
 			add("dataDir: required for the bolt backend")
 		}
 	case "redis":
-		if c.Redis.Addr == "" {
-			add("redis.addr: required for the redis backend")
-		} else if _, _, err := net.SplitHostPort(c.Redis.Addr); err != nil {
-			add("redis.addr: %q: %v", c.Redis.Addr, err)
-		}
-		if c.Redis.Password != "" && c.Redis.PasswordFile != "" {
-			add("redis: password and passwordFile are exclusive")
-		}
-		if c.Redis.MinReplicas < 0 || c.Redis.ReplicaTimeout < 0 {
-			add("redis: minReplicas and replicaTimeout must not be negative")
-		}
-		if c.Redis.DB < 0 {
-			add("redis.db: must not be negative")
-		}
-		if strings.ContainsAny(c.Redis.Prefix, "{}") {
-			add("redis.prefix: %q must not contain '{' or '}'", c.Redis.Prefix)
-		}
-		for _, err := range c.Redis.TLS.Validate("redis.tls") {
-			add("%v", err)
-		}
+		errs = append(errs, c.Redis.Validate("redis")...)
 	case "memory":
 	default:
 		add("backend: %q is not bolt, redis or memory", c.Backend)

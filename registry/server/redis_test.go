@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/internal/redisconf"
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/server"
@@ -20,7 +21,7 @@ func redisConfig(t *testing.T, addr string) server.Config {
 	c.DataDir = t.TempDir()
 	c.Identity.Mode = "insecure-header"
 	c.Backend = "redis"
-	c.Redis = server.RedisConfig{Addr: addr, Prefix: "srvtest"}
+	c.Redis = server.RedisConfig{Config: redisconf.Config{Addr: addr, Prefix: "srvtest"}}
 	return c
 }
 
@@ -52,7 +53,7 @@ func TestRedisConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := server.RedisConfig{Addr: "127.0.0.1:6390", Password: "pw", DB: 3, Prefix: "p1"}
+	want := server.RedisConfig{Config: redisconf.Config{Addr: "127.0.0.1:6390", Password: "pw", DB: 3, Prefix: "p1"}}
 	if c.Backend != "redis" || c.Redis != want {
 		t.Fatalf("loaded %q %+v, want redis %+v", c.Backend, c.Redis, want)
 	}

@@ -165,13 +165,9 @@ func openBackend(cfg Config, log *zap.Logger) (registry.Backend, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		r := cfg.Redis
-		password := r.Password
-		if r.PasswordFile != "" {
-			b, err := os.ReadFile(r.PasswordFile)
-			if err != nil {
-				return nil, fmt.Errorf("server: redis.passwordFile: %w", err)
-			}
-			password = strings.TrimRight(string(b), "\r\n")
+		password, err := r.ReadPassword("redis")
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
 		}
 		state := r.StateFile
 		if state == "" {
@@ -180,14 +176,14 @@ func openBackend(cfg Config, log *zap.Logger) (registry.Backend, error) {
 			}
 			state = filepath.Join(cfg.DataDir, "redis-state.json")
 		}
-		host, _, _ := net.SplitHostPort(r.Addr) // validated by Config
-		tc, err := r.TLS.Reloading(host, tlsfiles.Reload{OnError: func(err error) {
+		tc, err := r.TLS.Reloading(r.Host(), tlsfiles.Reload{OnError: func(err error) {
 			log.Warn("redis.tls: rotated files not loaded; using the previous ones", zap.Error(err))
 		}})
 		if err != nil {
 			return nil, fmt.Errorf("server: redis.tls: %w", err)
 		}
-		return redis.OpenBackend(ctx, redis.Options{Addr: r.Addr, Password: password, DB: r.DB, Prefix: r.Prefix, TLS: tc,
+		return redis.OpenBackend(ctx, redis.Options{Addr: r.Addr, Username: r.Username, Password: password, DB: r.DB, Prefix: r.Prefix, TLS: tc,
+			DialTimeout: r.Timeout, ReadTimeout: r.Timeout, WriteTimeout: r.Timeout,
 			StateFile: state, MinReplicas: r.MinReplicas, ReplicaTimeout: r.ReplicaTimeout, Logger: slog.New(zapslog.NewHandler(log.Core()))})
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {

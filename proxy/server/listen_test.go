@@ -1,4 +1,4 @@
-package proxy_test
+package server_test
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/internal/listenaddr"
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/server"
 )
 
 // TestListenHostFromEnvironment: FENCEGATE_LISTEN_HOST replaces the host
@@ -17,19 +17,19 @@ import (
 func TestListenHostFromEnvironment(t *testing.T) {
 	for _, tc := range []struct {
 		env            string
-		explicit       proxy.Config
+		explicit       server.Config
 		listen, health string
 		admin          string
 	}{
-		{"", proxy.Config{}, "127.0.0.1:8780", "127.0.0.1:8782", "127.0.0.1:8781"},
-		{"0.0.0.0", proxy.Config{}, "0.0.0.0:8780", "0.0.0.0:8782", "127.0.0.1:8781"},
-		{"::", proxy.Config{}, "[::]:8780", "[::]:8782", "127.0.0.1:8781"},
-		{"0.0.0.0", proxy.Config{Listen: "127.0.0.1:8780", Health: proxy.HealthConfig{Listen: "127.0.0.1:9782"}, Admin: proxy.AdminConfig{Listen: "10.0.0.1:8781"}},
+		{"", server.Config{}, "127.0.0.1:8780", "127.0.0.1:8782", "127.0.0.1:8781"},
+		{"0.0.0.0", server.Config{}, "0.0.0.0:8780", "0.0.0.0:8782", "127.0.0.1:8781"},
+		{"::", server.Config{}, "[::]:8780", "[::]:8782", "127.0.0.1:8781"},
+		{"0.0.0.0", server.Config{Listen: "127.0.0.1:8780", Health: server.HealthConfig{Listen: "127.0.0.1:9782"}, Admin: server.AdminConfig{Listen: "10.0.0.1:8781"}},
 			"127.0.0.1:8780", "127.0.0.1:9782", "10.0.0.1:8781"},
 		// Only what is left empty takes the variable.
-		{"0.0.0.0", proxy.Config{Listen: "127.0.0.1:9000"}, "127.0.0.1:9000", "0.0.0.0:8782", "127.0.0.1:8781"},
+		{"0.0.0.0", server.Config{Listen: "127.0.0.1:9000"}, "127.0.0.1:9000", "0.0.0.0:8782", "127.0.0.1:8781"},
 		// A listen on port 0 (tests) makes the default health port 0 too.
-		{"", proxy.Config{Listen: "127.0.0.1:0"}, "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:8781"},
+		{"", server.Config{Listen: "127.0.0.1:0"}, "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:8781"},
 	} {
 		t.Setenv(listenaddr.EnvHost, tc.env)
 		c := tc.explicit
@@ -45,7 +45,7 @@ func TestListenHostFromEnvironment(t *testing.T) {
 // file without listen keys takes the variable, one with them keeps them.
 func TestListenHostFromEnvironmentInFile(t *testing.T) {
 	t.Setenv(listenaddr.EnvHost, "0.0.0.0")
-	example, err := os.ReadFile("../docs/proxy.example.yaml")
+	example, err := os.ReadFile("../../docs/proxy.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestListenHostFromEnvironmentInFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(kept, "\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := proxy.LoadConfig(path)
+	c, err := server.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestListenHostFromEnvironmentInFile(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c, err = proxy.LoadConfig("../docs/proxy.example.yaml")
+	c, err = server.Load("../../docs/proxy.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestListenHostFromEnvironmentInFile(t *testing.T) {
 // TestHealthListenValidation: a malformed health.listen, or one shared
 // with another listener, is refused.
 func TestHealthListenValidation(t *testing.T) {
-	c, err := proxy.LoadConfig("../docs/proxy.example.yaml")
+	c, err := server.Load("../../docs/proxy.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package proxy_test
+package server_test
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/server"
 )
 
 // The redis store backend is configured under store.redis; its address is
@@ -15,7 +15,7 @@ import (
 func TestRedisStoreConfigValidates(t *testing.T) {
 	c := validConfig(t)
 	c.Registry.URL = "http://registry.internal:8700"
-	c.Store = proxy.StoreConfig{Backend: "redis", Service: "svc-a", Redis: proxy.RedisStoreConfig{Addr: "redis.internal:6379", Prefix: "svc-a", Timeout: time.Second}}
+	c.Store = server.StoreConfig{Backend: "redis", Service: "svc-a", Redis: server.RedisStoreConfig{Addr: "redis.internal:6379", Prefix: "svc-a", Timeout: time.Second}}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("a valid redis store config: %v", err)
 	}
@@ -23,17 +23,17 @@ func TestRedisStoreConfigValidates(t *testing.T) {
 		t.Fatal("a redis store with store.service and registry.url is not anchored")
 	}
 
-	c.Store = proxy.StoreConfig{Backend: "redis"}
+	c.Store = server.StoreConfig{Backend: "redis"}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "store.redis.addr: required") {
 		t.Fatalf("redis without addr: %v", err)
 	}
 
-	c.Store = proxy.StoreConfig{Backend: "redis", Redis: proxy.RedisStoreConfig{
+	c.Store = server.StoreConfig{Backend: "redis", Redis: server.RedisStoreConfig{
 		Addr:    "no-port",
 		DB:      -1,
 		Prefix:  "a{b}",
 		Timeout: -time.Second,
-		TLS:     proxy.RedisTLSConfig{CertFile: "c.pem", CAFile: "ca.pem"},
+		TLS:     server.RedisTLSConfig{CertFile: "c.pem", CAFile: "ca.pem"},
 	}}
 	err := c.Validate()
 	if err == nil {
@@ -63,12 +63,12 @@ store:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := proxy.LoadConfig(path)
+	c, err := server.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := proxy.RedisStoreConfig{Addr: "10.0.0.7:6380", Username: "fencegate", PasswordFile: "/etc/fencegate/redis/password", DB: 2, Prefix: "payments",
-		Timeout: 2 * time.Second, TLS: proxy.RedisTLSConfig{Enabled: true, CAFile: "/etc/fencegate/redis/ca.pem", ServerName: "redis.internal"}}
+	want := server.RedisStoreConfig{Addr: "10.0.0.7:6380", Username: "fencegate", PasswordFile: "/etc/fencegate/redis/password", DB: 2, Prefix: "payments",
+		Timeout: 2 * time.Second, TLS: server.RedisTLSConfig{Enabled: true, CAFile: "/etc/fencegate/redis/ca.pem", ServerName: "redis.internal"}}
 	if c.Store.Backend != "redis" || c.Store.Redis != want {
 		t.Fatalf("store: %+v", c.Store)
 	}
