@@ -24,6 +24,7 @@ import (
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/registry/registrytest"
+	"github.com/fencegate/fencegate/store/claim"
 )
 
 // startRegistry runs a real registry (header identities) over loopback
@@ -192,11 +193,11 @@ func TestLostClaimRefusesWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, ok := s.store.(*claimedStore)
+	cs, ok := s.store.(*claim.Store)
 	if !ok {
 		t.Fatalf("the bolt store is not claimed: %T", s.store)
 	}
-	if _, err := owner.Release(ctx, cs.claim.current().LeaseID()); err != nil {
+	if _, err := owner.Release(ctx, cs.Claim().Holder().LeaseID()); err != nil {
 		t.Fatal(err)
 	}
 	other, err := client.New(regURL, client.WithIdentityHeader(identity.DefaultHeader, "sidecar-b"))

@@ -16,14 +16,14 @@
 //
 // A local store (bolt; memory when store.service is set) knows only what
 // passed through its own sidecar, so it must serve one replica only, and
-// New enforces it: it claims store.service at the registry by holding a
+// New enforces it (package store/claim): it claims store.service at the registry by holding a
 // lease on "fencegate-store/<service>" (client.Holder, TTL
 // store.claimTTL, owned by the registry client's identity: its mTLS
 // certificate, or store.claimIdentity in the identity header of a
 // header-mode registry). When another sidecar holds the claim, New waits
 // up to one claim TTL (a restarted pod's old claim expires within it) and
 // then fails, naming the service; several replicas use store.backend
-// redis. While running, the store is wrapped so that Begin refuses
+// redis. While running, the store is wrapped (claim.Guard) so that Begin refuses
 // (STORE_UNAVAILABLE, nothing forwarded) whenever the Holder is not HELD
 // or RENEWING, and fencegate_proxy_store_claim_held is 0; a claim that
 // ended is claimed again every half TTL. A lost claim does not make the

@@ -73,7 +73,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	if s.claim != nil {
-		s.claim.release()
+		s.claim.Release()
 	}
 	return err
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/anchor"
+	"github.com/fencegate/fencegate/store/claim"
 	"github.com/fencegate/fencegate/tlsfiles"
 )
 
@@ -32,7 +33,7 @@ type Server struct {
 	proxy    *proxy.Proxy
 	store    store.Store
 	anchor   *anchor.Store // the store's outside anchor, when configured
-	claim    *claim        // a local store's claim on its service, when claimed
+	claim    *claim.Claim  // a local store's claim on its service, when claimed
 	in       *http.Server
 	admin    *http.Server
 	health   *http.Server
@@ -123,7 +124,7 @@ func build(cfg Config, log *zap.Logger, forceDowngrade []string,
 			Name: "fencegate_proxy_store_claim_held",
 			Help: "1 while this sidecar holds the registry claim on store.service that lets its local store accept writes; 0 while it does not (every write is refused with STORE_UNAVAILABLE).",
 		}, func() float64 {
-			if claimHeld.held() != nil {
+			if claimHeld.Held() != nil {
 				return 0
 			}
 			return 1
@@ -219,10 +220,11 @@ func (s *Server) guardStore(cfg Config, log *zap.Logger, promReg *prometheus.Reg
 	if cfg.Store.Claimed() {
 		// A local store serves one replica: claim the service at the
 		// registry, or refuse to start. Run owns the claim's loop.
-		if s.claim, err = claimService(cfg, storeReg, log); err != nil {
-			return nil, err
+		if s.claim, err = claim.Take(claim.Options{Client: storeReg, Service: cfg.Store.Service, Resource: cfg.Store.ClaimResource(),
+			TTL: cfg.Store.ClaimTTL, Backend: cfg.Store.Backend, Logger: log}); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
 		}
-		s.store = &claimedStore{Store: s.store, claim: s.claim}
+		s.store = claim.Guard(s.store, s.claim)
 		// The claim is not a readiness check: it lives in the registry,
 		// and a registry outage must not take every pod out of its
 		// Service. Without it the store refuses writes (Begin answers
@@ -258,7 +260,7 @@ func (s *Server) cleanup(opened []io.Closer) {
 		_ = s.store.Close()
 	}
 	if s.claim != nil {
-		s.claim.release()
+		s.claim.Release()
 	}
 }
 
