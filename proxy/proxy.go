@@ -35,7 +35,7 @@ type Options struct {
 	Status StatusSource
 	// Transport forwards to the backend (default: a tuned http.Transport,
 	// HTTP/1.1). Every mutation reaches it in a form net/http's Transport
-	// never sends twice (sendonce.go); another RoundTripper gets it without
+	// never sends twice (outbound/sendonce.go); another RoundTripper gets it without
 	// GetBody and must not resend a request on its own.
 	Transport http.RoundTripper
 	// Clock is the sidecar's time and timers (default clock.Real()).
@@ -54,7 +54,7 @@ type Options struct {
 	// (asked again at the next reload).
 	FirstUseAllowed FirstUseCheck
 	// TimeBound is the lower bound on the time the sidecar learns from
-	// the registry (learnedtime.go): share it with whatever else talks to
+	// the registry (authn/learnedtime.go): share it with whatever else talks to
 	// the registry (the store anchor) so their answers teach it too. nil:
 	// the sidecar makes its own, taught by the proofs it verifies. Its
 	// skew must be trust.clockSkew.
