@@ -16,6 +16,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 )
 
 func TestBadInput(t *testing.T) {
@@ -219,7 +220,7 @@ func TestTrustReloadKeepsKeysInUse(t *testing.T) {
 	newKey := newIssuerKey(t)
 	// Drop the old key: refused while its grant may still be held.
 	writeBundle(t, f.cfg.Trust.Bundle, newKey)
-	if _, err := f.proxy.ReloadTrust(false); !errors.Is(err, proxy.ErrKeyInUse) {
+	if _, err := f.proxy.ReloadTrust(false); !errors.Is(err, authn.ErrKeyInUse) {
 		t.Fatalf("reload dropping a key in use: %v", err)
 	}
 	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), seg: "2", body: "two"}).expect(t, 201, "")

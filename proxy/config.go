@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/proxy/inbound"
 	"slices"
 	"time"
@@ -291,7 +292,7 @@ func (t *TrustConfig) setDefaults() {
 		t.MaxTokenBytes = DefaultMaxTokenBytes
 	}
 	if t.VerifyCacheEntries == nil {
-		n := DefaultVerifyCacheEntries
+		n := authn.DefaultVerifyCacheEntries
 		t.VerifyCacheEntries = &n
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
+	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memory"
@@ -120,7 +121,7 @@ type fixture struct {
 	clk     clock.Clock // the sidecar's clock; nil: the real one
 	// timeBound, when set before start, is the sidecar's shared lower
 	// bound on the time (proxy.Options.TimeBound).
-	timeBound *proxy.TimeBound
+	timeBound *authn.TimeBound
 }
 
 type fixtureOpt func(*proxy.Config)

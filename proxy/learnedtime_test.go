@@ -6,7 +6,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock/clocktest"
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
 
@@ -56,7 +56,7 @@ func TestRegistryTimeTeachesTheFirstProof(t *testing.T) {
 	lag := 10 * time.Second
 	clk := clocktest.New(real.Add(-lag))
 	f := newFixtureAt(t, clk)
-	f.timeBound = proxy.NewTimeBound(clk, f.cfg.Trust.ClockSkew)
+	f.timeBound = authn.NewTimeBound(clk, f.cfg.Trust.ClockSkew)
 	f.timeBound.ObserveRegistryTime(real) // the anchor's Open: the registry's clock now
 	if err := f.start(nil); err != nil {
 		t.Fatal(err)

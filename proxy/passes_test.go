@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -61,7 +62,7 @@ func TestOnePassFunctions(t *testing.T) {
 			state = k.State
 		}
 	}
-	if state != proxy.KeyUnpinned || slices.Contains(f.proxy.TrustKeyIDs(), added.KeyID()) {
-		t.Fatalf("after a trust tick the added key is %q (trusted: %v), want %s and not trusted", state, f.proxy.TrustKeyIDs(), proxy.KeyUnpinned)
+	if state != authn.KeyUnpinned || slices.Contains(f.proxy.TrustKeyIDs(), added.KeyID()) {
+		t.Fatalf("after a trust tick the added key is %q (trusted: %v), want %s and not trusted", state, f.proxy.TrustKeyIDs(), authn.KeyUnpinned)
 	}
 }

@@ -32,7 +32,7 @@ type Options struct {
 	LegacyLedgerDir string
 	// Status reads grant status from the registry (routes in registry
 	// status mode). Required when such routes exist.
-	Status StatusSource
+	Status authn.StatusSource
 	// Transport forwards to the backend (default: a tuned http.Transport,
 	// HTTP/1.1). Every mutation reaches it in a form net/http's Transport
 	// never sends twice (outbound/sendonce.go); another RoundTripper gets it without
@@ -52,13 +52,13 @@ type Options struct {
 	// use then would trust whatever the file holds now); the outside
 	// anchor of the store answers it. nil: allowed. An error is a refusal
 	// (asked again at the next reload).
-	FirstUseAllowed FirstUseCheck
+	FirstUseAllowed authn.FirstUseCheck
 	// TimeBound is the lower bound on the time the sidecar learns from
 	// the registry (authn/learnedtime.go): share it with whatever else talks to
 	// the registry (the store anchor) so their answers teach it too. nil:
 	// the sidecar makes its own, taught by the proofs it verifies. Its
 	// skew must be trust.clockSkew.
-	TimeBound *TimeBound
+	TimeBound *authn.TimeBound
 }
 
 // Proxy is the sidecar: the only acceptance point for protected writes.

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 	storemem "github.com/fencegate/fencegate/store/memory"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
@@ -91,7 +92,7 @@ func TestReplicasSharePins(t *testing.T) {
 	tok, proof := grantBy(added, "doc/1", "worker-a", 7)
 	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: tok, status: proof, body: "via B"}).expect(t, 201, "")
 	writeBundle(t, cfgA.Trust.Bundle, f.issuer.Key())
-	if _, err := a.ReloadTrust(false); !errors.Is(err, proxy.ErrKeyInUse) {
+	if _, err := a.ReloadTrust(false); !errors.Is(err, authn.ErrKeyInUse) {
 		t.Fatalf("A dropping a key in use through B: %v", err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/keys"
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/store/bolt"
 	"github.com/fencegate/fencegate/verify/verifytest"
@@ -197,7 +197,7 @@ func TestKeyInUseSurvivesRestart(t *testing.T) {
 	open()
 	// Dropping the old key while its grant may be held: refused.
 	writeBundle(t, f.cfg.Trust.Bundle, next.Key())
-	if _, err := f.proxy.ReloadTrust(false); !errors.Is(err, proxy.ErrKeyInUse) {
+	if _, err := f.proxy.ReloadTrust(false); !errors.Is(err, authn.ErrKeyInUse) {
 		t.Fatalf("reload dropping a key in use, after a restart: %v", err)
 	}
 	f.do(call{path: "/v1/docs/1", owner: "worker-a", grant: string(tok), status: f.proof(tok, g), seg: "2", body: "two"}).expect(t, 201, "")

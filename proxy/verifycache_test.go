@@ -22,6 +22,7 @@ import (
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memory"
@@ -55,7 +56,7 @@ type cacheFix struct {
 // tamperingSource passes status reads to the real registry client and,
 // when on, flips a byte of the proof's signature on the way back.
 type tamperingSource struct {
-	next proxy.StatusSource
+	next authn.StatusSource
 	on   *atomic.Bool
 }
 
@@ -347,8 +348,8 @@ func TestVerifyCacheConfig(t *testing.T) {
 			t.Fatalf("segment 2 with the same grant and proof: %d %s", st, code)
 		}
 		st := f.proxy.VerifyCacheStats()
-		if cached && (st.Limit != proxy.DefaultVerifyCacheEntries || st.GrantHits == 0) {
-			t.Errorf("default cache: %+v, want limit %d and grant hits", st, proxy.DefaultVerifyCacheEntries)
+		if cached && (st.Limit != authn.DefaultVerifyCacheEntries || st.GrantHits == 0) {
+			t.Errorf("default cache: %+v, want limit %d and grant hits", st, authn.DefaultVerifyCacheEntries)
 		}
 		if !cached && (st.Limit != 0 || st.GrantHits != 0 || st.Entries != 0) {
 			t.Errorf("verifyCacheEntries 0: %+v, want the cache off", st)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/anchor"
 )
@@ -189,7 +189,7 @@ func (s *sharedStore) generation() string {
 // and opens it at the round's registry, as the sidecar does at start (a
 // sidecar that cannot open it does not start; in a round the registry
 // always answers).
-func (r *round) openAnchor(i int, ps *processStore, clk clock.Clock, repair time.Duration, bound *proxy.TimeBound) (*anchor.Store, error) {
+func (r *round) openAnchor(i int, ps *processStore, clk clock.Clock, repair time.Duration, bound *authn.TimeBound) (*anchor.Store, error) {
 	an, err := anchor.Wrap(ps, roundRegistry{r: r, caller: fmt.Sprintf("sidecar-%d", i)}, anchor.Options{
 		Store: storeName, Clock: clk, Metrics: discardMetrics{}, RecheckInterval: anchorRecheck,
 		RepairWindow: repair, OnRegistryTime: bound.ObserveRegistryTime,

@@ -130,7 +130,7 @@
 //
 // skewlag: on a route in proof mode, a replica whose clock lags the
 // registry's by more than trust.clockSkew; its time bound
-// (proxy.TimeBound, fed by the anchor's answers from the start and by
+// (authn.TimeBound, fed by the anchor's answers from the start and by
 // every proof) judges proof windows at the present (sabotage
 // no-time-bound fails the gate).
 //

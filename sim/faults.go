@@ -59,7 +59,7 @@ const (
 	// registry's by more than trust.clockSkew. Judged by its own clock, a
 	// proof would outlive its window in real time; the sidecar judges
 	// expiry and age at the time the registry's proofs and anchor answers
-	// teach (proxy.TimeBound; sabotage no-time-bound shows it failing
+	// teach (authn.TimeBound; sabotage no-time-bound shows it failing
 	// without).
 	FaultSkewLag Fault = "skewlag"
 	// FaultRotate: the registry's signing key is rotated (a registry

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 )
 
 // trustReload is the sidecars' trust.reloadInterval.
@@ -139,7 +139,7 @@ func (r *round) rotate(e event) {
 		err = r.writeBundle()
 	}
 	if e.Step == 1 && err == nil {
-		var acc proxy.TrustAccepted
+		var acc authn.TrustAccepted
 		acc, err = r.sidecars[0].p.AcceptTrust(context.Background(), r.m.rotatedKey.KeyID(), "", "rotation")
 		r.trustVersion++
 		r.logf("operator: trust accept %s: trusted %v %s", r.m.rotatedKey.KeyID(), acc.Trusted, acc.Reload)

@@ -25,6 +25,7 @@ import (
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/store"
@@ -285,7 +286,7 @@ func (r *round) restartSidecar(i int) error {
 	ps := &processStore{Store: r.st, r: r, sab: r.sabotage}
 	cfg := proxyConfig(r.m, r.sc.Config, r.sabotage, r.bundle)
 	cfg.Trust.ReloadInterval = trustReload
-	bound := proxy.NewTimeBound(sc.clk, cfg.Trust.ClockSkew)
+	bound := authn.NewTimeBound(sc.clk, cfg.Trust.ClockSkew)
 	an, err := r.openAnchor(i, ps, sc.clk, cfg.RepairWindow(), bound)
 	if err != nil {
 		return err

@@ -62,7 +62,7 @@ const (
 	SabotageUnanchored Sabotage = "unanchored"
 	// SabotageNoTimeBound makes the sidecars judge proof windows by their
 	// own clock alone, without the time the registry's proofs and answers
-	// teach (proxy.TimeBound): a replica that lags takes a proof after its
+	// teach (authn.TimeBound): a replica that lags takes a proof after its
 	// window closed.
 	SabotageNoTimeBound Sabotage = "no-time-bound"
 )

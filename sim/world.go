@@ -21,6 +21,7 @@ import (
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/store"
@@ -135,9 +136,9 @@ type sidecar struct {
 	sent uint64
 	clk  offsetClock
 	// an is the process's outside anchor of the shared store (anchor.go),
-	// bound its lower bound on the time (proxy.TimeBound).
+	// bound its lower bound on the time (authn.TimeBound).
 	an    *anchor.Store
-	bound *proxy.TimeBound
+	bound *authn.TimeBound
 }
 
 // processStore is the shared store as one sidecar process sees it. When

@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
+	"github.com/fencegate/fencegate/proxy/authn"
 )
 
 // The trust subcommands talk to a sidecar's admin API: the pins of its
@@ -78,7 +78,7 @@ func trustList(ctx context.Context, args []string, out io.Writer) error {
 		_, err := out.Write(buf.Bytes())
 		return err
 	}
-	var l proxy.TrustList
+	var l authn.TrustList
 	if err := json.Unmarshal(buf.Bytes(), &l); err != nil {
 		return fmt.Errorf("trust list: %w", err)
 	}
@@ -87,7 +87,7 @@ func trustList(ctx context.Context, args []string, out io.Writer) error {
 
 // printTrustList prints the bundle file's description and a table of the
 // keys.
-func printTrustList(out io.Writer, l proxy.TrustList) error {
+func printTrustList(out io.Writer, l authn.TrustList) error {
 	fw := newFieldWriter(out)
 	fw.row("bundle", l.Bundle.Path)
 	fw.row("sha256", l.Bundle.SHA256)

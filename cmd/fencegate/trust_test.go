@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -16,12 +16,12 @@ import (
 func TestPrintTrustList(t *testing.T) {
 	at := time.Date(2026, 7, 19, 12, 0, 0, 0, time.UTC)
 	var out bytes.Buffer
-	err := printTrustList(&out, proxy.TrustList{
-		Bundle: proxy.TrustBundleInfo{Path: "/etc/fencegate/trust/jwks.json", SHA256: "ab12", Signed: true, SignedBy: "k1", IssuedAt: at, ExpiresAt: at.Add(time.Hour), BundleSeq: 42},
-		Keys: []proxy.TrustKey{
-			{Kid: "k1", Thumbprint: "t1", Alg: "EdDSA", State: proxy.KeyTrusted, How: store.TrustFirstUse, PinnedAt: at, InUseUntil: at.Add(time.Minute)},
-			{Kid: "k2", Thumbprint: "t2", Alg: "ES256", State: proxy.KeyUnpinned},
-			{Kid: "k3", Thumbprint: "t3", Alg: "EdDSA", State: proxy.KeyConflict, How: store.TrustOperator, PinnedAt: at, PinnedThumbprint: "t9"},
+	err := printTrustList(&out, authn.TrustList{
+		Bundle: authn.TrustBundleInfo{Path: "/etc/fencegate/trust/jwks.json", SHA256: "ab12", Signed: true, SignedBy: "k1", IssuedAt: at, ExpiresAt: at.Add(time.Hour), BundleSeq: 42},
+		Keys: []authn.TrustKey{
+			{Kid: "k1", Thumbprint: "t1", Alg: "EdDSA", State: authn.KeyTrusted, How: store.TrustFirstUse, PinnedAt: at, InUseUntil: at.Add(time.Minute)},
+			{Kid: "k2", Thumbprint: "t2", Alg: "ES256", State: authn.KeyUnpinned},
+			{Kid: "k3", Thumbprint: "t3", Alg: "EdDSA", State: authn.KeyConflict, How: store.TrustOperator, PinnedAt: at, PinnedThumbprint: "t9"},
 		},
 	})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -143,7 +143,7 @@ func (s *server) trustReload(w http.ResponseWriter, req *http.Request) {
 	changed, err := s.Proxy.ReloadTrust(b.Force)
 	if err != nil {
 		status := 500
-		if errors.Is(err, proxy.ErrKeyInUse) {
+		if errors.Is(err, authn.ErrKeyInUse) {
 			status = 409
 		}
 		problem(w, status, fencegate.CodeConflict, err.Error())

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 )
 
 // TrustAcceptRequest is the body of POST /v1/trust/accept.
@@ -23,7 +23,7 @@ type TrustAcceptRequest struct {
 }
 
 // trustList answers GET /v1/trust: the bundle file's keys and the pins
-// (proxy.TrustList).
+// (authn.TrustList).
 func (s *server) trustList(w http.ResponseWriter, req *http.Request) {
 	list, err := s.Proxy.TrustList(req.Context())
 	if err != nil {
@@ -47,10 +47,10 @@ func (s *server) trustAccept(w http.ResponseWriter, req *http.Request) {
 	}
 	out, err := s.Proxy.AcceptTrust(req.Context(), b.Kid, b.Thumbprint, b.Reason)
 	switch {
-	case errors.Is(err, proxy.ErrTrustKeyNotInBundle):
+	case errors.Is(err, authn.ErrTrustKeyNotInBundle):
 		problem(w, 404, fencegate.CodeNotFound, err.Error())
 		return
-	case errors.Is(err, proxy.ErrTrustThumbprint):
+	case errors.Is(err, authn.ErrTrustThumbprint):
 		problem(w, 409, fencegate.CodeConflict, err.Error())
 		return
 	case err != nil:

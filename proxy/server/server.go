@@ -21,6 +21,7 @@ import (
 	fgidentity "github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/proxy/adminapi"
+	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/anchor"
 	"github.com/fencegate/fencegate/store/claim"
@@ -84,7 +85,7 @@ func build(cfg Config, log *zap.Logger, forceDowngrade []string,
 	// by the store anchor's answers (at start, and for every forwarded
 	// write), so a sidecar whose clock lags the registry's by more than
 	// trust.clockSkew judges proof windows on time from its start.
-	timeBound := proxy.NewTimeBound(clock.Real(), cfg.Trust.ClockSkew)
+	timeBound := authn.NewTimeBound(clock.Real(), cfg.Trust.ClockSkew)
 	st, err := open(cfg, log)
 	if err != nil {
 		return nil, err // st may be a typed nil: not closed
@@ -191,7 +192,7 @@ func build(cfg Config, log *zap.Logger, forceDowngrade []string,
 // the registry (when anchored) and, for a local store, in its claim on
 // store.service (claimed here, its loop run by Run), then opens the
 // anchor. It returns the readiness checks the anchor adds.
-func (s *Server) guardStore(cfg Config, log *zap.Logger, promReg *prometheus.Registry, timeBound *proxy.TimeBound) ([]adminapi.ReadyCheck, error) {
+func (s *Server) guardStore(cfg Config, log *zap.Logger, promReg *prometheus.Registry, timeBound *authn.TimeBound) ([]adminapi.ReadyCheck, error) {
 	if !cfg.Store.Claimed() && !cfg.Anchored() {
 		return nil, nil
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/proxy"
+	"github.com/fencegate/fencegate/proxy/authn"
 )
 
 // Results of fencegate_proxy_registry_requests_total.
@@ -23,13 +23,13 @@ const (
 // not_found (the registry does not know the grant: GRANT_NOT_HELD), error
 // (no answer in registry.timeout, or a failure: REGISTRY_UNAVAILABLE).
 type countedStatus struct {
-	src proxy.StatusSource
+	src authn.StatusSource
 	ctr *prometheus.CounterVec
 }
 
 // newCountedStatus wraps src and registers its counter, every result at
 // zero, on reg.
-func newCountedStatus(src proxy.StatusSource, reg prometheus.Registerer) (*countedStatus, error) {
+func newCountedStatus(src authn.StatusSource, reg prometheus.Registerer) (*countedStatus, error) {
 	ctr := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fencegate_proxy_registry_requests_total",
 		Help: "The sidecar's grant status reads from the registry (routes in status mode registry) by result: ok, not_found (the registry does not know the grant), error (no answer or a failure: REGISTRY_UNAVAILABLE).",

@@ -59,7 +59,7 @@ type Options struct {
 	Upgrade Upgrade
 	// OnRegistryTime, when set, is given the registry's clock (the Now of
 	// its answers) after every call it answered: the sidecar's lower bound
-	// on the time (proxy.TimeBound), kept fresh by calls made at start and
+	// on the time (authn.TimeBound), kept fresh by calls made at start and
 	// for every forwarded write.
 	OnRegistryTime func(time.Time)
 }
