@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"slices"
+	"time"
 )
 
 // The enforcement ledger and the trust pins of NewTxBackend's Store: each
@@ -13,9 +14,36 @@ func (b *txBackend) RecordEnforcement(ctx context.Context, in EnforcementInput) 
 	if err := in.Validate(); err != nil {
 		return Enforcement{}, err
 	}
-	var out Enforcement
-	err := b.s.Update(ctx, "record enforcement", func(tx Tx) error {
-		cur, err := tx.Enforcement(in.Shape)
+	return decideAt(ctx, b, "record enforcement",
+		func(tx Tx) (*Enforcement, error) { return tx.Enforcement(in.Shape) },
+		func(cur *Enforcement, now time.Time) (Enforcement, Change, error) {
+			in := in
+			in.Now = at(in.Now, now)
+			return DecideEnforcement(cur, in)
+		})
+}
+
+func (b *txBackend) RecordTrust(ctx context.Context, in TrustInput) ([]TrustedKey, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	out, err := decideAt(ctx, b, "record trust",
+		func(tx Tx) ([]TrustedKey, error) { return tx.TrustedKeys() },
+		func(cur []TrustedKey, now time.Time) ([]TrustedKey, Change, error) {
+			in := in
+			in.Now = at(in.Now, now)
+			return DecideTrust(cur, in)
+		})
+	return slices.Clone(out), err
+}
+
+// decideAt is one transaction over a single entry: load it, decide at the
+// backend's time (zero: the caller's, which decide keeps) and write the
+// Change. On an error it returns the zero value.
+func decideAt[S, R any](ctx context.Context, b *txBackend, op string, load func(Tx) (S, error), decide func(S, time.Time) (R, Change, error)) (R, error) {
+	var out R
+	err := b.s.Update(ctx, op, func(tx Tx) error {
+		cur, err := load(tx)
 		if err != nil {
 			return err
 		}
@@ -23,9 +51,7 @@ func (b *txBackend) RecordEnforcement(ctx context.Context, in EnforcementInput) 
 		if err != nil {
 			return err
 		}
-		in := in
-		in.Now = at(in.Now, now)
-		next, ch, err := DecideEnforcement(cur, in)
+		next, ch, err := decide(cur, now)
 		if err != nil {
 			return err
 		}
@@ -34,37 +60,8 @@ func (b *txBackend) RecordEnforcement(ctx context.Context, in EnforcementInput) 
 		return err
 	})
 	if err != nil {
-		return Enforcement{}, err
-	}
-	return out, nil
-}
-
-func (b *txBackend) RecordTrust(ctx context.Context, in TrustInput) ([]TrustedKey, error) {
-	if err := in.Validate(); err != nil {
-		return nil, err
-	}
-	var out []TrustedKey
-	err := b.s.Update(ctx, "record trust", func(tx Tx) error {
-		cur, err := tx.TrustedKeys()
-		if err != nil {
-			return err
-		}
-		now, err := tx.Now()
-		if err != nil {
-			return err
-		}
-		in := in
-		in.Now = at(in.Now, now)
-		next, ch, err := DecideTrust(cur, in)
-		if err != nil {
-			return err
-		}
-		out = slices.Clone(next)
-		_, err = writeChange(tx, ch)
-		return err
-	})
-	if err != nil {
-		return nil, err
+		var zero R
+		return zero, err
 	}
 	return out, nil
 }
