@@ -1,25 +1,3 @@
-// Package bolt is the embedded durable registry backend on bbolt: one file,
-// fsync on every commit (bbolt's default, never disabled here), so a granted
-// fence survives kill -9 and power loss and is never issued twice.
-//
-// Operations that arrive together share one read-write transaction and its
-// fsyncs (internal/boltgroup's group commit): each runs on the state the
-// ones before it in the group left, and none is answered before the group
-// is on disk, so the order of the group is a serial order of operations
-// like any other. An operation that decides to write nothing (a busy
-// resource, an idempotent retry) leaves its group alone; one that fails
-// after writing takes the group down, and each member is run again alone.
-//
-// Layout: a "meta" bucket (schema version and the registry-wide Meta), and
-// one bucket per table (resources, leases, requests, digests, policies)
-// holding JSON values; for the anchors of fenced stores, "stores" and
-// "ledgers" (by store name), "anchors" with one nested bucket per store
-// (resource -> progress, in resource order for paging) and "anchorcounts"
-// (store -> the number of resources anchored, kept by PutAnchor so a
-// registration does not walk the store's anchors). The anchor buckets are
-// additive: a file of a version without them opens and gets them, and the
-// schema version is unchanged. Opening a file written by a newer schema
-// fails.
 package bolt
 
 import (
