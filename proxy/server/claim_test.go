@@ -7,22 +7,16 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/identity"
-	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
-	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/httpapi"
-	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/registry/registrytest"
 	"github.com/fencegate/fencegate/store/claim"
 )
@@ -39,38 +33,7 @@ func startRegistry(t *testing.T) (string, string) {
 // test may close early (closing it again at cleanup is harmless).
 func startRegistryServer(t *testing.T) (*httptest.Server, string) {
 	t.Helper()
-	key, err := keys.Generate(jwa.EdDSA, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := keys.NewSigner(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := registry.New(registry.Options{Backend: memory.NewBackend(), Signer: signer, MinTTL: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	registrytest.Start(t, reg)
-	res, err := identity.New(identity.Config{Mode: identity.ModeInsecureHeader})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwks, err := keys.Bundle(false, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := httpapi.New(httpapi.Options{Registry: reg, Identity: res, JWKS: jwks, Admin: httpapi.Admin{AllowLoopback: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	bundle := filepath.Join(t.TempDir(), "jwks.json")
-	if err := keys.Save(bundle, jwks); err != nil {
-		t.Fatal(err)
-	}
-	return srv, bundle
+	return registrytest.Serve(t)
 }
 
 // waitClaimHeld polls the health listener's /metrics until

@@ -3,19 +3,12 @@ package claim_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
-
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/identity"
-	"github.com/fencegate/fencegate/keys"
-	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/httpapi"
-	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/registry/registrytest"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/claim"
@@ -24,37 +17,10 @@ import (
 
 const resource = "fencegate-store/billing"
 
-// startRegistry serves a real registry (memory backend, identity from the
-// insecure header) over HTTP and returns its URL.
+// startRegistry serves a real registry over HTTP and returns its URL.
 func startRegistry(t *testing.T) string {
 	t.Helper()
-	key, err := keys.Generate(jwa.EdDSA, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := keys.NewSigner(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := registry.New(registry.Options{Backend: memory.NewBackend(), Signer: signer, MinTTL: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	registrytest.Start(t, reg)
-	ident, err := identity.New(identity.Config{Mode: identity.ModeInsecureHeader})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwks, err := keys.Bundle(false, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := httpapi.New(httpapi.Options{Registry: reg, Identity: ident, JWKS: jwks})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv, _ := registrytest.Serve(t)
 	return srv.URL
 }
 
