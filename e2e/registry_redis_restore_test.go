@@ -32,7 +32,7 @@ func TestRegistryOnRedisRestoredFromOldRDB(t *testing.T) {
 	storeRedis := redistest.Start(t)
 	dataDir := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "registry.yaml")
-	writeFile(t, cfg, "backend: redis\nredis: {addr: \""+regRedis.Addr()+"\", prefix: e2ereg}\n")
+	writeFile(t, cfg, "backend: redis\nredis: {addr: \""+regRedis.Addr()+"\", prefix: e2ereg, allowNonDurable: true}\n")
 	addr := freePort(t) // the registry keeps its address across restarts
 	reg := startRegistry(t, dataDir, "--config", cfg, "--listen", addr)
 

@@ -95,9 +95,10 @@ log: {level: warn}
 }
 
 // redisStore is the store configuration of a Redis shared by the sidecars
-// of service.
+// of service. The server keeps RDB snapshots only (the stories restore an
+// older dump.rdb), so the config allows it as an operator would have to.
 func redisStore(r *lossRedis, service string) string {
-	return `{backend: redis, service: ` + service + `, claimIdentity: sidecar, redis: {addr: "` + r.srv.Addr() + `", prefix: "` + service + `"}}`
+	return `{backend: redis, service: ` + service + `, claimIdentity: sidecar, redis: {addr: "` + r.srv.Addr() + `", prefix: "` + service + `", allowNonDurable: true}}`
 }
 
 // release ends owner's lease l.

@@ -53,6 +53,16 @@ type Config struct {
 	// may promote.
 	MinReplicas    int           `yaml:"minReplicas"`
 	ReplicaTimeout time.Duration `yaml:"replicaTimeout"`
+	// AllowNonDurable starts even when the server reports other than
+	// appendonly yes and appendfsync always (CONFIG GET), which is refused
+	// by default: such a server can answer a write and lose it in a
+	// restart, and with it a highest fence (a store) or the last fence
+	// issued (a registry). For development against a scratch Redis only,
+	// or where the operator has ruled the loss out otherwise (the
+	// registry's state file and the store's generation check detect a
+	// server that came back empty or older, but cannot undo what a stale
+	// writer did before).
+	AllowNonDurable bool `yaml:"allowNonDurable"`
 }
 
 // Validate reports every problem of c at once, each named under section

@@ -7,10 +7,12 @@
 // 127.0.0.1:0 and closing the listener, then starts redis-server on it; if
 // another process took the port in between, it tries again with a new one.
 //
-// The server starts with persistence off (--save "" --appendonly no);
-// extra arguments are appended and win, e.g.
+// The server starts as the registry and the sidecar's store require it
+// (--appendonly yes --appendfsync always, no RDB: --save ""), so they open
+// it without AllowNonDurable; extra arguments are appended and win, e.g.
 //
-//	redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+//	redistest.Start(t, "--appendonly", "no")
 //
-// for a test that kills the server and expects its data after Restart.
+// for a test of a server that keeps nothing (which then opens it with
+// AllowNonDurable, as an operator would have to).
 package redistest

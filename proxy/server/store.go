@@ -154,6 +154,7 @@ func openRedisStore(rc RedisStoreConfig, maxBody int, log *zap.Logger) (*storere
 		WriteTimeout:    rc.Timeout,
 		MinReplicas:     rc.MinReplicas,
 		ReplicaTimeout:  rc.ReplicaTimeout,
+		AllowNonDurable: rc.AllowNonDurable,
 	}
 	var err error
 	if opts.Password, err = rc.ReadPassword("store.redis"); err != nil {

@@ -82,6 +82,28 @@ func TestRedisStoreUnreachableFailsStart(t *testing.T) {
 	}
 }
 
+// A sidecar does not start on a Redis store that keeps nothing on disk
+// unless store.redis.allowNonDurable says so.
+func TestRedisStoreNonDurableRefusedUnlessAllowed(t *testing.T) {
+	srv := redistest.Start(t, "--appendonly", "no")
+	cfg := testConfig(t, "http://127.0.0.1:1")
+	cfg.Store = StoreConfig{Backend: "redis", Redis: RedisStoreConfig{Addr: srv.Addr()}}
+	st, err := openStore(cfg, zap.NewNop())
+	if err == nil {
+		st.Close()
+		t.Fatal("opened a redis store on appendonly no")
+	}
+	if !strings.Contains(err.Error(), "appendonly no") || !strings.Contains(err.Error(), "allowNonDurable") {
+		t.Fatalf("refusal %q does not name the setting and the key that allows it", err)
+	}
+	cfg.Store.Redis.AllowNonDurable = true
+	st, err = openStore(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatalf("store.redis.allowNonDurable: %v", err)
+	}
+	st.Close()
+}
+
 // TestRedisLossAcknowledgedAtTheRegistry drives a Redis data loss over
 // the real admin listener and a real registry: after Redis restarted empty
 // the sidecar refuses writes, is not ready and reports the loss (1 in

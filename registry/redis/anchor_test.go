@@ -157,7 +157,7 @@ func TestNoFalseRollbackBetweenProcesses(t *testing.T) {
 	var bes []registry.Backend
 	var wg sync.WaitGroup
 	for p := range 2 {
-		be, err := redis.OpenBackend(context.Background(), redis.Options{Addr: srv.Addr()})
+		be, err := redis.OpenBackend(context.Background(), redis.Options{Addr: srv.Addr(), AllowNonDurable: true})
 		if err != nil {
 			t.Fatal(err)
 		}

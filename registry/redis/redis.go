@@ -71,6 +71,10 @@ type Options struct {
 	// volatile-* policy: the registry sets no TTL) and the server reports
 	// another policy. An evicted key forgets issued fences: fail-open.
 	AllowEviction bool
+	// AllowNonDurable skips Open's check that the server runs with
+	// appendonly yes and appendfsync always (see ErrNotDurable): for a
+	// scratch server in development, never where a lost write matters.
+	AllowNonDurable bool
 	// StateFile, when set, is a local file where this process keeps its
 	// watermark (the highest revision, issuer epoch and policy generation
 	// it saw) and a fence ceiling reserved FenceReserve above the highest
@@ -184,6 +188,12 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	})
 	if !o.AllowEviction {
 		if err := checkEviction(ctx, s.c, o.Logger); err != nil {
+			s.c.Close()
+			return nil, err
+		}
+	}
+	if !o.AllowNonDurable {
+		if err := checkDurable(ctx, s.c, o.Logger); err != nil {
 			s.c.Close()
 			return nil, err
 		}

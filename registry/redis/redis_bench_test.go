@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/redis"
 	"github.com/fencegate/fencegate/registry/registrytest"
 )
 
@@ -43,7 +44,11 @@ func (l latencies) report(b *testing.B) {
 // resource each time, on a private redis-server started with args.
 func benchAcquire(b *testing.B, args ...string) {
 	srv := redistest.Start(b, args...)
-	be := open(b, srv.Addr())
+	// AllowNonDurable for BenchmarkAcquireNoPersistence's server.
+	be, err := redis.OpenBackend(context.Background(), redis.Options{Addr: srv.Addr(), AllowNonDurable: true})
+	if err != nil {
+		b.Fatalf("open: %v", err)
+	}
 	b.Cleanup(func() { be.Close() })
 	reg := newRegistry(b, be, registrytest.NewKeys(b), nil)
 	ctx := context.Background()

@@ -143,3 +143,28 @@ func TestRedisPasswordFileAndStateFile(t *testing.T) {
 		t.Fatal("server started with a wrong redis password")
 	}
 }
+
+// TestRedisNonDurableRefusedUnlessAllowed: the registry does not start on
+// a Redis that keeps nothing on disk (as CONFIG GET reports it), saying
+// which setting and which key allows it; redis.allowNonDurable in the
+// configuration reaches the backend and starts it.
+func TestRedisNonDurableRefusedUnlessAllowed(t *testing.T) {
+	srv := redistest.Start(t, "--appendonly", "no")
+	c := redisConfig(t, srv.Addr())
+	if s, err := server.New(c, nil); err == nil {
+		runCtx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = s.Run(runCtx)
+		t.Fatal("server.New started on appendonly no")
+	} else if !strings.Contains(err.Error(), "appendonly no") || !strings.Contains(err.Error(), "allowNonDurable") {
+		t.Fatalf("refusal %q does not name the setting and the key that allows it", err)
+	}
+	c.Redis.AllowNonDurable = true
+	s, err := server.New(c, nil)
+	if err != nil {
+		t.Fatalf("server.New with redis.allowNonDurable: %v", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = s.Run(runCtx)
+}

@@ -184,7 +184,7 @@ func openBackend(cfg Config, log *zap.Logger) (registry.Backend, error) {
 		}
 		return redis.OpenBackend(ctx, redis.Options{Addr: r.Addr, Username: r.Username, Password: password, DB: r.DB, Prefix: r.Prefix, TLS: tc,
 			DialTimeout: r.Timeout, ReadTimeout: r.Timeout, WriteTimeout: r.Timeout,
-			StateFile: state, MinReplicas: r.MinReplicas, ReplicaTimeout: r.ReplicaTimeout, Logger: slog.New(zapslog.NewHandler(log.Core()))})
+			StateFile: state, MinReplicas: r.MinReplicas, ReplicaTimeout: r.ReplicaTimeout, AllowNonDurable: r.AllowNonDurable, Logger: slog.New(zapslog.NewHandler(log.Core()))})
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: %w", err)

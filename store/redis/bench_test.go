@@ -58,7 +58,7 @@ func benchStore(b *testing.B, args ...string) (*Store, *roundTrips) {
 // write (Begin and Commit: a WATCH+read pipeline and a MULTI/EXEC each,
 // plus Record once per resource).
 func BenchmarkBeginCommit(b *testing.B) {
-	beginCommit(b)
+	beginCommit(b, "--appendonly", "no")
 }
 
 // BenchmarkBeginCommitDurable: the same with appendfsync always, the

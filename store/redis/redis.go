@@ -61,6 +61,10 @@ type Options struct {
 	// server that hides CONFIG's answer behind another policy name, say.
 	// An evicted record forgets its highest fence: fail-open.
 	AllowEviction bool
+	// AllowNonDurable skips Open's check that the server runs with
+	// appendonly yes and appendfsync always (see ErrNotDurable): for a
+	// scratch server in development, never where a lost write matters.
+	AllowNonDurable bool
 	// Logger receives Open's warning when the server does not let it read
 	// maxmemory-policy (CONFIG disabled); slog.Default() when nil.
 	Logger *slog.Logger
@@ -168,6 +172,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if !opts.AllowEviction {
 		if err := checkEviction(ctx, c, opts.Logger); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+	}
+	if !opts.AllowNonDurable {
+		if err := checkDurable(ctx, c, opts.Logger); err != nil {
 			_ = c.Close()
 			return nil, err
 		}
