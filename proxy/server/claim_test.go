@@ -252,3 +252,40 @@ func TestRunOwnsTheClaim(t *testing.T) {
 	cancel()
 	_ = s.Run(ctx)
 }
+
+// TestDevelopmentRegistryNeedsNoStoreIdentity: a bolt-store sidecar
+// without a client certificate, in front of a development registry
+// (header identities), starts without store.identity: its claim and
+// anchor calls go as store.service.
+func TestDevelopmentRegistryNeedsNoStoreIdentity(t *testing.T) {
+	regURL, bundle := startRegistry(t)
+	cfg := Config{
+		Listen:   "127.0.0.1:0",
+		Backend:  proxy.BackendConfig{URL: "http://127.0.0.1:1", Timeout: 5 * time.Second},
+		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusRegistry}}},
+		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
+		Trust:    proxy.TrustConfig{Bundle: bundle},
+		Registry: RegistryConfig{URL: regURL},
+		Store:    StoreConfig{Backend: "bolt", Service: "dev-svc", ClaimTTL: time.Minute},
+		Admin:    AdminConfig{Listen: "127.0.0.1:0"},
+		DataDir:  t.TempDir(),
+	}
+	s, err := New(cfg, zap.NewNop(), nil)
+	if err != nil {
+		t.Fatalf("a sidecar without store.identity against a development registry: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	cfg.SetDefaults()
+	if cfg.Store.Identity != "dev-svc" {
+		t.Errorf("store.identity defaulted to %q, want the service", cfg.Store.Identity)
+	}
+	withCert := Config{Registry: RegistryConfig{CertFile: "client.pem"}, Store: StoreConfig{Service: "dev-svc"}}
+	withCert.SetDefaults()
+	if withCert.Store.Identity != "" {
+		t.Errorf("with a client certificate store.identity defaulted to %q; the certificate is the caller", withCert.Store.Identity)
+	}
+}

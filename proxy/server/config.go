@@ -124,8 +124,9 @@ type StoreConfig struct {
 	// Identity is the identity of the store's registry calls (its anchor
 	// and a local store's claim), sent in the identity header
 	// (X-Fencegate-Identity) for a registry in header or insecure-dev mode
-	// (tests, demo). Leave it empty with mTLS: the client certificate
-	// (registry.certFile) is the caller. The policy of the resource
+	// (development, the demo); default: Service when registry.certFile is
+	// unset. With mTLS the client certificate (registry.certFile) is the
+	// caller and no header is sent. The policy of the resource
 	// "fencegate-store/<service>" at the registry says who may call.
 	Identity string `yaml:"identity"`
 	// ClaimIdentity is Identity's earlier name, still read (SetDefaults
@@ -242,6 +243,12 @@ func (c *Config) SetDefaults() {
 	c.setPipeline(p)
 	c.setListenDefaults()
 	c.Store.setDefaults(c.DataDir)
+	if c.Store.Identity == "" && c.Registry.CertFile == "" {
+		// No client certificate: the registry can only know the store's
+		// calls by the identity header (a development registry in
+		// insecure-dev or header mode), so send the store's name.
+		c.Store.Identity = c.Store.Service
+	}
 	setDur(&c.Server.ReadHeaderTimeout, 5*time.Second)
 	setDur(&c.Server.ReadTimeout, 30*time.Second)
 	setDur(&c.Server.WriteTimeout, c.Backend.Timeout+30*time.Second)
