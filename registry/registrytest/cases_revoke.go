@@ -19,12 +19,46 @@ import (
 // survives a restart.
 func testRevokeLease(t *testing.T, e *env) {
 	const res, other = "revoke/r1", "revoke/r2"
-	reg := e.registry
 	a := e.acquire(t, req(res, "owner-a", "rv-a", time.Minute))
 	keep := e.acquire(t, req(other, "owner-a", "rv-k", time.Minute))
 	epoch := e.meta(t).IssuerEpoch
 
-	out, revoked, err := reg().RevokeLease(e.ctx, a.View.Lease.Lease)
+	e.revokeHeld(t, a)
+	e.revokedRefusesTheOwner(t, a)
+	before := e.snapshot(t, res, other)
+	if again, revoked, err := e.registry().RevokeLease(e.ctx, a.View.Lease.Lease); err != nil || revoked || again.View.State != fencegate.StateRevoked {
+		t.Errorf("second revoke: revoked %v state %s, %v", revoked, again.View.State, err)
+	}
+	_, _, err := e.registry().RevokeLease(e.ctx, "lease-missing")
+	wantErr(t, "revoke of a missing lease", err, registry.ErrNotFound)
+	_, _, err = e.registry().RevokeLease(e.ctx, "bad/lease")
+	wantErr(t, "revoke of a malformed lease ID", err, registry.ErrInvalidInput)
+	e.unchanged(t, "a second revoke, a missing and a malformed lease", before)
+
+	if m := e.meta(t); m.IssuerEpoch != epoch {
+		t.Errorf("revoking one lease moved the issuer epoch %d -> %d", epoch, m.IssuerEpoch)
+	}
+	if st := e.status(t, keep); st.View.State != fencegate.StateHeld {
+		t.Errorf("another lease after revoking one: %s", st.View.State)
+	}
+	b := e.acquire(t, req(res, "owner-b", "rv-b", time.Minute))
+	if b.Existing || b.View.Lease.Fence <= a.View.Lease.Fence {
+		t.Errorf("acquire after revoke: existing %v fence %d, want a new grant above %d", b.Existing, b.View.Lease.Fence, a.View.Lease.Fence)
+	}
+	if e.opener.NotDurable != "" {
+		return
+	}
+	e.restart(t)
+	if st := e.status(t, a); st.View.State != fencegate.StateRevoked {
+		t.Errorf("revoked lease after a restart: %s", st.View.State)
+	}
+}
+
+// revokeHeld revokes the HELD lease a and checks the answer and its
+// status reads: REVOKED, with a proof a sidecar's check refuses.
+func (e *env) revokeHeld(t *testing.T, a registry.Result) {
+	t.Helper()
+	out, revoked, err := e.registry().RevokeLease(e.ctx, a.View.Lease.Lease)
 	if err != nil || !revoked {
 		t.Fatalf("revoke %s: revoked %v, %v", a.View.Lease.Lease, revoked, err)
 	}
@@ -43,42 +77,20 @@ func testRevokeLease(t *testing.T, e *env) {
 			t.Errorf("a sidecar's check of the revoked grant's proof: %v, want GRANT_NOT_HELD", err)
 		}
 	}
-	if byDigest, err := reg().GrantStatus(e.ctx, a.View.Lease.Digest); err != nil || byDigest.View.State != fencegate.StateRevoked {
+	if byDigest, err := e.registry().GrantStatus(e.ctx, a.View.Lease.Digest); err != nil || byDigest.View.State != fencegate.StateRevoked {
 		t.Errorf("grant status after revoke: %s, %v", byDigest.View.State, err)
 	}
-	if r, err := reg().Renew(e.ctx, "owner-a", a.View.Lease.Lease, 0); !errors.Is(err, registry.ErrNotHeld) || r.View.State != fencegate.StateRevoked {
+}
+
+// revokedRefusesTheOwner: the owner of the revoked lease a cannot renew it
+// (ErrNotHeld, state REVOKED), and its release answers REVOKED.
+func (e *env) revokedRefusesTheOwner(t *testing.T, a registry.Result) {
+	t.Helper()
+	if r, err := e.registry().Renew(e.ctx, "owner-a", a.View.Lease.Lease, 0); !errors.Is(err, registry.ErrNotHeld) || r.View.State != fencegate.StateRevoked {
 		t.Errorf("renew of the revoked lease: state %s, %v; want REVOKED, ErrNotHeld", r.View.State, err)
 	}
 	if r := e.release(t, a); r.View.State != fencegate.StateRevoked {
 		t.Errorf("release of the revoked lease answered %s, want REVOKED", r.View.State)
-	}
-	before := e.snapshot(t, res, other)
-	if again, revoked, err := reg().RevokeLease(e.ctx, a.View.Lease.Lease); err != nil || revoked || again.View.State != fencegate.StateRevoked {
-		t.Errorf("second revoke: revoked %v state %s, %v", revoked, again.View.State, err)
-	}
-	_, _, err = reg().RevokeLease(e.ctx, "lease-missing")
-	wantErr(t, "revoke of a missing lease", err, registry.ErrNotFound)
-	_, _, err = reg().RevokeLease(e.ctx, "bad/lease")
-	wantErr(t, "revoke of a malformed lease ID", err, registry.ErrInvalidInput)
-	e.unchanged(t, "a second revoke, a missing and a malformed lease", before)
-
-	if m := e.meta(t); m.IssuerEpoch != epoch {
-		t.Errorf("revoking one lease moved the issuer epoch %d -> %d", epoch, m.IssuerEpoch)
-	}
-	if st := e.status(t, keep); st.View.State != fencegate.StateHeld {
-		t.Errorf("another lease after revoking one: %s", st.View.State)
-	}
-	b := e.acquire(t, req(res, "owner-b", "rv-b", time.Minute))
-	if b.Existing || b.View.Lease.Fence <= a.View.Lease.Fence {
-		t.Errorf("acquire after revoke: existing %v fence %d, want a new grant above %d", b.Existing, b.View.Lease.Fence, a.View.Lease.Fence)
-	}
-
-	if e.opener.NotDurable != "" {
-		return
-	}
-	e.restart(t)
-	if st := e.status(t, a); st.View.State != fencegate.StateRevoked {
-		t.Errorf("revoked lease after a restart: %s", st.View.State)
 	}
 }
 
