@@ -13,6 +13,12 @@ type LeasePage struct {
 	Next string `json:"next,omitempty"`
 }
 
+// RevokeBody is the optional body of POST /v1/admin/leases/{lease}/revoke.
+type RevokeBody struct {
+	// Reason is logged with the revocation (up to 1024 bytes).
+	Reason string `json:"reason,omitempty"`
+}
+
 // RevokeAnswer is the answer of POST /v1/admin/leases/{lease}/revoke.
 type RevokeAnswer struct {
 	// Revoked: this call ended a HELD lease; false when the lease had

@@ -104,12 +104,17 @@ func (c *Client) LeaseOf(ctx context.Context, resource string) (*fencegate.Lease
 // ErrLeaseNotHeld (state REVOKED); the resource can be acquired again at
 // once, with a higher fence. Revoking a lease that already ended answers
 // Revoked false and changes nothing. A missing lease is ErrNotFound.
-func (c *Client) RevokeLease(ctx context.Context, lease string) (fencegate.RevokeAnswer, error) {
+// reason (optional, up to 1024 bytes) is logged by the registry.
+func (c *Client) RevokeLease(ctx context.Context, lease, reason string) (fencegate.RevokeAnswer, error) {
 	var out fencegate.RevokeAnswer
 	if lease == "" {
 		return out, fmt.Errorf("client: revoke: empty lease ID: %w", ErrInvalidRequest)
 	}
-	err := c.do(ctx, http.MethodPost, "/v1/admin/leases/"+url.PathEscape(lease)+"/revoke", nil, &out, true)
+	var body any
+	if reason != "" {
+		body = fencegate.RevokeBody{Reason: reason}
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/admin/leases/"+url.PathEscape(lease)+"/revoke", body, &out, true)
 	return out, err
 }
 

@@ -39,7 +39,7 @@ func TestAdminRevokeLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ans, err := op.RevokeLease(ctx, l.Lease)
+	ans, err := op.RevokeLease(ctx, l.Lease, "incident 42")
 	if err != nil || !ans.Revoked || ans.Lease.State != fencegate.StateRevoked || ans.Lease.Grant != "" {
 		t.Fatalf("revoke: %+v, %v", ans, err)
 	}
@@ -49,14 +49,14 @@ func TestAdminRevokeLease(t *testing.T) {
 	if st, err := worker.Status(ctx, l.Lease); err != nil || st.State != fencegate.StateRevoked {
 		t.Errorf("status of the revoked lease: %+v, %v", st, err)
 	}
-	again, err := op.RevokeLease(ctx, l.Lease)
+	again, err := op.RevokeLease(ctx, l.Lease, "")
 	if err != nil || again.Revoked {
 		t.Errorf("second revoke: %+v, %v", again, err)
 	}
-	if _, err := op.RevokeLease(ctx, "lease-missing"); !errors.Is(err, client.ErrNotFound) {
+	if _, err := op.RevokeLease(ctx, "lease-missing", ""); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("revoke of a missing lease: %v, want ErrNotFound", err)
 	}
-	if _, err := op.RevokeLease(ctx, ""); !errors.Is(err, client.ErrInvalidRequest) {
+	if _, err := op.RevokeLease(ctx, "", ""); !errors.Is(err, client.ErrInvalidRequest) {
 		t.Errorf("revoke of an empty lease ID: %v, want ErrInvalidRequest", err)
 	}
 	next, err := worker.Acquire(ctx, client.AcquireRequest{Resource: "adm/r1", RequestID: "rq-2", TTL: time.Minute})

@@ -197,3 +197,37 @@ func problemOf(rec *httptest.ResponseRecorder) (int, fencegate.Code) {
 	}
 	return rec.Code, p.Code
 }
+
+// FuzzReceiptsQuery: no query string of GET /v1/receipts or of a lookup
+// by ID makes the admin API answer 5xx or anything but JSON or
+// problem+json.
+func FuzzReceiptsQuery(f *testing.F) {
+	st := memory.New(memory.Options{})
+	f.Cleanup(func() { _ = st.Close() })
+	h, err := adminapi.New(adminapi.Options{Proxy: newProxyOn(f, st)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"resource=item/1", "resource=item/1&after=1.1&limit=5", "resource=item/1&op=r/1", "after=%zz", "resource=" + strings.Repeat("a", 300)} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, raw string, byID bool) {
+		for i := 0; i < len(raw); i++ {
+			if raw[i] <= ' ' || raw[i] >= 0x7f || raw[i] == '#' {
+				return // not a request target
+			}
+		}
+		path := "/v1/receipts?" + raw
+		if byID {
+			path = "/v1/receipts/rcpt-00000000000000000000000000000000?" + raw
+		}
+		rec := local(h, "GET", path, "")
+		if rec.Code >= 500 {
+			t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
+		}
+		if ct := rec.Header().Get("Content-Type"); ct != "application/json" && ct != fencegate.ProblemContentType {
+			t.Fatalf("GET %s: content type %q", path, ct)
+		}
+	})
+}

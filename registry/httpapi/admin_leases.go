@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
@@ -70,16 +71,28 @@ type paramError struct{ why string }
 func (e *paramError) Error() string { return "httpapi: " + e.why }
 func (e *paramError) Unwrap() error { return registry.ErrInvalidInput }
 
-// revokeLease answers POST /v1/admin/leases/{lease}/revoke (no body).
+// maxRevokeReason bounds RevokeBody.Reason.
+const maxRevokeReason = 1024
+
+// revokeLease answers POST /v1/admin/leases/{lease}/revoke (an optional
+// RevokeBody).
 func (s *server) revokeLease(w http.ResponseWriter, req *http.Request) {
-	var none struct{}
-	if !s.decode(w, req, &none) {
+	var b fencegate.RevokeBody
+	if !s.decode(w, req, &b) {
+		return
+	}
+	if len(b.Reason) > maxRevokeReason {
+		s.fail(w, req, fencegate.NewProblem(fencegate.CodeInvalidRequest, "reason is longer than "+strconv.Itoa(maxRevokeReason)+" bytes"), 0)
 		return
 	}
 	res, revoked, err := s.Registry.RevokeLease(req.Context(), chi.URLParam(req, "lease"))
 	if err != nil {
 		s.failErr(w, req, err)
 		return
+	}
+	if revoked {
+		s.Logger.Warn("lease revoked through the admin API", zap.String("lease", res.View.Lease.Lease),
+			zap.String("resource", res.View.Lease.Resource), zap.String("reason", b.Reason))
 	}
 	writeJSON(w, http.StatusOK, fencegate.RevokeAnswer{Revoked: revoked, Lease: leaseBody(res, "")})
 }

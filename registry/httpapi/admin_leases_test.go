@@ -40,7 +40,7 @@ func TestAdminRevokeLease(t *testing.T) {
 	if b := f.acquire(t, "worker-b", "inv/1", "req-2"); b.FenceToken <= a.FenceToken {
 		t.Errorf("acquire after revoke: fence %d, want above %d", b.FenceToken, a.FenceToken)
 	}
-	again := decodeAs[fencegate.RevokeAnswer](t, f.do(t, "POST", "/v1/admin/leases/"+a.Lease+"/revoke", "", "", "", "Authorization", bearer), 200)
+	again := decodeAs[fencegate.RevokeAnswer](t, f.do(t, "POST", "/v1/admin/leases/"+a.Lease+"/revoke", "", "application/json", `{"reason":"incident 42"}`, "Authorization", bearer), 200)
 	if again.Revoked || again.Lease.State != fencegate.StateRevoked {
 		t.Errorf("second revoke: %+v", again)
 	}
@@ -51,7 +51,8 @@ func TestAdminRevokeLease(t *testing.T) {
 	}{
 		{"/v1/admin/leases/lease-missing/revoke", "", "", 404, fencegate.CodeNotFound},
 		{"/v1/admin/leases/bad%20lease/revoke", "", "", 400, fencegate.CodeInvalidRequest},
-		{"/v1/admin/leases/" + a.Lease + "/revoke", "application/json", `{"reason":"x"}`, 400, fencegate.CodeInvalidRequest},
+		{"/v1/admin/leases/" + a.Lease + "/revoke", "application/json", `{"why":"x"}`, 400, fencegate.CodeInvalidRequest},
+		{"/v1/admin/leases/" + a.Lease + "/revoke", "application/json", `{"reason":"` + strings.Repeat("x", 1025) + `"}`, 400, fencegate.CodeInvalidRequest},
 		{"/v1/admin/leases/" + a.Lease + "/revoke", "text/plain", "x", 415, fencegate.CodeUnsupportedMedia},
 	} {
 		resp := f.do(t, "POST", c.path, "", c.ctype, c.body, "Authorization", bearer)
