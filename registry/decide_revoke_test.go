@@ -63,8 +63,12 @@ func TestDecideRevokeEnded(t *testing.T) {
 		wantState string
 		wantWrite bool
 	}{
-		{"released", func(s *registry.LeaseSnapshot) { s.Lease.State, s.Lease.EndedAt = fencegate.StateReleased, t0.UnixMilli() }, late, fencegate.StateReleased, false},
-		{"revoked", func(s *registry.LeaseSnapshot) { s.Lease.State, s.Lease.EndedAt = fencegate.StateRevoked, t0.UnixMilli() }, late, fencegate.StateRevoked, false},
+		{"released", func(s *registry.LeaseSnapshot) {
+			s.Lease.State, s.Lease.EndedAt = fencegate.StateReleased, t0.UnixMilli()
+		}, late, fencegate.StateReleased, false},
+		{"revoked", func(s *registry.LeaseSnapshot) {
+			s.Lease.State, s.Lease.EndedAt = fencegate.StateRevoked, t0.UnixMilli()
+		}, late, fencegate.StateRevoked, false},
 		{"expired", func(*registry.LeaseSnapshot) {}, late, fencegate.StateExpired, true},
 		{"epoch bumped", func(s *registry.LeaseSnapshot) { s.Meta.IssuerEpoch = 3 }, t0, fencegate.StateRevoked, true},
 	} {
