@@ -1,16 +1,29 @@
 package fencegate
 
+import "time"
+
 // The wire types of the registry's operator routes under /v1/admin that
 // wire.go does not hold.
 
 // LeasePage is the answer of GET /v1/admin/leases: one page of the stored
-// leases in (resource, fence) order. Leases carry neither their grant nor
-// a status proof (Status is "", StatusExpiresAt the zero time).
+// leases in (resource, fence) order.
 type LeasePage struct {
-	Leases []Lease `json:"leases"`
+	Leases []ListedLease `json:"leases"`
 	// Next is the cursor of the next page (the after parameter), "" when
 	// this page is the last. It is opaque.
 	Next string `json:"next,omitempty"`
+}
+
+// ListedLease is a lease in a listing: the Lease members without the
+// grant or a status proof (status is "", statusExpiresAt the zero time),
+// and when the lease ended.
+type ListedLease struct {
+	Lease
+	// EndedAt is when the registry recorded its end (release, observed
+	// expiry, revocation); absent while the stored state is HELD (a lease
+	// past its expiry whose end is not written yet lists as EXPIRED
+	// without it).
+	EndedAt time.Time `json:"endedAt,omitzero"`
 }
 
 // RevokeBody is the optional body of POST /v1/admin/leases/{lease}/revoke.

@@ -62,8 +62,8 @@ func (c *Client) Leases(ctx context.Context, r LeasesRequest) (fencegate.LeasePa
 // AllLeases reads every page of a listing (r.After is where it starts)
 // and returns the leases together; it stops at the first error, returning
 // what it read before it.
-func (c *Client) AllLeases(ctx context.Context, r LeasesRequest) ([]fencegate.Lease, error) {
-	var out []fencegate.Lease
+func (c *Client) AllLeases(ctx context.Context, r LeasesRequest) ([]fencegate.ListedLease, error) {
+	var out []fencegate.ListedLease
 	for {
 		page, err := c.Leases(ctx, r)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
@@ -24,9 +25,13 @@ func (s *server) listLeases(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, err)
 		return
 	}
-	out := fencegate.LeasePage{Leases: make([]fencegate.Lease, 0, len(page.Leases)), Next: page.Next.String()}
+	out := fencegate.LeasePage{Leases: make([]fencegate.ListedLease, 0, len(page.Leases)), Next: page.Next.String()}
 	for _, v := range page.Leases {
-		out.Leases = append(out.Leases, leaseWire(v, "")) // never a grant
+		l := fencegate.ListedLease{Lease: leaseWire(v, "")} // never a grant
+		if v.Lease.EndedAt != 0 {
+			l.EndedAt = time.UnixMilli(v.Lease.EndedAt).UTC()
+		}
+		out.Leases = append(out.Leases, l)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -79,7 +79,7 @@ func TestAdminListLeases(t *testing.T) {
 		p := decodeAs[fencegate.LeasePage](t, f.do(t, "GET", "/v1/admin/leases?"+q.Encode(), "", "", "", "Authorization", bearer), 200)
 		for _, l := range p.Leases {
 			if l.Grant != "" {
-				t.Errorf("listing carries the grant of %s", l.Lease)
+				t.Errorf("listing carries the grant of %s", l.Lease.Lease)
 			}
 			got = append(got, l.Resource)
 		}
@@ -91,8 +91,14 @@ func TestAdminListLeases(t *testing.T) {
 		t.Errorf("pages of inv/: %v", got)
 	}
 	one := decodeAs[fencegate.LeasePage](t, f.do(t, "GET", "/v1/admin/leases?resource=other/1&state=HELD", "", "", "", "Authorization", bearer), 200)
-	if len(one.Leases) != 1 || one.Leases[0].Resource != "other/1" || one.Next != "" {
+	if len(one.Leases) != 1 || one.Leases[0].Resource != "other/1" || one.Next != "" || !one.Leases[0].EndedAt.IsZero() {
 		t.Errorf("listing of other/1: %+v", one)
+	}
+	held := one.Leases[0]
+	f.do(t, "POST", "/v1/leases/"+held.Lease.Lease+"/release", "worker-a", "", "")
+	ended := decodeAs[fencegate.LeasePage](t, f.do(t, "GET", "/v1/admin/leases?resource=other/1", "", "", "", "Authorization", bearer), 200)
+	if len(ended.Leases) != 1 || ended.Leases[0].State != fencegate.StateReleased || ended.Leases[0].EndedAt.IsZero() {
+		t.Errorf("listing of other/1 after its release: %+v, want RELEASED with endedAt", ended)
 	}
 	empty := f.do(t, "GET", "/v1/admin/leases?prefix=none/", "", "", "", "Authorization", bearer)
 	if b, _ := io.ReadAll(empty.Body); !strings.Contains(string(b), `"leases":[]`) {
