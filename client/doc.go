@@ -46,6 +46,7 @@
 // asynchronous downstream workers in message headers. Sidecar.Recover (and
 // Transport.Recover) is the recovery path of a mutation whose outcome is
 // unknown: ask the sidecar's receipt API, reuse an accepted operation.
+// Operators list, find and revoke leases with Client.Leases, LeaseOf and RevokeLease (admin.go).
 //
 // # Errors
 //

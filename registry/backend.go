@@ -29,6 +29,12 @@ type Backend interface {
 	Lease(ctx context.Context, q LeaseQuery) (LeaseView, error)
 	// Resource reads a resource's fence sequence and current holder.
 	Resource(ctx context.Context, resource string, now time.Time) (ResourceView, error)
+	// RevokeLease revokes one lease (DecideRevoke); idempotent.
+	RevokeLease(ctx context.Context, in RevokeInput) (RevokeResult, error)
+	// Leases lists a page of the stored leases (DecideLeases). It is a
+	// listing, not a decision's read: it need not conflict with later
+	// writes of what it listed.
+	Leases(ctx context.Context, q LeasesQuery) (LeasePage, error)
 	// BumpEpoch increments the issuer epoch, revoking every older grant.
 	BumpEpoch(ctx context.Context) (Meta, error)
 	// RaiseFenceFloor makes every later fence of resource (every resource

@@ -30,6 +30,12 @@ type Tx interface {
 	PutPolicy(fencegate.Policy) error
 	// EachLease calls fn for every stored lease, in no particular order.
 	EachLease(fn func(LeaseRecord) error) error
+	// ListLeases calls fn for every stored lease, in no particular order
+	// (a lease listing, Backend.Leases). Unlike EachLease it walks them
+	// all, and like AnchorsAfter it is a listing, not a decision's read:
+	// a backend need not make the transaction conflict with later writes
+	// of what it listed.
+	ListLeases(fn func(LeaseRecord) error) error
 	// DeleteLease removes a lease and its request and digest index entries.
 	DeleteLease(l LeaseRecord) error
 

@@ -130,6 +130,18 @@ func (s *processStore) ReceiptsByOperation(ctx context.Context, resource, op str
 	}
 	return s.Store.ReceiptsByOperation(ctx, resource, op)
 }
+func (s *processStore) ReceiptsOf(ctx context.Context, q store.ReceiptsQuery) ([]store.Receipt, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	return s.Store.ReceiptsOf(ctx, q)
+}
+func (s *processStore) ReceiptByID(ctx context.Context, resource, id string) (store.Receipt, error) {
+	if err := s.enter(); err != nil {
+		return store.Receipt{}, err
+	}
+	return s.Store.ReceiptByID(ctx, resource, id)
+}
 func (s *processStore) ListUnknown(ctx context.Context, now time.Time) ([]store.Mutation, error) {
 	if err := s.enter(); err != nil {
 		return nil, err

@@ -43,6 +43,14 @@ type Store interface {
 	// (root + "/" + seq) of a resource, by ascending fence; more than one
 	// only if a root was reused under several fences. ErrNotFound if none.
 	ReceiptsByOperation(ctx context.Context, resource, operationID string) ([]Receipt, error)
+	// ReceiptsOf returns one page of a resource's receipts in (fence, seq)
+	// order (see ReceiptsQuery); none is an empty page, not ErrNotFound.
+	ReceiptsOf(ctx context.Context, q ReceiptsQuery) ([]Receipt, error)
+	// ReceiptByID returns the receipt of resource whose ID is id (the
+	// Fence-Receipt header's value, ReceiptID), or ErrNotFound. It reads
+	// the resource's receipts until it finds it: the cost of a lookup
+	// grows with the receipts the resource keeps (compaction bounds them).
+	ReceiptByID(ctx context.Context, resource, id string) (Receipt, error)
 	// ListUnknown returns the mutations that need reconciliation at now:
 	// UNKNOWN ones and IN_FLIGHT ones past their deadline, by resource.
 	ListUnknown(ctx context.Context, now time.Time) ([]Mutation, error)

@@ -78,6 +78,7 @@ func New(o Options) (http.Handler, error) {
 	r.Mount("/debug", middleware.Profiler())
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/receipts", s.receipts)
+		r.Get("/receipts/{id}", s.receipt)
 		r.Get("/resources/*", s.record)
 		r.Get("/unknown", s.unknown)
 		r.Get("/paused", s.paused)

@@ -18,5 +18,7 @@
 // *proxy.Proxy (proxy/operator.go, proxy/trust.go; proxy/authn/trust_operator.go). The worker-facing
 // /.fencegate/v1/receipts stays on the inbound listener, in package proxy.
 // Every error is an RFC 9457 application/problem+json document with a
-// stable code.
+// stable code. docs/sidecar-admin-api.md is its reference (checked
+// against the routes by a test). Client is its Go client, as the CLI
+// uses it.
 package adminapi

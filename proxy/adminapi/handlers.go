@@ -26,26 +26,20 @@ type ReconcileRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// ReconcileAnswer is the answer of POST /v1/reconcile.
+type ReconcileAnswer struct {
+	// Applied echoes the request.
+	Applied bool `json:"applied"`
+	// Receipt is the receipt written (or found) when Applied.
+	Receipt *store.Receipt `json:"receipt,omitempty"`
+	// Record is the resource's record afterwards.
+	Record store.Record `json:"record"`
+}
+
 // resourceBody is the body of POST /v1/pause and /v1/resume.
 type resourceBody struct {
 	Resource string `json:"resource"`
 	Detail   string `json:"detail,omitempty"`
-}
-
-// receipts answers ?resource=R&op=ID with the receipts of that operation.
-func (s *server) receipts(w http.ResponseWriter, req *http.Request) {
-	q := req.URL.Query()
-	res, op := q.Get("resource"), q.Get("op")
-	if res == "" || op == "" {
-		problem(w, 400, fencegate.CodeInvalidRequest, "query parameters resource and op are required")
-		return
-	}
-	list, err := s.Proxy.Receipts(req.Context(), res, op)
-	if err != nil {
-		storeProblem(w, err)
-		return
-	}
-	writeJSON(w, 200, list)
 }
 
 func (s *server) record(w http.ResponseWriter, req *http.Request) {
@@ -102,7 +96,7 @@ func (s *server) reconcile(w http.ResponseWriter, req *http.Request) {
 	}
 	s.Logger.Warn("mutation reconciled by operator", zap.String("resource", rr.Resource), zap.String("operationId", rr.OperationID),
 		zap.Bool("applied", rr.Applied), zap.String("reason", rr.Reason))
-	writeJSON(w, 200, out)
+	writeJSON(w, 200, ReconcileAnswer{Applied: out.Applied, Receipt: out.Receipt, Record: out.Record})
 }
 
 func (s *server) pause(w http.ResponseWriter, req *http.Request) {

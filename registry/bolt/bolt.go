@@ -336,3 +336,7 @@ func (t tx) AnchorCount(store string) (uint64, error) {
 	}
 	return binary.BigEndian.Uint64(v), nil
 }
+
+// ListLeases is EachLease: bbolt's ForEach walks every lease in one
+// read transaction.
+func (t tx) ListLeases(fn func(registry.LeaseRecord) error) error { return t.EachLease(fn) }

@@ -207,7 +207,9 @@ func (s *server) fenceFloor(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"meta": metaBody(m), "resource": rec})
+	writeJSON(w, http.StatusOK, fencegate.FenceFloorAnswer{Meta: metaBody(m), Resource: fencegate.FenceFloorResource{
+		Resource: rec.Resource, LastFence: rec.LastFence, FenceFloor: rec.FenceFloor, Holder: rec.Holder, FreedAt: rec.FreedAt,
+	}})
 }
 
 func (s *server) listPolicies(w http.ResponseWriter, req *http.Request) {

@@ -135,6 +135,8 @@ func New(o Options) (http.Handler, error) {
 			r.Put("/policies", s.putPolicy)
 			r.Delete("/policies", s.deletePolicy)
 			r.Get("/meta", s.meta)
+			r.Get("/leases", s.listLeases)
+			r.Post("/leases/{lease}/revoke", s.revokeLease)
 		})
 	})
 	// Each route's latency series exists from start (dashboards, alerts).

@@ -300,3 +300,6 @@ func cloneLedger(l []fencegate.LedgerEntry) []fencegate.LedgerEntry {
 	}
 	return out
 }
+
+// ListLeases is EachLease: the memory store walks every lease anyway.
+func (t *tx) ListLeases(fn func(registry.LeaseRecord) error) error { return t.EachLease(fn) }

@@ -253,6 +253,14 @@ func (w *Store) ReceiptsByOperation(ctx context.Context, resource, operationID s
 	return w.inner.ReceiptsByOperation(ctx, resource, operationID)
 }
 
+func (w *Store) ReceiptsOf(ctx context.Context, q store.ReceiptsQuery) ([]store.Receipt, error) {
+	return w.inner.ReceiptsOf(ctx, q)
+}
+
+func (w *Store) ReceiptByID(ctx context.Context, resource, id string) (store.Receipt, error) {
+	return w.inner.ReceiptByID(ctx, resource, id)
+}
+
 func (w *Store) ListUnknown(ctx context.Context, now time.Time) ([]store.Mutation, error) {
 	return w.inner.ListUnknown(ctx, now)
 }

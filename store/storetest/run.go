@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 	t.Run("Enforcement", func(t *testing.T) { runEnforcement(t, newStore) })
 	t.Run("Repair", func(t *testing.T) { runRepair(t, newStore) })
 	t.Run("Records", func(t *testing.T) { runRecords(t, newStore) })
+	t.Run("Receipts", func(t *testing.T) { runReceipts(t, newStore) })
 	t.Run("Generation", func(t *testing.T) { runGeneration(t, newStore) })
 	t.Run("Trust", func(t *testing.T) { runTrust(t, newStore) })
 	t.Run("Compact", func(t *testing.T) { runCompact(t, newStore) })

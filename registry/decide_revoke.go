@@ -1,0 +1,59 @@
+package registry
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fencegate/fencegate"
+)
+
+// RevokeInput revokes one lease at Now (an operator's act: no owner).
+type RevokeInput struct {
+	Lease string
+	Now   time.Time
+}
+
+// RevokeResult is RevokeLease's answer.
+type RevokeResult struct {
+	// View is the lease after the revocation, or as it stands when it was
+	// no longer held.
+	View LeaseView
+	// Revoked: this call ended a HELD lease. Revoking a lease that had
+	// already ended (released, expired, revoked) changes nothing and
+	// leaves it false: a revocation is idempotent.
+	Revoked bool
+}
+
+// DecideRevoke is RevokeLease's decision, a pure function over snap (see
+// LeaseSnapshot; loaded with the resource's record). A HELD lease is
+// stored REVOKED, ended at in.Now, and frees its resource: from then on
+// every status read of its grants answers REVOKED (a sidecar refuses
+// them), its renewals are refused (NotHeld), and the next acquire of the
+// resource gets the next fence (LastFence is never touched, so never
+// lowered). A lease that is no longer held keeps its state (its observed
+// end is recorded if not yet written), as DecideRelease does.
+func DecideRevoke(snap LeaseSnapshot, in RevokeInput) (RevokeResult, Change, error) {
+	l := snap.Lease
+	switch {
+	case l == nil:
+		return RevokeResult{}, Change{}, fmt.Errorf("%w: lease %q", ErrNotFound, in.Lease)
+	case l.Lease != in.Lease:
+		return RevokeResult{}, Change{}, fmt.Errorf("%w: lease %q read as %q", ErrBackend, in.Lease, l.Lease)
+	case snap.Resource != nil && snap.Resource.Resource != l.Resource:
+		return RevokeResult{}, Change{}, fmt.Errorf("%w: record of %q read for lease %s of %q", ErrBackend, snap.Resource.Resource, in.Lease, l.Resource)
+	}
+	rec := *l
+	m, gen := snap.Meta.current(), snap.Policy.Generation
+	var ch Change
+	revoked := false
+	switch st := LeaseState(rec, m, gen, in.Now); st {
+	case fencegate.StateHeld:
+		m.Revision++
+		ch = closeLease(&rec, snap.Resource, fencegate.StateRevoked, ms(in.Now))
+		ch.Meta = &m
+		revoked = true
+	case fencegate.StateExpired, fencegate.StateRevoked:
+		ch = closeLease(&rec, snap.Resource, st, endedAt(rec, st, in.Now))
+	}
+	return RevokeResult{View: view(rec, m, gen, in.Now), Revoked: revoked}, ch, nil
+}
