@@ -33,7 +33,13 @@ func callFailed(err error, target, ifSent string) error {
 		return err
 	}
 	if p := problemOf(err); p != nil {
-		return &cliError{err: &describedError{fmt.Sprintf("%s refused it: %s%s", target, problemText(err, p), stateOf(p)), err}, hint: problemHint(p)}
+		msg := fmt.Sprintf("%s refused it: %s%s", target, problemText(err, p), stateOf(p))
+		if p.Code == fencegate.CodeIdentityRequired {
+			// The detail names the header the server looked for; the
+			// user's lever is a flag (the hint).
+			msg = fmt.Sprintf("%s could not tell who you are (IDENTITY_REQUIRED); nothing was changed", target)
+		}
+		return &cliError{err: &describedError{msg, err}, hint: problemHint(p)}
 	}
 	maybeSent, ok := transportFailure(err)
 	switch {

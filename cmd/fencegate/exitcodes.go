@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"net/url"
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
@@ -146,13 +147,16 @@ func transportFailure(err error) (maybeSent, ok bool) {
 	var (
 		opErr  *net.OpError
 		dnsErr *net.DNSError
+		urlErr *url.Error
 	)
 	switch {
 	case isTLSFailure(err), errors.As(err, &dnsErr):
 		return false, true
 	case errors.As(err, &opErr):
 		return opErr.Op != "dial", true
-	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+	case errors.Is(err, context.DeadlineExceeded), isTimeout(err), errors.As(err, &urlErr):
+		// A timeout, or the connection broke after the dial (EOF, reset):
+		// the request may have arrived.
 		return true, true
 	}
 	return false, false

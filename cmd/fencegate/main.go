@@ -34,7 +34,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if isFlagError(err) {
 		err = usageErr(cmd, oneLineCobra(err))
 	}
+	if !cmd.Flags().Parsed() {
+		// cobra failed before parsing flags (an unknown command): -o is
+		// read from the arguments themselves.
+		a.output = outputArg(args)
+	}
 	return reportError(stderr, cmd.CommandPath(), a.format(), err)
+}
+
+// outputArg is the value of the last -o/--output in args ("" if none).
+func outputArg(args []string) string {
+	out := ""
+	for i, s := range args {
+		switch {
+		case s == "--":
+			return out
+		case (s == "-o" || s == "--output") && i+1 < len(args):
+			out = args[i+1]
+		case strings.HasPrefix(s, "--output="):
+			out = strings.TrimPrefix(s, "--output=")
+		case strings.HasPrefix(s, "-o") && len(s) > 2 && !strings.HasPrefix(s, "--"):
+			out = strings.TrimPrefix(strings.TrimPrefix(s, "-o"), "=")
+		}
+	}
+	return out
 }
 
 // oneLineCobra folds cobra's "unknown command" message and its "Did you
