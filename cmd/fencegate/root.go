@@ -90,9 +90,10 @@ Exit codes are documented in docs/cli.md: 0 ok, 1 failure, 2 bad input,
 // with an unknown one, it is a usage error naming the closest.
 func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
 	c := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.ArbitraryArgs,
+		Use:                   use,
+		Short:                 short,
+		Args:                  cobra.ArbitraryArgs,
+		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef(cmd, "a subcommand is required: %s", subNames(cmd))
