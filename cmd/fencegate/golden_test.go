@@ -54,4 +54,3 @@ func TestGolden(t *testing.T) {
 		})
 	}
 }
-
