@@ -71,7 +71,7 @@ log: {level: info}
 			msgs[strings.SplitN(m["msg"].(string), " on ", 2)[0]] = m
 		}
 		start, stop := msgs["fencegate "+p.name+" listening"], msgs["fencegate "+p.name+" stopped"]
-		if start == nil || start["version"] == nil || start["addr"] == nil || stop == nil {
+		if start == nil || start["version"] == nil || start["addr"] == nil || stop == nil || (p == sc.proc && start["modes"] == nil) {
 			t.Errorf("%s: no start line with version and addr, or no shutdown line:\n%s", p.name, p.Stderr())
 		}
 	}

@@ -67,8 +67,18 @@ func runProxy(cmd *cobra.Command, a *app, o *proxyOpts) error {
 	life.Info(fmt.Sprintf("fencegate proxy listening on %s (admin %s) (health %s) -> %s", srv.Addr(), srv.AdminAddr(), srv.HealthAddr(), cfg.Backend.URL),
 		zap.String("version", buildinfo.Read().Version), zap.String("addr", srv.Addr()), zap.String("admin", srv.AdminAddr()),
 		zap.String("health", srv.HealthAddr()), zap.String("backend", cfg.Backend.URL), zap.Int("routes", len(cfg.Routes)),
-		zap.String("registry", cfg.Registry.URL))
+		zap.String("registry", cfg.Registry.URL), zap.Any("modes", routeModes(cfg)), zap.String("store", cfg.Store.Backend))
 	err = srv.Run(cmd.Context())
 	life.Info("fencegate proxy stopped", zap.NamedError("reason", stopReason(cmd, err)))
 	return err
+}
+
+// routeModes counts the routes of each rollout mode (the start line's
+// "modes": {"shadow": 2, "enforce": 1}).
+func routeModes(cfg proxyserver.Config) map[string]int {
+	m := map[string]int{}
+	for _, r := range cfg.Routes {
+		m[string(r.Mode)]++
+	}
+	return m
 }
