@@ -45,15 +45,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // outputArg is the value of the last -o/--output in args ("" if none).
 func outputArg(args []string) string {
 	out := ""
-	for i, s := range args {
+	for i := 0; i < len(args); i++ {
+		s := args[i]
 		switch {
 		case s == "--":
 			return out
-		case (s == "-o" || s == "--output") && i+1 < len(args):
-			out = args[i+1]
+		case s == "-o" || s == "--output":
+			if i+1 < len(args) {
+				i++
+				out = args[i]
+			}
 		case strings.HasPrefix(s, "--output="):
 			out = strings.TrimPrefix(s, "--output=")
-		case strings.HasPrefix(s, "-o") && len(s) > 2 && !strings.HasPrefix(s, "--"):
+		case strings.HasPrefix(s, "-o") && !strings.HasPrefix(s, "--"):
 			out = strings.TrimPrefix(strings.TrimPrefix(s, "-o"), "=")
 		}
 	}
