@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +46,13 @@ func TestProxyCheck(t *testing.T) {
 	}
 	if _, err := os.Stat(data); !os.IsNotExist(err) {
 		t.Errorf("--check created the data directory (%v): it must start nothing", err)
+	}
+	j := runCLI(t, "proxy", "--config", bad, "--check", "-o", "json")
+	var e struct {
+		Error jsonError `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(j.stderr), &e); err != nil || j.code != exitUsage || len(e.Error.Problems) != 3 {
+		t.Errorf("-o json: exit %d, %d problems (%v): %s", j.code, len(e.Error.Problems), err, j.stderr)
 	}
 }
 

@@ -51,7 +51,8 @@ func withExit(exit int, err error, hint string) error {
 //
 // code is the server's problem code when it answered one, else the class
 // in upper case (USAGE, UNREACHABLE, FAILURE ...); problem is the server's
-// RFC 9457 document, when there is one.
+// RFC 9457 document, when there is one; problems lists each problem of an
+// invalid configuration.
 type jsonError struct {
 	Code    string             `json:"code"`
 	Class   string             `json:"class"`
@@ -59,6 +60,9 @@ type jsonError struct {
 	Message string             `json:"message"`
 	Hint    string             `json:"hint,omitempty"`
 	Problem *fencegate.Problem `json:"problem,omitempty"`
+	// Problems lists each problem of an invalid configuration (--check,
+	// or a server refusing its file), one string each.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // reportError writes err to w in the chosen format and returns the exit
@@ -73,6 +77,9 @@ func reportError(w io.Writer, prefix, format string, err error) int {
 	msg := oneLine(err.Error())
 	if format == "json" {
 		je := jsonError{Class: exitClass[code], Exit: code, Message: msg, Hint: hint, Problem: problemOf(err)}
+		if code == exitUsage {
+			je.Problems = problemList(err)
+		}
 		je.Code = strings.ToUpper(strings.ReplaceAll(je.Class, "-", "_"))
 		if je.Problem != nil {
 			je.Code = string(je.Problem.Code)
@@ -91,3 +98,24 @@ func reportError(w io.Writer, prefix, format string, err error) int {
 // oneLine folds a multi-line message (a configuration's list of errors
 // keeps its lines) and trims it.
 func oneLine(s string) string { return strings.TrimSpace(s) }
+
+// problemList is each problem of a joined error (an invalid
+// configuration's), nil for a single error.
+func problemList(err error) []string {
+	var j interface{ Unwrap() []error }
+	if !errors.As(err, &j) {
+		return nil
+	}
+	var out []string
+	for _, e := range j.Unwrap() {
+		if e == nil {
+			continue
+		}
+		if sub := problemList(e); sub != nil {
+			out = append(out, sub...)
+			continue
+		}
+		out = append(out, e.Error())
+	}
+	return out
+}
