@@ -19,6 +19,9 @@ type cliError struct {
 	exit int
 	err  error
 	hint string
+	// class overrides the exit code's class: grant run passes its
+	// command's own exit code on, whatever class that number has.
+	class string
 }
 
 func (e *cliError) Error() string { return e.err.Error() }
@@ -70,13 +73,16 @@ type jsonError struct {
 func reportError(w io.Writer, prefix, format string, err error) int {
 	code := exitCodeOf(err)
 	var ce *cliError
-	hint := ""
+	hint, class := "", exitClass[code]
 	if errors.As(err, &ce) {
 		hint = ce.hint
+		if ce.class != "" {
+			class = ce.class
+		}
 	}
 	msg := oneLine(err.Error())
 	if format == "json" {
-		je := jsonError{Class: exitClass[code], Exit: code, Message: msg, Hint: hint, Problem: problemOf(err)}
+		je := jsonError{Class: class, Exit: code, Message: msg, Hint: hint, Problem: problemOf(err)}
 		if code == exitUsage {
 			je.Problems = problemList(err)
 		}

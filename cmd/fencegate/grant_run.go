@@ -159,10 +159,14 @@ func superviseCommand(ctx context.Context, h *client.Holder, child *exec.Cmd, ex
 	case lost != nil:
 		return withExit(exitOwnershipLost, fmt.Errorf("%v; stopped %s", lost, name), "")
 	case code != 0:
-		return &cliError{exit: code, err: fmt.Errorf("%s exited with status %d", name, code)}
+		return &cliError{exit: code, err: fmt.Errorf("%s exited with status %d", name, code), class: classCommandExit}
 	}
 	return nil
 }
+
+// classCommandExit is the class of grant run's failure when its command
+// exited non-zero: the exit code is the command's own.
+const classCommandExit = "command-exit"
 
 // stopCommand sends SIGTERM to the command's process group, waits up to
 // grace, then SIGKILLs the group. After the command itself exits, what is
