@@ -111,4 +111,3 @@ func runRegistry(cmd *cobra.Command, a *app, o *registryOpts) error {
 	life.Info("fencegate registry stopped", zap.NamedError("reason", stopReason(cmd, err)))
 	return err
 }
-
