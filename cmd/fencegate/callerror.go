@@ -33,13 +33,7 @@ func callFailed(err error, target, ifSent string) error {
 		return err
 	}
 	if p := problemOf(err); p != nil {
-		msg := fmt.Sprintf("%s refused it: %s%s", target, problemText(err, p), stateOf(p))
-		if p.Code == fencegate.CodeIdentityRequired {
-			// The detail names the header the server looked for; the
-			// user's lever is a flag (the hint).
-			msg = fmt.Sprintf("%s could not tell who you are (IDENTITY_REQUIRED); nothing was changed", target)
-		}
-		return &cliError{err: &describedError{msg, err}, hint: problemHint(p)}
+		return problemFailed(err, p, target, ifSent)
 	}
 	maybeSent, ok := transportFailure(err)
 	switch {
@@ -57,6 +51,25 @@ func callFailed(err error, target, ifSent string) error {
 		hint = "Check that it runs and try again."
 	}
 	return &cliError{err: &describedError{fmt.Sprintf("no answer from %s; the request may have reached it: %s", target, cause(err)), err}, hint: hint}
+}
+
+// problemFailed describes a problem the server answered. It changed
+// nothing, except that a failure of its own backend (BACKEND_UNAVAILABLE,
+// INTERNAL) leaves a write's outcome unknown: then ifSent says how to
+// recover it.
+func problemFailed(err error, p *fencegate.Problem, target, ifSent string) error {
+	hint := problemHint(p)
+	msg := fmt.Sprintf("%s refused it, nothing was changed: %s%s", target, problemText(err, p), stateOf(p))
+	if (p.Code == fencegate.CodeBackendUnavailable || p.Code == fencegate.CodeInternal) && ifSent != "" {
+		msg = fmt.Sprintf("%s failed, the outcome is unknown: %s", target, problemText(err, p))
+		hint = ifSent
+	}
+	if p.Code == fencegate.CodeIdentityRequired {
+		// The detail names the header the server looked for; the user's
+		// lever is a flag (the hint).
+		msg = fmt.Sprintf("%s could not tell who you are (IDENTITY_REQUIRED), nothing was changed", target)
+	}
+	return &cliError{err: &describedError{msg, err}, hint: hint}
 }
 
 // cause is the innermost transport message ("dial tcp 127.0.0.1:1:

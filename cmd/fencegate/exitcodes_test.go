@@ -78,7 +78,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown subcommand", []string{"grant", "aquire"}, exitUsage, []string{"did you mean acquire?"}, nil},
 		{"bad -o", []string{"-o", "yaml", "version"}, exitUsage, []string{"-o/--output must be text or json"}, nil},
 		{"held", []string{"grant", "acquire", "--registry", url, "--owner", "worker-b", "--resource", "exit/1"}, exitHeld,
-			[]string{"the registry at " + url + " refused it: 409 LEASE_HELD", "--wait"}, []string{"client:", "grant lookup"}},
+			[]string{"the registry at " + url + " refused it, nothing was changed: 409 LEASE_HELD", "--wait"}, []string{"client:", "grant lookup"}},
 		{"unreachable", []string{"grant", "acquire", "--registry", closedURL(t), "--owner", "w", "--resource", "r"}, exitUnreachable,
 			[]string{"nothing was sent", "connection refused", "--registry"}, []string{"grant lookup", "outcome is unknown"}},
 		{"not held", []string{"grant", "renew", "--registry", url, "--owner", "worker-a", "--lease", released}, exitNotHeld,
