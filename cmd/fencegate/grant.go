@@ -195,13 +195,17 @@ func newGrantStatusCmd(a *app) *cobra.Command {
 
 // leaseCall runs call with the registry client and prints its lease.
 func leaseCall(cmd *cobra.Command, a *app, o *leaseOpts, call func(*client.Client) (*client.Lease, error)) error {
+	ifSent := ""
+	if cmd.Name() != "status" {
+		ifSent = "Run 'fencegate grant status --lease " + o.lease + "' (same --registry and --owner) to see the lease's state."
+	}
 	c, err := o.conn.client()
 	if err != nil {
 		return err
 	}
 	l, err := call(c)
 	if err != nil {
-		return callFailed(err, o.conn.target(), "Run 'fencegate grant status --lease ID' to see the lease's state.")
+		return callFailed(err, o.conn.target(), ifSent)
 	}
 	return printLease(cmd.OutOrStdout(), a, l, &grantOutFlags{})
 }
