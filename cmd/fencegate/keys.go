@@ -26,7 +26,7 @@ func newKeysCmd(a *app) *cobra.Command {
 			if gen.dir == "" {
 				return usagef(cmd, "--out is required")
 			}
-			return keysGenerate(cmd.OutOrStdout(), &gen)
+			return keysGenerate(cmd.OutOrStdout(), &gen, a.json())
 		},
 	}
 	g.Flags().StringVar(&gen.alg, "alg", "EdDSA", "signing algorithm: EdDSA (Ed25519), ES256 (P-256) or HS256 (shared-secret MAC)")
@@ -62,7 +62,16 @@ type keysJWKSOpts struct {
 	validFor time.Duration
 }
 
-func keysGenerate(out io.Writer, o *keysGenerateOpts) error {
+// generatedKey is keys generate's -o json document.
+type generatedKey struct {
+	Kid         string `json:"kid"`
+	Alg         string `json:"alg"`
+	SigningKey  string `json:"signingKey"`
+	TrustBundle string `json:"trustBundle"`
+	Replaced    bool   `json:"replaced"`
+}
+
+func keysGenerate(out io.Writer, o *keysGenerateOpts, asJSON bool) error {
 	dir, force := &o.dir, &o.force
 	alg, err := keys.ParseAlg(o.alg)
 	if err != nil {
@@ -89,6 +98,9 @@ func keysGenerate(out io.Writer, o *keysGenerateOpts) error {
 	}
 	if err := writeKeyFiles(*force, keyFile{keyPath, k}, keyFile{bundlePath, bundle}); err != nil {
 		return err
+	}
+	if asJSON {
+		return printJSON(out, generatedKey{Kid: k.KeyID(), Alg: alg.String(), SigningKey: keyPath, TrustBundle: bundlePath, Replaced: *force})
 	}
 	fmt.Fprintf(out, "kid:          %s\nalg:          %s\nsigning key:  %s (private, mode 0600)\ntrust bundle: %s\n", k.KeyID(), alg, keyPath, bundlePath)
 	if *force {
