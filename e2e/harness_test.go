@@ -109,8 +109,10 @@ func startProgram(t *testing.T, name, bin string, stdin bool, args ...string) *p
 	return p
 }
 
-// Stdout and Stderr return what the process printed so far.
+// Stdout and Stderr return what the process printed so far; Output is
+// both (the servers' start line is a log line on stderr).
 func (p *proc) Stdout() string { p.mu.Lock(); defer p.mu.Unlock(); return p.stdout.String() }
+func (p *proc) Output() string { return p.Stdout() + "\n" + p.Stderr() }
 func (p *proc) Stderr() string { p.mu.Lock(); defer p.mu.Unlock(); return p.stderr.String() }
 
 // kill sends SIGKILL and waits for the process to end.
@@ -136,13 +138,13 @@ func (p *proc) stop() error {
 	}
 }
 
-// waitFor waits until the process prints a stdout line matching re and
+// waitFor waits until the process prints a line matching re (stdout or stderr) and
 // returns the first submatch.
 func (p *proc) waitFor(re *regexp.Regexp, timeout time.Duration) string {
 	p.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(p.Stdout()); m != nil {
+		if m := re.FindStringSubmatch(p.Output()); m != nil {
 			if len(m) > 1 {
 				return m[1]
 			}
@@ -253,9 +255,9 @@ func startSidecar(t *testing.T, cfg string, extra ...string) *sidecar {
 	}
 	p := start(t, "proxy", append([]string{"proxy", "--config", path}, extra...)...)
 	p.waitFor(listeningRE, 15*time.Second)
-	m := sidecarListeningRE.FindStringSubmatch(p.Stdout())
+	m := sidecarListeningRE.FindStringSubmatch(p.Output())
 	if m == nil {
-		t.Fatalf("proxy start line lacks its addresses: %q", p.Stdout())
+		t.Fatalf("proxy start line lacks its addresses: %q", p.Output())
 	}
 	return &sidecar{proc: p, url: "http://" + m[1], admin: "http://" + m[2]}
 }

@@ -54,7 +54,7 @@ admin: {allowLoopback: true}
 	if r := run(t, "grant", "inspect", "--jwks", bundleBoth, "--file", grant); r.code != 0 || fields(r.stdout)["schema"] != "lockGrant.v1" {
 		t.Fatalf("inspect with the rotation bundle: %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	if r := run(t, "grant", "inspect", "--jwks", filepath.Join(oldDir, "jwks.json"), "--file", grant); r.code != 3 || !strings.Contains(r.stderr, "GRANT_INVALID") {
+	if r := run(t, "grant", "inspect", "--jwks", filepath.Join(oldDir, "jwks.json"), "--file", grant); r.code != 8 || !strings.Contains(r.stderr, "GRANT_INVALID") {
 		t.Fatalf("inspect with only the old key: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 }

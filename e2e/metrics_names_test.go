@@ -56,7 +56,7 @@ store: `+store+`
 dataDir: "`+t.TempDir()+`"
 log: {level: warn}
 `)
-		m := sidecarHealthRE.FindStringSubmatch(sc.Stdout())
+		m := sidecarHealthRE.FindStringSubmatch(sc.Output())
 		if m == nil {
 			t.Fatalf("the sidecar's start line names no health listener: %q", sc.Stdout())
 		}

@@ -139,7 +139,7 @@ store: {backend: memory}
 dataDir: "`+scData+`"
 log: {level: warn}
 `)
-	m := regexp.MustCompile(`\(health (\S+)\)`).FindStringSubmatch(sc.Stdout())
+	m := regexp.MustCompile(`\(health (\S+)\)`).FindStringSubmatch(sc.Output())
 	if m == nil {
 		t.Fatalf("the sidecar's start line lacks its health address: %q", sc.Stdout())
 	}

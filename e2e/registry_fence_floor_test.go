@@ -53,7 +53,7 @@ func TestRegistryStartFenceFloor(t *testing.T) {
 			extra = append(extra, "--issuer-epoch", c.epochFlag)
 		}
 		reg := startRegistry(t, dataDir, extra...)
-		line := startLineRE.FindStringSubmatch(reg.Stdout())
+		line := startLineRE.FindStringSubmatch(reg.Output())
 		if line == nil || line[2] != fmt.Sprint(c.wantFloor) || line[3] != fmt.Sprint(c.wantEpoch) {
 			t.Fatalf("start %d (--fence-floor %q --issuer-epoch %q): start line %q, want fence floor %d, issuer epoch %d",
 				i, c.flag, c.epochFlag, reg.Stdout(), c.wantFloor, c.wantEpoch)

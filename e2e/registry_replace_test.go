@@ -165,7 +165,7 @@ log: {level: warn}
 		t.Fatal(err)
 	}
 	regB = startRegistry(t, dataB, "--listen", addr, "--config", cfgB, "--fence-floor", "4")
-	if m := regexp.MustCompile(`lineage ([0-9a-z]+), fence floor (\d+), issuer epoch (\d+)\)`).FindStringSubmatch(regB.Stdout()); m == nil || m[1] != lineageB || m[2] != "4" {
+	if m := regexp.MustCompile(`lineage ([0-9a-z]+), fence floor (\d+), issuer epoch (\d+)\)`).FindStringSubmatch(regB.Output()); m == nil || m[1] != lineageB || m[2] != "4" {
 		t.Fatalf("registry B's start line: %q", regB.Stdout())
 	}
 	// (--apply on the running registry: at the floor already, unchanged.)

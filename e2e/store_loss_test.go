@@ -341,8 +341,8 @@ func mustNotStart(t *testing.T, what, cfg, want string) {
 			t.Fatalf("%s: neither started nor exited", what)
 		case <-time.After(20 * time.Millisecond):
 		}
-		if listeningRE.MatchString(p.Stdout()) {
-			t.Fatalf("%s: the sidecar started:\n%s", what, p.Stdout())
+		if listeningRE.MatchString(p.Output()) {
+			t.Fatalf("%s: the sidecar started:\n%s", what, p.Output())
 		}
 	}
 }

@@ -271,7 +271,7 @@ func (p *Proxy) logDecision(a *attempt, decision string, code fencegate.Code, de
 	fields := []zap.Field{
 		zap.String("route", a.rt.key), zap.String("mode", string(a.rt.Mode)), zap.String("resource", a.resource),
 		zap.String("decision", decision), zap.String("code", string(code)), zap.Uint64("seq", a.seq),
-		zap.String("caller", a.caller),
+		zap.String("identity", a.caller),
 	}
 	if a.grant != nil {
 		fields = append(fields, zap.Uint64("fence", a.grant.FenceToken), zap.String("grantDigest", a.digest))

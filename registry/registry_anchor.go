@@ -35,11 +35,11 @@ func (r *Registry) RegisterStore(ctx context.Context, caller, store, generation 
 	switch {
 	case res.Created:
 		r.m.registrations.WithLabelValues("created").Inc()
-		r.log.Info("fenced store registered: its generation is anchored", zap.String("store", store), zap.String("generation", generation), zap.String("caller", caller))
+		r.log.Info("fenced store registered: its generation is anchored", zap.String("store", store), zap.String("generation", generation), zap.String("identity", caller))
 	case res.Lost:
 		r.m.registrations.WithLabelValues("lost").Inc()
 		r.log.Error("fenced store lost: a registration presented another generation than the anchored one; the store refuses writes until the loss is acknowledged",
-			zap.String("store", store), zap.String("presented", generation), zap.String("anchored", res.View.Record.Generation), zap.String("caller", caller))
+			zap.String("store", store), zap.String("presented", generation), zap.String("anchored", res.View.Record.Generation), zap.String("identity", caller))
 		return res, &StoreLostError{Store: store, Anchored: res.View.Record.Generation, Presented: generation}
 	default:
 		r.m.registrations.WithLabelValues("matched").Inc()
@@ -99,7 +99,7 @@ func (r *Registry) RecordLedger(ctx context.Context, caller, store string, ev fe
 	v.Now = now
 	if err == nil && ev.Kind == fencegate.LedgerForcedDowngrade {
 		r.log.Warn("forced downgrade recorded in a fenced store's ledger", zap.String("store", store), zap.String("shape", ev.Shape),
-			zap.String("detail", ev.Detail), zap.String("caller", caller))
+			zap.String("detail", ev.Detail), zap.String("identity", caller))
 	}
 	return v, err
 }

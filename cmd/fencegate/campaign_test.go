@@ -1,18 +1,16 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"strings"
 	"testing"
 )
 
 func TestCampaignCommand(t *testing.T) {
-	var out strings.Builder
-	if err := runCampaign(context.Background(), []string{"--n", "340", "--seed", "3", "--quiet"}, &out); err != nil {
-		t.Fatalf("campaign: %v\n%s", err, out.String())
+	r := runCLI(t, "campaign", "--n", "340", "--seed", "3", "--quiet")
+	if r.code != 0 {
+		t.Fatalf("campaign: exit %d %s\n%s", r.code, r.stderr, r.stdout)
 	}
-	s := out.String()
+	s := r.stdout
 	if !strings.HasSuffix(s, "campaign: PASS (0 of 340 accepted)\n") {
 		t.Errorf("output does not end with the PASS line:\n%s", s)
 	}
@@ -24,21 +22,19 @@ func TestCampaignCommand(t *testing.T) {
 }
 
 func TestCampaignCommandKinds(t *testing.T) {
-	var out strings.Builder
-	if err := runCampaign(context.Background(), []string{"--n", "20", "--kinds", "alg-none,expired", "--workers", "1", "--quiet"}, &out); err != nil {
-		t.Fatalf("campaign: %v", err)
+	r := runCLI(t, "campaign", "--n", "20", "--kinds", "alg-none,expired", "--workers", "1", "--quiet")
+	if r.code != 0 {
+		t.Fatalf("campaign: exit %d %s", r.code, r.stderr)
 	}
-	if strings.Contains(out.String(), "bitflip") || !strings.Contains(out.String(), "expired") {
-		t.Errorf("--kinds not applied:\n%s", out.String())
+	if strings.Contains(r.stdout, "bitflip") || !strings.Contains(r.stdout, "expired") {
+		t.Errorf("--kinds not applied:\n%s", r.stdout)
 	}
 }
 
 func TestCampaignCommandBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"--kinds", "bitflip,nope"}, {"--n", "0"}, {"--workers", "-2"}, {"extra"}} {
-		var ee *exitError
-		err := runCampaign(context.Background(), append(args, "--quiet"), &strings.Builder{})
-		if !errors.As(err, &ee) || ee.code != 2 {
-			t.Errorf("%v: %v, want exit code 2", args, err)
+		if r := runCLI(t, append(append([]string{"campaign"}, args...), "--quiet")...); r.code != exitUsage {
+			t.Errorf("%v: exit %d %s, want exit code 2", args, r.code, r.stderr)
 		}
 	}
 }

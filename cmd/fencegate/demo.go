@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -28,8 +29,32 @@ import (
 	"github.com/fencegate/fencegate/store"
 )
 
-func init() {
-	register(command{name: "demo", summary: "play the stale-owner story with and without the sidecar (real HTTP, bbolt)", run: runDemo})
+func newDemoCmd(_ *app) *cobra.Command {
+	var o demoOpts
+	c := &cobra.Command{
+		Use:   "demo [--lease D] [--pause D] [--keep DIR] [--verbose]",
+		Short: "play the stale-owner story with and without the sidecar (real HTTP, bbolt)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.pause <= o.lease {
+				return usagef(cmd, "--pause must exceed --lease, or there is no stale owner")
+			}
+			return runDemo(cmd.Context(), &o, cmd.OutOrStdout())
+		},
+	}
+	f := c.Flags()
+	f.DurationVar(&o.lease, "lease", time.Second, "the workers' lease TTL (the story's 10 s, scaled down)")
+	f.DurationVar(&o.pause, "pause", 1500*time.Millisecond, "worker-a's stall (the story's 2 minutes, scaled down); must exceed --lease")
+	f.StringVar(&o.keep, "keep", "", "keep the registry and sidecar data in DIR (default: a temp dir, removed)")
+	f.BoolVar(&o.verbose, "verbose", false, "print the registry's and sidecar's JSON logs to stderr")
+	return c
+}
+
+// demoOpts are the flags of "fencegate demo".
+type demoOpts struct {
+	lease, pause time.Duration
+	keep         string
+	verbose      bool
 }
 
 const (
@@ -55,19 +80,9 @@ func (d *demo) say(who, format string, a ...any) {
 	fmt.Fprintf(d.out, "  [%5.2fs] %-9s %s\n", clock.Since(d.clk, d.start).Seconds(), who, fmt.Sprintf(format, a...))
 }
 
-func runDemo(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("demo", "[--lease D] [--pause D] [--keep DIR] [--verbose]")
-	lease := fs.Duration("lease", time.Second, "the workers' lease TTL (the story's 10 s, scaled down)")
-	pause := fs.Duration("pause", 1500*time.Millisecond, "worker-a's stall (the story's 2 minutes, scaled down); must exceed --lease")
-	keep := fs.String("keep", "", "keep the registry and sidecar data in DIR (default: a temp dir, removed)")
-	verbose := fs.Bool("verbose", false, "print the registry's and sidecar's JSON logs to stderr")
-	if err := parse(fs, args, false); err != nil {
-		return err
-	}
-	if *pause <= *lease {
-		return &exitError{2, errors.New("--pause must exceed --lease, or there is no stale owner")}
-	}
-	dir := *keep
+func runDemo(ctx context.Context, o *demoOpts, out io.Writer) error {
+	lease, pause, verbose := &o.lease, &o.pause, &o.verbose
+	dir := o.keep
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "fencegate-demo-")
 		if err != nil {
@@ -79,7 +94,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	log := zap.NewNop()
 	if *verbose {
 		var err error
-		if log, err = newLogger("info"); err != nil {
+		if log, _, err = newLoggers("info", logJSON); err != nil {
 			return err
 		}
 	}
@@ -124,7 +139,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(out, "Result: without fencegate worker-a silently overwrote worker-b; with it, worker-a got STALE_OWNER and worker-b's result survived.")
 		return nil
 	}
-	return &exitError{1, fmt.Errorf("the story did not come out as expected (act 1 corrupted: %v, act 2 protected: %v)", corrupted, protected)}
+	return withExit(exitFailure, fmt.Errorf("the story did not come out as expected (act 1 corrupted: %v, act 2 protected: %v)", corrupted, protected), "")
 }
 
 func freeAddr() (string, error) {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,16 +14,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/store"
 )
-
-func init() {
-	register(command{name: "fences", summary: "fences collect: the highest fences of every sidecar, and the fence floor a new registry starts from (--apply raises it)", run: runFences})
-}
-
-const fencesUsage = "usage: fencegate fences collect --sidecar ADMIN_URL [--sidecar ...] [--admin-token-file F] [--json] [--registry URL --apply]"
 
 // fencesPageLimit is the page size collect asks for (the largest a
 // sidecar serves).
@@ -37,11 +32,51 @@ const floorReason = "a registry allocates max(last fence, resource floor, global
 	"(a lower fence of a new lineage would be FENCE_REGRESSION). It covers only what the sidecars listed had accepted when asked: " +
 	"stop the old registry, wait until no proof it signed is fresh, and list every sidecar that keeps its own store"
 
-func runFences(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] != "collect" {
-		return &exitError{2, errors.New(fencesUsage)}
+func newFencesCmd(a *app) *cobra.Command {
+	var o fencesOpts
+	c := &cobra.Command{
+		Use:   "collect --sidecar ADMIN_URL [--sidecar ...] [--admin-token-file F] [--registry URL --apply]",
+		Short: "the highest fences of every sidecar, and the fence floor a new registry starts from (--apply raises it)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.check(cmd); err != nil {
+				return err
+			}
+			return fencesCollect(cmd.Context(), &o, o.asJSON || a.json(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	return fencesCollect(ctx, args[1:], out, os.Stderr)
+	f := c.Flags()
+	f.StringArrayVar(&o.sidecars, "sidecar", nil, "a sidecar's admin URL (repeat for each; every pod with its own bolt store, one per shared Redis store)")
+	f.StringVar(&o.tokenFile, "admin-token-file", os.Getenv("FENCEGATE_ADMIN_TOKEN_FILE"), "file holding the sidecars' admin bearer token")
+	f.BoolVar(&o.asJSON, "json", false, "the same as -o json")
+	f.BoolVar(&o.apply, "apply", false, "raise the registry's global fence floor to the collected floor (POST /v1/admin/fence-floor; never lowers it)")
+	f.StringVar(&o.conn.url, "registry", "", "with --apply: the registry URL")
+	f.StringVar(&o.conn.adminTokenFile, "registry-admin-token-file", "", "with --apply: file holding the registry's admin bearer token")
+	o.conn.addTLS(f, "with --apply: ")
+	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "time limit of each request")
+	return groupCmd("fences", "fences collect: the highest fences of every sidecar, and the fence floor a new registry starts from (--apply raises it)", c)
+}
+
+// fencesOpts are the flags of "fences collect".
+type fencesOpts struct {
+	sidecars      []string
+	tokenFile     string
+	asJSON, apply bool
+	conn          connFlags
+	timeout       time.Duration
+}
+
+// check rejects flags that do not go together.
+func (o *fencesOpts) check(cmd *cobra.Command) error {
+	switch {
+	case len(o.sidecars) == 0:
+		return usagef(cmd, "at least one --sidecar ADMIN_URL is required: every fence any sidecar accepted must be below the floor")
+	case o.apply && o.conn.url == "":
+		return usagef(cmd, "--apply needs --registry URL")
+	case !o.apply && o.conn.url != "":
+		return usagef(cmd, "--registry is only used with --apply")
+	}
+	return nil
 }
 
 // collectedFence is one resource's highest fence over every sidecar.
@@ -98,54 +133,29 @@ type appliedFloor struct {
 	Raised   bool   `json:"raised"`
 }
 
-func fencesCollect(ctx context.Context, args []string, out, progress io.Writer) error {
-	fs := newFlags("fences collect", "--sidecar ADMIN_URL [--sidecar ...] [--admin-token-file F] [--json] [--registry URL --apply]")
-	var sidecars stringList
-	fs.Var(&sidecars, "sidecar", "a sidecar's admin URL (repeat for each; every pod with its own bolt store, one per shared Redis store)")
-	tokenFile := fs.String("admin-token-file", os.Getenv("FENCEGATE_ADMIN_TOKEN_FILE"), "file holding the sidecars' admin bearer token")
-	asJSON := fs.Bool("json", false, "print the collection as JSON")
-	apply := fs.Bool("apply", false, "raise the registry's global fence floor to the collected floor (POST /v1/admin/fence-floor; never lowers it)")
-	var conn connFlags
-	fs.StringVar(&conn.url, "registry", "", "with --apply: the registry URL")
-	fs.StringVar(&conn.adminTokenFile, "registry-admin-token-file", "", "with --apply: file holding the registry's admin bearer token")
-	fs.StringVar(&conn.cert, "cert", os.Getenv("FENCEGATE_CERT"), "with --apply: client certificate for the registry's mTLS")
-	fs.StringVar(&conn.key, "key", os.Getenv("FENCEGATE_KEY"), "with --apply: client key for the registry's mTLS")
-	fs.StringVar(&conn.ca, "ca", os.Getenv("FENCEGATE_CA"), "with --apply: CA file for the registry's certificate")
-	timeout := fs.Duration("timeout", 30*time.Second, "time limit of each request")
-	if err := parse(fs, args, false); err != nil {
-		return err
-	}
-	if len(sidecars) == 0 {
-		return &exitError{2, errors.New("at least one --sidecar ADMIN_URL is required: every fence any sidecar accepted must be below the floor")}
-	}
-	if *apply && conn.url == "" {
-		return &exitError{2, errors.New("--apply needs --registry URL")}
-	}
-	if !*apply && conn.url != "" {
-		return &exitError{2, errors.New("--registry is only used with --apply")}
-	}
+func fencesCollect(ctx context.Context, o *fencesOpts, asJSON bool, out, progress io.Writer) error {
 	token := ""
-	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
+	if o.tokenFile != "" {
+		b, err := os.ReadFile(o.tokenFile)
 		if err != nil {
-			return err
+			return withExit(exitUsage, fmt.Errorf("--admin-token-file: %w", err), "")
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	hc := &http.Client{Timeout: *timeout}
-	col, err := collect(ctx, hc, dedupe(sidecars), token, progress)
+	hc := &http.Client{Timeout: o.timeout}
+	col, err := collect(ctx, hc, dedupe(o.sidecars), token, progress)
 	if err != nil {
 		return fmt.Errorf("%w (no floor: a floor from some sidecars only could be below a fence another accepted)", err)
 	}
-	if *apply {
-		if col.Applied, err = applyFloor(ctx, &conn, col.FenceFloor); err != nil {
-			if !*asJSON {
+	if o.apply {
+		if col.Applied, err = applyFloor(ctx, &o.conn, col.FenceFloor); err != nil {
+			if !asJSON {
 				_ = printCollection(out, col)
 			}
 			return err
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(out, col)
 	}
 	return printCollection(out, col)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -127,13 +126,12 @@ func TestFencesCollect(t *testing.T) {
 	big["item/0042"] = 9000
 	a := fencesSidecar(t, oldLineage, 3, big)
 	b := fencesSidecar(t, newLineage, 1, map[string]uint64{"item/0042": 12, "item/0007": 4000, "other/x": 5})
-	var out, progress strings.Builder
-	args := []string{"--sidecar", a.URL, "--sidecar", b.URL + "/", "--sidecar", a.URL, "--admin-token-file", tokenFile(t), "--json"}
-	if err := fencesCollect(context.Background(), args, &out, &progress); err != nil {
-		t.Fatalf("collect: %v\n%s", err, progress.String())
+	r := runCLI(t, "fences", "collect", "--sidecar", a.URL, "--sidecar", b.URL+"/", "--sidecar", a.URL, "--admin-token-file", tokenFile(t), "--json")
+	if r.code != 0 {
+		t.Fatalf("collect: exit %d\n%s", r.code, r.stderr)
 	}
 	var col collection
-	if err := json.Unmarshal([]byte(out.String()), &col); err != nil {
+	if err := json.Unmarshal([]byte(r.stdout), &col); err != nil {
 		t.Fatal(err)
 	}
 	if col.MaxFence != 9000 || col.FenceFloor != 9000 || col.MaxFenceResource != "item/0042" || col.MaxIssuerEpoch != 3 || len(col.Fences) != 1501 || col.FloorReason == "" {
@@ -159,16 +157,16 @@ func TestFencesCollect(t *testing.T) {
 	if len(want) != 0 {
 		t.Errorf("missing from the collection: %v", want)
 	}
-	if !strings.Contains(progress.String(), "1500 resources in 2 pages, highest fence 9000") {
-		t.Errorf("progress on stderr:\n%s", progress.String())
+	if !strings.Contains(r.stderr, "1500 resources in 2 pages, highest fence 9000") {
+		t.Errorf("progress on stderr:\n%s", r.stderr)
 	}
 
 	// The text output: the table, the floor and why it is enough.
-	out.Reset()
-	if err := fencesCollect(context.Background(), []string{"--sidecar", b.URL, "--admin-token-file", tokenFile(t)}, &out, &progress); err != nil {
-		t.Fatal(err)
+	r = runCLI(t, "fences", "collect", "--sidecar", b.URL, "--admin-token-file", tokenFile(t))
+	if r.code != 0 {
+		t.Fatal(r.stderr)
 	}
-	s := out.String()
+	s := r.stdout
 	for _, w := range []string{"RESOURCE", "HIGHEST FENCE", "LINEAGE", "SIDECAR", "item/0007", "4000", newLineage, "fence floor:", "--fence-floor 4000",
 		"every fence it issues is above every fence any of these sidecars accepted", "above 1"} {
 		if !strings.Contains(s, w) {
@@ -200,14 +198,13 @@ func TestFencesCollectApply(t *testing.T) {
 	reg, regURL := fencesRegistry(t)
 	apply := func() *appliedFloor {
 		t.Helper()
-		var out strings.Builder
-		err := fencesCollect(ctx, []string{"--sidecar", sc.URL, "--admin-token-file", tokenFile(t), "--registry", regURL, "--apply", "--json"}, &out, &strings.Builder{})
-		if err != nil {
-			t.Fatal(err)
+		r := runCLI(t, "fences", "collect", "--sidecar", sc.URL, "--admin-token-file", tokenFile(t), "--registry", regURL, "--apply", "-o", "json")
+		if r.code != 0 {
+			t.Fatal(r.stderr)
 		}
 		var col collection
-		if err := json.Unmarshal([]byte(out.String()), &col); err != nil || col.Applied == nil {
-			t.Fatalf("%v %s", err, out.String())
+		if err := json.Unmarshal([]byte(r.stdout), &col); err != nil || col.Applied == nil {
+			t.Fatalf("%v %s", err, r.stdout)
 		}
 		return col.Applied
 	}
@@ -255,10 +252,9 @@ func TestFencesCollectFailsClosed(t *testing.T) {
 		{"no admin token", []string{"--sidecar", good.URL}},
 		{"a sidecar without the list", []string{"--sidecar", old.URL, "--sidecar", good.URL, "--admin-token-file", tok}},
 	} {
-		var out strings.Builder
-		err := fencesCollect(ctx, append(c.args, "--registry", regURL, "--apply"), &out, &strings.Builder{})
-		if err == nil || !strings.Contains(err.Error(), "no floor") || out.Len() != 0 {
-			t.Errorf("%s: %v, output %q; want an error and no output", c.name, err, out.String())
+		r := runCLI(t, append(append([]string{"fences", "collect"}, c.args...), "--registry", regURL, "--apply")...)
+		if r.code == 0 || !strings.Contains(r.stderr, "no floor") || r.stdout != "" {
+			t.Errorf("%s: exit %d %s, output %q; want an error and no output", c.name, r.code, r.stderr, r.stdout)
 		}
 	}
 	if m, _ := reg.Meta(ctx); m.FenceFloor != 0 {
@@ -267,13 +263,11 @@ func TestFencesCollectFailsClosed(t *testing.T) {
 	for _, args := range [][]string{
 		{}, {"--apply", "--sidecar", good.URL}, {"--sidecar", good.URL, "--registry", regURL}, {"--sidecar", good.URL, "extra"},
 	} {
-		var ee *exitError
-		if err := fencesCollect(ctx, args, &strings.Builder{}, &strings.Builder{}); !errors.As(err, &ee) || ee.code != 2 {
-			t.Errorf("%v: %v, want a usage error", args, err)
+		if r := runCLI(t, append([]string{"fences", "collect"}, args...)...); r.code != exitUsage {
+			t.Errorf("%v: exit %d %s, want a usage error", args, r.code, r.stderr)
 		}
 	}
-	var ee *exitError
-	if err := runFences(ctx, []string{"gather"}, &strings.Builder{}); !errors.As(err, &ee) || ee.code != 2 {
-		t.Errorf("fences gather: %v", err)
+	if r := runCLI(t, "fences", "gather"); r.code != exitUsage {
+		t.Errorf("fences gather: exit %d %s", r.code, r.stderr)
 	}
 }

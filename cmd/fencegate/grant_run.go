@@ -4,21 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/clock"
 )
-
-// exitOwnershipLost is grant run's exit code when the lease was lost while
-// the command ran (EX_TEMPFAIL: try again later). The command's own code
-// is returned otherwise.
-const exitOwnershipLost = 75
 
 // Environment variables grant run passes to the command.
 const (
@@ -32,70 +28,83 @@ const (
 	envTTL         = "FENCEGATE_LEASE_TTL"
 )
 
-const grantRunUsage = "--resource R [--ttl D] [--wait D] [--grace D] [--request-id ID] -- CMD [ARGS...]"
+// grantRunOpts are the flags of "fencegate grant run".
+type grantRunOpts struct {
+	conn             connFlags
+	resource         string
+	reqID, opClass   string
+	ttl, wait, grace time.Duration
+}
+
+func newGrantRunCmd(a *app) *cobra.Command {
+	var o grantRunOpts
+	c := &cobra.Command{
+		Use:   "run --resource R [--ttl D] [--wait D] [--grace D] [--request-id ID] -- CMD [ARGS...]",
+		Short: "run a command while holding a lease, like 'etcdctl lock' or 'consul lock'",
+		Long: fmt.Sprintf(`Hold a lease on --resource while CMD runs. CMD gets %s, %s, %s, %s,
+%s, %s, %s and %s in its environment.
+When ownership is lost CMD gets SIGTERM, then SIGKILL after --grace, and
+grant run exits %d. Otherwise it exits with CMD's code (127 when CMD cannot
+be started).`, envGrant, envLease, envFence, envResource, envRoot, envGrantDigest, envRequestID, envTTL, exitOwnershipLost),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.resource == "" || len(args) == 0 {
+				return usagef(cmd, "--resource and a command (after --) are required")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return grantRun(cmd, &o, args) },
+	}
+	o.conn.add(c.Flags(), false)
+	f := c.Flags()
+	f.StringVar(&o.resource, "resource", "", "canonical resource ID to hold while CMD runs")
+	f.DurationVar(&o.ttl, "ttl", client.DefaultTTL, "lease TTL; renewed every TTL/3 while CMD runs")
+	f.DurationVar(&o.wait, "wait", 0, "wait up to this long for the current holder to release or expire")
+	f.DurationVar(&o.grace, "grace", 10*time.Second, "after SIGTERM, wait this long before SIGKILL")
+	f.StringVar(&o.reqID, "request-id", "", "acquire request ID (default: random); a lost answer is recovered by it")
+	f.StringVar(&o.opClass, "op-class", "", "operation class (default write)")
+	f.SetInterspersed(false)
+	return c
+}
 
 // grantRun holds a lease while a command runs, like 'etcdctl lock' or
 // 'consul lock': acquire (optionally waiting), start CMD with the grant in
 // its environment, renew while it runs, and stop it (SIGTERM, then SIGKILL
 // after --grace) as soon as ownership is no longer known. Exit code: the
 // command's, or 75 when ownership was lost.
-func grantRun(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("grant run", grantRunUsage)
-	var conn connFlags
-	conn.add(fs)
-	resource := fs.String("resource", "", "canonical resource ID to hold while CMD runs")
-	ttl := fs.Duration("ttl", client.DefaultTTL, "lease TTL; renewed every TTL/3 while CMD runs")
-	wait := fs.Duration("wait", 0, "wait up to this long for the current holder to release or expire")
-	grace := fs.Duration("grace", 10*time.Second, "after SIGTERM, wait this long before SIGKILL")
-	reqID := fs.String("request-id", "", "acquire request ID (default: random); a lost answer is recovered by it")
-	opClass := fs.String("op-class", "", "operation class (default write)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: fencegate grant run %s\n\n", grantRunUsage)
-		fmt.Fprintf(fs.Output(), "Holds a lease on --resource while CMD runs. CMD gets %s, %s, %s, %s,\n", envGrant, envLease, envFence, envResource)
-		fmt.Fprintf(fs.Output(), "%s, %s, %s and %s in its environment.\n", envRoot, envGrantDigest, envRequestID, envTTL)
-		fmt.Fprintf(fs.Output(), "When ownership is lost CMD gets SIGTERM, then SIGKILL after --grace, and grant run exits %d.\n", exitOwnershipLost)
-		fmt.Fprintf(fs.Output(), "Otherwise it exits with CMD's code.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := parse(fs, args, true); err != nil {
-		return err
-	}
-	argv := fs.Args()
-	if *resource == "" || len(argv) == 0 {
-		fs.Usage()
-		return &exitError{2, errors.New("--resource and a command are required")}
-	}
-	c, err := conn.client()
+func grantRun(cmd *cobra.Command, o *grantRunOpts, argv []string) error {
+	ctx := cmd.Context()
+	c, err := o.conn.client()
 	if err != nil {
 		return err
 	}
-	opts := []client.HoldOption{client.WithTTL(*ttl), client.WithWait(*wait)}
-	if *reqID != "" {
-		opts = append(opts, client.WithRequestID(*reqID))
+	opts := []client.HoldOption{client.WithTTL(o.ttl), client.WithWait(o.wait)}
+	if o.reqID != "" {
+		opts = append(opts, client.WithRequestID(o.reqID))
 	}
-	if *opClass != "" {
-		opts = append(opts, client.WithOpClass(*opClass))
+	if o.opClass != "" {
+		opts = append(opts, client.WithOpClass(o.opClass))
 	}
-	h, err := c.Hold(ctx, *resource, opts...)
+	h, err := c.Hold(ctx, o.resource, opts...)
 	if err != nil {
 		var ae *client.AcquireUnknownError
 		if errors.As(err, &ae) {
-			return fmt.Errorf("%w\nreconcile with 'fencegate grant lookup --request-id %s'", err, ae.RequestID)
+			return callFailed(err, o.conn.target(), fmt.Sprintf("The outcome is unknown: reconcile with 'fencegate grant lookup --request-id %s'.", ae.RequestID))
 		}
-		return err
+		return callFailed(err, o.conn.target(), "")
 	}
+	errOut := cmd.ErrOrStderr()
 	release := func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := h.Release(rctx); err != nil {
-			fmt.Fprintf(os.Stderr, "fencegate grant run: release: %v (the lease expires by its TTL)\n", err)
+			fmt.Fprintf(errOut, "fencegate grant run: release: %v (the lease expires by its TTL)\n", err)
 		}
 	}
 
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, os.Stderr
-	setGroup(cmd)
-	cmd.Env = append(os.Environ(),
+	child := exec.Command(argv[0], argv[1:]...)
+	child.Stdin, child.Stdout, child.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), errOut
+	setGroup(child)
+	child.Env = append(os.Environ(),
 		envGrant+"="+h.Grant(),
 		envGrantDigest+"="+h.GrantDigest(),
 		envLease+"="+h.LeaseID(),
@@ -103,19 +112,24 @@ func grantRun(ctx context.Context, args []string, out io.Writer) error {
 		envResource+"="+h.Resource(),
 		envRoot+"="+h.OperationRoot(),
 		envRequestID+"="+h.RequestID(),
-		envTTL+"="+ttl.String(),
+		envTTL+"="+o.ttl.String(),
 	)
 	if err := h.Usable(); err != nil { // the last look before CMD can produce anything
 		release()
-		return &exitError{exitOwnershipLost, fmt.Errorf("ownership lost before the command started: %w", err)}
+		return withExit(exitOwnershipLost, fmt.Errorf("ownership lost before the command started, it was not started: %w", err), "")
 	}
-	if err := cmd.Start(); err != nil {
+	if err := child.Start(); err != nil {
 		release()
-		return &exitError{127, fmt.Errorf("start %s: %w", argv[0], err)}
+		return withExit(exitCannotRun, fmt.Errorf("start %s: %w", argv[0], err), "")
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { exited <- child.Wait() }()
+	return superviseCommand(ctx, h, child, exited, o.grace, argv[0], release)
+}
 
+// superviseCommand waits for the command to exit, stopping it when
+// ownership is lost or ctx ends, then releases the lease.
+func superviseCommand(ctx context.Context, h *client.Holder, child *exec.Cmd, exited chan error, grace time.Duration, name string, release func()) error {
 	var lost, interrupted error
 	var waitErr error
 	done := false
@@ -136,19 +150,23 @@ func grantRun(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if lost != nil || interrupted != nil {
 		if waitErr == nil {
-			waitErr = stopCommand(cmd, exited, *grace)
+			waitErr = stopCommand(child, exited, grace)
 		}
 	}
 	release()
 	code := exitCode(waitErr)
 	switch {
 	case lost != nil:
-		return &exitError{exitOwnershipLost, fmt.Errorf("%v; stopped %s", lost, argv[0])}
+		return withExit(exitOwnershipLost, fmt.Errorf("%v; stopped %s", lost, name), "")
 	case code != 0:
-		return &exitError{code, fmt.Errorf("%s exited with status %d", argv[0], code)}
+		return &cliError{exit: code, err: fmt.Errorf("%s exited with status %d", name, code), class: classCommandExit}
 	}
 	return nil
 }
+
+// classCommandExit is the class of grant run's failure when its command
+// exited non-zero: the exit code is the command's own.
+const classCommandExit = "command-exit"
 
 // stopCommand sends SIGTERM to the command's process group, waits up to
 // grace, then SIGKILLs the group. After the command itself exits, what is

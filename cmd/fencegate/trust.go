@@ -2,14 +2,14 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/proxy/authn"
@@ -18,69 +18,66 @@ import (
 // The trust subcommands talk to a sidecar's admin API: the pins of its
 // fenced store and its trust bundle file (docs/design.md, trust rotation).
 
-const trustUsage = "usage: fencegate trust list [--json] | accept --kid K [--thumbprint T] [--reason TEXT] | reload [--force]"
+func newTrustCmd(a *app) *cobra.Command {
+	var ra adminFlags
+	var force bool
+	reload := &cobra.Command{
+		Use:   "reload [--force]",
+		Short: "make the sidecar read its trust bundle file again",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return ra.call(cmd.Context(), http.MethodPost, "/v1/trust/reload", map[string]bool{"force": force}, cmd.OutOrStdout())
+		},
+	}
+	ra.add(reload.Flags())
+	reload.Flags().BoolVar(&force, "force", false, "drop keys even when grants signed by them may still be held (logged by the sidecar)")
 
-func trustCommand(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 {
-		return &exitError{2, errors.New(trustUsage)}
+	var aa adminFlags
+	var kid, tp, reason string
+	accept := &cobra.Command{
+		Use:   "accept --kid K [--thumbprint T] [--reason TEXT]",
+		Short: "pin a key of the sidecar's trust bundle file",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kid == "" {
+				return usagef(cmd, "--kid is required")
+			}
+			return aa.call(cmd.Context(), http.MethodPost, "/v1/trust/accept", adminapi.TrustAcceptRequest{Kid: kid, Thumbprint: tp, Reason: reason}, cmd.OutOrStdout())
+		},
 	}
-	switch args[0] {
-	case "reload":
-		return trustReload(ctx, args[1:], out)
-	case "accept":
-		return trustAccept(ctx, args[1:], out)
-	case "list":
-		return trustList(ctx, args[1:], out)
+	aa.add(accept.Flags())
+	accept.Flags().StringVar(&kid, "kid", "", "kid of the key of the sidecar's trust bundle file to pin (trust)")
+	accept.Flags().StringVar(&tp, "thumbprint", "", "its RFC 7638 thumbprint as its owner published it (fencegate trust list shows the file's): refused if the file's key has another")
+	accept.Flags().StringVar(&reason, "reason", "", "why (kept with the pin, logged)")
+
+	var la adminFlags
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "the sidecar's trust bundle file and its keys, as a table (-o json: the admin API's answer)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return trustList(cmd, &la, asJSON || a.json())
+		},
 	}
-	return &exitError{2, fmt.Errorf("unknown trust command %q; %s", args[0], trustUsage)}
+	la.add(list.Flags())
+	list.Flags().BoolVar(&asJSON, "json", false, "the same as -o json")
+	return groupCmd("trust", "the sidecar's trusted keys: trust list | accept --kid K | reload (sidecar admin API)", list, accept, reload)
 }
 
-func trustReload(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("trust reload", "[--force]")
-	var a adminFlags
-	a.add(fs)
-	force := fs.Bool("force", false, "drop keys even when grants signed by them may still be held (logged by the sidecar)")
-	if err := parse(fs, args, false); err != nil {
-		return err
-	}
-	return a.call(ctx, http.MethodPost, "/v1/trust/reload", map[string]bool{"force": *force}, out)
-}
-
-func trustAccept(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("trust accept", "--kid K [--thumbprint T] [--reason TEXT]")
-	var a adminFlags
-	a.add(fs)
-	kid := fs.String("kid", "", "kid of the key of the sidecar's trust bundle file to pin (trust)")
-	tp := fs.String("thumbprint", "", "its RFC 7638 thumbprint as its owner published it (fencegate trust list shows the file's): refused if the file's key has another")
-	reason := fs.String("reason", "", "why (kept with the pin, logged)")
-	if err := parse(fs, args, false); err != nil {
-		return err
-	}
-	if *kid == "" {
-		return &exitError{2, errors.New("--kid is required")}
-	}
-	return a.call(ctx, http.MethodPost, "/v1/trust/accept", adminapi.TrustAcceptRequest{Kid: *kid, Thumbprint: *tp, Reason: *reason}, out)
-}
-
-func trustList(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("trust list", "[--json]")
-	var a adminFlags
-	a.add(fs)
-	asJSON := fs.Bool("json", false, "print the admin API's JSON answer")
-	if err := parse(fs, args, false); err != nil {
-		return err
-	}
+func trustList(cmd *cobra.Command, a *adminFlags, asJSON bool) error {
 	var buf bytes.Buffer
-	if err := a.call(ctx, http.MethodGet, "/v1/trust", nil, &buf); err != nil {
+	if err := a.call(cmd.Context(), http.MethodGet, "/v1/trust", nil, &buf); err != nil {
 		return err
 	}
-	if *asJSON {
+	out := cmd.OutOrStdout()
+	if asJSON {
 		_, err := out.Write(buf.Bytes())
 		return err
 	}
 	var l authn.TrustList
 	if err := json.Unmarshal(buf.Bytes(), &l); err != nil {
-		return fmt.Errorf("trust list: %w", err)
+		return fmt.Errorf("trust list: %s answered: %w", a.target(), err)
 	}
 	return printTrustList(out, l)
 }

@@ -1,29 +1,33 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/fencegate/fencegate/internal/buildinfo"
 )
 
-func init() {
-	register(command{name: "version", summary: "print the build: version, VCS revision, Go toolchain (--json for a document)", run: runVersion})
-}
-
-func runVersion(_ context.Context, args []string, out io.Writer) error {
-	fs := newFlags("version", "[--json]")
-	asJSON := fs.Bool("json", false, "print a JSON document {version, revision, modified, goVersion}")
-	if err := parse(fs, args, false); err != nil {
-		return err
+func newVersionCmd(a *app) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "version",
+		Short: "print the build: version, VCS revision, Go toolchain",
+		Long: `Print the build: version, VCS revision, Go toolchain (fencegate --version
+prints the same line). With -o json, a document {version, revision,
+modified, goVersion}.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info := buildinfo.Read()
+			if asJSON || a.json() {
+				return printJSON(cmd.OutOrStdout(), info)
+			}
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionLine(info))
+			return err
+		},
 	}
-	info := buildinfo.Read()
-	if *asJSON {
-		return printJSON(out, info)
-	}
-	_, err := fmt.Fprintln(out, versionLine(info))
-	return err
+	c.Flags().BoolVar(&asJSON, "json", false, "the same as -o json")
+	return c
 }
 
 // versionLine is the human form: "fencegate v1.2.3 (revision 1c29d75…, go1.26.8)",

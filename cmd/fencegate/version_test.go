@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -14,26 +12,25 @@ import (
 // buildinfo.Read says. (The stamped build is TestDockerfileBuild's.)
 func TestVersionCommand(t *testing.T) {
 	want := buildinfo.Read()
-	var out strings.Builder
-	if err := runVersion(context.Background(), nil, &out); err != nil {
-		t.Fatal(err)
+	r := runCLI(t, "version")
+	if got := r.stdout; got != versionLine(want)+"\n" || r.code != 0 {
+		t.Errorf("version = %q (exit %d), want %q", got, r.code, versionLine(want)+"\n")
 	}
-	if got := out.String(); got != versionLine(want)+"\n" {
-		t.Errorf("version = %q, want %q", got, versionLine(want)+"\n")
+	if !strings.HasPrefix(r.stdout, "fencegate "+want.Version+" (revision ") {
+		t.Errorf("version line %q does not start with the version", r.stdout)
 	}
-	if !strings.HasPrefix(out.String(), "fencegate "+want.Version+" (revision ") {
-		t.Errorf("version line %q does not start with the version", out.String())
+	if v := runCLI(t, "--version"); v.stdout != r.stdout || v.code != 0 {
+		t.Errorf("--version = %q (exit %d), want the version command's %q", v.stdout, v.code, r.stdout)
 	}
-	out.Reset()
-	if err := runVersion(context.Background(), []string{"--json"}, &out); err != nil {
-		t.Fatal(err)
-	}
-	var got buildinfo.Info
-	if err := json.Unmarshal([]byte(out.String()), &got); err != nil {
-		t.Fatalf("version --json: %v\n%s", err, out.String())
-	}
-	if got != want {
-		t.Errorf("version --json = %+v, want %+v", got, want)
+	for _, args := range [][]string{{"version", "--json"}, {"version", "-o", "json"}, {"-o", "json", "version"}} {
+		r := runCLI(t, args...)
+		var got buildinfo.Info
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, r.stdout)
+		}
+		if got != want {
+			t.Errorf("%v = %+v, want %+v", args, got, want)
+		}
 	}
 }
 
@@ -49,12 +46,8 @@ func TestVersionLine(t *testing.T) {
 }
 
 func TestVersionCommandRejectsArguments(t *testing.T) {
-	var ee *exitError
-	err := runVersion(context.Background(), []string{"extra"}, &strings.Builder{})
-	if err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
-		t.Errorf("version extra: %v, want unexpected arguments", err)
-	}
-	if !errors.As(err, &ee) || ee.code != 2 {
-		t.Errorf("version extra: %v, want exit code 2", err)
+	r := runCLI(t, "version", "extra")
+	if !strings.Contains(r.stderr, "unexpected arguments") || r.code != exitUsage {
+		t.Errorf("version extra: exit %d %q, want unexpected arguments, exit code 2", r.code, r.stderr)
 	}
 }

@@ -110,7 +110,7 @@ func (cs *children) start(name string, re *regexp.Regexp, dir string, bin string
 	}
 	deadline := cs.ck.Now().Add(30 * time.Second)
 	for cs.ck.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(c.stdout()); m != nil {
+		if m := re.FindStringSubmatch(c.stdout() + "\n" + c.stderr()); m != nil { // the servers' start line is a log line on stderr
 			return c, m, nil
 		}
 		select {

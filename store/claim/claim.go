@@ -99,7 +99,9 @@ func (c *Claim) Run(ctx context.Context) error {
 		h := c.Holder()
 		st, changed := h.Watch()
 		if !st.Usable() {
-			c.log.Error("LOST the claim on the service: this sidecar refuses every write (STORE_UNAVAILABLE) and is not ready until it holds the claim again",
+			c.log.Error("LOST the claim on the service: this sidecar refuses every write (STORE_UNAVAILABLE, nothing forwarded) until it holds the claim again; "+
+				"reads and passed requests go on and /readyz stays 200 (the claim lives in the registry, whose outage must not take every pod out of its Service): "+
+				"watch fencegate_proxy_store_claim_held; the claim is taken again once the lease has ended",
 				zap.String("state", st.String()), zap.Error(h.Err()))
 		}
 		if st.Final() {
