@@ -74,8 +74,8 @@ func Example() {
 	// lease: RELEASED
 }
 
-// A Holder's Transport in an ordinary http.Client: a single write, with
-// the sidecar's rejections as typed errors.
+// A Holder's Transport in an ordinary http.Client: a single write; the
+// sidecar's refusals come back as responses, typed by client.ResponseError.
 func ExampleHolder_Transport() {
 	demo, err := startStack()
 	if err != nil {
@@ -102,9 +102,16 @@ func ExampleHolder_Transport() {
 	resp.Body.Close()
 	fmt.Println(resp.StatusCode, resp.Header.Get(fencegate.HeaderReceipt) != "")
 
-	// Segment 3 before segment 2: the sidecar refuses, typed.
+	// Segment 3 before segment 2: the sidecar refuses. The refusal is a
+	// response (err == nil); client.ResponseError types it.
 	req, _ = http.NewRequestWithContext(client.ContextWithSegment(ctx, 3), http.MethodPut, demo.sidecar+"/v1/batches/2026-07-20", strings.NewReader("x"))
-	_, err = hc.Do(req)
+	resp, err = hc.Do(req)
+	if err != nil {
+		fmt.Println(err) // nothing sent, or the outcome is unknown
+		return
+	}
+	defer resp.Body.Close()
+	err = client.ResponseError(resp)
 	var rej *client.RejectionError
 	if errors.As(err, &rej) {
 		fmt.Println(errors.Is(err, client.ErrSegmentGap), rej.StatusCode, rej.Code())
