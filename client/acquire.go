@@ -35,10 +35,17 @@ import (
 // on the registry's waiting acquire. Without it, a held resource fails at
 // once with ErrLeaseHeld.
 //
-// The returned Holder is normally HELD; after a long waiting acquire it
-// may have had to renew at once to establish its local deadline, and if
-// that answer was lost it starts in OWNERSHIP_UNKNOWN (and recovers by
-// itself when the registry answers). Its effects are gated either way.
+// The wait for the lock is separate from the lease: waiting does not eat
+// the TTL, whatever the wait (WithWait(time.Minute) with WithTTL(10s) is
+// fine). The returned Holder is HELD with (nearly) its whole TTL ahead.
+// The local deadline counts from when a confirmation was asked for, so
+// the grant of a waiting acquire that waited for more than about half
+// the TTL leaves too little of it: Hold then reads the lease's status
+// before returning, and the deadline counts from that read. If the
+// registry does not confirm the lease (every read uncertain until a grant
+// never renewed must have expired, or ctx ended), Hold releases the lease
+// and returns a *StateError (ErrNotHolding); it never hands out a Holder
+// whose first effect would be refused.
 func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) (*Holder, error) {
 	cfg, err := newHoldConfig(opts)
 	if err != nil {
@@ -63,18 +70,18 @@ func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) 
 	h.mu.Lock()
 	h.grant, h.claims = l.Grant, claims
 	h.observeLocked(opAcquire, sent, l, nil)
-	short := h.ls.state == StateHeld && h.ls.deadline.Sub(h.clock.Now()) < (cfg.ttl-cfg.safetyMargin)/2
-	// A waiting acquire that waited most of a TTL: its conservative
-	// deadline (sent + TTL - margin) passed before the grant came back,
-	// so the answer left the Holder OWNERSHIP_UNKNOWN. Confirm it now,
-	// before handing the Holder out, rather than return one that refuses
-	// every effect until its keeper's first status read.
-	doubted := h.ls.state == StateOwnershipUnknown && errors.Is(h.ls.cause, ErrLocalDeadline)
+	fresh := h.freshLocked()
 	h.mu.Unlock()
-	if doubted {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.attemptTimeout)
-		_, _ = h.Check(cctx) // an uncertain answer leaves it to the keeper
-		cancel()
+	if !fresh {
+		// A waiting acquire: the grant may have been issued long after
+		// the request was sent, and the local deadline counts from the
+		// send (sent + TTL - margin), so little or none of it is left.
+		// Confirm the lease now, before handing the Holder out: waiting
+		// for the lock does not eat the lease.
+		if err := h.confirm(ctx); err != nil {
+			h.discard()
+			return nil, err
+		}
 	}
 	if cfg.noBackground {
 		close(h.keeperDone) // no keeper: Release has nothing to stop
@@ -92,12 +99,6 @@ func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) 
 			case <-h.done:
 			}
 		}()
-	}
-	if short {
-		// A waiting acquire: the grant may have been issued long after the
-		// request was sent, so the conservative deadline (sent + TTL) is
-		// near. Renew now to establish a useful one.
-		h.kickKeeper()
 	}
 	return h, nil
 }
