@@ -83,6 +83,7 @@ func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) 
 			return nil, err
 		}
 	}
+	h.handOut()
 	if cfg.noBackground {
 		close(h.keeperDone) // no keeper: Release has nothing to stop
 	} else {
@@ -129,6 +130,7 @@ func newHoldConfig(opts []HoldOption) (holdConfig, error) {
 
 // abandon ends a Holder that never got a grant.
 func (h *Holder) abandon() {
+	defer h.endLife()
 	h.stopOnce.Do(func() { close(h.stop); h.keeperStop() })
 	close(h.keeperDone)
 	h.mu.Lock()

@@ -70,6 +70,7 @@ func withCause(msg string, err error) error {
 // confirmation failed): no keeper was started; the lease is released
 // (within the attempt timeout; it expires by its TTL otherwise).
 func (h *Holder) discard() {
+	defer h.endLife()
 	close(h.keeperDone)
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.attemptTimeout)
 	_ = h.Release(ctx)
