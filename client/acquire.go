@@ -39,51 +39,30 @@ import (
 // the TTL, whatever the wait (WithWait(time.Minute) with WithTTL(10s) is
 // fine). The returned Holder is HELD with (nearly) its whole TTL ahead.
 // The local deadline counts from when a confirmation was asked for, so
-// the grant of a waiting acquire that waited for more than about half
+// the grant of a waiting acquire that waited for more than a tenth of
 // the TTL leaves too little of it: Hold then reads the lease's status
 // before returning, and the deadline counts from that read. If the
 // registry does not confirm the lease (every read uncertain until a grant
 // never renewed must have expired, or ctx ended), Hold releases the lease
 // and returns a *StateError (ErrNotHolding); it never hands out a Holder
-// whose first effect would be refused.
+// whose first effect would be refused. If the registry answers that the
+// lease is already over (it expired between the grant and the read: a
+// machine too slow for its TTL), nothing of that grant can run, and Hold
+// acquires again under a new request ID, for what is left of the wait
+// (once without waiting when none is; up to three grants). Not with
+// WithRequestID, whose request ID names the ended grant: then the
+// *StateError is in the final state.
 func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) (*Holder, error) {
 	cfg, err := newHoldConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	h := newHolder(c, resource, cfg)
-	if h.events != nil {
-		// The callbacks' goroutine: it ends when the state is final or
-		// the Holder is abandoned (the dispatcher closed).
-		go h.events.run()
-	}
-	l, sent, err := h.acquire(ctx)
+	h, err := c.obtain(ctx, resource, cfg)
 	if err != nil {
-		h.abandon()
 		return nil, err
-	}
-	claims, err := GrantClaims(l.Grant)
-	if err != nil {
-		h.abandon()
-		return nil, err
-	}
-	h.mu.Lock()
-	h.grant, h.claims = l.Grant, claims
-	h.observeLocked(opAcquire, sent, l, nil)
-	fresh := h.freshLocked()
-	h.mu.Unlock()
-	if !fresh {
-		// A waiting acquire: the grant may have been issued long after
-		// the request was sent, and the local deadline counts from the
-		// send (sent + TTL - margin), so little or none of it is left.
-		// Confirm the lease now, before handing the Holder out: waiting
-		// for the lock does not eat the lease.
-		if err := h.confirm(ctx); err != nil {
-			h.discard()
-			return nil, err
-		}
 	}
 	h.handOut()
+	cfg = h.cfg
 	if cfg.noBackground {
 		close(h.keeperDone) // no keeper: Release has nothing to stop
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fencegate/fencegate/clock"
 )
@@ -80,4 +81,73 @@ func (h *Holder) discard() {
 		h.events.close()
 	}
 	h.mu.Unlock()
+}
+
+// maxObtains bounds the grants one Hold gets and then finds ended before
+// it could confirm them.
+const maxObtains = 3
+
+// obtain acquires the lease on resource and, when the grant came back too
+// late to use as it is, confirms it (confirm): it returns a Holder whose
+// lease is HELD with nearly its whole TTL ahead, not yet handed out. A
+// grant that the registry says ended before Hold could confirm it (a
+// machine too slow for the TTL: it expired between the grant and the
+// status read) is over for certain, so nothing of it can run: obtain
+// acquires again under a new request ID, waiting for what is left of the
+// wait, or not at all once it is spent (not with WithRequestID's, which
+// names that grant). Each attempt is a Holder of
+// its own: WithOnTransition's callbacks see the ended one's transitions
+// and then the next one's from REQUESTED.
+func (c *Client) obtain(ctx context.Context, resource string, cfg holdConfig) (*Holder, error) {
+	var waitUntil time.Time
+	if cfg.wait > 0 {
+		waitUntil = cfg.clock.Now().Add(cfg.wait)
+	}
+	for n := 1; ; n++ {
+		h, err := c.obtainOnce(ctx, resource, cfg)
+		var se *StateError
+		if err == nil || !errors.As(err, &se) || !se.State.Final() || cfg.userRequestID || n >= maxObtains || ctx.Err() != nil {
+			return h, err
+		}
+		// The rest of the wait; none left: one acquire that does not wait
+		// (the lock was had within the wait, and lost to slowness).
+		cfg.wait, cfg.requestID = max(clock.Until(cfg.clock, waitUntil), 0), newRequestID()
+	}
+}
+
+// obtainOnce is one attempt of obtain: one Holder, one request ID.
+func (c *Client) obtainOnce(ctx context.Context, resource string, cfg holdConfig) (*Holder, error) {
+	h := newHolder(c, resource, cfg)
+	if h.events != nil {
+		// The callbacks' goroutine: it ends when the state is final or
+		// the Holder is abandoned (the dispatcher closed).
+		go h.events.run()
+	}
+	l, sent, err := h.acquire(ctx)
+	if err != nil {
+		h.abandon()
+		return nil, err
+	}
+	claims, err := GrantClaims(l.Grant)
+	if err != nil {
+		h.abandon()
+		return nil, err
+	}
+	h.mu.Lock()
+	h.grant, h.claims = l.Grant, claims
+	h.observeLocked(opAcquire, sent, l, nil)
+	fresh := h.freshLocked()
+	h.mu.Unlock()
+	if !fresh {
+		// A waiting acquire: the grant may have been issued long after
+		// the request was sent, and the local deadline counts from the
+		// send (sent + TTL - margin), so little or none of it is left.
+		// Confirm the lease now, before handing the Holder out: waiting
+		// for the lock does not eat the lease.
+		if err := h.confirm(ctx); err != nil {
+			h.discard()
+			return nil, err
+		}
+	}
+	return h, nil
 }

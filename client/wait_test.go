@@ -29,6 +29,9 @@ type slowRegistry struct {
 	statusDown   bool
 	statusTakes  time.Duration
 	statusReads  int
+	// beforeStatus, when set, runs once before a status read is sent,
+	// with the lease ID it reads.
+	beforeStatus func(lease string)
 }
 
 func (s *slowRegistry) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -42,7 +45,14 @@ func (s *slowRegistry) RoundTrip(req *http.Request) (*http.Response, error) {
 	if acquire {
 		takes = s.acquireTakes
 	}
+	before := s.beforeStatus
+	if status {
+		s.beforeStatus = nil
+	}
 	s.mu.Unlock()
+	if status && before != nil {
+		before(strings.TrimSuffix(strings.TrimPrefix(req.URL.Path, "/v1/leases/"), "/status"))
+	}
 	if status && down {
 		s.clock.Advance(takes)
 		return nil, errors.New("test: the registry is unreachable")
@@ -144,4 +154,61 @@ func TestHoldUnconfirmedAfterWait(t *testing.T) {
 		t.Fatalf("another worker, without waiting: %v", err)
 	}
 	b.Release(ctx)
+}
+
+// TestHoldAcquiresAgainWhenTheGrantEndedUnconfirmed: the grant of a
+// waiting acquire came back late, and by the time Hold asks the registry
+// to confirm it the lease is over (here released behind its back; on a
+// machine too slow for the TTL, expired). The registry's word makes it
+// certain that nothing of that grant runs, so Hold acquires again under a
+// new request ID and returns a Holder of the second grant. With the
+// caller's own request ID (which names the ended grant) it cannot: it
+// returns a *StateError in the final state.
+func TestHoldAcquiresAgainWhenTheGrantEndedUnconfirmed(t *testing.T) {
+	s := newStack(t)
+	const ttl = 10 * time.Second
+	ctx := context.Background()
+	direct := s.direct(t, "worker-a")
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("own request ID %v", own), func(t *testing.T) {
+			clk := newFakeClock()
+			reg := newSlowRegistry(t, clk)
+			reg.acquireTakes = ttl
+			var ended []string
+			reg.beforeStatus = func(lease string) {
+				ended = append(ended, lease)
+				if _, err := direct.Release(ctx, lease); err != nil {
+					t.Errorf("releasing %s behind the Holder's back: %v", lease, err)
+				}
+				reg.mu.Lock()
+				reg.acquireTakes = 0 // the next grant comes at once
+				reg.mu.Unlock()
+			}
+			w, err := client.New(s.regFault.URL(), client.WithHTTPClient(&http.Client{Transport: reg}),
+				client.WithIdentityHeader(identity.DefaultHeader, "worker-a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resource := fmt.Sprintf("batch/ended-%v", own)
+			opts := []client.HoldOption{client.WithTTL(ttl), client.WithWait(time.Minute), client.WithClock(clk)}
+			if own {
+				opts = append(opts, client.WithRequestID("req-own"))
+			}
+			h, err := w.Hold(ctx, resource, opts...)
+			if own {
+				var se *client.StateError
+				if h != nil || !errors.As(err, &se) || se.State != client.StateReleased {
+					t.Fatalf("Hold with its own request ID: a Holder %t, %v; want a *StateError RELEASED", h != nil, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Hold: %v", err)
+			}
+			defer h.Release(ctx)
+			if len(ended) != 1 || h.LeaseID() == ended[0] || h.Fence() != 2 || h.State() != client.StateHeld {
+				t.Fatalf("Holder of lease %s fence %d (%s); ended %v: want the second grant, HELD", h.LeaseID(), h.Fence(), h.State(), ended)
+			}
+		})
+	}
 }
