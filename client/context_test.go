@@ -135,3 +135,29 @@ func TestHolderContextRidesOutOutage(t *testing.T) {
 		t.Fatalf("cancelled with the local deadline %s still ahead (now %s)", h.Deadline(), clk.Now())
 	}
 }
+
+// TestHolderContextEndsAtTheDeadlineUnwatched: with ownership already
+// unknown (a refused renewal) and the next retry far off, nothing looks
+// at the Holder; its keeper still wakes at the local deadline, so the
+// Context ends then, not at the next retry or the next look.
+func TestHolderContextEndsAtTheDeadlineUnwatched(t *testing.T) {
+	fp, worker, _ := contextRegistry(t)
+	ctx := context.Background()
+	clk := newFakeClock()
+	h, err := worker.Hold(ctx, "batch/ctx-unwatched", client.WithTTL(10*time.Second), client.WithClock(clk),
+		client.WithJitter(0), client.WithRetryInterval(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release(ctx)
+	hctx := h.Context()
+	fp.SetMode(faultproxy.Refuse)
+	clk.advanceIdle(t, 4*time.Second) // the renewal is refused
+	waitState(t, h, 5*time.Second, client.StateOwnershipUnknown)
+	if lost(hctx) {
+		t.Fatalf("cancelled with the deadline ahead: %v", context.Cause(hctx))
+	}
+	clk.advanceIdle(t, 6*time.Second) // past the deadline (9 s), long before the retry
+	waitFor(t, 5*time.Second, "the Context's end at the deadline", func() bool { return lost(hctx) })
+	wantLost(t, hctx, client.StateOwnershipUnknown, client.ErrLocalDeadline)
+}
