@@ -55,12 +55,7 @@ store's documents (docs/cli.md).`,
 
 // check rejects flags that do not go together.
 func (o *receiptsOpts) check(cmd *cobra.Command) error {
-	n := 0
-	for _, b := range []bool{o.unknown, o.quarantine, o.paused} {
-		if b {
-			n++
-		}
-	}
+	n := o.listings()
 	switch {
 	case n > 1:
 		return usagef(cmd, "give one of --unknown, --quarantine or --paused")
@@ -68,12 +63,23 @@ func (o *receiptsOpts) check(cmd *cobra.Command) error {
 		return usagef(cmd, "say what to list: --resource R [--op ID], --unknown, --quarantine or --paused")
 	case (o.unknown || o.paused) && o.res != "":
 		return usagef(cmd, "--unknown and --paused list every resource: drop --resource")
-	case o.op != "" && (n > 0 || o.res == ""):
+	case o.op != "" && n > 0:
 		return usagef(cmd, "--op goes with --resource only")
 	case o.limit < 0 || (o.limit > 0 && (n > 0 || o.op != "")):
 		return usagef(cmd, "--limit N (N >= 0) goes with --resource R only")
 	}
 	return nil
+}
+
+// listings counts the listings asked for other than receipts.
+func (o *receiptsOpts) listings() int {
+	n := 0
+	for _, b := range []bool{o.unknown, o.quarantine, o.paused} {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // listReceipts prints what o asks for.
