@@ -62,6 +62,7 @@ var normalizers = []struct {
 }{
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`), "TIME"},
 	{regexp.MustCompile(`rcpt-[0-9a-f]{32}`), "RECEIPT"},
+	{regexp.MustCompile(`\b[0-9a-f]{32}\b`), "HEX"},
 	{regexp.MustCompile(`sha256:[A-Za-z0-9_-]+`), "DIGEST"},
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "ADDR"},
 }

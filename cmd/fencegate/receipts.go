@@ -16,6 +16,7 @@ type receiptsOpts struct {
 	admin                       adminFlags
 	res, op                     string
 	unknown, quarantine, paused bool
+	record                      bool
 	limit                       int
 }
 
@@ -27,6 +28,7 @@ func newReceiptsCmd(a *app) *cobra.Command {
 		Long: `List what a sidecar's store holds (sidecar admin API, docs/sidecar-admin-api.md):
   --resource R             the receipts of R, in (fence, seq) order: every page, or the first --limit N
   --resource R --op ID     the receipts of one operation (root/seq)
+  --resource R --record    the store's record of R: highest fence, pause, mutation in flight
   --unknown                the mutations whose outcome is unknown (settle them with 'fencegate reconcile')
   --quarantine [--resource R]  the quarantined conflicting attempts (of R, or all)
   --paused                 the paused resources ('fencegate resume' lifts a pause)
@@ -48,6 +50,7 @@ store's documents (docs/cli.md).`,
 	f.BoolVar(&o.unknown, "unknown", false, "list mutations whose outcome is unknown")
 	f.BoolVar(&o.quarantine, "quarantine", false, "list quarantined conflicting attempts")
 	f.BoolVar(&o.paused, "paused", false, "list paused resources")
+	f.BoolVar(&o.record, "record", false, "with --resource: the store's record of the resource instead of its receipts")
 	f.IntVar(&o.limit, "limit", 0, "with --resource: at most this many receipts (0: all, every page)")
 	c.AddCommand(newReceiptGetCmd(a))
 	return c
@@ -55,18 +58,37 @@ store's documents (docs/cli.md).`,
 
 // check rejects flags that do not go together.
 func (o *receiptsOpts) check(cmd *cobra.Command) error {
-	n := o.listings()
+	switch o.listings() {
+	case 0:
+		return o.checkResource(cmd)
+	case 1:
+		return o.checkListing(cmd)
+	}
+	return usagef(cmd, "give one of --unknown, --quarantine or --paused")
+}
+
+// checkListing checks the flags of --unknown, --quarantine or --paused.
+func (o *receiptsOpts) checkListing(cmd *cobra.Command) error {
 	switch {
-	case n > 1:
-		return usagef(cmd, "give one of --unknown, --quarantine or --paused")
-	case n == 0 && o.res == "":
-		return usagef(cmd, "say what to list: --resource R [--op ID], --unknown, --quarantine or --paused")
 	case (o.unknown || o.paused) && o.res != "":
 		return usagef(cmd, "--unknown and --paused list every resource: drop --resource")
-	case o.op != "" && n > 0:
-		return usagef(cmd, "--op goes with --resource only")
-	case o.limit < 0 || (o.limit > 0 && (n > 0 || o.op != "")):
-		return usagef(cmd, "--limit N (N >= 0) goes with --resource R only")
+	case o.op != "", o.record, o.limit != 0:
+		return usagef(cmd, "--op, --record and --limit go with --resource R only")
+	}
+	return nil
+}
+
+// checkResource checks the flags of a listing of one resource.
+func (o *receiptsOpts) checkResource(cmd *cobra.Command) error {
+	switch {
+	case o.res == "":
+		return usagef(cmd, "say what to list: --resource R [--op ID | --record], --unknown, --quarantine or --paused")
+	case o.limit < 0:
+		return usagef(cmd, "--limit must be 0 (all) or more, not %d", o.limit)
+	case o.record && (o.op != "" || o.limit != 0):
+		return usagef(cmd, "--record prints the record alone: drop --op and --limit")
+	case o.op != "" && o.limit != 0:
+		return usagef(cmd, "--limit pages a resource's receipts: drop it with --op")
 	}
 	return nil
 }
@@ -101,6 +123,15 @@ func listReceipts(cmd *cobra.Command, a *app, o *receiptsOpts) error {
 		var list []store.Quarantine
 		err := o.admin.get(ctx, "/v1/quarantine?"+url.Values{"resource": {o.res}}.Encode(), &list)
 		return printList(a, out, err, list, printQuarantine)
+	case o.record:
+		rec, err := c.Record(ctx, o.res)
+		if err != nil {
+			return o.admin.failed(err)
+		}
+		if a.json() {
+			return printJSON(out, rec)
+		}
+		return printRecord(out, rec)
 	case o.op != "":
 		list, err := c.Receipts(ctx, o.res, o.op)
 		return printList(a, out, o.admin.failed(err), list, func(w io.Writer, l []store.Receipt) error {
@@ -186,6 +217,31 @@ func printQuarantine(out io.Writer, list []store.Quarantine) error {
 		t.row(q.ID, q.Resource, q.Fence, q.OperationID, q.ReceiptID, q.Attempts, q.FirstSeen, q.LastSeen)
 	}
 	return t.flush(out, "no quarantined attempts")
+}
+
+// printRecord prints the store's record of a resource as aligned
+// "key: value" lines.
+func printRecord(out io.Writer, r store.Record) error {
+	f := newFieldWriter(out)
+	f.row("resource", r.Resource)
+	f.row("highestFence", r.HighestFence)
+	f.row("lastSeq", r.LastSeq)
+	f.row("root", cell(r.Root))
+	f.row("lease", cell(r.Lease))
+	f.row("lineage", cell(r.Evidence.Lineage))
+	f.row("issuerEpoch", r.Evidence.IssuerEpoch)
+	f.row("acceptedAt", rfc3339(r.AcceptedAt))
+	if m := r.InFlight; m != nil {
+		f.row("inFlight", fmt.Sprintf("%s %s since %s", m.OperationID, m.State, rfc3339(m.BegunAt)))
+	} else {
+		f.row("inFlight", "-")
+	}
+	if p := r.Pause; p != nil {
+		f.row("paused", fmt.Sprintf("%s since %s: %s", p.Reason, rfc3339(p.At), cell(p.Detail)))
+	} else {
+		f.row("paused", "no")
+	}
+	return f.flush()
 }
 
 func newReceiptGetCmd(a *app) *cobra.Command {

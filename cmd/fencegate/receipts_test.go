@@ -180,6 +180,7 @@ func TestReceiptsExitCodes(t *testing.T) {
 	wantExit(t, "nothing to list", runCLI(t, append([]string{"receipts"}, admin...)...), exitUsage)
 	wantExit(t, "two listings", runCLI(t, append([]string{"receipts", "--unknown", "--paused"}, admin...)...), exitUsage)
 	wantExit(t, "--limit with --unknown", runCLI(t, append([]string{"receipts", "--unknown", "--limit", "3"}, admin...)...), exitUsage)
+	wantExit(t, "--record without --resource", runCLI(t, append([]string{"receipts", "--record"}, admin...)...), exitUsage)
 	wantExit(t, "--op without --resource", runCLI(t, append([]string{"receipts", "--op", "r/1"}, admin...)...), exitUsage)
 	for _, args := range [][]string{{"receipts", "--resource", "item/1"}, {"receipts", "get", "rcpt-x", "--resource", "item/1"}, {"receipts", "--paused"}} {
 		r := wantExit(t, strings.Join(args, " ")+" unreachable", runCLI(t, append(args, "--admin", "http://127.0.0.1:1")...), exitUnreachable)
@@ -231,6 +232,8 @@ func TestUnknownPausedReconcile(t *testing.T) {
 	}
 	r = wantExit(t, "receipts --paused", runCLI(t, append([]string{"receipts", "--paused"}, admin...)...), exitOK)
 	checkGolden(t, "receipts-paused", normalize(r.stdout))
+	r = wantExit(t, "receipts --record", runCLI(t, append([]string{"receipts", "--resource", "item/slow", "--record"}, admin...)...), exitOK)
+	checkGolden(t, "receipts-record", normalize(r.stdout, h.OperationRoot(), h.LeaseID()))
 	r = wantExit(t, "receipts --paused -o json", runCLI(t, append([]string{"receipts", "--paused", "-o", "json"}, admin...)...), exitOK)
 	var paused []store.Record
 	if err := json.Unmarshal([]byte(r.stdout), &paused); err != nil || len(paused) != 1 || paused[0].Pause == nil || paused[0].Pause.Detail != "maintenance window" {
