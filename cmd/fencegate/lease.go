@@ -25,7 +25,7 @@ var leaseStates = []string{fencegate.StateHeld, fencegate.StateExpired, fencegat
 type leaseListOpts struct {
 	conn                    connFlags
 	resource, prefix, state string
-	limit                   int
+	limit, pageSize         int
 }
 
 func newLeaseListCmd(a *app) *cobra.Command {
@@ -44,6 +44,9 @@ their grants. Every page is read unless --limit caps the count.`,
 			if o.limit < 0 {
 				return usagef(cmd, "--limit must be 0 (all) or more, not %d", o.limit)
 			}
+			if o.pageSize < 1 || o.pageSize > leaseListPage {
+				return usagef(cmd, "--page-size must be in 1..%d, not %d", leaseListPage, o.pageSize)
+			}
 			st := strings.ToUpper(o.state)
 			if st != "" && !containsString(leaseStates, st) {
 				return usagef(cmd, "--state must be one of held, expired, released, revoked, not %q", o.state)
@@ -57,6 +60,7 @@ their grants. Every page is read unless --limit caps the count.`,
 	f.StringVar(&o.prefix, "prefix", "", "only the leases of resources starting with this prefix")
 	f.StringVar(&o.state, "state", "", "only leases in this state: held, expired, released or revoked")
 	f.IntVar(&o.limit, "limit", 0, "at most this many leases (0: all, every page)")
+	f.IntVar(&o.pageSize, "page-size", leaseListPage, "leases asked for per request (like kubectl's --chunk-size)")
 	return c
 }
 
@@ -69,8 +73,8 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// leaseListPage is the page size lease list asks for (the registry's
-// largest).
+// leaseListPage is the page size lease list asks for by default (the
+// registry's largest).
 const leaseListPage = 1000
 
 func leaseList(cmd *cobra.Command, a *app, o *leaseListOpts, state string) error {
@@ -78,19 +82,22 @@ func leaseList(cmd *cobra.Command, a *app, o *leaseListOpts, state string) error
 	if err != nil {
 		return err
 	}
-	req := client.LeasesRequest{Resource: o.resource, Prefix: o.prefix, State: state, Limit: leaseListPage}
+	req := client.LeasesRequest{Resource: o.resource, Prefix: o.prefix, State: state, Limit: o.pageSize}
 	leases := []fencegate.ListedLease{}
 	for {
 		if o.limit > 0 {
-			req.Limit = min(leaseListPage, o.limit-len(leases))
+			req.Limit = min(o.pageSize, o.limit-len(leases))
 		}
 		page, err := c.Leases(cmd.Context(), req)
 		if err != nil {
 			return callFailed(err, o.conn.target(), "")
 		}
 		leases = append(leases, page.Leases...)
-		if page.Next == "" || page.Next == req.After || (o.limit > 0 && len(leases) >= o.limit) {
+		if page.Next == "" || (o.limit > 0 && len(leases) >= o.limit) {
 			break
+		}
+		if page.Next == req.After {
+			return fmt.Errorf("%s answered a next page that is the one just read (%s): listing stopped", o.conn.target(), page.Next)
 		}
 		req.After = page.Next
 	}

@@ -188,13 +188,17 @@ func TestLeaseListLimit(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		n    int
-	}{{nil, 3}, {[]string{"--limit", "2"}, 2}, {[]string{"--limit", "1"}, 1}} {
+	}{
+		{nil, 3}, {[]string{"--limit", "2"}, 2}, {[]string{"--limit", "1"}, 1},
+		{[]string{"--page-size", "1"}, 3}, {[]string{"--page-size", "2"}, 3}, {[]string{"--page-size", "1", "--limit", "2"}, 2},
+	} {
 		r := wantExit(t, "lease list", runCLI(t, append([]string{"lease", "list", "--registry", reg.URL, "-o", "json"}, c.args...)...), exitOK)
 		var listed []fencegate.ListedLease
 		if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil || len(listed) != c.n {
 			t.Errorf("lease list %v: %d leases (%v), want %d", c.args, len(listed), err, c.n)
 		}
 	}
+	wantExit(t, "--page-size 0", runCLI(t, "lease", "list", "--registry", reg.URL, "--page-size", "0"), exitUsage)
 	r := wantExit(t, "an empty listing", runCLI(t, "lease", "list", "--registry", reg.URL, "--prefix", "none/"), exitOK)
 	if !strings.HasSuffix(r.stdout, "\nno leases\n") {
 		t.Errorf("an empty listing:\n%s", r.stdout)

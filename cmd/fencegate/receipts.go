@@ -17,7 +17,7 @@ type receiptsOpts struct {
 	res, op                     string
 	unknown, quarantine, paused bool
 	record                      bool
-	limit                       int
+	limit, pageSize             int
 }
 
 func newReceiptsCmd(a *app) *cobra.Command {
@@ -52,6 +52,7 @@ store's documents (docs/cli.md).`,
 	f.BoolVar(&o.paused, "paused", false, "list paused resources")
 	f.BoolVar(&o.record, "record", false, "with --resource: the store's record of the resource instead of its receipts")
 	f.IntVar(&o.limit, "limit", 0, "with --resource: at most this many receipts (0: all, every page)")
+	f.IntVar(&o.pageSize, "page-size", store.MaxReceiptsLimit, "receipts asked for per request")
 	c.AddCommand(newReceiptGetCmd(a))
 	return c
 }
@@ -85,6 +86,8 @@ func (o *receiptsOpts) checkResource(cmd *cobra.Command) error {
 		return usagef(cmd, "say what to list: --resource R [--op ID | --record], --unknown, --quarantine or --paused")
 	case o.limit < 0:
 		return usagef(cmd, "--limit must be 0 (all) or more, not %d", o.limit)
+	case o.pageSize < 1 || o.pageSize > store.MaxReceiptsLimit:
+		return usagef(cmd, "--page-size must be in 1..%d, not %d", store.MaxReceiptsLimit, o.pageSize)
 	case o.record && (o.op != "" || o.limit != 0):
 		return usagef(cmd, "--record prints the record alone: drop --op and --limit")
 	case o.op != "" && o.limit != 0:
@@ -138,21 +141,22 @@ func listReceipts(cmd *cobra.Command, a *app, o *receiptsOpts) error {
 			return printReceipts(w, l, fmt.Sprintf("no receipts of operation %s of %s", o.op, o.res))
 		})
 	}
-	list, err := resourceReceipts(ctx, c, o.res, o.limit)
+	list, err := resourceReceipts(ctx, c, o.res, o.limit, o.pageSize)
 	return printList(a, out, o.admin.failed(err), list, func(w io.Writer, l []store.Receipt) error {
 		return printReceipts(w, l, "no receipts of "+o.res)
 	})
 }
 
-// resourceReceipts reads res's receipts: every page, or the first limit.
-func resourceReceipts(ctx context.Context, c *adminapi.Client, res string, limit int) ([]store.Receipt, error) {
+// resourceReceipts reads res's receipts in pages of pageSize: every
+// page, or the first limit.
+func resourceReceipts(ctx context.Context, c *adminapi.Client, res string, limit, pageSize int) ([]store.Receipt, error) {
 	if limit == 0 {
-		return c.AllReceiptsOf(ctx, res, store.MaxReceiptsLimit)
+		return c.AllReceiptsOf(ctx, res, pageSize)
 	}
 	var out []store.Receipt
 	var after adminapi.ReceiptCursor
 	for len(out) < limit {
-		n := min(limit-len(out), store.MaxReceiptsLimit)
+		n := min(limit-len(out), pageSize)
 		page, err := c.ReceiptsOf(ctx, res, after, n)
 		if err != nil {
 			return out, err

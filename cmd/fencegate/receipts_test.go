@@ -134,6 +134,17 @@ func TestReceiptsCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &two); err != nil || len(two) != 2 || two[1].ID != ids[1] {
 		t.Errorf("receipts --limit 2: %+v %v", two, err)
 	}
+	for _, args := range [][]string{{"--page-size", "1"}, {"--page-size", "2"}, {"--page-size", "2", "--limit", "3"}} {
+		r := wantExit(t, "receipts --page-size", runCLI(t, append(append([]string{"receipts", "--resource", "item/1", "-o", "json"}, admin...), args...)...), exitOK)
+		var all []store.Receipt
+		if err := json.Unmarshal([]byte(r.stdout), &all); err != nil || len(all) != 3 || all[0].ID != ids[0] || all[2].ID != ids[2] {
+			t.Errorf("receipts %v: %d receipts, %v", args, len(all), err)
+		}
+	}
+	r = wantExit(t, "receipts --limit 2 --page-size 1", runCLI(t, append([]string{"receipts", "--resource", "item/1", "--limit", "2", "--page-size", "1", "-o", "json"}, admin...)...), exitOK)
+	if err := json.Unmarshal([]byte(r.stdout), &two); err != nil || len(two) != 2 || two[1].ID != ids[1] {
+		t.Errorf("receipts --limit 2 --page-size 1: %+v %v", two, err)
+	}
 	r = wantExit(t, "receipts --op", runCLI(t, append([]string{"receipts", "--resource", "item/1", "--op", h.OperationRoot() + "/2", "-o", "json"}, admin...)...), exitOK)
 	if err := json.Unmarshal([]byte(r.stdout), &two); err != nil || len(two) != 1 || two[0].ID != ids[1] {
 		t.Errorf("receipts --op: %+v %v", two, err)
