@@ -144,6 +144,9 @@ func TestLeaseCommands(t *testing.T) {
 			t.Errorf("lease get lacks %q:\n%s", w, r.stdout)
 		}
 	}
+	if strings.Contains(r.stdout, "statusProof") {
+		t.Errorf("lease get prints a status proof it does not have:\n%s", r.stdout)
+	}
 
 	r = wantExit(t, "lease revoke", runCLI(t, "lease", "revoke", a.LeaseID(), "--reason", "test", "--registry", reg.URL), exitOK)
 	want := fmt.Sprintf("revoked lease %s of item/1 (owner worker-a, fence %d)", a.LeaseID(), a.Fence())
