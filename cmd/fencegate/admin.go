@@ -177,18 +177,30 @@ func printReconciled(out io.Writer, o *reconcileOpts, ans adminapi.ReconcileAnsw
 	return f.flush()
 }
 
-func newResumeCmd(_ *app) *cobra.Command {
+func newResumeCmd(app *app) *cobra.Command {
 	var a adminFlags
 	var res string
 	c := &cobra.Command{
 		Use:   "resume --resource R",
-		Short: "lift a resource's pause (FENCE_REGRESSION); never lowers its highest fence",
+		Short: "lift a resource's pause (FENCE_REGRESSION, OPERATOR, STORE_LOSS); never lowers its highest fence",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if res == "" {
 				return usagef(cmd, "--resource is required")
 			}
-			return a.call(cmd.Context(), http.MethodPost, "/v1/resume", map[string]string{"resource": res}, cmd.OutOrStdout())
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			rec, err := c.Resume(cmd.Context(), res)
+			if err != nil {
+				return callFailed(err, a.target(), "Run 'fencegate receipts --paused' to see whether it is still paused.")
+			}
+			if app.json() {
+				return printJSON(cmd.OutOrStdout(), rec)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "resumed %s: it accepts writes again; its highest fence %d is kept\n", rec.Resource, rec.HighestFence)
+			return err
 		},
 	}
 	a.add(c.Flags())

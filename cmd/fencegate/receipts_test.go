@@ -55,7 +55,7 @@ func startSidecar(t *testing.T) *testSidecar {
 	writeTestFile(t, path, `listen: 127.0.0.1:0
 admin: {listen: 127.0.0.1:0}
 health: {listen: 127.0.0.1:0}
-backend: {url: "`+back.URL+`", timeout: 300ms}
+backend: {url: "`+back.URL+`", timeout: 300ms, maxApplyDelay: 1h}
 routes:
   - {method: PUT, path: "/v1/items/{id}", resource: "item/{id}", status: {mode: registry}}
 identity: {mode: insecure-header}
@@ -219,6 +219,12 @@ func TestUnknownPausedReconcile(t *testing.T) {
 	if !strings.Contains(r.stdout, op) {
 		t.Fatalf("receipts --unknown lacks %s:\n%s", op, r.stdout)
 	}
+	r = wantExit(t, "reconcile --not-applied before the quiet time", runCLI(t, append([]string{"reconcile", "--resource", "item/slow", "--op", op, "--not-applied", "--reason", "absent"}, admin...)...), exitFailure)
+	for _, w := range []string{"NOT settled (MAY_STILL_APPLY)", "may still take effect at the backend until", "Look at the backend again after"} {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("reconcile --not-applied before the quiet time lacks %q:\n%s", w, r.stderr)
+		}
+	}
 	s.releaseBlock()
 
 	r = wantExit(t, "reconcile --applied", runCLI(t, append([]string{"reconcile", "--resource", "item/slow", "--op", op, "--applied", "--status", "201", "--body", "stored", "--reason", "seen at the backend"}, admin...)...), exitOK)
@@ -249,5 +255,17 @@ func TestUnknownPausedReconcile(t *testing.T) {
 	var paused []store.Record
 	if err := json.Unmarshal([]byte(r.stdout), &paused); err != nil || len(paused) != 1 || paused[0].Pause == nil || paused[0].Pause.Detail != "maintenance window" {
 		t.Errorf("receipts --paused -o json: %+v %v", paused, err)
+	}
+	r = wantExit(t, "resume", runCLI(t, append([]string{"resume", "--resource", "item/slow"}, admin...)...), exitOK)
+	if r.stdout != "resumed item/slow: it accepts writes again; its highest fence 1 is kept\n" {
+		t.Errorf("resume:\n%s", r.stdout)
+	}
+	r = wantExit(t, "receipts --paused after resume", runCLI(t, append([]string{"receipts", "--paused", "-o", "json"}, admin...)...), exitOK)
+	if strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("paused after resume: %s", r.stdout)
+	}
+	r = wantExit(t, "resume again", runCLI(t, append([]string{"resume", "--resource", "item/slow"}, admin...)...), exitFailure)
+	if !strings.Contains(r.stderr, "409 CONFLICT") || !strings.Contains(r.stderr, "nothing was changed") {
+		t.Errorf("resume of a resource not paused:\n%s", r.stderr)
 	}
 }
