@@ -183,6 +183,12 @@ bump', revokes every lease). A lease that already ended is left as it is.`,
 			}
 			return nil
 		},
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return heldLeaseCompletions(cmd, &o.conn), cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := o.conn.client()
 			if err != nil {
@@ -213,4 +219,23 @@ func printRevoked(out io.Writer, a *app, id string, ans fencegate.RevokeAnswer) 
 		fmt.Fprintf(out, "lease %s of %s had already ended (state %s): nothing was changed\n", id, l.Resource, l.State)
 	}
 	return nil
+}
+
+// heldLeaseCompletions are the IDs of the HELD leases at the registry of
+// conn, each described by its resource and owner (shell completion of
+// lease revoke); none when the registry cannot be asked.
+func heldLeaseCompletions(cmd *cobra.Command, conn *connFlags) []cobra.Completion {
+	cl, err := conn.client()
+	if err != nil {
+		return nil
+	}
+	page, err := cl.Leases(cmd.Context(), client.LeasesRequest{State: fencegate.StateHeld, Limit: leaseListPage})
+	if err != nil {
+		return nil
+	}
+	out := make([]cobra.Completion, 0, len(page.Leases))
+	for _, l := range page.Leases {
+		out = append(out, cobra.CompletionWithDesc(l.Lease.Lease, l.Resource+" ("+l.Owner+")"))
+	}
+	return out
 }

@@ -181,6 +181,22 @@ func TestLeaseCommands(t *testing.T) {
 	wantExit(t, "revoke does not take --ttl", runCLI(t, "lease", "revoke", "x", "--ttl", "5s", "--registry", reg.URL), exitUsage)
 }
 
+// TestLeaseRevokeCompletion: the shell completion of lease revoke offers
+// the HELD leases' IDs, described by resource and owner, and not an ended
+// one.
+func TestLeaseRevokeCompletion(t *testing.T) {
+	reg, _ := registrytest.Serve(t)
+	a := holdFor(t, reg.URL, "worker-a", "item/1")
+	b := holdFor(t, reg.URL, "worker-b", "item/2")
+	if err := b.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := wantExit(t, "__complete", runCLI(t, "__complete", "lease", "revoke", "--registry", reg.URL, ""), exitOK)
+	if !strings.Contains(r.stdout, a.LeaseID()+"\titem/1 (worker-a)\n") || strings.Contains(r.stdout, b.LeaseID()) {
+		t.Errorf("completion of lease revoke:\n%s", r.stdout)
+	}
+}
+
 // TestLeaseListLimit: lease list --limit N prints the first N of more
 // leases than a page, and without it every lease.
 func TestLeaseListLimit(t *testing.T) {
