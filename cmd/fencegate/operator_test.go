@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/registry/registrytest"
+	"github.com/fencegate/fencegate/tlsfiles/tlsfilestest"
 )
 
 // holdFor acquires resource at reg as owner through the Go client (a
@@ -366,5 +370,42 @@ func TestOperatorExitCodes(t *testing.T) {
 	var je map[string]jsonError
 	if err := json.Unmarshal([]byte(r.stderr), &je); err != nil || je["error"].Class != "auth" || je["error"].Code != string(fencegate.CodeAdminRequired) {
 		t.Errorf("-o json error: %v\n%s", err, r.stderr)
+	}
+}
+
+// TestOperatorCommandsTLSServerName: through a port-forward (127.0.0.1, an
+// address the registry's certificate does not name) every operator
+// command fails its handshake, sends nothing (no epoch bumped, no lease
+// revoked) and names --tls-server-name, exit 4; with the Service's name
+// it runs.
+func TestOperatorCommandsTLSServerName(t *testing.T) {
+	reg, _ := registrytest.Serve(t)
+	h := holdFor(t, reg.URL, "worker-a", "item/1")
+	ca := tlsfilestest.NewCA(t, "test-ca")
+	files := tlsfilestest.WriteFiles(t, t.TempDir(), ca.Server(t, "fencegate-registry.fencegate.svc"), ca.PEM)
+	cert, err := tls.LoadX509KeyPair(files.Cert, files.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		reg.Config.Handler.ServeHTTP(w, r)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	defer srv.Close()
+	for _, args := range [][]string{
+		{"lease", "list"}, {"lease", "get", "--resource", "item/1"}, {"lease", "revoke", h.LeaseID()},
+		{"admin", "meta"}, {"admin", "epoch", "bump"}, {"admin", "fence-floor", "raise", "--to", "9"}, {"admin", "policies", "list"},
+	} {
+		conn := []string{"--registry", srv.URL, "--ca", files.CA}
+		before := got.Load()
+		r := wantExit(t, strings.Join(args, " ")+" without --tls-server-name", runCLI(t, append(args, conn...)...), exitUnreachable)
+		if got.Load() != before || !strings.Contains(r.stderr, "nothing was sent") || !strings.Contains(r.stderr, "--tls-server-name") {
+			t.Errorf("%v without --tls-server-name: %d requests arrived:\n%s", args, got.Load()-before, r.stderr)
+		}
+		wantExit(t, strings.Join(args, " ")+" with --tls-server-name",
+			runCLI(t, append(args, append(conn, "--tls-server-name", "fencegate-registry.fencegate.svc")...)...), exitOK)
 	}
 }
