@@ -35,47 +35,34 @@ import (
 // on the registry's waiting acquire. Without it, a held resource fails at
 // once with ErrLeaseHeld.
 //
-// The returned Holder is normally HELD; after a long waiting acquire it
-// may have had to renew at once to establish its local deadline, and if
-// that answer was lost it starts in OWNERSHIP_UNKNOWN (and recovers by
-// itself when the registry answers). Its effects are gated either way.
+// The wait for the lock is separate from the lease: waiting does not eat
+// the TTL, whatever the wait (WithWait(time.Minute) with WithTTL(10s) is
+// fine). The returned Holder is HELD with (nearly) its whole TTL ahead.
+// The local deadline counts from when a confirmation was asked for, so
+// the grant of a waiting acquire that waited for more than a tenth of
+// the TTL leaves too little of it: Hold then reads the lease's status
+// before returning, and the deadline counts from that read. If the
+// registry does not confirm the lease (every read uncertain until a grant
+// never renewed must have expired, or ctx ended), Hold releases the lease
+// and returns a *StateError (ErrNotHolding); it never hands out a Holder
+// whose first effect would be refused. If the registry answers that the
+// lease is already over (it expired between the grant and the read: a
+// machine too slow for its TTL), nothing of that grant can run, and Hold
+// acquires again under a new request ID, for what is left of the wait
+// (once without waiting when none is; up to three grants). Not with
+// WithRequestID, whose request ID names the ended grant: then the
+// *StateError is in the final state.
 func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) (*Holder, error) {
 	cfg, err := newHoldConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	h := newHolder(c, resource, cfg)
-	if h.events != nil {
-		// The callbacks' goroutine: it ends when the state is final or
-		// the Holder is abandoned (the dispatcher closed).
-		go h.events.run()
-	}
-	l, sent, err := h.acquire(ctx)
+	h, err := c.obtain(ctx, resource, cfg)
 	if err != nil {
-		h.abandon()
 		return nil, err
 	}
-	claims, err := GrantClaims(l.Grant)
-	if err != nil {
-		h.abandon()
-		return nil, err
-	}
-	h.mu.Lock()
-	h.grant, h.claims = l.Grant, claims
-	h.observeLocked(opAcquire, sent, l, nil)
-	short := h.ls.state == StateHeld && h.ls.deadline.Sub(h.clock.Now()) < (cfg.ttl-cfg.safetyMargin)/2
-	// A waiting acquire that waited most of a TTL: its conservative
-	// deadline (sent + TTL - margin) passed before the grant came back,
-	// so the answer left the Holder OWNERSHIP_UNKNOWN. Confirm it now,
-	// before handing the Holder out, rather than return one that refuses
-	// every effect until its keeper's first status read.
-	doubted := h.ls.state == StateOwnershipUnknown && errors.Is(h.ls.cause, ErrLocalDeadline)
-	h.mu.Unlock()
-	if doubted {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.attemptTimeout)
-		_, _ = h.Check(cctx) // an uncertain answer leaves it to the keeper
-		cancel()
-	}
+	h.handOut()
+	cfg = h.cfg
 	if cfg.noBackground {
 		close(h.keeperDone) // no keeper: Release has nothing to stop
 	} else {
@@ -92,12 +79,6 @@ func (c *Client) Hold(ctx context.Context, resource string, opts ...HoldOption) 
 			case <-h.done:
 			}
 		}()
-	}
-	if short {
-		// A waiting acquire: the grant may have been issued long after the
-		// request was sent, so the conservative deadline (sent + TTL) is
-		// near. Renew now to establish a useful one.
-		h.kickKeeper()
 	}
 	return h, nil
 }
@@ -128,6 +109,7 @@ func newHoldConfig(opts []HoldOption) (holdConfig, error) {
 
 // abandon ends a Holder that never got a grant.
 func (h *Holder) abandon() {
+	defer h.endLife()
 	h.stopOnce.Do(func() { close(h.stop); h.keeperStop() })
 	close(h.keeperDone)
 	h.mu.Lock()

@@ -56,7 +56,7 @@ func TestReturnedErrorsMatchSentinelAndCode(t *testing.T) {
 	// worker-a's grant sent under worker-b's identity: the sidecar refuses
 	// it as OWNER_MISMATCH.
 	tr := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-b"))
-	resp, err := (&http.Client{Transport: tr}).Do(s.put(ctx, batchPath+"codes", "x"))
+	resp, err := verdict((&http.Client{Transport: tr}).Do(s.put(ctx, batchPath+"codes", "x")))
 	if err == nil {
 		resp.Body.Close()
 		t.Fatalf("a write under another identity was answered %d", resp.StatusCode)

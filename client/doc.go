@@ -17,12 +17,18 @@
 //	hc := h.Transport(client.WithBase(mtlsTransport)).Client()
 //	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, sidecar+"/v1/invoice-batches/2026-07-19", body)
 //	resp, err := hc.Do(req)
-//	switch {
-//	case errors.Is(err, client.ErrNotHolding): // refused locally: nothing was sent
-//	case errors.Is(err, client.ErrStaleOwner): // a newer owner's fence was accepted
-//	case errors.Is(err, client.ErrOutcomeUnknown): // maybe applied: Transport.Recover
-//	case errors.Is(err, client.ErrReplayIncomplete): // accepted earlier; its answer was too large to replay
+//	if err != nil {
+//		return err // ErrNotHolding: refused locally, nothing sent; ErrOutcomeUnknown: maybe applied (Transport.Recover)
 //	}
+//	defer resp.Body.Close()
+//	if err := client.ResponseError(resp); err != nil {
+//		return err // errors.Is(err, client.ErrStaleOwner): a newer owner's fence was accepted; ErrReplayIncomplete ...
+//	}
+//
+// Hold's wait for the lock (WithWait) is not taken from the lease: the
+// Holder it returns has nearly its whole TTL ahead, however long it
+// waited. Holder.Context is cancelled when ownership is lost for good
+// (released, expired, revoked, the local deadline passed, STALE_OWNER).
 //
 // The Holder is the lease state machine of docs/design.md (see State): REQUESTED -> HELD ->
 // RENEWING -> HELD, OWNERSHIP_UNKNOWN when a renewal's or status read's
@@ -52,12 +58,17 @@
 //
 // Every registry answer that is an RFC 9457 problem comes back as a *Error
 // that matches the sentinel of its code: errors.Is(err, client.ErrLeaseHeld).
-// Every sidecar rejection comes back from a Transport as a *RejectionError
-// that matches its code's sentinel: errors.Is(err, client.ErrStaleOwner).
+// A Transport keeps the http.RoundTripper contract: every sidecar
+// rejection comes back as a response (err == nil), and ResponseError(resp)
+// turns it into a *RejectionError that matches its code's sentinel:
+// errors.Is(err, client.ErrStaleOwner). A Transport's own errors are the
+// mutations without a response: refused locally (ErrNotHolding,
+// ErrInvalidSegment), never sent (ErrNotSent), or unanswered
+// (ErrOutcomeUnknown).
 // The code sentinels are the fencegate.Code values themselves (a Code is an
 // error), so errors.Is(err, fencegate.CodeStaleOwner) is the same test.
-// REPLAY_INCOMPLETE is not a rejection: the segment was accepted, and it
-// comes back as a *ReplayIncompleteError (ErrReplayIncomplete) with the
+// REPLAY_INCOMPLETE is not a rejection: the segment was accepted, and
+// ResponseError reads it as a *ReplayIncompleteError (ErrReplayIncomplete) with the
 // receipt ID and the backend's status.
 // Transport failures of the low-level registry calls are returned as they
 // are: the caller cannot know whether a write happened, and must treat the

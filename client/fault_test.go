@@ -56,7 +56,7 @@ func TestLostAcquireResponse(t *testing.T) {
 		t.Fatalf("state %s", st)
 	}
 	// And the recovered grant works at the sidecar.
-	resp, err := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a")).RoundTrip(s.put(ctx, batchPath+"lost-acquire", "v1"))
+	resp, err := verdict(h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a")).RoundTrip(s.put(ctx, batchPath+"lost-acquire", "v1")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestLostRenewalResponse(t *testing.T) {
 			revBefore, revAfter, before.ExpiresAt, after.ExpiresAt, after.State)
 	}
 	accepted := s.sidecarFP.Stats().Accepted
-	if _, err := tr.RoundTrip(s.put(ctx, batchPath+"lost-renewal", "x")); !errors.Is(err, client.ErrNotHolding) {
+	if _, err := verdict(tr.RoundTrip(s.put(ctx, batchPath+"lost-renewal", "x"))); !errors.Is(err, client.ErrNotHolding) {
 		t.Fatalf("write while ownership is unknown: %v", err)
 	}
 	if s.sidecarFP.Stats().Accepted != accepted {
@@ -154,7 +154,7 @@ func TestLostRenewalResponse(t *testing.T) {
 	}
 
 	clock.stepUntil(t, 500*time.Millisecond, "HELD again", func() bool { return h.State() == client.StateHeld }) // the keeper asks again; this answer arrives
-	resp, err := tr.RoundTrip(s.put(ctx, batchPath+"lost-renewal", "x"))
+	resp, err := verdict(tr.RoundTrip(s.put(ctx, batchPath+"lost-renewal", "x")))
 	if err != nil {
 		t.Fatalf("write after HELD again: %v", err)
 	}
@@ -266,7 +266,7 @@ func TestRenewalDuringRegistryOutage(t *testing.T) {
 	for _, seg := range []uint64{1, 2} {
 		req := s.put(ctx, batchPath+"outage", "x")
 		req = req.WithContext(client.ContextWithSegment(ctx, seg))
-		_, err := tr.RoundTrip(req)
+		_, err := verdict(tr.RoundTrip(req))
 		var se *client.StateError
 		if !errors.As(err, &se) || se.State != client.StateOwnershipUnknown {
 			t.Fatalf("write during the outage: %v, want a StateError OWNERSHIP_UNKNOWN", err)
@@ -463,7 +463,7 @@ func TestLostSidecarAnswerRecovered(t *testing.T) {
 	tr := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a"))
 
 	s.sidecarFP.SetModeN(faultproxy.DropResponse, 1)
-	_, err = tr.RoundTrip(s.put(ctx, batchPath+"recover", "part-1"))
+	_, err = verdict(tr.RoundTrip(s.put(ctx, batchPath+"recover", "part-1")))
 	var ue *client.OutcomeUnknownError
 	if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.As(err, &ue) {
 		t.Fatalf("lost answer: %v, want an OutcomeUnknownError", err)
@@ -503,9 +503,13 @@ func TestLostSidecarAnswerRecovered(t *testing.T) {
 	}
 }
 
-// TestRejectionsAreTyped: a sidecar rejection comes back as a
-// *RejectionError matching its code's sentinel, with the problem attached;
-// a rejection that says nothing of ownership leaves the Holder HELD.
+// TestRejectionsAreTyped: a sidecar rejection comes back from the
+// Transport as a response (the http.RoundTripper contract: err == nil
+// whenever there is one), its body still the problem document, and
+// client.ResponseError turns it into a *RejectionError matching its code's
+// sentinel, with the problem, the request, segment and operation ID
+// attached; a rejection that says nothing of ownership leaves the Holder
+// HELD.
 func TestRejectionsAreTyped(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
@@ -518,18 +522,40 @@ func TestRejectionsAreTyped(t *testing.T) {
 	tr := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a"))
 	req := s.put(ctx, batchPath+"typed", "x")
 	req.Header.Set(fencegate.HeaderSegment, "3")
-	_, err = tr.RoundTrip(req)
+	_, err = verdict(tr.RoundTrip(req))
 	var rej *client.RejectionError
 	if !errors.Is(err, client.ErrSegmentGap) || !errors.As(err, &rej) || errors.Is(err, client.ErrStaleOwner) {
 		t.Fatalf("segment 3 first: %v, want SEGMENT_GAP", err)
 	}
-	if rej.StatusCode != 409 || rej.Problem.Code != "SEGMENT_GAP" || rej.Problem.Detail == "" || rej.Seq != 3 {
+	if rej.StatusCode != 409 || rej.Problem.Code != "SEGMENT_GAP" || rej.Problem.Detail == "" || rej.Seq != 3 ||
+		rej.Method != http.MethodPut || rej.URL != s.sidecar+batchPath+"typed" || rej.Resource != "batch/typed" ||
+		rej.OperationID != fencegate.OperationID(h.OperationRoot(), 3) {
 		t.Fatalf("rejection %+v %+v", rej, rej.Problem)
 	}
-	// Wrapped by http.Client too.
-	_, err = tr.Client().Do(s.put(ctx, proofedPath+"typed", "x")) //nolint:bodyclose // err is expected
-	if !errors.Is(err, client.ErrResourceMismatch) {
+	// Through an http.Client: a response, no error; the body readable,
+	// before and after ResponseError.
+	resp, err := tr.Client().Do(s.put(ctx, proofedPath+"typed", "x"))
+	if err != nil {
+		t.Fatalf("a refused write through http.Client: error %v, want the sidecar's response", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusConflict && resp.StatusCode/100 != 4 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	err = client.ResponseError(resp)
+	if !errors.Is(err, client.ErrResourceMismatch) || !errors.As(err, &rej) || rej.Resource != "batch/typed" {
 		t.Fatalf("a grant for batch/typed on proofed/typed: %v, want RESOURCE_MISMATCH", err)
+	}
+	if again := client.ResponseError(resp); !errors.Is(again, client.ErrResourceMismatch) {
+		t.Fatalf("ResponseError a second time: %v", again)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	var p fencegate.Problem
+	if json.Unmarshal(body, &p) != nil || p.Code != fencegate.CodeResourceMismatch {
+		t.Fatalf("the body after ResponseError: %q, want the problem document", body)
+	}
+	if err := client.ResponseError(nil); !errors.Is(err, client.ErrNoResponse) {
+		t.Fatalf("ResponseError(nil) = %v, want ErrNoResponse", err)
 	}
 	if st := h.State(); st != client.StateHeld {
 		t.Fatalf("state %s after rejections unrelated to ownership", st)
@@ -551,12 +577,12 @@ func TestStatusProofMode(t *testing.T) {
 	}
 	defer h.Release(ctx)
 	tr := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a"))
-	_, err = tr.RoundTrip(s.put(ctx, proofedPath+"p1", "x"))
+	_, err = verdict(tr.RoundTrip(s.put(ctx, proofedPath+"p1", "x")))
 	if !errors.Is(err, client.ErrStatusStale) {
 		t.Fatalf("no proof: %v, want STATUS_STALE", err)
 	}
 	trp := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a"), client.WithStatusProof(5*time.Second))
-	resp, err := trp.RoundTrip(s.put(ctx, proofedPath+"p1", "x"))
+	resp, err := verdict(trp.RoundTrip(s.put(ctx, proofedPath+"p1", "x")))
 	if err != nil {
 		t.Fatalf("with proof: %v", err)
 	}
@@ -572,7 +598,7 @@ func TestStatusProofMode(t *testing.T) {
 	req := s.put(ctx, proofedPath+"p1", "y")
 	req.Header.Set(fencegate.HeaderSegment, "2")
 	time.Sleep(2 * time.Millisecond)
-	resp, err = trFresh.RoundTrip(req)
+	resp, err = verdict(trFresh.RoundTrip(req))
 	if err != nil {
 		t.Fatalf("fresh proof: %v", err)
 	}
@@ -715,7 +741,7 @@ func TestReadsPassThrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv, nil)
-	resp, err := h.Transport(client.WithHeader("X-Test", "1")).RoundTrip(req)
+	resp, err := verdict(h.Transport(client.WithHeader("X-Test", "1")).RoundTrip(req))
 	if err != nil {
 		t.Fatalf("GET after release: %v", err)
 	}

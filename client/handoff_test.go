@@ -43,7 +43,7 @@ func TestHandoffToDownstreamWorker(t *testing.T) {
 	}
 	defer h.Release(ctx)
 	tr := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a"))
-	resp, err := tr.RoundTrip(s.put(ctx, batchPath+"handoff-msg", "upstream-1"))
+	resp, err := verdict(tr.RoundTrip(s.put(ctx, batchPath+"handoff-msg", "upstream-1")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -299,3 +299,17 @@ func httptestServer(t *testing.T, f http.HandlerFunc) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// verdict is a Transport's answer with the sidecar's verdict as the error,
+// as the tests read it: a refusal (client.ResponseError) comes back as the
+// error with no response (its body closed).
+func verdict(resp *http.Response, err error) (*http.Response, error) {
+	if err != nil {
+		return nil, err
+	}
+	if verr := client.ResponseError(resp); verr != nil {
+		resp.Body.Close()
+		return nil, verr
+	}
+	return resp, nil
+}

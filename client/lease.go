@@ -65,6 +65,12 @@ type Holder struct {
 	keeperDone chan struct{}
 	keeperCtx  context.Context
 	keeperStop context.CancelFunc
+
+	// life is Context's: cancelled (cause: a *StateError) once ownership
+	// is lost; live once Hold hands the Holder out (context.go).
+	life      context.Context
+	lifeEnd   context.CancelCauseFunc
+	handedOut bool
 }
 
 func newHolder(c *Client, resource string, cfg holdConfig) *Holder {
@@ -74,6 +80,7 @@ func newHolder(c *Client, resource string, cfg holdConfig) *Holder {
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), keeperDone: make(chan struct{}),
 	}
 	h.keeperCtx, h.keeperStop = context.WithCancel(context.Background())
+	h.life, h.lifeEnd = context.WithCancelCause(context.Background())
 	if len(cfg.onTransition) > 0 {
 		h.events = newDispatcher(cfg.onTransition)
 	}
@@ -93,6 +100,7 @@ func (h *Holder) applyLocked(ev leaseEvent) {
 	if r := act.renew; r != nil {
 		h.renewAt = r.from.Add(h.jittered(r.after))
 	}
+	h.endLifeLocked(ev.now, act.transition)
 	if tr := act.transition; tr != nil {
 		close(h.changed)
 		h.changed = make(chan struct{})
@@ -354,8 +362,8 @@ func (h *Holder) keep() {
 		if inflight == nil {
 			wake = attemptAt
 		}
-		if st.Usable() && (wake.IsZero() || deadline.Before(wake)) {
-			wake = deadline
+		if deadline.After(now) && (wake.IsZero() || deadline.Before(wake)) {
+			wake = deadline // the brake, and the Context's end (context.go)
 		}
 		var timer <-chan time.Time
 		stopTimer := func() bool { return false }

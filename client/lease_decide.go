@@ -154,10 +154,15 @@ func (d *leaseDecision) doubt(since time.Time, cause error, l *Lease) {
 	d.move(StateOwnershipUnknown, cause, l)
 }
 
-// brake applies the local safety deadline.
+// brake applies the local safety deadline. Passing it casts no doubt on
+// the answers still to come: a request sent before now (a renewal in
+// flight) that the registry answers HELD still proves the lease until its
+// send time plus the TTL confirmed, and the deadline only ever counts from
+// there. So the doubt keeps its time (a rejection's or an uncertain
+// answer's), and such an answer can make the lease HELD again.
 func (d *leaseDecision) brake() {
 	if d.s.state.Usable() && !d.now.Before(d.s.deadline) {
-		d.doubt(d.now, ErrLocalDeadline, nil)
+		d.doubt(time.Time{}, ErrLocalDeadline, nil)
 	}
 }
 
@@ -223,7 +228,7 @@ func (d *leaseDecision) answered(ev leaseEvent, p leaseParams) {
 		}
 	}
 	if !d.now.Before(d.s.deadline) {
-		d.doubt(d.now, ErrLocalDeadline, l)
+		d.doubt(time.Time{}, ErrLocalDeadline, l) // as brake
 		return
 	}
 	if d.s.state == StateRenewing && op != opRenew {

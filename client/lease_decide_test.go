@@ -213,3 +213,28 @@ func (e leaseEvent) at(now time.Time) leaseEvent {
 	e.now = now
 	return e
 }
+
+// TestDecideLeaseDeadlineInFlight: the local deadline passes while a
+// renewal sent before it is in flight; the registry's HELD answer to it
+// still proves the lease from its send time, so the lease is HELD again
+// (deadline: that send time plus the TTL, minus the margin). A sidecar's
+// rejection, by contrast, discredits every answer to a request sent
+// before it.
+func TestDecideLeaseDeadlineInFlight(t *testing.T) {
+	s := held(t0.Add(9 * time.Second))
+	s, _ = decideLease(s, leaseEvent{kind: leaseRenewSent, now: t0.Add(8 * time.Second)}, params)
+	s, _ = decideLease(s, leaseEvent{kind: leaseLooked, now: t0.Add(9 * time.Second)}, params)
+	if s.state != StateOwnershipUnknown || !errors.Is(s.cause, ErrLocalDeadline) {
+		t.Fatalf("at the deadline: %s (%v), want OWNERSHIP_UNKNOWN by the local deadline", s.state, s.cause)
+	}
+	renewed := answered(opRenew, t0.Add(8*time.Second), heldAnswer(t0.Add(8*time.Second), 10*time.Second), nil).at(t0.Add(9500 * time.Millisecond))
+	got, act := decideLease(s, renewed, params)
+	if got.state != StateHeld || act.transition == nil || !got.deadline.Equal(t0.Add(17*time.Second)) {
+		t.Fatalf("the renewal's answer: %s, deadline %v, want HELD until %v", got.state, got.deadline, t0.Add(17*time.Second))
+	}
+
+	s, _ = decideLease(held(t0.Add(9*time.Second)), leaseEvent{kind: leaseRejected, now: t0.Add(8500 * time.Millisecond), cause: errors.New("STALE_OWNER")}, params)
+	if got, _ := decideLease(s, renewed, params); got.state != StateOwnershipUnknown {
+		t.Fatalf("after a rejection, an answer to a request sent before it: %s, want OWNERSHIP_UNKNOWN", got.state)
+	}
+}

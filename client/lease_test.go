@@ -78,7 +78,7 @@ func TestHoldRenewRelease(t *testing.T) {
 
 	// After the release nothing is sent.
 	before2 := s.sidecarFP.Stats().Accepted
-	_, err = h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a")).RoundTrip(s.put(ctx, batchPath+"renew", "late"))
+	_, err = verdict(h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a")).RoundTrip(s.put(ctx, batchPath+"renew", "late")))
 	var se *client.StateError
 	if !errors.As(err, &se) || se.State != client.StateReleased || !errors.Is(err, client.ErrNotHolding) {
 		t.Fatalf("write after release: %v, want a StateError RELEASED", err)
@@ -122,7 +122,7 @@ func TestLocalDeadlineIsABrake(t *testing.T) {
 		t.Fatalf("Usable = %v", err)
 	}
 	accepted := s.sidecarFP.Stats().Accepted
-	_, err = tr.RoundTrip(s.put(ctx, batchPath+"brake", "x"))
+	_, err = verdict(tr.RoundTrip(s.put(ctx, batchPath+"brake", "x")))
 	if !errors.Is(err, client.ErrNotHolding) {
 		t.Fatalf("write in OWNERSHIP_UNKNOWN: %v", err)
 	}
@@ -133,7 +133,7 @@ func TestLocalDeadlineIsABrake(t *testing.T) {
 	// The registry answers again (the lease is still held on its clock).
 	s.regFault.SetMode(faultproxy.Pass)
 	clock.stepUntil(t, 500*time.Millisecond, "HELD again", func() bool { return h.State() == client.StateHeld }) // the keeper's retries
-	resp, err := tr.RoundTrip(s.put(ctx, batchPath+"brake", "x"))
+	resp, err := verdict(tr.RoundTrip(s.put(ctx, batchPath+"brake", "x")))
 	if err != nil {
 		t.Fatalf("write after recovery: %v", err)
 	}

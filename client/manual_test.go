@@ -45,7 +45,7 @@ func TestWithoutBackground(t *testing.T) {
 		t.Fatalf("Renew did not extend the local deadline (%s then %s)", before, h.Deadline())
 	}
 	tr := h.Transport(client.WithHeader(identity.DefaultHeader, "worker-a"))
-	resp, err := tr.RoundTrip(s.put(ctx, batchPath+"manual", "x"))
+	resp, err := verdict(tr.RoundTrip(s.put(ctx, batchPath+"manual", "x")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestWithoutBackground(t *testing.T) {
 	if st := h.State(); st != client.StateOwnershipUnknown {
 		t.Fatalf("state past the local deadline = %s, want OWNERSHIP_UNKNOWN", st)
 	}
-	if _, err := tr.RoundTrip(s.put(ctx, batchPath+"manual", "y")); !errors.Is(err, client.ErrNotHolding) {
+	if _, err := verdict(tr.RoundTrip(s.put(ctx, batchPath+"manual", "y"))); !errors.Is(err, client.ErrNotHolding) {
 		t.Fatalf("write past the local deadline: %v", err)
 	}
 	if err := h.Release(ctx); err != nil {

@@ -25,7 +25,7 @@ func TestEveryNonReadMethodCarriesTheGrant(t *testing.T) {
 	srv := httptestServer(t, func(w http.ResponseWriter, r *http.Request) { seen = r.Header.Clone() })
 	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE", "PROPPATCH", "MOVE", "MKCOL", "PURGE", "put", "get"} {
 		req, _ := http.NewRequestWithContext(ctx, m, srv, nil)
-		resp, err := h.Transport().RoundTrip(req)
+		resp, err := verdict(h.Transport().RoundTrip(req))
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
 		}
@@ -36,7 +36,7 @@ func TestEveryNonReadMethodCarriesTheGrant(t *testing.T) {
 	}
 	for _, m := range []string{"GET", "HEAD", "OPTIONS", "TRACE"} {
 		req, _ := http.NewRequestWithContext(ctx, m, srv, nil)
-		resp, err := h.Transport().RoundTrip(req)
+		resp, err := verdict(h.Transport().RoundTrip(req))
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
 		}

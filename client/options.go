@@ -63,7 +63,9 @@ func WithTTL(d time.Duration) HoldOption {
 // expire, using the registry's waiting acquire (the registry hands the
 // resource to the longest waiter the moment it frees). The context's
 // deadline bounds the wait too. Without it Hold fails at once with
-// ErrLeaseHeld when the resource is held.
+// ErrLeaseHeld when the resource is held. The wait is not taken from the
+// lease: d may be far longer than the TTL, and the Holder Hold returns
+// has (nearly) its whole TTL ahead (see Hold).
 func WithWait(d time.Duration) HoldOption {
 	return func(c *holdConfig) error {
 		if d < 0 {

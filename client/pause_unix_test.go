@@ -209,7 +209,7 @@ func TestPausedWorkerChild(t *testing.T) {
 	for seq := uint64(1); time.Now().Before(deadline); {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, sidecar+batchPath+"paused", strings.NewReader(fmt.Sprintf("a-%d", seq)))
 		req.Header.Set(fencegate.HeaderSegment, fencegate.FormatSegment(seq))
-		resp, err := tr.RoundTrip(req)
+		resp, err := verdict(tr.RoundTrip(req))
 		switch {
 		case err != nil:
 			say("REFUSED %v", err)

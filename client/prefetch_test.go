@@ -43,7 +43,7 @@ func (w *proofedWriter) send() {
 	w.seg++
 	req := w.s.put(context.Background(), proofedPath+w.id, "x")
 	req.Header.Set(fencegate.HeaderSegment, fencegate.FormatSegment(uint64(w.seg)))
-	resp, err := w.tr.RoundTrip(req)
+	resp, err := verdict(w.tr.RoundTrip(req))
 	if err != nil {
 		w.t.Fatalf("segment %d: %v", w.seg, err)
 	}

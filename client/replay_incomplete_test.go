@@ -54,7 +54,7 @@ func TestReplayIncompleteIsAccepted(t *testing.T) {
 	// Segment 1 again, on its own: accepted, its answer not replayable.
 	req := s.put(ctx, batchPath+"big", big)
 	req.Header.Set(fencegate.HeaderSegment, "1")
-	resp, err := tr.RoundTrip(req)
+	resp, err := verdict(tr.RoundTrip(req))
 	if resp != nil {
 		resp.Body.Close()
 		t.Fatalf("got a response %d, want an error", resp.StatusCode)

@@ -32,11 +32,11 @@ func TestSegmentsAboveMaxSeqAreRefusedLocally(t *testing.T) {
 
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, srv, nil)
 	req.Header.Set(fencegate.HeaderSegment, above)
-	if _, err := h.Transport().RoundTrip(req); !errors.Is(err, client.ErrInvalidSegment) || !errors.Is(err, fencegate.ErrInvalidSegment) {
+	if _, err := verdict(h.Transport().RoundTrip(req)); !errors.Is(err, client.ErrInvalidSegment) || !errors.Is(err, fencegate.ErrInvalidSegment) {
 		t.Fatalf("Fence-Segment %s: %v, want ErrInvalidSegment", above, err)
 	}
 	req, _ = http.NewRequestWithContext(client.ContextWithSegment(ctx, fencegate.MaxSeq+1), http.MethodPut, srv, nil)
-	if _, err := h.Transport().RoundTrip(req); !errors.Is(err, client.ErrInvalidSegment) {
+	if _, err := verdict(h.Transport().RoundTrip(req)); !errors.Is(err, client.ErrInvalidSegment) {
 		t.Fatalf("context segment %s: %v, want ErrInvalidSegment", above, err)
 	}
 	build := func(ctx context.Context, seq uint64) (*http.Request, error) {
@@ -51,7 +51,7 @@ func TestSegmentsAboveMaxSeqAreRefusedLocally(t *testing.T) {
 	// MaxSeq itself is a segment the SDK sends.
 	req, _ = http.NewRequestWithContext(ctx, http.MethodPut, srv, nil)
 	req.Header.Set(fencegate.HeaderSegment, strconv.FormatUint(fencegate.MaxSeq, 10))
-	resp, err := h.Transport().RoundTrip(req)
+	resp, err := verdict(h.Transport().RoundTrip(req))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -212,7 +212,7 @@ func (t *Transport) RunSegments(ctx context.Context, n int, build SegmentFunc, o
 		req := slots[i].req.WithContext(ctx)
 		slots[i].req = nil // the Transport owns its body now
 		req.Header.Set(fencegate.HeaderSegment, fencegate.FormatSegment(seq))
-		resp, err := t.RoundTrip(req)
+		resp, err := t.send(req)
 		<-sem
 		var unknown *OutcomeUnknownError
 		var incomplete *ReplayIncompleteError
@@ -259,4 +259,19 @@ func (t *Transport) RunSegments(ctx context.Context, n int, build SegmentFunc, o
 		}
 	}
 	return rep, nil
+}
+
+// send is RoundTrip with the sidecar's verdict as the error, as
+// RunSegments wants it: a refusal (ResponseError) comes back as the error,
+// with no response (its body closed).
+func (t *Transport) send(req *http.Request) (*http.Response, error) {
+	resp, err := t.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if verr := ResponseError(resp); verr != nil {
+		resp.Body.Close()
+		return nil, verr
+	}
+	return resp, nil
 }

@@ -1,16 +1,11 @@
 package client
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptrace"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -52,25 +47,33 @@ func WithHeader(name, value string) TransportOption {
 }
 
 // Transport is an http.RoundTripper that sends a worker's mutations to a
-// sidecar under its Holder's grant. For every POST, PUT, PATCH and DELETE
+// sidecar under its Holder's grant. It keeps the http.RoundTripper
+// contract: whenever it got a response, it returns it with a nil error,
+// the sidecar's refusals included. For every POST, PUT, PATCH and DELETE
 // it:
 //
 //   - refuses locally, with no network I/O at all, when the Holder does not
-//     know that it holds the lease (a *StateError, ErrNotHolding);
+//     know that it holds the lease: a *StateError (ErrNotHolding), and no
+//     response;
 //   - adds Fence-Grant, Fence-Segment (the request's own Fence-Segment
 //     header, else the one attached with ContextWithSegment, else 1) and,
 //     in proof mode, a fresh Fence-Status;
-//   - turns a sidecar rejection into a *RejectionError that matches its
-//     code's sentinel (errors.Is(err, ErrStaleOwner)) with the problem
-//     details attached; a rejection that says the grant is superseded or
-//     no longer held (STALE_OWNER, GRANT_NOT_HELD, EPOCH_REVOKED,
-//     POLICY_MISMATCH) also stops the Holder's effects at once;
+//   - returns the sidecar's answer as a response; ResponseError(resp)
+//     turns a refusal into a *RejectionError that matches its code's
+//     sentinel (errors.Is(err, ErrStaleOwner)), and REPLAY_INCOMPLETE
+//     (the segment was accepted but its answer was too large to keep)
+//     into a *ReplayIncompleteError (ErrReplayIncomplete). A rejection that
+//     says the grant is superseded or no longer held (STALE_OWNER,
+//     GRANT_NOT_HELD, EPOCH_REVOKED, POLICY_MISMATCH) also stops the
+//     Holder's effects at once, whether or not the caller reads it;
 //   - turns a lost answer into an *OutcomeUnknownError (ErrOutcomeUnknown)
-//     carrying the operation ID to recover with (Recover);
-//   - turns a replay the sidecar cannot give whole (REPLAY_INCOMPLETE: the
-//     segment was accepted but its answer was too large to keep) into a
-//     *ReplayIncompleteError (ErrReplayIncomplete) carrying the receipt ID
-//     and the backend's status: the segment counts as accepted.
+//     carrying the operation ID to recover with (Recover).
+//
+// The errors it returns, with a nil response, are exactly those of a
+// mutation without an answer: refused locally before anything was sent
+// (a *StateError (ErrNotHolding), ErrInvalidSegment, a proof the registry
+// did not give in proof mode), never sent (ErrNotSent: no connection to
+// the sidecar was made), or sent without an answer (ErrOutcomeUnknown).
 //
 // Other methods pass through untouched (reads are not effects). Backend
 // answers, which carry Fence-Receipt, are returned as they are, whatever
@@ -180,80 +183,26 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, &OutcomeUnknownError{Method: req.Method, URL: req.URL.Redacted(), Resource: t.h.Resource(), Seq: seq, OperationID: opID, Err: err}
 	}
-	if receipt := resp.Header.Get(fencegate.HeaderReceipt); receipt != "" {
-		t.h.noteSegment(seq)
-		if ri := readReplayIncomplete(resp, receipt); ri != nil {
-			ri.Method, ri.URL, ri.Resource, ri.Seq, ri.OperationID = req.Method, req.URL.Redacted(), t.h.Resource(), seq, opID
-			return nil, ri
-		}
-		return resp, nil
+	if resp.Request == nil {
+		resp.Request = out // ResponseError reads the segment and grant sent
 	}
-	if rej := readRejection(resp); rej != nil {
-		rej.Method, rej.URL, rej.Resource, rej.Seq, rej.OperationID = req.Method, req.URL.Redacted(), t.h.Resource(), seq, opID
-		t.h.onRejection(rej)
-		return nil, rej
-	}
+	t.h.settle(resp, seq)
 	return resp, nil
 }
 
-// readRejection returns the sidecar's rejection in resp, consuming and
-// closing its body, or nil (resp untouched) when resp is not one.
-func readRejection(resp *http.Response) *RejectionError {
-	d := readProblem(resp, func(*fencegate.Problem) bool { return true })
-	if d == nil {
-		return nil
+// settle applies what the sidecar's answer to segment seq says to the
+// Holder: a receipt (an accepted segment, REPLAY_INCOMPLETE included)
+// notes the segment; a rejection that says the grant is superseded or no
+// longer held stops the Holder's effects at once. The response is
+// returned to the caller either way (ResponseError reads its verdict).
+func (h *Holder) settle(resp *http.Response, seq uint64) {
+	if resp.Header.Get(fencegate.HeaderReceipt) != "" {
+		h.noteSegment(seq)
+		return
 	}
-	rej := &RejectionError{StatusCode: resp.StatusCode, Problem: d}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		rej.RetryAfter = time.Duration(s) * time.Second
+	if rej := readRejection(resp); rej != nil {
+		h.onRejection(rej)
 	}
-	return rej
-}
-
-// readReplayIncomplete returns the sidecar's REPLAY_INCOMPLETE in resp, a
-// replay (Fence-Replayed: true) under receipt, consuming and closing its
-// body, or nil (resp untouched) when resp is not one: any other replay is
-// the backend's stored answer.
-func readReplayIncomplete(resp *http.Response, receipt string) *ReplayIncompleteError {
-	if resp.Header.Get(fencegate.HeaderReplayed) != "true" {
-		return nil
-	}
-	d := readProblem(resp, func(d *fencegate.Problem) bool { return d.Code == fencegate.CodeReplayIncomplete })
-	if d == nil {
-		return nil
-	}
-	ri := &ReplayIncompleteError{ReceiptID: receipt, StatusCode: resp.StatusCode, Problem: d}
-	if n, ok := d.Extra["backendStatus"].(float64); ok && n >= 100 && n <= 599 && n == float64(int(n)) {
-		ri.BackendStatus = int(n)
-	}
-	return ri
-}
-
-// readProblem returns the sidecar problem document in resp (status >= 400,
-// problem+json, a fencegate type and a code) when want accepts it,
-// consuming and closing resp's body; otherwise nil, with resp's body handed
-// back as it was (the backend's own problem, on an unprotected route or in
-// a replay).
-func readProblem(resp *http.Response, want func(*fencegate.Problem) bool) *fencegate.Problem {
-	if resp.StatusCode < 400 || !strings.HasPrefix(resp.Header.Get("Content-Type"), fencegate.ProblemContentType) {
-		return nil
-	}
-	const limit = 64 << 10
-	buf, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	var d fencegate.Problem
-	if err != nil || len(buf) > limit || json.Unmarshal(buf, &d) != nil ||
-		!strings.HasPrefix(d.Type, fencegate.ProblemTypeBase) || d.Code == "" || !want(&d) {
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(buf), resp.Body), resp.Body}
-		return nil
-	}
-	resp.Body.Close()
-	if d.Status == 0 {
-		d.Status = resp.StatusCode
-	}
-	return &d
 }
 
 // onRejection stops effects at once when the sidecar's rejection says the

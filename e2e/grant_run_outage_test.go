@@ -11,10 +11,11 @@ import (
 // TestGrantRunRidesOutARegistryRestart: the registry is killed and comes
 // back on the same address and data a few seconds later (a rolling
 // restart) while grant run holds a 6s lease, renewed every 2s. A renewal
-// that meets a refused connection leaves the lease's confirmation
-// standing until its local deadline, and the next renewal after the
-// restart confirms it again: the command runs on, is never sent SIGTERM,
-// and grant run exits with the command's own code.
+// that meets a refused connection leaves ownership unknown until the
+// lease's local deadline: grant run pauses the command (SIGSTOP) rather
+// than stopping it, and the next renewal after the restart confirms the
+// lease again and continues it: it is never sent SIGTERM, and grant run
+// exits with the command's own code.
 func TestGrantRunRidesOutARegistryRestart(t *testing.T) {
 	dataDir := t.TempDir()
 	addr := freePort(t) // the registry keeps its address across the restart
@@ -43,5 +44,12 @@ func TestGrantRunRidesOutARegistryRestart(t *testing.T) {
 	}
 	if code := p.cmd.ProcessState.ExitCode(); code != 3 || !strings.Contains(p.Stdout(), "finished") {
 		t.Fatalf("exit %d, want the command's 3 after it finished\n%s\n%s", code, p.Stdout(), p.Stderr())
+	}
+	// While ownership was unknown the command produced nothing: it was
+	// paused, and continued once the registry confirmed the lease.
+	for _, want := range []string{"paused until the registry confirms the lease", "confirmed the lease again: sh continued"} {
+		if !strings.Contains(p.Stderr(), want) {
+			t.Errorf("grant run's stderr lacks %q:\n%s", want, p.Stderr())
+		}
 	}
 }

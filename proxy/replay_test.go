@@ -246,8 +246,14 @@ func TestReplayOfIncompleteAnswerIsReplayIncomplete(t *testing.T) {
 		t.Fatal("the undocumented Fence-Response-Truncated header is gone")
 	}
 
-	// The same replay through the SDK: accepted, with its receipt.
-	_, err = tr.RoundTrip(put("1"))
+	// The same replay through the SDK: a response, which ResponseError
+	// reads as accepted, with its receipt.
+	resp, err = tr.RoundTrip(put("1"))
+	if err != nil {
+		t.Fatalf("SDK replay: %v, want the sidecar's response", err)
+	}
+	err = client.ResponseError(resp)
+	resp.Body.Close()
 	var ri *client.ReplayIncompleteError
 	var rej *client.RejectionError
 	if !errors.Is(err, client.ErrReplayIncomplete) || !errors.As(err, &ri) || errors.As(err, &rej) || errors.Is(err, client.ErrOutcomeUnknown) {

@@ -421,7 +421,7 @@ func (w *sdkWorker) run(acq event) {
 		case evWrite:
 			if e.Zombie || o.releaseSeen {
 				// After Release the Transport refuses locally: shown once.
-				_, err := hc.Do(w.put(ctx, e, seq, "zombie"))
+				_, err := do(hc, w.put(ctx, e, seq, "zombie"))
 				w.logf("a write after the release: %v", err)
 				r.res.Seen[seenSDKLocal] += countIf(errors.Is(err, client.ErrNotHolding))
 				return
@@ -432,6 +432,21 @@ func (w *sdkWorker) run(acq event) {
 			seq++
 		}
 	}
+}
+
+// do sends req through the SDK's client, with the sidecar's refusal as
+// the error (client.ResponseError; the response's body closed), as a
+// worker reads it.
+func do(hc *http.Client, req *http.Request) (*http.Response, error) {
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if verr := client.ResponseError(resp); verr != nil {
+		resp.Body.Close()
+		return nil, verr
+	}
+	return resp, nil
 }
 
 func countIf(b bool) int {
@@ -465,7 +480,7 @@ func (w *sdkWorker) write(ctx context.Context, hc *http.Client, tr *client.Trans
 			w.expect(fmt.Sprintf(sidecarHost, e.Replica%len(r.sidecars)), callFate{net: e.Net, d: delivery{fault: e.Fault,
 				statusDrop: e.Net.StatusDrop, storeMid: e.StoreMid, storeRestore: e.Restore, late: e.Late}})
 		}
-		resp, err := hc.Do(w.put(ctx, e, seq, ""))
+		resp, err := do(hc, w.put(ctx, e, seq, ""))
 		var rej *client.RejectionError
 		switch {
 		case err == nil:

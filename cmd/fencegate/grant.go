@@ -61,7 +61,7 @@ func newGrantAcquireCmd(a *app) *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&o.resource, "resource", "", "canonical resource ID (e.g. invoice-batch/2026-07-19)")
 	f.DurationVar(&o.ttl, "ttl", 0, "lease TTL (default: the registry's)")
-	f.DurationVar(&o.wait, "wait", 0, "wait up to this long for the current holder to release or expire")
+	f.DurationVar(&o.wait, "wait", 0, "wait up to this long for the current holder to release or expire (no upper bound: sent as requests of at most 30s)")
 	f.StringVar(&o.reqID, "request-id", "", "request ID; reuse it to recover a lost answer (default: random)")
 	f.StringVar(&o.opClass, "op-class", "", "operation class (default write)")
 	return c
@@ -70,6 +70,9 @@ func newGrantAcquireCmd(a *app) *cobra.Command {
 func grantAcquire(cmd *cobra.Command, a *app, o *grantAcquireOpts) error {
 	if o.resource == "" {
 		return usagef(cmd, "--resource is required")
+	}
+	if o.wait < 0 {
+		return usagef(cmd, "--wait %s must not be negative", o.wait)
 	}
 	if o.reqID == "" {
 		b := make([]byte, 12)
@@ -80,7 +83,7 @@ func grantAcquire(cmd *cobra.Command, a *app, o *grantAcquireOpts) error {
 	if err != nil {
 		return err
 	}
-	l, err := c.Acquire(cmd.Context(), client.AcquireRequest{Resource: o.resource, RequestID: o.reqID, TTL: o.ttl, Wait: o.wait, OpClass: o.opClass})
+	l, err := acquireWaiting(cmd.Context(), c, client.AcquireRequest{Resource: o.resource, RequestID: o.reqID, TTL: o.ttl, OpClass: o.opClass}, o.wait)
 	if err != nil {
 		return callFailed(err, o.conn.target(), fmt.Sprintf("The outcome is unknown: recover it with 'fencegate grant lookup --request-id %s' (same --registry and --owner).", o.reqID))
 	}

@@ -26,6 +26,14 @@ const (
 	envRoot        = "FENCEGATE_OPERATION_ROOT"
 	envRequestID   = "FENCEGATE_REQUEST_ID"
 	envTTL         = "FENCEGATE_LEASE_TTL"
+	envStatus      = "FENCEGATE_STATUS"      // with --proof-file: the first proof
+	envStatusFile  = "FENCEGATE_STATUS_FILE" // with --proof-file: its path
+)
+
+// --on-unknown's values.
+const (
+	onUnknownPause = "pause"
+	onUnknownStop  = "stop"
 )
 
 // grantRunOpts are the flags of "fencegate grant run".
@@ -34,6 +42,9 @@ type grantRunOpts struct {
 	resource         string
 	reqID, opClass   string
 	ttl, wait, grace time.Duration
+	onUnknown        string        // pause or stop
+	proofFile        string        // where the status proof is kept fresh ("": none)
+	proofMaxAge      time.Duration // the proof-mode route's status.maxAge
 }
 
 func newGrantRunCmd(a *app) *cobra.Command {
@@ -43,12 +54,34 @@ func newGrantRunCmd(a *app) *cobra.Command {
 		Short: "run a command while holding a lease, like 'etcdctl lock' or 'consul lock'",
 		Long: fmt.Sprintf(`Hold a lease on --resource while CMD runs. CMD gets %s, %s, %s, %s,
 %s, %s, %s and %s in its environment.
-When ownership is lost CMD gets SIGTERM, then SIGKILL after --grace, and
-grant run exits %d. Otherwise it exits with CMD's code (127 when CMD cannot
-be started).`, envGrant, envLease, envFence, envResource, envRoot, envGrantDigest, envRequestID, envTTL, exitOwnershipLost),
+
+--wait waits for the current holder to release or expire, as long as asked
+(the registry bounds one waiting request, so longer waits are sent as
+successive requests); waiting does not eat the lease's TTL.
+
+While CMD runs the lease is renewed every TTL/3. A renewal that fails (the
+registry restarting, a network blip) leaves ownership unknown: with
+--on-unknown pause (the default) CMD's process group is stopped (SIGSTOP) so
+that it produces nothing meanwhile, and continued (SIGCONT) as soon as the
+registry confirms the lease again; with --on-unknown stop it is stopped for
+good at once. When ownership is lost (expired, revoked, released, a newer
+owner's fence accepted, or the local deadline passed without a confirmed
+renewal) CMD gets SIGTERM, then SIGKILL after --grace, and grant run exits %d.
+Otherwise it exits with CMD's code (127 when CMD cannot be started).
+
+For sidecar routes in proof mode, --proof-file FILE keeps a fresh status
+proof in FILE (rewritten atomically, at most half of --proof-max-age old);
+CMD gets its path in %s and the first proof in %s (fresh for a
+short command only: read the file before each write).`, envGrant, envLease, envFence, envResource, envRoot, envGrantDigest, envRequestID, envTTL, exitOwnershipLost, envStatusFile, envStatus),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.resource == "" || len(args) == 0 {
 				return usagef(cmd, "--resource and a command (after --) are required")
+			}
+			if o.onUnknown != onUnknownPause && o.onUnknown != onUnknownStop {
+				return usagef(cmd, "--on-unknown must be pause or stop, not %q", o.onUnknown)
+			}
+			if o.wait < 0 || o.proofMaxAge < 0 {
+				return usagef(cmd, "--wait and --proof-max-age must not be negative")
 			}
 			return nil
 		},
@@ -58,10 +91,13 @@ be started).`, envGrant, envLease, envFence, envResource, envRoot, envGrantDiges
 	f := c.Flags()
 	f.StringVar(&o.resource, "resource", "", "canonical resource ID to hold while CMD runs")
 	f.DurationVar(&o.ttl, "ttl", client.DefaultTTL, "lease TTL; renewed every TTL/3 while CMD runs")
-	f.DurationVar(&o.wait, "wait", 0, "wait up to this long for the current holder to release or expire")
+	f.DurationVar(&o.wait, "wait", 0, "wait up to this long for the current holder to release or expire (no upper bound)")
 	f.DurationVar(&o.grace, "grace", 10*time.Second, "after SIGTERM, wait this long before SIGKILL")
 	f.StringVar(&o.reqID, "request-id", "", "acquire request ID (default: random); a lost answer is recovered by it")
 	f.StringVar(&o.opClass, "op-class", "", "operation class (default write)")
+	f.StringVar(&o.onUnknown, "on-unknown", onUnknownPause, "while ownership is unknown (a renewal failed): pause CMD until it is confirmed again, or stop it")
+	f.StringVar(&o.proofFile, "proof-file", "", "keep a fresh status proof in this file for proof-mode routes (CMD gets its path in "+envStatusFile+")")
+	f.DurationVar(&o.proofMaxAge, "proof-max-age", client.DefaultProofMaxAge, "the proof-mode route's status.maxAge (with --proof-file)")
 	f.SetInterspersed(false)
 	return c
 }
@@ -114,6 +150,16 @@ func grantRun(cmd *cobra.Command, o *grantRunOpts, argv []string) error {
 		envRequestID+"="+h.RequestID(),
 		envTTL+"="+o.ttl.String(),
 	)
+	var proofs *proofFile
+	if o.proofFile != "" {
+		proofs = &proofFile{h: h, path: o.proofFile, maxAge: o.proofMaxAge}
+		first, err := proofs.refresh(ctx)
+		if err != nil {
+			release()
+			return withExit(exitOwnershipLost, fmt.Errorf("no status proof before the command started, it was not started: %w", err), "")
+		}
+		child.Env = append(child.Env, envStatus+"="+first, envStatusFile+"="+o.proofFile)
+	}
 	if err := h.Usable(); err != nil { // the last look before CMD can produce anything
 		release()
 		return withExit(exitOwnershipLost, fmt.Errorf("ownership lost before the command started, it was not started: %w", err), "")
@@ -124,44 +170,11 @@ func grantRun(cmd *cobra.Command, o *grantRunOpts, argv []string) error {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
-	return superviseCommand(ctx, h, child, exited, o.grace, argv[0], release)
-}
-
-// superviseCommand waits for the command to exit, stopping it when
-// ownership is lost or ctx ends, then releases the lease.
-func superviseCommand(ctx context.Context, h *client.Holder, child *exec.Cmd, exited chan error, grace time.Duration, name string, release func()) error {
-	var lost, interrupted error
-	var waitErr error
-	done := false
-	for !done {
-		st, changed := h.Watch()
-		if !st.Usable() {
-			lost = fmt.Errorf("ownership lost (state %s): %v", st, h.Err())
-			break
-		}
-		select {
-		case waitErr = <-exited:
-			done = true
-		case <-changed:
-		case <-ctx.Done():
-			interrupted = ctx.Err()
-			done = true
-		}
-	}
-	if lost != nil || interrupted != nil {
-		if waitErr == nil {
-			waitErr = stopCommand(child, exited, grace)
-		}
-	}
+	sv := &supervisor{h: h, child: child, exited: exited, grace: o.grace, name: argv[0],
+		pauseOnUnknown: o.onUnknown == onUnknownPause, proofs: proofs, log: errOut}
+	err = sv.run(ctx)
 	release()
-	code := exitCode(waitErr)
-	switch {
-	case lost != nil:
-		return withExit(exitOwnershipLost, fmt.Errorf("%v; stopped %s", lost, name), "")
-	case code != 0:
-		return &cliError{exit: code, err: fmt.Errorf("%s exited with status %d", name, code), class: classCommandExit}
-	}
-	return nil
+	return err
 }
 
 // classCommandExit is the class of grant run's failure when its command
@@ -169,12 +182,15 @@ func superviseCommand(ctx context.Context, h *client.Holder, child *exec.Cmd, ex
 const classCommandExit = "command-exit"
 
 // stopCommand sends SIGTERM to the command's process group, waits up to
-// grace, then SIGKILLs the group. After the command itself exits, what is
+// grace (continuing it first, should it be paused), then SIGKILLs the
+// group. After the command itself exits, what is
 // left of its group is killed too: nothing it started may outlive the lease.
 func stopCommand(cmd *exec.Cmd, exited <-chan error, grace time.Duration) error {
 	if err := signalGroup(cmd, syscall.SIGTERM); err != nil {
 		_ = signalGroup(cmd, syscall.SIGKILL)
 	}
+	// A paused group gets its SIGTERM once continued.
+	_ = resumeGroup(cmd)
 	t := clock.Real().NewTimer(grace)
 	defer t.Stop()
 	var err error

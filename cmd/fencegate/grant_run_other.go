@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"os/exec"
 	"syscall"
 )
@@ -17,3 +18,9 @@ func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 	}
 	return cmd.Process.Signal(sig)
 }
+
+// errNoPause: a process cannot be paused here; grant run stops it instead.
+var errNoPause = errors.New("no SIGSTOP on this platform")
+
+func pauseGroup(*exec.Cmd) error  { return errNoPause }
+func resumeGroup(*exec.Cmd) error { return errNoPause }

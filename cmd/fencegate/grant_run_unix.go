@@ -17,3 +17,10 @@ func setGroup(cmd *exec.Cmd) {
 func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 	return syscall.Kill(-cmd.Process.Pid, sig)
 }
+
+// pauseGroup stops the command's process group (SIGSTOP): it produces
+// nothing until resumeGroup.
+func pauseGroup(cmd *exec.Cmd) error { return signalGroup(cmd, syscall.SIGSTOP) }
+
+// resumeGroup continues a paused process group (SIGCONT).
+func resumeGroup(cmd *exec.Cmd) error { return signalGroup(cmd, syscall.SIGCONT) }

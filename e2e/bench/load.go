@@ -179,9 +179,11 @@ func send(ctx context.Context, hc *http.Client, url string, seq uint64) (int, er
 	if err != nil {
 		return 0, err
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if err != nil {
+	defer resp.Body.Close()
+	if err := client.ResponseError(resp); err != nil {
+		return 0, err // the sidecar refused: a *client.RejectionError
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 		return 0, err
 	}
 	return resp.StatusCode, nil

@@ -141,10 +141,11 @@ func TestLostClaimRefusesWrites(t *testing.T) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+s.Addr()+"/v1/items/"+id, strings.NewReader(body))
 		req.Header.Set(identity.DefaultHeader, "worker")
 		resp, err := h.Transport().Client().Do(req)
-		if err == nil {
-			resp.Body.Close()
+		if err != nil {
+			return err
 		}
-		return err
+		defer resp.Body.Close()
+		return client.ResponseError(resp) // the sidecar's refusal, typed
 	}
 	if err := put("1", "a"); err != nil || forwarded.Load() != 1 {
 		t.Fatalf("a write while the claim is held: %v, forwarded %d", err, forwarded.Load())
