@@ -297,6 +297,11 @@ func TestAdminCommands(t *testing.T) {
 	}
 	wantExit(t, "delete a missing policy", runCLI(t, "admin", "policies", "delete", "--pattern", "none/*", "--registry", reg.URL), exitNotFound)
 	wantExit(t, "policies put without --pattern", runCLI(t, "admin", "policies", "put", "--registry", reg.URL), exitUsage)
+	r = wantExit(t, "policies put of a malformed pattern", runCLI(t, "admin", "policies", "put", "--pattern", "a//b", "--registry", reg.URL), exitUsage)
+	if !strings.Contains(r.stderr, "refused it, nothing was changed") {
+		t.Errorf("policies put of a malformed pattern:\n%s", r.stderr)
+	}
+	wantExit(t, "policies put --min-ttl above --max-ttl", runCLI(t, "admin", "policies", "put", "--pattern", "x", "--min-ttl", "2m", "--max-ttl", "1m", "--registry", reg.URL), exitUsage)
 	wantExit(t, "admin without a subcommand", runCLI(t, "admin"), exitUsage)
 }
 
