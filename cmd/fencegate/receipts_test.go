@@ -84,8 +84,14 @@ dataDir: "`+dir+`"
 // sidecar and returns the answer's status and Fence-Receipt.
 func (s *testSidecar) put(t *testing.T, h *client.Holder, id string, seq uint64) (int, string) {
 	t.Helper()
+	return s.putBody(t, h, id, seq, "x")
+}
+
+// putBody is put with body.
+func (s *testSidecar) putBody(t *testing.T, h *client.Holder, id string, seq uint64, body string) (int, string) {
+	t.Helper()
 	req, _ := http.NewRequestWithContext(client.ContextWithSegment(context.Background(), seq), http.MethodPut,
-		"http://"+s.addr+"/v1/items/"+id, strings.NewReader("x"))
+		"http://"+s.addr+"/v1/items/"+id, strings.NewReader(body))
 	req.Header.Set(identity.DefaultHeader, h.Lease().Owner)
 	resp, err := h.Transport().Client().Do(req)
 	if err != nil {
@@ -166,8 +172,21 @@ func TestReceiptsCommands(t *testing.T) {
 	if strings.TrimSpace(r.stdout) != "[]" {
 		t.Errorf("no receipts in JSON: %q", r.stdout)
 	}
+	// Segment 1 sent again with another body: refused and quarantined.
+	if code, _ := s.putBody(t, h, "1", 1, "other"); code != http.StatusConflict {
+		t.Errorf("segment 1 again with another body: %d, want 409", code)
+	}
+	r = wantExit(t, "receipts --quarantine", runCLI(t, append([]string{"receipts", "--quarantine", "--resource", "item/1"}, admin...)...), exitOK)
+	checkGolden(t, "receipts-quarantine", normalize(r.stdout, h.OperationRoot()))
+	if !strings.Contains(r.stdout, ids[0]) {
+		t.Errorf("the quarantine entry does not name the receipt it conflicts with, %s:\n%s", ids[0], r.stdout)
+	}
+	r = wantExit(t, "receipts --quarantine of another resource", runCLI(t, append([]string{"receipts", "--quarantine", "--resource", "item/2"}, admin...)...), exitOK)
+	if !strings.HasSuffix(r.stdout, "\nno quarantined attempts\n") {
+		t.Errorf("receipts --quarantine of another resource:\n%s", r.stdout)
+	}
 	for _, c := range []struct{ flag, none string }{
-		{"--unknown", "no mutations of unknown outcome"}, {"--paused", "no paused resources"}, {"--quarantine", "no quarantined attempts"},
+		{"--unknown", "no mutations of unknown outcome"}, {"--paused", "no paused resources"},
 	} {
 		r := wantExit(t, "receipts "+c.flag, runCLI(t, append([]string{"receipts", c.flag}, admin...)...), exitOK)
 		if !strings.HasSuffix(r.stdout, "\n"+c.none+"\n") {
