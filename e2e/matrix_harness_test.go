@@ -438,7 +438,7 @@ func waitUnknown(t *testing.T, admin, resource string, limit time.Duration) stri
 	t.Helper()
 	var op string
 	found := eventually(limit, func() bool {
-		r := run(t, "receipts", "--admin", admin, "--unknown")
+		r := run(t, "receipts", "--admin", admin, "--unknown", "-o", "json")
 		var list []store.Mutation
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil {
 			return false

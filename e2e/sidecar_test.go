@@ -121,7 +121,7 @@ log: {level: warn}
 	back.mu.Lock()
 	back.hang = false
 	back.mu.Unlock()
-	r := run(t, "receipts", "--admin", sc.admin, "--unknown")
+	r := run(t, "receipts", "--admin", sc.admin, "--unknown", "-o", "json")
 	var unknown []struct {
 		Resource, OperationID string
 	}
@@ -136,7 +136,7 @@ log: {level: warn}
 	if st, d, _ := put("worker-b", b.Grant, "2", "B2"); st != 200 {
 		t.Fatalf("after reconciliation: %d %+v", st, d)
 	}
-	if r := run(t, "receipts", "--admin", sc.admin, "--resource", "invoice-batch/7"); r.code != 0 || !strings.Contains(r.stdout, `"lastSeq": 2`) {
+	if r := run(t, "receipts", "--admin", sc.admin, "--resource", "invoice-batch/7", "--record", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"lastSeq": 2`) {
 		t.Fatalf("receipts --resource: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 	// Resume of a resource that is not paused is a clear conflict.

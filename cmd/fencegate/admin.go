@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 
@@ -28,6 +26,39 @@ func (a *adminFlags) add(fs *pflag.FlagSet) {
 
 // target names the sidecar in messages.
 func (a *adminFlags) target() string { return "the sidecar at " + a.url }
+
+// client is the admin API client of the flags.
+func (a *adminFlags) client() (*adminapi.Client, error) {
+	var opts []adminapi.ClientOption
+	if a.tokenFile != "" {
+		tok, err := os.ReadFile(a.tokenFile)
+		if err != nil {
+			return nil, withExit(exitUsage, fmt.Errorf("--admin-token-file: %w", err), "")
+		}
+		opts = append(opts, adminapi.WithToken(strings.TrimSpace(string(tok))))
+	}
+	c, err := adminapi.NewClient(a.url, opts...)
+	if err != nil {
+		return nil, withExit(exitUsage, fmt.Errorf("--admin %q: %w", a.url, err), "")
+	}
+	return c, nil
+}
+
+// failed describes a failed admin API call (nil stays nil): only reads
+// and settled writes use it, so a lost answer needs no recovery hint.
+func (a *adminFlags) failed(err error) error { return callFailed(err, a.target(), "") }
+
+// get GETs path of the admin API and decodes its JSON answer into v.
+func (a *adminFlags) get(ctx context.Context, path string, v any) error {
+	var b bytes.Buffer
+	if err := a.call(ctx, http.MethodGet, path, nil, &b); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b.Bytes(), v); err != nil {
+		return fmt.Errorf("GET %s: %s answered malformed JSON: %w", path, a.target(), err)
+	}
+	return nil
+}
 
 func (a *adminFlags) call(ctx context.Context, method, path string, body any, out io.Writer) error {
 	var rd io.Reader
@@ -72,7 +103,7 @@ type reconcileOpts struct {
 	status                int
 }
 
-func newReconcileCmd(_ *app) *cobra.Command {
+func newReconcileCmd(a *app) *cobra.Command {
 	var o reconcileOpts
 	c := &cobra.Command{
 		Use:   "reconcile --resource R --op OPERATION_ID (--applied [--status N --body S] | --not-applied) --reason TEXT",
@@ -82,7 +113,7 @@ func newReconcileCmd(_ *app) *cobra.Command {
 			if o.res == "" || o.op == "" || o.applied == o.notApplied {
 				return usagef(cmd, "need --resource, --op and exactly one of --applied or --not-applied")
 			}
-			return runReconcile(cmd, &o)
+			return runReconcile(cmd, a, &o)
 		},
 	}
 	o.admin.add(c.Flags())
@@ -97,81 +128,82 @@ func newReconcileCmd(_ *app) *cobra.Command {
 	return c
 }
 
-func runReconcile(cmd *cobra.Command, o *reconcileOpts) error {
-	err := o.admin.call(cmd.Context(), http.MethodPost, "/v1/reconcile", adminapi.ReconcileRequest{
+func runReconcile(cmd *cobra.Command, a *app, o *reconcileOpts) error {
+	c, err := o.admin.client()
+	if err != nil {
+		return err
+	}
+	ans, err := c.Reconcile(cmd.Context(), adminapi.ReconcileRequest{
 		Resource: o.res, OperationID: o.op, Applied: o.applied, Status: o.status, Body: o.body, Reason: o.reason,
-	}, cmd.OutOrStdout())
-	if p := (*fencegate.Problem)(nil); errors.As(err, &p) && p.Code == fencegate.CodeMayStillApply {
+	})
+	if p := problemOf(err); p != nil && p.Code == fencegate.CodeMayStillApply {
 		quiet, _ := p.Extra["quietAt"].(string)
 		return &cliError{err: &describedError{fmt.Sprintf("NOT settled (%s): %s of %s may still take effect at the backend until %s "+
 			"(its forward's deadline plus backend.maxApplyDelay), so finding it absent now does not prove it will stay absent", p.Code, o.op, o.res, quiet), err},
 			hint: fmt.Sprintf("Look at the backend again after %s and run this again, or settle it --applied if it did take effect.", quiet)}
 	}
-	return err
+	if err != nil {
+		return callFailed(err, o.admin.target(), "Run 'fencegate receipts --unknown' to see whether it is still unknown.")
+	}
+	if a.json() {
+		return printJSON(cmd.OutOrStdout(), ans)
+	}
+	return printReconciled(cmd.OutOrStdout(), o, ans)
 }
 
-func newResumeCmd(_ *app) *cobra.Command {
+// printReconciled says how the mutation was settled, as aligned
+// "key: value" lines.
+func printReconciled(out io.Writer, o *reconcileOpts, ans adminapi.ReconcileAnswer) error {
+	f := newFieldWriter(out)
+	f.row("resource", o.res)
+	f.row("operationId", o.op)
+	if ans.Applied {
+		f.row("settled", "applied: replays of it return the receipt's answer")
+	} else {
+		f.row("settled", "not applied: the operation may be sent again")
+	}
+	if r := ans.Receipt; r != nil {
+		f.row("receipt", r.ID)
+		f.row("replayStatus", r.Response.Status)
+		f.row("source", r.Source)
+	}
+	f.row("highestFence", ans.Record.HighestFence)
+	f.row("lastSeq", ans.Record.LastSeq)
+	if p := ans.Record.Pause; p != nil {
+		f.row("paused", fmt.Sprintf("%s since %s", p.Reason, rfc3339(p.At)))
+	} else {
+		f.row("paused", "no")
+	}
+	return f.flush()
+}
+
+func newResumeCmd(app *app) *cobra.Command {
 	var a adminFlags
 	var res string
 	c := &cobra.Command{
 		Use:   "resume --resource R",
-		Short: "lift a resource's pause (FENCE_REGRESSION); never lowers its highest fence",
+		Short: "lift a resource's pause (FENCE_REGRESSION, OPERATOR, STORE_LOSS); never lowers its highest fence",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if res == "" {
 				return usagef(cmd, "--resource is required")
 			}
-			return a.call(cmd.Context(), http.MethodPost, "/v1/resume", map[string]string{"resource": res}, cmd.OutOrStdout())
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			rec, err := c.Resume(cmd.Context(), res)
+			if err != nil {
+				return callFailed(err, a.target(), "Run 'fencegate receipts --paused' to see whether it is still paused.")
+			}
+			if app.json() {
+				return printJSON(cmd.OutOrStdout(), rec)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "resumed %s: it accepts writes again; its highest fence %d is kept\n", rec.Resource, rec.HighestFence)
+			return err
 		},
 	}
 	a.add(c.Flags())
 	c.Flags().StringVar(&res, "resource", "", "resource ID")
 	return c
-}
-
-type receiptsOpts struct {
-	admin                       adminFlags
-	res, op                     string
-	unknown, quarantine, paused bool
-}
-
-func newReceiptsCmd(_ *app) *cobra.Command {
-	var o receiptsOpts
-	c := &cobra.Command{
-		Use:   "receipts [--resource R [--op ID]] | --unknown | --quarantine [--resource R] | --paused",
-		Short: "list receipts, unknown mutations, quarantine or paused resources (sidecar admin API)",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path := o.path()
-			if path == "" {
-				return usagef(cmd, "say what to list: --resource [--op], --unknown, --quarantine or --paused")
-			}
-			return o.admin.call(cmd.Context(), http.MethodGet, path, nil, cmd.OutOrStdout())
-		},
-	}
-	o.admin.add(c.Flags())
-	f := c.Flags()
-	f.StringVar(&o.res, "resource", "", "resource ID")
-	f.StringVar(&o.op, "op", "", "operation ID (root/seq)")
-	f.BoolVar(&o.unknown, "unknown", false, "list mutations whose outcome is unknown")
-	f.BoolVar(&o.quarantine, "quarantine", false, "list quarantined conflicting attempts")
-	f.BoolVar(&o.paused, "paused", false, "list paused resources")
-	return c
-}
-
-// path is the admin API route of what was asked ("" for nothing).
-func (o *receiptsOpts) path() string {
-	switch {
-	case o.unknown:
-		return "/v1/unknown"
-	case o.paused:
-		return "/v1/paused"
-	case o.quarantine:
-		return "/v1/quarantine?resource=" + url.QueryEscape(o.res)
-	case o.res != "" && o.op != "":
-		return "/v1/receipts?resource=" + url.QueryEscape(o.res) + "&op=" + url.QueryEscape(o.op)
-	case o.res != "":
-		return "/v1/resources/" + o.res
-	}
-	return ""
 }

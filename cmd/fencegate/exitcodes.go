@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/client"
+	"github.com/fencegate/fencegate/proxy/adminapi"
 	"github.com/fencegate/fencegate/tlsfiles"
 )
 
@@ -131,6 +132,10 @@ func problemOf(err error) *fencegate.Problem {
 	var re *client.RejectionError
 	if errors.As(err, &re) {
 		return re.Problem
+	}
+	var ae *adminapi.ProblemError
+	if errors.As(err, &ae) {
+		return ae.Problem
 	}
 	var p *fencegate.Problem
 	if errors.As(err, &p) {

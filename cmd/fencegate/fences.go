@@ -357,7 +357,7 @@ func printCollection(out io.Writer, col *collection) error {
 		fmt.Fprintf(out, "\nStart the new registry with --fence-floor %d --issuer-epoch %d (or fenceFloor: %d, minIssuerEpoch: %d), or raise a running one's floor with --registry URL --apply: %s.\n",
 			col.FenceFloor, col.MaxIssuerEpoch+1, col.FenceFloor, col.MaxIssuerEpoch+1, floorReason)
 	}
-	fmt.Fprintf(out, "Its issuer epoch must be above %d (--issuer-epoch %d at start; a running registry: POST /v1/admin/epoch, once per step): a sidecar refuses a grant of an epoch below the highest it has seen (EPOCH_REVOKED), "+
+	fmt.Fprintf(out, "Its issuer epoch must be above %d (--issuer-epoch %d at start; a running registry: 'fencegate admin epoch bump', once per step): a sidecar refuses a grant of an epoch below the highest it has seen (EPOCH_REVOKED), "+
 		"and once it sees the new registry's, the old registry's grants are refused the same way.\n", col.MaxIssuerEpoch, col.MaxIssuerEpoch+1)
 	return nil
 }

@@ -28,6 +28,12 @@ func TestGolden(t *testing.T) {
 		{"error-unknown-command-json", []string{"grnt", "-o", "json"}, exitUsage},
 		{"error-missing-resource", []string{"grant", "acquire"}, exitUsage},
 		{"error-missing-resource-json", []string{"grant", "acquire", "-o", "json"}, exitUsage},
+		{"help-lease", []string{"lease", "--help"}, exitOK},
+		{"help-admin", []string{"help", "admin"}, exitOK},
+		{"help-admin-fence-floor-raise", []string{"admin", "fence-floor", "raise", "--help"}, exitOK},
+		{"help-receipts", []string{"receipts", "--help"}, exitOK},
+		{"error-lease-revoke-no-id", []string{"lease", "revoke"}, exitUsage},
+		{"error-receipts-nothing-json", []string{"receipts", "-o", "json"}, exitUsage},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := runCLI(t, c.args...)

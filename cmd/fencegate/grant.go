@@ -240,7 +240,9 @@ func printLease(out io.Writer, a *app, l *client.Lease, g *grantOutFlags) error 
 	row("state", l.State)
 	row("expiresAt", l.ExpiresAt.Format(time.RFC3339Nano))
 	row("grantDigest", l.GrantDigest)
-	row("statusProof", fmt.Sprintf("%s, valid until %s", l.State, l.StatusExpiresAt.Format(time.RFC3339Nano)))
+	if l.Status != "" { // lease get reads a lease without a status proof
+		row("statusProof", fmt.Sprintf("%s, valid until %s", l.State, l.StatusExpiresAt.Format(time.RFC3339Nano)))
+	}
 	if l.Replayed {
 		row("replayed", "true (an earlier acquire with this request ID)")
 	}
