@@ -121,9 +121,15 @@ func (c *checker) object(kind string, obj any) {
 // annotations.
 func (c *checker) meta(kind string, m metav1.ObjectMeta, nameRule func(string) []string) {
 	c.name = kind + "/" + m.Name
-	if m.Name == "" {
+	switch {
+	case m.Name == "" && m.GenerateName != "":
+		// A pod a controller creates has only generateName at admission
+		// (the API server appends a suffix): what the injector sees.
+		c.name = kind + "/" + m.GenerateName + "*"
+		c.each("metadata.generateName", nameRule(m.GenerateName+"x"))
+	case m.Name == "":
 		c.errf("metadata.name: required")
-	} else {
+	default:
 		c.each("metadata.name", nameRule(m.Name))
 	}
 	if m.Namespace != "" {
