@@ -114,6 +114,8 @@ func checkScenario(t *testing.T, name string, objs []object, proxies, registries
 		if proxies != 1 {
 			t.Errorf("%d proxy.yaml, want 1", proxies)
 		}
+	case "injector", "injector-no-cert-manager":
+		checkInjector(t, name, objs)
 	case "observability":
 		count("ServiceMonitor", 1)
 		count("PodMonitor", 1)
@@ -170,6 +172,9 @@ func TestChartRefusals(t *testing.T) {
 		{"misspelled key", []string{"registry.replicaCont=2"}, "additional properties 'replicaCont' not allowed"},
 		{"unknown store backend", append(sidecar, "sidecar.store.backend=memory"), "value must be one of 'bolt', 'redis'"},
 		{"privilege escalation", []string{"containerSecurityContext.allowPrivilegeEscalation=true"}, "allowPrivilegeEscalation"},
+		{"injector without cert-manager or a certificate", []string{"injector.enabled=true", "injector.tls.certManager.enabled=false"}, "set injector.tls.existingSecret"},
+		{"injector certificate twice", []string{"injector.enabled=true", "injector.tls.existingSecret=x"}, "with injector.tls.certManager.enabled the chart's Certificate writes the Secret"},
+		{"injector native misspelt", []string{"injector.enabled=true", "injector.native=yes"}, "value must be one of 'auto', 'always', 'never'"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
