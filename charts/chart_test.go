@@ -159,6 +159,7 @@ func TestChartRefusals(t *testing.T) {
 		{"admin listener from config", append(sidecar, "sidecar.config.admin.listen=0.0.0.0:8781"), "sidecar.config.admin is set by the chart"},
 		{"store from config", append(sidecar, "sidecar.config.store.backend=memory"), "sidecar.config.store is set by the chart"},
 		{"sidecar mtls without tls", append(sidecar, "sidecar.tls.enabled=false"), "mtls needs sidecar.tls.enabled"},
+		{"sidecar certificate twice", append(sidecar, "sidecar.tls.spiffeCSI=true"), "set existingSecret or spiffeCSI, not both"},
 		{"sidecar without trust bundle", append(sidecar, "sidecar.trust.existingSecret="), "sidecar.trust.existingSecret (or existingConfigMap) is required"},
 		{"sidecar redis without address", append(sidecar, "sidecar.store.backend=redis"), "sidecar.store.redis.address is required"},
 		{"registry replicas on bolt", []string{"registry.replicaCount=2"}, "registry.replicaCount > 1 needs registry.redis.enabled"},
@@ -265,6 +266,14 @@ func checkSidecarPod(t *testing.T, scenario string, workload object) {
 		if hasVolume(spec, "persistentVolumeClaim") {
 			t.Errorf("a shared Redis store needs no PersistentVolumeClaim")
 		}
+	case "spiffe-csi":
+		found := false
+		for _, v := range list(spec["volumes"]) {
+			found = found || (dig(v, "name") == "fencegate-tls" && dig(v, "csi", "driver") == "spiffe.csi.cert-manager.io" && dig(v, "secret") == nil)
+		}
+		if !found {
+			t.Errorf("the sidecar's certificate volume is not csi-driver-spiffe's: %v", spec["volumes"])
+		}
 	case "statefulset-redis":
 		if workload.kind() != "StatefulSet" {
 			t.Fatalf("a %s, want a StatefulSet", workload.kind())
@@ -278,6 +287,14 @@ func checkSidecarPod(t *testing.T, scenario string, workload object) {
 				t.Errorf("the pod has its own fencegate-data volume besides the claim template")
 			}
 		}
+	}
+	// The trust bundle is the ConfigMap docs/operations.md creates.
+	trust := false
+	for _, v := range list(spec["volumes"]) {
+		trust = trust || (dig(v, "name") == "fencegate-trust" && dig(v, "configMap", "name") == "fencegate-trust")
+	}
+	if !trust {
+		t.Errorf("the trust volume is not the guide's ConfigMap fencegate-trust: %v", spec["volumes"])
 	}
 	for _, probe := range []string{"readinessProbe", "livenessProbe"} {
 		if dig(sidecar, probe, "httpGet", "port") != "fg-health" {

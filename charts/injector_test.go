@@ -30,7 +30,7 @@ func checkInjector(t *testing.T, name string, objs []object) {
 		if err != nil {
 			t.Errorf("ConfigMap/%s: injector.yaml is refused by the injector: %v\n%s", o.name(), err, text)
 		}
-		if cfg.Image != "fencegate:0.1.0" && cfg.Image != "ghcr.io/fencegate/fencegate:0.1.0" {
+		if cfg.Image != "fencegate:0.1.0" {
 			t.Errorf("injects image %q, not the chart's", cfg.Image)
 		}
 	}
