@@ -436,6 +436,51 @@ spec:
   selector: {matchLabels: {a: b}}
   endpoints: [{port: api, intervall: 10s}]
 `, `unknown field "intervall"`},
+		{"webhook without sideEffects", `
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: w}
+webhooks:
+  - name: inject.fencegate.io
+    admissionReviewVersions: [v1]
+    clientConfig: {service: {name: s, namespace: n, path: /inject}}
+    rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+`, "sideEffects: None or NoneOnDryRun is required"},
+		{"webhook name not qualified", `
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: w}
+webhooks:
+  - name: inject
+    sideEffects: None
+    admissionReviewVersions: [v1]
+    clientConfig: {url: "http://x.example/inject"}
+    rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+`, "at least three segments"},
+		{"certificate field misspelt", `
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: c, namespace: n}
+spec:
+  secretName: c
+  dnsName: [a.example]
+  issuerRef: {name: i}
+`, `unknown field "dnsName"`},
+		{"certificate without issuer or names", `
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: c, namespace: n}
+spec:
+  secretName: c
+  usages: [server-auth]
+  issuerRef: {kind: Issuer}
+`, "spec.issuerRef.name: required"},
+		{"issuer of two kinds", `
+apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: i}
+spec: {selfSigned: {}, ca: {secretName: ca}}
+`, "exactly one of selfSigned and ca"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -295,3 +295,27 @@ func checkPodExcerpt(t *testing.T, excerpt string, objs []object) {
 		t.Errorf("fencegate.io/data names claim %s, which the sidecar release does not render", req.Data.Name)
 	}
 }
+
+// TestK8sManifests validates every manifest under docs/k8s, and checks
+// the guide applies each of them (none is orphaned).
+func TestK8sManifests(t *testing.T) {
+	tl := needTools(t)
+	paths, err := filepath.Glob(filepath.Join("..", "docs", "k8s", "*", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no docs/k8s/*/*.yaml: %v", err)
+	}
+	cmds, _, _ := guideBlocks(t)
+	for _, p := range paths {
+		if out, err := exec.Command(tl.validate, p).CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", p, err, out)
+		}
+		rel, _ := filepath.Rel("..", p)
+		applied := false
+		for _, c := range cmds {
+			applied = applied || c == "kubectl apply -f "+filepath.ToSlash(rel)
+		}
+		if !applied {
+			t.Errorf("the operator guide never applies %s", rel)
+		}
+	}
+}
