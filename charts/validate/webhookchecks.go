@@ -84,6 +84,11 @@ func (c *checker) clientConfig(w string, cc admissionregistrationv1.WebhookClien
 // certificate checks a cert-manager Certificate as its webhook does.
 func (c *checker) certificate(s certificateSpec) {
 	c.each("spec.secretName", validation.IsDNS1123Subdomain(s.SecretName))
+	c.certNames(s)
+	c.certKey(s)
+}
+
+func (c *checker) certNames(s certificateSpec) {
 	if s.CommonName == "" && len(s.DNSNames)+len(s.IPAddresses)+len(s.URIs)+len(s.EmailAddresses) == 0 {
 		c.errf("spec: at least one of commonName, dnsNames, ipAddresses, uris, emailAddresses")
 	}
@@ -95,6 +100,9 @@ func (c *checker) certificate(s certificateSpec) {
 			c.errf("spec.uris: %q is not a URI", u)
 		}
 	}
+}
+
+func (c *checker) certKey(s certificateSpec) {
 	for what, d := range map[string]string{"duration": s.Duration, "renewBefore": s.RenewBefore} {
 		if _, err := time.ParseDuration(d); d != "" && err != nil {
 			c.errf("spec.%s: %q is not a duration", what, d)
