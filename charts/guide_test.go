@@ -17,7 +17,7 @@ import (
 
 // The operator guide's sections whose commands this test runs, or names
 // as needing a cluster.
-var guideSections = []string{"## Install on an empty cluster", "## Inject the sidecar with the webhook"}
+var guideSections = []string{"## Install on an empty cluster", "## Add the sidecar to an existing Deployment", "## Inject the sidecar with the webhook"}
 
 // guideBlocks returns the sh commands (continuation lines joined, trailing
 // comments dropped) and the YAML files (a block whose first line is
@@ -126,6 +126,7 @@ func TestOperatorGuide(t *testing.T) {
 		g.run(c)
 	}
 	checkPodExcerpt(t, excerpts["the workload's pod template (excerpt)"], g.rendered["billing-fencegate"])
+	g.parentValues(excerpts["values.yaml of the workload's chart"])
 	if g.helm < 4 {
 		t.Errorf("rendered %d helm installs, want the registry, monitoring, injector and sidecar ones", g.helm)
 	}
@@ -318,4 +319,23 @@ func TestK8sManifests(t *testing.T) {
 			t.Errorf("the operator guide never applies %s", rel)
 		}
 	}
+}
+
+// parentValues renders the fencegate block of the guide's parent-chart
+// values.yaml (what the subchart receives) with the chart.
+func (g *guide) parentValues(text string) {
+	t := g.t
+	var parent map[string]any
+	if err := yaml.Unmarshal([]byte(text), &parent); err != nil || parent["fencegate"] == nil {
+		t.Fatalf("the guide's parent values.yaml has no fencegate block: %v", err)
+	}
+	sub, err := yaml.Marshal(parent["fencegate"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(g.dir, "parent-fencegate-values.yaml")
+	if err := os.WriteFile(path, sub, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.helmTemplate("helm install billing-api ./charts/fencegate -n billing -f parent-fencegate-values.yaml")
 }
