@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -83,7 +84,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "fencegate-injector %s (revision %s, %s)\n", info.Version, info.Revision, info.GoVersion)
 		return 0
 	}
-	log := zap.New(zap.WriteTo(stderr))
+	// Locked: the webhook server and its certificate watcher log from
+	// their own goroutines.
+	log := zap.New(zap.WriteTo(zapcore.Lock(zapcore.AddSync(stderr))))
 	ctrllog.SetLogger(log)
 	cfg, err := inject.LoadConfig(f.config)
 	if err != nil {
