@@ -13,8 +13,8 @@ type Outcome int
 const (
 	// NotRequested: the pod has no fencegate.io/inject: "true".
 	NotRequested Outcome = iota
-	// AlreadyInjected: the pod carries fencegate.io/injected or already
-	// has a fencegate container; nothing is added twice.
+	// AlreadyInjected: the pod already has a fencegate container (the
+	// injector's, or one of its own); nothing is added twice.
 	AlreadyInjected
 	// Injected: the operations add the sidecar.
 	Injected
@@ -57,8 +57,13 @@ func Plan(pod *corev1.Pod, cfg Config, clusterNative bool) (Outcome, []Operation
 	if err != nil || !wanted {
 		return NotRequested, nil, err
 	}
-	if _, ok := pod.Annotations[AnnotationInjected]; ok || hasContainer(pod, ContainerName) {
+	if hasContainer(pod, ContainerName) {
 		return AlreadyInjected, nil, nil
+	}
+	if _, ok := pod.Annotations[AnnotationInjected]; ok {
+		// The marker without the container: copied from another pod, or
+		// set by hand; the pod asked for the sidecar and would run without.
+		return NotRequested, nil, fmt.Errorf("%w: the pod carries %s but has no %s container; remove the annotation", ErrConflict, AnnotationInjected, ContainerName)
 	}
 	req, err := ParseAnnotations(pod.Annotations)
 	if err != nil {

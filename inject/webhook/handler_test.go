@@ -150,9 +150,9 @@ func TestInjectOtherSources(t *testing.T) {
 	validate(t, raw)
 }
 
-// TestInjectOnce: a pod that already has the sidecar (the injected
-// marker, or the patched pod sent again, as a re-invocation does) is
-// allowed unchanged.
+// TestInjectOnce: a pod that already has the sidecar (the patched pod
+// sent again, as a re-invocation does, or a container named fencegate of
+// its own) is allowed unchanged.
 func TestInjectOnce(t *testing.T) {
 	h := webhook.New(config(t), webhook.WithNative(true))
 	body := review(t, nil)
@@ -231,6 +231,8 @@ func TestDenied(t *testing.T) {
 			spec := pod["spec"].(map[string]any)
 			spec["volumes"] = append(spec["volumes"].([]any), map[string]any{"name": "fencegate-config", "emptyDir": map[string]any{}})
 		}, []string{"already has a volume named fencegate-config"}},
+		"marker without the sidecar": {true, func(_, pod map[string]any) { annotations(pod)[inject.AnnotationInjected] = image },
+			[]string{"carries fencegate.io/injected but has no fencegate container"}},
 		"missing data volume": {true, func(_, pod map[string]any) { annotations(pod)[inject.AnnotationData] = "volume/fencegate-data" },
 			[]string{"fencegate.io/data: the pod has no volume fencegate-data"}},
 	}
