@@ -114,6 +114,8 @@ func checkScenario(t *testing.T, name string, objs []object, proxies, registries
 		if proxies != 1 {
 			t.Errorf("%d proxy.yaml, want 1", proxies)
 		}
+	case "injector", "injector-no-cert-manager":
+		checkInjector(t, name, objs)
 	case "observability":
 		count("ServiceMonitor", 1)
 		count("PodMonitor", 1)
@@ -157,6 +159,7 @@ func TestChartRefusals(t *testing.T) {
 		{"admin listener from config", append(sidecar, "sidecar.config.admin.listen=0.0.0.0:8781"), "sidecar.config.admin is set by the chart"},
 		{"store from config", append(sidecar, "sidecar.config.store.backend=memory"), "sidecar.config.store is set by the chart"},
 		{"sidecar mtls without tls", append(sidecar, "sidecar.tls.enabled=false"), "mtls needs sidecar.tls.enabled"},
+		{"sidecar certificate twice", append(sidecar, "sidecar.tls.spiffeCSI=true"), "set existingSecret or spiffeCSI, not both"},
 		{"sidecar without trust bundle", append(sidecar, "sidecar.trust.existingSecret="), "sidecar.trust.existingSecret (or existingConfigMap) is required"},
 		{"sidecar redis without address", append(sidecar, "sidecar.store.backend=redis"), "sidecar.store.redis.address is required"},
 		{"registry replicas on bolt", []string{"registry.replicaCount=2"}, "registry.replicaCount > 1 needs registry.redis.enabled"},
@@ -170,6 +173,9 @@ func TestChartRefusals(t *testing.T) {
 		{"misspelled key", []string{"registry.replicaCont=2"}, "additional properties 'replicaCont' not allowed"},
 		{"unknown store backend", append(sidecar, "sidecar.store.backend=memory"), "value must be one of 'bolt', 'redis'"},
 		{"privilege escalation", []string{"containerSecurityContext.allowPrivilegeEscalation=true"}, "allowPrivilegeEscalation"},
+		{"injector without cert-manager or a certificate", []string{"injector.enabled=true", "injector.tls.certManager.enabled=false"}, "set injector.tls.existingSecret"},
+		{"injector certificate twice", []string{"injector.enabled=true", "injector.tls.existingSecret=x"}, "with injector.tls.certManager.enabled the chart's Certificate writes the Secret"},
+		{"injector native misspelt", []string{"injector.enabled=true", "injector.native=yes"}, "value must be one of 'auto', 'always', 'never'"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -260,6 +266,14 @@ func checkSidecarPod(t *testing.T, scenario string, workload object) {
 		if hasVolume(spec, "persistentVolumeClaim") {
 			t.Errorf("a shared Redis store needs no PersistentVolumeClaim")
 		}
+	case "spiffe-csi":
+		found := false
+		for _, v := range list(spec["volumes"]) {
+			found = found || (dig(v, "name") == "fencegate-tls" && dig(v, "csi", "driver") == "spiffe.csi.cert-manager.io" && dig(v, "secret") == nil)
+		}
+		if !found {
+			t.Errorf("the sidecar's certificate volume is not csi-driver-spiffe's: %v", spec["volumes"])
+		}
 	case "statefulset-redis":
 		if workload.kind() != "StatefulSet" {
 			t.Fatalf("a %s, want a StatefulSet", workload.kind())
@@ -273,6 +287,14 @@ func checkSidecarPod(t *testing.T, scenario string, workload object) {
 				t.Errorf("the pod has its own fencegate-data volume besides the claim template")
 			}
 		}
+	}
+	// The trust bundle is the ConfigMap docs/operations.md creates.
+	trust := false
+	for _, v := range list(spec["volumes"]) {
+		trust = trust || (dig(v, "name") == "fencegate-trust" && dig(v, "configMap", "name") == "fencegate-trust")
+	}
+	if !trust {
+		t.Errorf("the trust volume is not the guide's ConfigMap fencegate-trust: %v", spec["volumes"])
 	}
 	for _, probe := range []string{"readinessProbe", "livenessProbe"} {
 		if dig(sidecar, probe, "httpGet", "port") != "fg-health" {
@@ -414,6 +436,51 @@ spec:
   selector: {matchLabels: {a: b}}
   endpoints: [{port: api, intervall: 10s}]
 `, `unknown field "intervall"`},
+		{"webhook without sideEffects", `
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: w}
+webhooks:
+  - name: inject.fencegate.io
+    admissionReviewVersions: [v1]
+    clientConfig: {service: {name: s, namespace: n, path: /inject}}
+    rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+`, "sideEffects: None or NoneOnDryRun is required"},
+		{"webhook name not qualified", `
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: w}
+webhooks:
+  - name: inject
+    sideEffects: None
+    admissionReviewVersions: [v1]
+    clientConfig: {url: "http://x.example/inject"}
+    rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+`, "at least three segments"},
+		{"certificate field misspelt", `
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: c, namespace: n}
+spec:
+  secretName: c
+  dnsName: [a.example]
+  issuerRef: {name: i}
+`, `unknown field "dnsName"`},
+		{"certificate without issuer or names", `
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: c, namespace: n}
+spec:
+  secretName: c
+  usages: [server-auth]
+  issuerRef: {kind: Issuer}
+`, "spec.issuerRef.name: required"},
+		{"issuer of two kinds", `
+apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: i}
+spec: {selfSigned: {}, ca: {secretName: ca}}
+`, "exactly one of selfSigned and ca"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

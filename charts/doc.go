@@ -10,6 +10,10 @@
 // its typed Kubernetes (or prometheus-operator) object, the rendered
 // proxy.yaml and registry.yaml through fencegate's own config loaders, and
 // the chart's safety properties (non-root, read-only, no capabilities, the
-// admin listener on loopback, a local store never shared by replicas). They
-// skip only when the module proxy cannot be reached.
+// admin listener on loopback, a local store never shared by replicas), the
+// injector's rendered injector.yaml through its own loader and its webhook
+// configuration; and the commands of docs/operations.md's install and
+// injection sections that need no cluster (guide_test.go), with the
+// manifests of docs/k8s. They skip only when the module proxy cannot be
+// reached.
 package charts

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -113,6 +114,35 @@ func (c *checker) object(kind string, obj any) {
 		c.meta(kind, o.ObjectMeta, validation.IsDNS1123Subdomain)
 		c.rules(o.Spec)
 	default:
+		c.more(kind, obj)
+	}
+}
+
+// more checks the kinds beyond the workloads and monitoring: the
+// injector's webhook configuration and cert-manager's objects.
+func (c *checker) more(kind string, obj any) {
+	switch o := obj.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		c.meta(kind, o.ObjectMeta, validation.IsDNS1123Subdomain)
+		if o.Namespace != "" {
+			c.errf("metadata.namespace: a webhook configuration is cluster-scoped")
+		}
+		c.mutatingWebhooks(o.Webhooks)
+	case *certificate:
+		c.meta(kind, o.ObjectMeta, validation.IsDNS1123Subdomain)
+		c.certificate(o.Spec)
+	case *issuer:
+		c.meta(kind, o.ObjectMeta, validation.IsDNS1123Subdomain)
+		if kind == "ClusterIssuer" && o.Namespace != "" {
+			c.errf("metadata.namespace: a ClusterIssuer is cluster-scoped")
+		}
+		if (o.Spec.SelfSigned == nil) == (o.Spec.CA == nil) {
+			c.errf("spec: exactly one of selfSigned and ca")
+		}
+		if o.Spec.CA != nil {
+			c.each("spec.ca.secretName", validation.IsDNS1123Subdomain(o.Spec.CA.SecretName))
+		}
+	default:
 		c.add("%s: no checks for this kind", kind)
 	}
 }
@@ -121,9 +151,15 @@ func (c *checker) object(kind string, obj any) {
 // annotations.
 func (c *checker) meta(kind string, m metav1.ObjectMeta, nameRule func(string) []string) {
 	c.name = kind + "/" + m.Name
-	if m.Name == "" {
+	switch {
+	case m.Name == "" && m.GenerateName != "":
+		// A pod a controller creates has only generateName at admission
+		// (the API server appends a suffix): what the injector sees.
+		c.name = kind + "/" + m.GenerateName + "*"
+		c.each("metadata.generateName", nameRule(m.GenerateName+"x"))
+	case m.Name == "":
 		c.errf("metadata.name: required")
-	} else {
+	default:
 		c.each("metadata.name", nameRule(m.Name))
 	}
 	if m.Namespace != "" {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -38,6 +39,12 @@ var kinds = map[string]func() any{
 	"monitoring.coreos.com/v1/ServiceMonitor":  func() any { return &monitoringv1.ServiceMonitor{} },
 	"monitoring.coreos.com/v1/PodMonitor":      func() any { return &monitoringv1.PodMonitor{} },
 	"monitoring.coreos.com/v1/PrometheusRule":  func() any { return &monitoringv1.PrometheusRule{} },
+	"admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": func() any {
+		return &admissionregistrationv1.MutatingWebhookConfiguration{}
+	},
+	"cert-manager.io/v1/Certificate":   func() any { return &certificate{} },
+	"cert-manager.io/v1/Issuer":        func() any { return &issuer{} },
+	"cert-manager.io/v1/ClusterIssuer": func() any { return &issuer{} },
 }
 
 // validateDoc decodes one document strictly into its type and runs the

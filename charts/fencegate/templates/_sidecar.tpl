@@ -47,8 +47,11 @@ accepted by another. Called with (dict "ctx" ROOT "replicas" N).
 {{- if and $s.trust.existingSecret $s.trust.existingConfigMap -}}
 {{- fail "sidecar.trust: set existingSecret or existingConfigMap, not both" -}}
 {{- end -}}
-{{- if and $s.tls.enabled (not $s.tls.existingSecret) -}}
-{{- fail "sidecar.tls.existingSecret is required when sidecar.tls.enabled (tls.crt, tls.key, ca.crt)" -}}
+{{- if and $s.tls.enabled (not $s.tls.existingSecret) (not $s.tls.spiffeCSI) -}}
+{{- fail "sidecar.tls.existingSecret (or sidecar.tls.spiffeCSI) is required when sidecar.tls.enabled (tls.crt, tls.key, ca.crt)" -}}
+{{- end -}}
+{{- if and $s.tls.existingSecret $s.tls.spiffeCSI -}}
+{{- fail "sidecar.tls: set existingSecret or spiffeCSI, not both" -}}
 {{- end -}}
 {{- if and (eq ((($s.config).identity).mode | default "mtls") "mtls") (not $s.tls.enabled) -}}
 {{- fail "sidecar.config.identity.mode mtls needs sidecar.tls.enabled (the client certificate is the caller's identity)" -}}
@@ -255,9 +258,15 @@ The sidecar container: one list item for the workload's initContainers
   {{- end }}
 {{- if $s.tls.enabled }}
 - name: fencegate-tls
+  {{- if $s.tls.spiffeCSI }}
+  csi:
+    driver: spiffe.csi.cert-manager.io
+    readOnly: true
+  {{- else }}
   secret:
     secretName: {{ $s.tls.existingSecret }}
     defaultMode: 0444
+  {{- end }}
 {{- end }}
 {{- if $s.admin.existingSecret }}
 - name: fencegate-admin
