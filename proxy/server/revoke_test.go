@@ -55,10 +55,11 @@ func TestRevokedLeaseRefusedBySidecar(t *testing.T) {
 		req, _ := http.NewRequestWithContext(client.ContextWithSegment(ctx, seq), http.MethodPut, "http://"+s.Addr()+"/v1/items/1", strings.NewReader("x"))
 		req.Header.Set(identity.DefaultHeader, "worker")
 		resp, err := h.Transport().Client().Do(req)
-		if err == nil {
-			resp.Body.Close()
+		if err != nil {
+			return err
 		}
-		return err
+		defer resp.Body.Close()
+		return client.ResponseError(resp) // the sidecar's refusal is a response
 	}
 	h, err := worker.Hold(ctx, "item/1", client.WithTTL(time.Minute), client.WithoutBackground())
 	if err != nil {
