@@ -51,8 +51,11 @@ type sidecarOpts struct {
 	// dataDir is the sidecar's data dir (default: a new temp dir); a
 	// restart passes the same one to keep its bolt store.
 	dataDir string
-	// claimTTL of the bolt store's service claim (default 1s, so a
-	// sidecar killed with -9 can be restarted quickly).
+	// claimTTL of the bolt store's service claim (default 3s, so a
+	// sidecar killed with -9 can be restarted within seconds; each
+	// renewal attempt gets a third of it, which a loaded two-core CI
+	// machine, compiling beside the e2e run, has missed at 1s: the claim
+	// was lost and the sidecar rightly refused every write).
 	claimTTL string
 	// maxApplyDelay is backend.maxApplyDelay (default 1s: the ledger
 	// applies a write while its request is open, or never, unless a
@@ -82,7 +85,7 @@ func matrixSidecarConfig(reg *registry, backend string, o sidecarOpts, service s
 		backend = o.backendURL
 	}
 	if o.claimTTL == "" {
-		o.claimTTL = "1s"
+		o.claimTTL = "3s"
 	}
 	if o.maxApplyDelay == "" {
 		o.maxApplyDelay = "1s"

@@ -293,7 +293,7 @@ func TestDeletedBoltFileKeepsEnforcement(t *testing.T) {
 	reg := startRegistry(t, "")
 	back := startLedgerBackend(t)
 	dataDir := t.TempDir()
-	storeCfg := `{backend: bolt, service: e2e-ledger-bolt, claimIdentity: sidecar, claimTTL: 1s}`
+	storeCfg := `{backend: bolt, service: e2e-ledger-bolt, claimIdentity: sidecar, claimTTL: 3s}`
 	sc := startSidecar(t, lossSidecarConfig(reg, back.URL(), "enforce", "registry", storeCfg, dataDir))
 	if err := sc.stop(); err != nil {
 		t.Fatal(err)
