@@ -52,18 +52,27 @@ func DecideRelease(snap LeaseSnapshot, in ReleaseInput) (ReleaseResult, Change, 
 		return ReleaseResult{}, Change{}, err
 	}
 	m, gen := snap.Meta.current(), snap.Policy.Generation
-	var ch Change
-	released := false
-	switch st := LeaseState(l, m, gen, in.Now); st {
+	ch, released := endLease(&l, snap.Resource, &m, gen, fencegate.StateReleased, in.Now)
+	return ReleaseResult{View: view(l, m, gen, in.Now), Released: released}, ch, nil
+}
+
+// endLease ends l as to when it is held at now (a write of its own: the
+// revision counts it, and the Change carries m), and reports that it did;
+// a lease that is no longer held keeps its state, and the Change records
+// the end it already had (expired or revoked) if not yet written. Release
+// and revocation share it, so neither turns an ended lease into another
+// end.
+func endLease(l *LeaseRecord, rec *ResourceRecord, m *Meta, gen uint64, to string, now time.Time) (Change, bool) {
+	switch st := LeaseState(*l, *m, gen, now); st {
 	case fencegate.StateHeld:
 		m.Revision++
-		ch = closeLease(&l, snap.Resource, fencegate.StateReleased, ms(in.Now))
-		ch.Meta = &m
-		released = true
+		ch := closeLease(l, rec, to, ms(now))
+		ch.Meta = m
+		return ch, true
 	case fencegate.StateExpired, fencegate.StateRevoked:
-		ch = closeLease(&l, snap.Resource, st, endedAt(l, st, in.Now))
+		return closeLease(l, rec, st, endedAt(*l, st, now)), false
 	}
-	return ReleaseResult{View: view(l, m, gen, in.Now), Released: released}, ch, nil
+	return Change{}, false
 }
 
 // DecideStatus is a status read over snap: the lease with its effective

@@ -44,16 +44,6 @@ func DecideRevoke(snap LeaseSnapshot, in RevokeInput) (RevokeResult, Change, err
 	}
 	rec := *l
 	m, gen := snap.Meta.current(), snap.Policy.Generation
-	var ch Change
-	revoked := false
-	switch st := LeaseState(rec, m, gen, in.Now); st {
-	case fencegate.StateHeld:
-		m.Revision++
-		ch = closeLease(&rec, snap.Resource, fencegate.StateRevoked, ms(in.Now))
-		ch.Meta = &m
-		revoked = true
-	case fencegate.StateExpired, fencegate.StateRevoked:
-		ch = closeLease(&rec, snap.Resource, st, endedAt(rec, st, in.Now))
-	}
+	ch, revoked := endLease(&rec, snap.Resource, &m, gen, fencegate.StateRevoked, in.Now)
 	return RevokeResult{View: view(rec, m, gen, in.Now), Revoked: revoked}, ch, nil
 }
