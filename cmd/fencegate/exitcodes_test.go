@@ -156,22 +156,8 @@ func TestAcquireLostAnswer(t *testing.T) {
 // command works.
 func TestTLSServerName(t *testing.T) {
 	reg, _ := registrytest.Serve(t)
-	ca := tlsfilestest.NewCA(t, "test-ca")
-	files := tlsfilestest.WriteFiles(t, t.TempDir(), ca.Server(t, "fencegate-registry.fencegate.svc"), ca.PEM)
-	cert, err := tls.LoadX509KeyPair(files.Cert, files.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.Add(1)
-		reg.Config.Handler.ServeHTTP(w, r)
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	defer srv.Close()
-
-	args := []string{"grant", "acquire", "--registry", srv.URL, "--ca", files.CA, "--owner", "w", "--resource", "tls/1"}
+	front, caFile, got := tlsFront(t, reg)
+	args := []string{"grant", "acquire", "--registry", front, "--ca", caFile, "--owner", "w", "--resource", "tls/1"}
 	r := runCLI(t, args...)
 	if r.code != exitUnreachable || got.Load() != 0 {
 		t.Fatalf("without --tls-server-name: exit %d, %d requests reached the registry: %s", r.code, got.Load(), r.stderr)
@@ -187,4 +173,27 @@ func TestTLSServerName(t *testing.T) {
 	if r := runCLI(t, append(args, "--tls-server-name", "fencegate-registry.fencegate.svc")...); r.code != exitOK || got.Load() == 0 {
 		t.Fatalf("with --tls-server-name: exit %d: %s", r.code, r.stderr)
 	}
+}
+
+// tlsFront serves reg over TLS with a certificate that names only
+// fencegate-registry.fencegate.svc (as cert-manager issues the registry's),
+// reached on 127.0.0.1 as through a port-forward; it returns its URL, the
+// CA file and the count of requests that reached reg.
+func tlsFront(t *testing.T, reg *httptest.Server) (string, string, *atomic.Int32) {
+	t.Helper()
+	ca := tlsfilestest.NewCA(t, "test-ca")
+	files := tlsfilestest.WriteFiles(t, t.TempDir(), ca.Server(t, "fencegate-registry.fencegate.svc"), ca.PEM)
+	cert, err := tls.LoadX509KeyPair(files.Cert, files.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := new(atomic.Int32)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		reg.Config.Handler.ServeHTTP(w, r)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv.URL, files.CA, got
 }

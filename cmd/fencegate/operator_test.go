@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +23,6 @@ import (
 	"github.com/fencegate/fencegate/registry/httpapi"
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/registry/registrytest"
-	"github.com/fencegate/fencegate/tlsfiles/tlsfilestest"
 )
 
 // holdFor acquires resource at reg as owner through the Go client (a
@@ -386,25 +382,12 @@ func TestOperatorExitCodes(t *testing.T) {
 func TestOperatorCommandsTLSServerName(t *testing.T) {
 	reg, _ := registrytest.Serve(t)
 	h := holdFor(t, reg.URL, "worker-a", "item/1")
-	ca := tlsfilestest.NewCA(t, "test-ca")
-	files := tlsfilestest.WriteFiles(t, t.TempDir(), ca.Server(t, "fencegate-registry.fencegate.svc"), ca.PEM)
-	cert, err := tls.LoadX509KeyPair(files.Cert, files.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.Add(1)
-		reg.Config.Handler.ServeHTTP(w, r)
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	defer srv.Close()
+	front, caFile, got := tlsFront(t, reg)
 	for _, args := range [][]string{
 		{"lease", "list"}, {"lease", "get", "--resource", "item/1"}, {"lease", "revoke", h.LeaseID()},
 		{"admin", "meta"}, {"admin", "epoch", "bump"}, {"admin", "fence-floor", "raise", "--to", "9"}, {"admin", "policies", "list"},
 	} {
-		conn := []string{"--registry", srv.URL, "--ca", files.CA}
+		conn := []string{"--registry", front, "--ca", caFile}
 		before := got.Load()
 		r := wantExit(t, strings.Join(args, " ")+" without --tls-server-name", runCLI(t, append(args, conn...)...), exitUnreachable)
 		if got.Load() != before || !strings.Contains(r.stderr, "nothing was sent") || !strings.Contains(r.stderr, "--tls-server-name") {

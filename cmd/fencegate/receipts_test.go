@@ -50,32 +50,7 @@ func startSidecar(t *testing.T) *testSidecar {
 	t.Cleanup(s.releaseBlock) // before back.Close (cleanups run last first)
 	reg, bundle := registrytest.Serve(t)
 	s.reg = reg.URL
-	dir := t.TempDir()
-	path := filepath.Join(dir, "proxy.yaml")
-	writeTestFile(t, path, `listen: 127.0.0.1:0
-admin: {listen: 127.0.0.1:0}
-health: {listen: 127.0.0.1:0}
-backend: {url: "`+back.URL+`", timeout: 300ms, maxApplyDelay: 1h}
-routes:
-  - {method: PUT, path: "/v1/items/{id}", resource: "item/{id}", status: {mode: registry}}
-identity: {mode: insecure-header}
-trust: {bundle: "`+bundle+`"}
-registry: {url: "`+reg.URL+`"}
-store: {backend: memory}
-dataDir: "`+dir+`"
-`)
-	cfg, err := proxyserver.Check(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := proxyserver.New(cfg, zap.NewNop(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	srv := runSidecarServer(t, `{url: "`+back.URL+`", timeout: 300ms, maxApplyDelay: 1h}`, reg.URL, bundle)
 	s.addr, s.admin = srv.Addr(), "http://"+srv.AdminAddr()
 	return s
 }
@@ -287,4 +262,39 @@ func TestUnknownPausedReconcile(t *testing.T) {
 	if !strings.Contains(r.stderr, "409 CONFLICT") || !strings.Contains(r.stderr, "nothing was changed") {
 		t.Errorf("resume of a resource not paused:\n%s", r.stderr)
 	}
+}
+
+// runSidecarServer runs a real sidecar (proxy/server, a memory store, one
+// route PUT /v1/items/{id} in registry mode, every listener on port 0)
+// in front of the backend block given (YAML) and the registry at
+// regURL whose keys bundle holds, until the test ends.
+func runSidecarServer(t *testing.T, backend, regURL, bundle string) *proxyserver.Server {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "proxy.yaml")
+	writeTestFile(t, path, `listen: 127.0.0.1:0
+admin: {listen: 127.0.0.1:0}
+health: {listen: 127.0.0.1:0}
+backend: `+backend+`
+routes:
+  - {method: PUT, path: "/v1/items/{id}", resource: "item/{id}", status: {mode: registry}}
+identity: {mode: insecure-header}
+trust: {bundle: "`+bundle+`"}
+registry: {url: "`+regURL+`"}
+store: {backend: memory}
+dataDir: "`+dir+`"
+`)
+	cfg, err := proxyserver.Check(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := proxyserver.New(cfg, zap.NewNop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return srv
 }

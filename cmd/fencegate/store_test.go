@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"go.uber.org/zap"
-
-	proxyserver "github.com/fencegate/fencegate/proxy/server"
 	"github.com/fencegate/fencegate/registry/registrytest"
 )
 
@@ -19,32 +15,8 @@ import (
 // that nothing was sent to the registry, exit 6 (not found).
 func TestAcknowledgeLossUnanchoredSidecar(t *testing.T) {
 	reg, bundle := registrytest.Serve(t)
+	srv := runSidecarServer(t, `{url: "http://127.0.0.1:9"}`, reg.URL, bundle)
 	dir := t.TempDir()
-	path := filepath.Join(dir, "proxy.yaml")
-	writeTestFile(t, path, `listen: 127.0.0.1:0
-admin: {listen: 127.0.0.1:0}
-health: {listen: 127.0.0.1:0}
-backend: {url: "http://127.0.0.1:9"}
-routes:
-  - {method: PUT, path: "/v1/items/{id}", resource: "item/{id}", status: {mode: registry}}
-identity: {mode: insecure-header}
-trust: {bundle: "`+bundle+`"}
-registry: {url: "`+reg.URL+`"}
-store: {backend: memory}
-dataDir: "`+dir+`"
-`)
-	cfg, err := proxyserver.Check(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := proxyserver.New(cfg, zap.NewNop(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	defer func() { cancel(); <-done }()
 
 	tok := filepath.Join(dir, "token")
 	if err := os.WriteFile(tok, []byte("t"), 0o600); err != nil {
