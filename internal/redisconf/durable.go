@@ -48,14 +48,9 @@ func CheckDurable(ctx context.Context, c goredis.UniversalClient, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
-	m, err := c.ConfigGet(ctx, "append*").Result()
-	var rerr goredis.Error
-	switch {
-	case errors.As(err, &rerr):
-		log.Warn(who+": cannot read appendonly and appendfsync; make sure they are yes and always", "error", err)
-		return nil
-	case err != nil:
-		return fmt.Errorf("read appendonly and appendfsync: %w", err)
+	m, ok, err := readConfig(ctx, c, log, who, "append*", "appendonly and appendfsync", "they are yes and always")
+	if !ok || err != nil {
+		return err
 	}
 	d := Durability{AppendOnly: m["appendonly"], AppendFsync: m["appendfsync"]}
 	if d.AppendOnly == "" && d.AppendFsync == "" {

@@ -22,14 +22,9 @@ func CheckNoEviction(ctx context.Context, c goredis.UniversalClient, log *slog.L
 	if log == nil {
 		log = slog.Default()
 	}
-	m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
-	var rerr goredis.Error
-	switch {
-	case errors.As(err, &rerr):
-		log.Warn(who+": cannot read maxmemory-policy; make sure it is noeviction", "error", err)
-		return nil
-	case err != nil:
-		return fmt.Errorf("read maxmemory-policy: %w", err)
+	m, ok, err := readConfig(ctx, c, log, who, "maxmemory-policy", "maxmemory-policy", "it is noeviction")
+	if !ok || err != nil {
+		return err
 	}
 	p, ok := m["maxmemory-policy"]
 	if !ok {
@@ -40,4 +35,22 @@ func CheckNoEviction(ctx context.Context, c goredis.UniversalClient, log *slog.L
 		return fmt.Errorf("%w: it is %s", ErrEvicting, p)
 	}
 	return nil
+}
+
+// readConfig runs CONFIG GET pattern. A server that refuses it (CONFIG
+// renamed or denied, as managed services do) is logged under who, naming
+// what cannot be read and what to make sure of, and reported !ok with no
+// error: the operator is then responsible. A connection error is
+// returned as it is.
+func readConfig(ctx context.Context, c goredis.UniversalClient, log *slog.Logger, who, pattern, what, want string) (map[string]string, bool, error) {
+	m, err := c.ConfigGet(ctx, pattern).Result()
+	var rerr goredis.Error
+	switch {
+	case errors.As(err, &rerr):
+		log.Warn(who+": cannot read "+what+"; make sure "+want, "error", err)
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("read %s: %w", what, err)
+	}
+	return m, true, nil
 }
