@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,17 +10,33 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
+// Filled is a server held out of memory by Fill; Free gives it back.
+type Filled struct {
+	c         *goredis.Client
+	maxmemory string
+}
+
 // Fill writes filler keys (prefix "filler:") until the server refuses
-// with OOM, with smaller and smaller values, so that it refuses even a
-// small write: the memory in use stays above maxmemory.
-func Fill(t testing.TB, c *goredis.Client) {
+// with OOM, with smaller and smaller values, then lowers the server's
+// maxmemory to half of the memory it uses: the server is out of memory
+// by a wide margin, so that a buffer it frees later (a client's query
+// buffer shrunk by its cron) cannot bring it back under the limit
+// between two of the test's commands, and every write, and every command
+// queued in a MULTI, is refused until Free.
+func Fill(t testing.TB, c *goredis.Client) *Filled {
 	t.Helper()
+	ctx := context.Background()
+	cfg, err := c.ConfigGet(ctx, "maxmemory").Result()
+	if err != nil {
+		t.Fatalf("reading maxmemory: %v", err)
+	}
+	f := &Filled{c: c, maxmemory: cfg["maxmemory"]}
 	n := 0
 	for _, size := range []int{32 << 10, 1 << 10, 16} {
 		v := strings.Repeat("x", size)
 		for {
 			n++
-			err := c.Set(context.Background(), "filler:"+strconv.Itoa(n), v, 0).Err()
+			err := c.Set(ctx, "filler:"+strconv.Itoa(n), v, 0).Err()
 			if err != nil {
 				if !strings.Contains(err.Error(), "OOM") {
 					t.Fatalf("filling: %v, want OOM", err)
@@ -31,15 +48,27 @@ func Fill(t testing.TB, c *goredis.Client) {
 			}
 		}
 	}
+	used, err := usedMemory(ctx, c)
+	if err != nil {
+		t.Fatalf("reading used_memory: %v", err)
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", strconv.FormatInt(used/2, 10)).Err(); err != nil {
+		t.Fatalf("lowering maxmemory: %v", err)
+	}
+	return f
 }
 
-// Free deletes the filler keys, and only them.
-func Free(t testing.TB, c *goredis.Client) {
+// Free deletes the filler keys, and only them, and puts back the
+// maxmemory the server had before Fill.
+func (f *Filled) Free(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
-	it := c.Scan(ctx, 0, "filler:*", 1000).Iterator()
+	if err := f.c.ConfigSet(ctx, "maxmemory", f.maxmemory).Err(); err != nil {
+		t.Fatalf("restoring maxmemory: %v", err)
+	}
+	it := f.c.Scan(ctx, 0, "filler:*", 1000).Iterator()
 	for it.Next(ctx) {
-		if err := c.Del(ctx, it.Val()).Err(); err != nil {
+		if err := f.c.Del(ctx, it.Val()).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -47,3 +76,19 @@ func Free(t testing.TB, c *goredis.Client) {
 		t.Fatal(err)
 	}
 }
+
+// usedMemory is INFO memory's used_memory, in bytes.
+func usedMemory(ctx context.Context, c *goredis.Client) (int64, error) {
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, errNoUsedMemory
+}
+
+var errNoUsedMemory = errors.New("redistest: INFO memory has no used_memory")

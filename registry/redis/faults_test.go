@@ -116,7 +116,7 @@ func TestOutOfMemoryFailsClosed(t *testing.T) {
 		t.Fatalf("first acquire: %v", err)
 	}
 	a := raw(t, srv)
-	redistest.Fill(t, a)
+	filled := redistest.Fill(t, a)
 
 	if _, err := reg.Release(ctx, "o", first.View.Lease.Lease); !errors.Is(err, registry.ErrBackend) {
 		t.Errorf("release out of memory: %v, want ErrBackend", err)
@@ -139,7 +139,7 @@ func TestOutOfMemoryFailsClosed(t *testing.T) {
 		t.Errorf("request of the refused acquire: %v, want ErrNotFound", err)
 	}
 
-	redistest.Free(t, a)
+	filled.Free(t)
 	if _, err := reg.Release(ctx, "o", first.View.Lease.Lease); err != nil {
 		t.Fatalf("release once memory is freed: %v", err)
 	}

@@ -207,7 +207,7 @@ func TestOutOfMemoryFailsClosed(t *testing.T) {
 	if got := begin(t, s, in, storetest.T0); got != store.DecisionProceed {
 		t.Fatalf("Begin: %s", got)
 	}
-	redistest.Fill(t, a)
+	filled := redistest.Fill(t, a)
 	before := dump(t, a, "oom")
 
 	_, err := s.Commit(ctx, storetest.Answer(in.Ref()))
@@ -232,7 +232,7 @@ func TestOutOfMemoryFailsClosed(t *testing.T) {
 		}
 	}
 
-	redistest.Free(t, a)
+	filled.Free(t)
 	rc, err := s.Commit(ctx, storetest.Answer(in.Ref()))
 	if err != nil {
 		t.Fatalf("Commit once memory is freed: %v", err)
