@@ -89,7 +89,7 @@ func (p *Proxy) forward(a *attempt, res store.BeginResult, sendBy time.Time) (o 
 		return a.refused(unknownRejection("the backend's answer was lost after the request was sent: "+err.Error(), ref), 0)
 	}
 	p.m.backendDur.WithLabelValues(a.rt.key).Observe(clock.Since(p.clk, start).Seconds())
-	cin := store.CommitInput{OpRef: ref, BackendStatus: resp.Status, Response: resp.Stored(a.rt.ResponseStoreLimit), Now: p.now()}
+	cin := store.CommitInput{OpRef: ref, BackendStatus: resp.Status, Response: resp.Stored(a.rt.ResponseStoreLimit), Now: p.now(), KeepReceipts: p.cfg.Retention.MaxPerResource}
 	if ie := (*store.InputError)(nil); errors.As(cin.Validate(), &ie) && ie.Field == "response.header" {
 		// stored keeps only what the store accepts; if the store's rules
 		// moved, keep the answer's status and body rather than lose it.

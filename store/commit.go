@@ -15,6 +15,12 @@ type CommitInput struct {
 	Response StoredResponse
 	// Now is the caller's current time; it becomes the receipt's AcceptedAt.
 	Now time.Time
+	// KeepReceipts, when above 0, is retention's bound on the receipts a
+	// resource keeps (retention.maxPerResource): a Commit that takes the
+	// resource over it deletes its oldest receipts beyond the newest
+	// KeepReceipts in the same transaction (Change.TrimKeep, Tx.TrimReceipts),
+	// so the background compaction only ages receipts out. 0 trims nothing.
+	KeepReceipts int
 }
 
 // DecideCommit is Commit as a pure function. rec is the stored record and
@@ -32,7 +38,11 @@ func DecideCommit(rec Record, existing *Receipt, in CommitInput, bodyLimit int) 
 	if resp.Status == 0 {
 		resp.Status = in.BackendStatus
 	}
-	return settleApplied(rec, existing, in.OpRef, in.BackendStatus, resp, in.Now, SourceCommit, BodyLimit(bodyLimit), "commit")
+	ch, err := settleApplied(rec, existing, in.OpRef, in.BackendStatus, resp, in.Now, SourceCommit, BodyLimit(bodyLimit), "commit")
+	if err == nil && ch.WriteReceipt {
+		ch.TrimKeep = in.KeepReceipts
+	}
+	return ch, err
 }
 
 // settleApplied writes the receipt of the matching marker and advances the

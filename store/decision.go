@@ -143,6 +143,11 @@ type Change struct {
 	// kid (DecideTrust), when WriteTrust is set.
 	Trust      []TrustedKey
 	WriteTrust bool
+	// TrimKeep, when above 0, asks the transaction that writes Receipt to
+	// delete the resource's oldest receipts beyond the newest TrimKeep
+	// (Tx.TrimReceipts), at most MaxTrimPerCommit of them (a Commit with
+	// CommitInput.KeepReceipts).
+	TrimKeep int
 }
 
 // Writes reports whether the change writes anything.

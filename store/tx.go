@@ -77,6 +77,15 @@ type Tx interface {
 	DeleteReceipt(ReceiptStamp) error
 	// DeleteQuarantine deletes quarantine entries of resource.
 	DeleteQuarantine(resource string, ids []string) error
+	// TrimReceipts deletes the oldest receipts (in (fence, seq) order) of
+	// rec's resource beyond the newest keep (keep >= 1), with their index
+	// entries, at most MaxTrimPerCommit of them, and returns how many it
+	// deleted. It is called in the transaction that wrote a receipt for
+	// rec (Change.TrimKeep), after the receipt and rec were written. A
+	// backend that keeps a count of each resource's receipts implements it
+	// with TrimOldest; it must not scan the resource's receipts to count
+	// them.
+	TrimReceipts(rec Record, keep int) (int, error)
 
 	// Stats reads the store's size.
 	Stats() (Stats, error)
@@ -190,6 +199,11 @@ func writeChange(tx Tx, ch Change) (*Quarantine, error) {
 	if ch.WriteReceipt {
 		if err := tx.PutReceipt(*ch.Receipt); err != nil {
 			return nil, err
+		}
+		if ch.TrimKeep > 0 {
+			if _, err := tx.TrimReceipts(ch.Record, ch.TrimKeep); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if ch.Enforcement != nil {

@@ -113,6 +113,9 @@ func (in CommitInput) Validate() error {
 	if err := in.Response.validate(in.BackendStatus); err != nil {
 		return err
 	}
+	if in.KeepReceipts < 0 {
+		return invalid("keepReceipts", "must be >= 0")
+	}
 	return checkNow(in.Now)
 }
 

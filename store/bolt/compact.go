@@ -158,3 +158,14 @@ func (t tx) Stats() (store.Stats, error) {
 		Bytes:       t.t.Size(),
 	}, nil
 }
+
+// TrimReceipts of store.Tx.
+func (t tx) TrimReceipts(rec store.Record, keep int) (int, error) {
+	prefix := receiptPrefix(rec.Resource)
+	n := 0
+	c := t.t.Bucket(bucketReceipts).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		n++
+	}
+	return store.TrimOldest(t, rec, n, keep)
+}

@@ -172,3 +172,9 @@ const (
 	receiptOverhead    = 480
 	quarantineOverhead = 320
 )
+
+// TrimReceipts of store.Tx: the resource's receipt count is its index's
+// length.
+func (t tx) TrimReceipts(rec store.Record, keep int) (int, error) {
+	return store.TrimOldest(t, rec, len(t.s.byResource[rec.Resource]), keep)
+}

@@ -228,3 +228,17 @@ func (t *tx) Stats() (store.Stats, error) {
 	}
 	return st, nil
 }
+
+// TrimReceipts of store.Tx: the count is the receipts index's ZCARD (a
+// WATCHed read) plus the receipt this transaction wrote, which is
+// buffered (a Commit writes a receipt only where none was).
+func (t *tx) TrimReceipts(rec store.Record, keep int) (int, error) {
+	zKey := t.s.k.receipts(rec.Resource)
+	var n *goredis.IntCmd
+	if err := t.read("trim: count", []string{zKey}, func(p goredis.Pipeliner) {
+		n = p.ZCard(t.ctx, zKey)
+	}); err != nil {
+		return 0, err
+	}
+	return store.TrimOldest(t, rec, int(n.Val())+1, keep)
+}

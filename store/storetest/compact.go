@@ -36,6 +36,59 @@ func runCompact(t *testing.T, newStore Factory) {
 			r = f.compact(store.CompactInput{Now: T0.Add(time.Hour), MaxPerResource: 3, MaxDeletes: 100})
 			f.check(r == store.CompactResult{}, "second call: %+v, want nothing", r)
 		}},
+		{"CommitTrimsBeyondKeepReceipts", func(f *fixture) {
+			// Each Commit with KeepReceipts 3 deletes what takes the
+			// resource over 3, in its own transaction: no compaction runs.
+			for seq := uint64(1); seq <= 6; seq++ {
+				in := Attempt(res, 5, seq, "p"+strconv.FormatUint(seq, 10))
+				f.expect(in, store.DecisionProceed)
+				c := Answer(in.Ref())
+				c.KeepReceipts = 3
+				if _, err := f.s.Commit(f.ctx, c); err != nil {
+					f.Fatalf("Commit seq %d: %v", seq, err)
+				}
+				if st := f.stats(); st.Receipts != int(min(seq, 3)) {
+					f.Fatalf("after seq %d: %d receipts stored, want %d", seq, st.Receipts, min(seq, 3))
+				}
+			}
+			f.receiptsGone(res, 5, 1, 3)
+			f.receiptsKept(res, 5, 4, 6)
+			f.expect(Attempt(res, 5, 6, "p6"), store.DecisionReplay)
+			f.expect(Attempt(res, 5, 2, "p2"), store.DecisionSegmentGap)
+			// Another resource's receipts are not counted or touched.
+			f.acceptN("other/r", 1, 2)
+			f.receiptsKept("other/r", 1, 1, 2)
+			r := f.compact(store.CompactInput{Now: T0.Add(time.Hour), MaxPerResource: 3, MaxDeletes: 100})
+			f.check(r == store.CompactResult{}, "compaction after trimming commits: %+v, want nothing", r)
+		}},
+		{"CommitTrimsABacklogInSteps", func(f *fixture) {
+			// A resource far over the bound (receipts stored before
+			// trimming, or a bound just lowered) loses at most
+			// store.MaxTrimPerCommit per Commit.
+			n := store.MaxTrimPerCommit + 10
+			f.acceptN(res, 5, n)
+			in := Attempt(res, 5, uint64(n+1), "last")
+			f.expect(in, store.DecisionProceed)
+			c := Answer(in.Ref())
+			c.KeepReceipts = 1
+			if _, err := f.s.Commit(f.ctx, c); err != nil {
+				f.Fatalf("Commit: %v", err)
+			}
+			f.receiptsGone(res, 5, 1, uint64(store.MaxTrimPerCommit))
+			f.receiptsKept(res, 5, uint64(store.MaxTrimPerCommit)+1, uint64(n+1))
+			if st := f.stats(); st.Receipts != n+1-store.MaxTrimPerCommit {
+				f.Fatalf("%d receipts stored, want %d", st.Receipts, n+1-store.MaxTrimPerCommit)
+			}
+		}},
+		{"NegativeKeepReceiptsRefused", func(f *fixture) {
+			in := Attempt(res, 5, 1, "p1")
+			f.expect(in, store.DecisionProceed)
+			c := Answer(in.Ref())
+			c.KeepReceipts = -1
+			_, err := f.s.Commit(f.ctx, c)
+			f.wantErr(err, store.ErrInvalidInput)
+			f.commit(in.Ref())
+		}},
 		{"AgeDeletesOlderThanMaxAge", func(f *fixture) {
 			// Segment i is accepted at T0 + i hours.
 			for seq := uint64(1); seq <= 6; seq++ {
