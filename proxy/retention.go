@@ -11,9 +11,11 @@ import (
 	"github.com/fencegate/fencegate/store"
 )
 
-// RetentionConfig bounds what the fenced store keeps. Receipts and
-// quarantine entries past it are deleted in the background. Each
-// resource's record (the highest fence, its operation root, the last
+// RetentionConfig bounds what the fenced store keeps. A Commit that takes
+// a resource over MaxPerResource deletes its oldest receipts in its own
+// transaction (store.CommitInput.KeepReceipts); receipts past MaxAge, and
+// quarantine entries past either bound, are deleted in the background.
+// Each resource's record (the highest fence, its operation root, the last
 // accepted segment, an in-flight or unknown mutation, a pause) is kept for
 // ever, and so is the receipt of the last accepted segment. A replay of a
 // deleted segment is therefore never forwarded again: below the highest
@@ -28,14 +30,13 @@ type RetentionConfig struct {
 	MaxPerResource int `yaml:"maxPerResource"`
 	// Interval is how often compaction runs (default 1m).
 	Interval time.Duration `yaml:"interval"`
-	// BatchSize bounds the deletions of one store transaction (default
-	// 1000). A batch shares its group transaction with the writes waiting
-	// then. Measured (e2e/bench -soak, bolt store, 1,000 requests/s on one
-	// CPU shared with the backend): the defaults put 1.5-1.8 s into p99
-	// once a minute while a pass deletes a minute's receipts; interval 10s
-	// with batchSize 100 kept memory lower but cost more in all (each batch
-	// plans anew, counting the receipts of the resources before it) and put
-	// about 1 s into p99 in every 30-s window.
+	// BatchSize bounds the deletions of one store transaction of the
+	// background pass (default 1000). A batch shares its group
+	// transaction with the writes waiting then. Since Commits keep the
+	// count bound themselves, a pass deletes only what aged out (and a
+	// backlog a Commit has not caught up with); before that, the soak
+	// (e2e/bench -soak, bolt store, 1,000 requests/s) measured 1.5-1.8 s
+	// in p99 once a minute while a pass deleted a minute's receipts.
 	BatchSize int `yaml:"batchSize"`
 }
 
