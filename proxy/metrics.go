@@ -91,7 +91,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		compacted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fencegate_proxy_store_compacted_total",
-			Help: "Entries deleted from the fenced store by retention, by kind (receipt, quarantine).",
+			Help: "Entries deleted from the fenced store by the background retention pass, by kind (receipt, quarantine); receipts a Commit deletes over retention.maxPerResource are not counted (fencegate_proxy_store_receipts shows the store size).",
 		}, []string{"kind"}),
 		storeResources: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "fencegate_proxy_store_resources", Help: "Resource records in the fenced store (kept for ever).",

@@ -1,6 +1,8 @@
 package proxy_test
 
 import (
+	"time"
+
 	"context"
 	"net/http"
 	"slices"
@@ -15,14 +17,15 @@ import (
 // TestOnePassFunctions: ReconcileOnce, CompactOnce and TrustOnce do, when
 // called, what one tick of Run's loops does (Run is not started here): a
 // pass settles an unknown mutation through the route's effect query, a
-// compaction pass deletes the receipts past the retention, keeping the last
+// compaction pass deletes the receipts past the retention's age (the
+// count bound is kept by the Commits themselves), keeping the last
 // segment's, and a trust tick reads a changed bundle file (a key it gained
 // is listed, not trusted: nothing pinned it).
 func TestOnePassFunctions(t *testing.T) {
 	eff := newRCEffectServer(t)
 	f := newFixture(t, func(c *proxy.Config) {
 		c.Routes[1].EffectQuery = eff.srv.URL + "/effects/{operationId}"
-		c.Retention = proxy.RetentionConfig{MaxPerResource: 2}
+		c.Retention = proxy.RetentionConfig{MaxAge: time.Nanosecond}
 	})
 	ctx := context.Background()
 	op := rcUnknownOn(t, f)
@@ -42,8 +45,8 @@ func TestOnePassFunctions(t *testing.T) {
 		f.do(call{path: "/v1/items/keep", owner: "worker-a", grant: string(a.Grant), seg: strconv.Itoa(seg), body: "v" + strconv.Itoa(seg)}).expect(t, 201, "")
 	}
 	res, err := f.proxy.CompactOnce(ctx)
-	if err != nil || res.Receipts != 2 {
-		t.Fatalf("CompactOnce deleted %d receipts (%v), want 2", res.Receipts, err)
+	if err != nil || res.Receipts != 3 {
+		t.Fatalf("CompactOnce deleted %d receipts (%v), want 3", res.Receipts, err)
 	}
 	if _, err := f.store.Receipt(ctx, store.ReceiptKey{Resource: "item/keep", Fence: a.View.Lease.Fence, Seq: 4}); err != nil {
 		t.Fatalf("the last segment's receipt is gone: %v", err)
