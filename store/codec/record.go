@@ -1,0 +1,128 @@
+package codec
+
+import (
+	"github.com/fencegate/fencegate/store"
+)
+
+// EncodeRecord appends the binary encoding of r to dst.
+func EncodeRecord(dst []byte, r store.Record) []byte {
+	b := append(dst, Version, KindRecord)
+	b = appendString(b, r.Resource)
+	b = appendUvarint(b, r.HighestFence)
+	b = appendString(b, r.Root)
+	b = appendString(b, r.Lease)
+	b = appendString(b, r.GrantDigest)
+	b = appendEvidence(b, r.Evidence)
+	b = appendUvarint(b, uint64(len(r.PriorLineages)))
+	for _, p := range r.PriorLineages {
+		b = appendString(b, p.Lineage)
+		b = appendUvarint(b, p.Fence)
+	}
+	b = appendTime(b, r.AcceptedAt)
+	b = appendUvarint(b, r.LastSeq)
+	b = appendUvarint(b, r.Superseded.Fence)
+	b = appendString(b, r.Superseded.Root)
+	b = appendUvarint(b, r.Superseded.LastSeq)
+	b = appendBool(b, r.InFlight != nil)
+	if m := r.InFlight; m != nil {
+		b = appendMutation(b, m)
+	}
+	b = appendBool(b, r.Pause != nil)
+	if p := r.Pause; p != nil {
+		b = appendString(b, string(p.Reason))
+		b = appendString(b, p.Detail)
+		b = appendTime(b, p.At)
+		b = appendUvarint(b, p.Fence)
+		b = appendEvidence(b, p.Evidence)
+	}
+	return b
+}
+
+func appendMutation(b []byte, m *store.Mutation) []byte {
+	b = appendString(b, m.Resource)
+	b = appendUvarint(b, m.Fence)
+	b = appendString(b, m.Root)
+	b = appendUvarint(b, m.Seq)
+	b = appendString(b, m.OperationID)
+	b = appendString(b, m.PayloadDigest)
+	b = appendString(b, m.GrantDigest)
+	b = appendString(b, m.Lease)
+	b = appendString(b, m.Owner)
+	b = appendEvidence(b, m.Evidence)
+	b = appendTime(b, m.BegunAt)
+	b = appendTime(b, m.Deadline)
+	b = appendTime(b, m.QuietAt)
+	b = appendUvarint(b, uint64(m.Attempts))
+	b = appendString(b, string(m.State))
+	b = appendString(b, string(m.Cause))
+	return appendTime(b, m.UnknownSince)
+}
+
+// DecodeRecord decodes a record of either encoding: binary (EncodeRecord)
+// or JSON (an earlier file's).
+func DecodeRecord(b []byte) (store.Record, error) {
+	var r store.Record
+	if isJSON(b) {
+		err := decodeJSON(b, &r, "record")
+		return r, err
+	}
+	if err := header(b, KindRecord, "record"); err != nil {
+		return store.Record{}, err
+	}
+	rd := reader{b: b[fieldsAt:]}
+	rd.arena = string(rd.b)
+	r.Resource = rd.str("resource")
+	r.HighestFence = rd.uvarint("highest fence")
+	r.Root = rd.str("root")
+	r.Lease = rd.str("lease")
+	r.GrantDigest = rd.str("grant digest")
+	r.Evidence = rd.evidence("evidence")
+	// A prior lineage takes at least 2 bytes (two lengths or values).
+	if n := rd.count("prior lineages", 2); n > 0 {
+		r.PriorLineages = make([]store.PriorLineage, n)
+		for i := range r.PriorLineages {
+			r.PriorLineages[i] = store.PriorLineage{Lineage: rd.str("prior lineage"), Fence: rd.uvarint("prior lineage fence")}
+		}
+	}
+	r.AcceptedAt = rd.time("accepted at")
+	r.LastSeq = rd.uvarint("last seq")
+	r.Superseded = store.Superseded{Fence: rd.uvarint("superseded fence"), Root: rd.str("superseded root"), LastSeq: rd.uvarint("superseded last seq")}
+	if rd.bool("in flight") {
+		r.InFlight = rd.mutation()
+	}
+	if rd.bool("pause") {
+		r.Pause = &store.Pause{
+			Reason:   store.PauseReason(rd.str("pause reason")),
+			Detail:   rd.str("pause detail"),
+			At:       rd.time("pause at"),
+			Fence:    rd.uvarint("pause fence"),
+			Evidence: rd.evidence("pause evidence"),
+		}
+	}
+	if err := rd.end(); err != nil {
+		return store.Record{}, err
+	}
+	return r, nil
+}
+
+func (rd *reader) mutation() *store.Mutation {
+	m := &store.Mutation{}
+	m.Resource = rd.str("marker resource")
+	m.Fence = rd.uvarint("marker fence")
+	m.Root = rd.str("marker root")
+	m.Seq = rd.uvarint("marker seq")
+	m.OperationID = rd.str("marker operation ID")
+	m.PayloadDigest = rd.str("marker payload digest")
+	m.GrantDigest = rd.str("marker grant digest")
+	m.Lease = rd.str("marker lease")
+	m.Owner = rd.str("marker owner")
+	m.Evidence = rd.evidence("marker evidence")
+	m.BegunAt = rd.time("marker begun at")
+	m.Deadline = rd.time("marker deadline")
+	m.QuietAt = rd.time("marker quiet at")
+	m.Attempts = rd.uint32("marker attempts")
+	m.State = store.MutationState(rd.str("marker state"))
+	m.Cause = store.UnknownCause(rd.str("marker cause"))
+	m.UnknownSince = rd.time("marker unknown since")
+	return m
+}
