@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/store/codec"
 )
 
 // fenceSeq orders a resource's receipts in the compaction index.
@@ -37,12 +38,17 @@ func (s *Store) stamps(resource string) iter.Seq2[store.ReceiptStamp, error] {
 	return func(yield func(store.ReceiptStamp, error) bool) {
 		for _, fs := range s.byResource[resource] {
 			k := store.ReceiptKey{Resource: resource, Fence: fs.fence, Seq: fs.seq}
-			r := s.receipts[k]
-			if r == nil {
+			b, ok := s.receipts[k]
+			if !ok {
 				yield(store.ReceiptStamp{}, fmt.Errorf("store: memory: receipt index names a missing receipt %v: %w", k, store.ErrCorrupt))
 				return
 			}
-			if !yield(r.Stamp(), nil) {
+			st, err := codec.DecodeStamp(b)
+			if err != nil {
+				yield(store.ReceiptStamp{}, fmt.Errorf("store: memory: receipt %v: %w", k, err))
+				return
+			}
+			if !yield(st, nil) {
 				return
 			}
 		}
@@ -134,15 +140,8 @@ func (t tx) Stats() (store.Stats, error) {
 			n += pauseOverhead + int64(len(p.Detail))
 		}
 	}
-	for _, r := range s.receipts {
-		n += receiptOverhead + int64(2*len(r.Resource)+len(r.ID)+len(r.Root)+2*len(r.OperationID)+
-			len(r.PayloadDigest)+len(r.GrantDigest)+cap(r.Response.Body))
-		for k, vs := range r.Response.Header {
-			n += headerOverhead + int64(len(k))
-			for _, v := range vs {
-				n += stringOverhead + int64(len(v))
-			}
-		}
+	for k, b := range s.receipts {
+		n += receiptOverhead + int64(len(k.Resource)+cap(b))
 	}
 	for _, byID := range s.quarantine {
 		st.Quarantined += len(byID)
@@ -162,14 +161,15 @@ func (t tx) Stats() (store.Stats, error) {
 }
 
 // Per-entry overheads of the Stats estimate: struct sizes rounded up, plus
-// map slots and index entries.
+// map slots and index entries (a receipt: its map slot, its key's and its
+// slice's headers, its compaction and operation-ID index entries, around its
+// encoded bytes).
 const (
 	stringOverhead     = 16
-	headerOverhead     = 48
 	recordOverhead     = 320
 	mutationOverhead   = 256
 	pauseOverhead      = 96
-	receiptOverhead    = 480
+	receiptOverhead    = 128
 	quarantineOverhead = 320
 )
 

@@ -17,7 +17,7 @@ import (
 // from a backup. Nothing in a sidecar takes or restores snapshots.
 type Snapshot struct {
 	records    map[string]*store.Record
-	receipts   map[store.ReceiptKey]*store.Receipt
+	receipts   map[store.ReceiptKey][]byte
 	ops        map[opKey][]uint64
 	quarantine map[string]map[string]store.Quarantine
 	inFlight   map[string]struct{}
@@ -57,7 +57,7 @@ func (s *Store) copyState() *Snapshot {
 func (snap *Snapshot) clone() *Snapshot {
 	c := &Snapshot{
 		records:    make(map[string]*store.Record, len(snap.records)),
-		receipts:   make(map[store.ReceiptKey]*store.Receipt, len(snap.receipts)),
+		receipts:   make(map[store.ReceiptKey][]byte, len(snap.receipts)),
 		ops:        make(map[opKey][]uint64, len(snap.ops)),
 		quarantine: make(map[string]map[string]store.Quarantine, len(snap.quarantine)),
 		inFlight:   maps.Clone(snap.inFlight),
@@ -77,10 +77,9 @@ func (snap *Snapshot) clone() *Snapshot {
 		rc := r.Clone()
 		c.records[k] = &rc
 	}
-	for k, r := range snap.receipts {
-		rc := r.Clone()
-		c.receipts[k] = &rc
-	}
+	// A receipt's bytes are never modified once stored (PutReceipt
+	// stores a new encoding), so the copies share them.
+	maps.Copy(c.receipts, snap.receipts)
 	for k, v := range snap.ops {
 		c.ops[k] = slices.Clone(v)
 	}

@@ -1,11 +1,13 @@
 package memory
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/store/codec"
 )
 
 // tx is a store.Tx over the store's maps; the store's mutex is held. Reads
@@ -21,7 +23,8 @@ func (t tx) Load(resource string, key *store.ReceiptKey) (store.Record, *store.R
 	if key == nil {
 		return rec, nil, nil
 	}
-	return rec, t.s.receipts[*key], nil
+	rc, err := t.s.receipt(*key)
+	return rec, rc, err
 }
 
 // Now is zero: a memory store decides at the caller's time.
@@ -36,8 +39,7 @@ func (t tx) PutRecord(r store.Record) error {
 }
 
 func (t tx) PutReceipt(r store.Receipt) error {
-	r = r.Clone()
-	t.s.receipts[r.Key()] = &r
+	t.s.receipts[r.Key()] = codec.EncodeReceipt(nil, r)
 	k := opKey{r.Resource, r.OperationID}
 	fences := t.s.ops[k]
 	if i, found := slices.BinarySearch(fences, r.Fence); !found {
@@ -97,7 +99,11 @@ func (t tx) PutTrustedKeys(pins []store.TrustedKey) error {
 func (t tx) Receipts(keys []store.ReceiptKey) ([]*store.Receipt, error) {
 	out := make([]*store.Receipt, len(keys))
 	for i, k := range keys {
-		out[i] = t.s.receipts[k]
+		rc, err := t.s.receipt(k)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = rc
 	}
 	return out, nil
 }
@@ -156,4 +162,17 @@ func setIndex(index map[string]struct{}, resource string, present bool) {
 	} else {
 		delete(index, resource)
 	}
+}
+
+// receipt decodes the stored receipt of k (nil when none).
+func (s *Store) receipt(k store.ReceiptKey) (*store.Receipt, error) {
+	b, ok := s.receipts[k]
+	if !ok {
+		return nil, nil
+	}
+	rc, err := codec.DecodeReceipt(b)
+	if err != nil {
+		return nil, fmt.Errorf("store: memory: receipt %v: %w", k, err)
+	}
+	return &rc, nil
 }
