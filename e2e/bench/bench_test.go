@@ -246,7 +246,7 @@ func sampleReport() *report {
 		Handoffs: []handoffResult{{Name: handoffName("bolt", "proof"), Registry: "EdDSA (bolt)", Backend: "bolt", Store: "bolt", Status: "proof", Handoffs: 1000,
 			ToGrant: latencySummary{P50: 1, P99: 2, P999: 3, Max: 4}, ToWrite: latencySummary{P50: 5, P99: 6, P999: 7, Max: 8}},
 			{Name: handoffName("redis", "proof"), Backend: "redis", Store: "redis", Status: "proof", FirstError: "bench: handoff: no acquire waiting",
-			ToGrant: summarize(nil), ToWrite: summarize(nil)}},
+				ToGrant: summarize(nil), ToWrite: summarize(nil)}},
 		Profiles: []profiled{{Arm: "fg-bolt-proof-EdDSA", Role: "proxy", File: "fg-bolt-proof-EdDSA-proxy.pprof", Requests: 4321,
 			Top: []string{"0.21s 15.79% 15.79% 0.21s 15.79% syscall.Syscall6"}, Cum: []string{"0 0% 0% 0.73s 54.89% net/http.(*conn).serve"}},
 			{Arm: "fg-redis-proof-EdDSA", Role: "proxy", Err: "503 Service Unavailable"}},
