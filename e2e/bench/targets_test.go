@@ -84,8 +84,8 @@ func TestEvaluateTargets(t *testing.T) {
 	got := verdicts(evaluateTargets(issue22Targets(), targetFixture()))
 	for _, c := range []struct {
 		key, verdict string
-		median      float64 // NaN: not checked
-		why         string
+		median       float64 // NaN: not checked
+		why          string
 	}{
 		// Boundaries meet the threshold.
 		{"bolt-x64 " + armBoltProof, verdictPass, 0.6, ""},
