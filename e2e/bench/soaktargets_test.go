@@ -139,6 +139,12 @@ func TestEvaluateSoakTargets(t *testing.T) {
 		}),
 		// The registry-mode twin, invalid: shown beside the judged one.
 		mk(armBoltRegistry, 600, soakWindows(60, func(int) float64 { return 4 }), func(s []soakSample) { s[4].Bad = 3 }),
+		// A window in which nothing ended: a stall, MISS with that reason.
+		mk(armRedisRegistry, 600, func() []soakWindow {
+			ws := soakWindows(60, func(int) float64 { return 4 })
+			ws[33].Requests, ws[33].P99 = 0, math.NaN()
+			return ws
+		}(), nil),
 	}
 	got := verdicts(evaluateSoakTargets(issue22Targets(), runs, tg))
 	for _, c := range []struct {
@@ -152,18 +158,19 @@ func TestEvaluateSoakTargets(t *testing.T) {
 		{"soak-stall-redis " + armRedisProof, verdictNone, "ran 120 s, not 600 s", 1, true},
 		{"soak-rss-bolt " + armBoltRegistry, verdictMiss, "invalid run (3 non-2xx or errors)", 26, false},
 		{"soak-stall-bolt " + armBoltRegistry, verdictMiss, "invalid run", 1, false},
+		{"soak-stall-redis " + armRedisRegistry, verdictMiss, "1 windows with no request ended (a stall)", math.Inf(1), false},
 	} {
 		r, ok := got[c.key]
 		if !ok {
 			t.Errorf("%s: no result", c.key)
 			continue
 		}
-		if r.Verdict != c.verdict || !strings.Contains(r.Why, c.why) || r.Judged != c.judged || math.Abs(r.Measured.Median-c.median) > 1e-9 {
+		if r.Verdict != c.verdict || !strings.Contains(r.Why, c.why) || r.Judged != c.judged || !(r.Measured.Median == c.median || math.Abs(r.Measured.Median-c.median) < 1e-9) {
 			t.Errorf("%s: %s %v (%s) judged %v; want %s %v (%s) judged %v", c.key, r.Verdict, r.Measured.Median, r.Why, r.Judged, c.verdict, c.median, c.why, c.judged)
 		}
 	}
-	if len(got) != 6 {
-		t.Errorf("%d results, want 6: %v", len(got), got)
+	if len(got) != 8 {
+		t.Errorf("%d results, want 8: %v", len(got), got)
 	}
 	// Nothing soaked: every judged arm "not measured", none PASS.
 	for _, r := range evaluateSoakTargets(issue22Targets(), nil, tg) {

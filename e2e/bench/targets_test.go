@@ -67,7 +67,8 @@ func targetFixture() targetInput {
 			{Name: handoffName("redis", "proof"), FirstError: "bench: handoff: no acquire waiting at the registry after 5 s", ToWrite: summarize(nil), ToGrant: summarize(nil)},
 			{Name: handoffName("redis", "registry"), Handoffs: 12, FirstError: "first write answered 409", ToWrite: latencySummary{P99: 1}, ToGrant: latencySummary{P99: 1}},
 		},
-		Throughput: []throughputResult{{Backend: "bolt", Concurrency: 1, Pairs: 900, PerSecond: 300}, {Backend: "bolt", Concurrency: 16, Pairs: 9000, Seconds: 3, PerSecond: 3000}},
+		Throughput: []throughputResult{{Backend: "bolt", Concurrency: 1, Pairs: 900, PerSecond: 300}, {Backend: "bolt", Concurrency: 16, Pairs: 9000, Seconds: 3, PerSecond: 3000},
+			{Backend: "memory", Concurrency: 16, Pairs: 9000, Seconds: 3, PerSecond: 3000, Errors: 2, FirstError: "503"}},
 	}
 }
 
@@ -131,6 +132,13 @@ func TestEvaluateTargets(t *testing.T) {
 		if !math.IsNaN(c.median) && math.Abs(r.Measured.Median-c.median) > 1e-9 {
 			t.Errorf("%s: measured %v, want %v", c.key, r.Measured.Median, c.median)
 		}
+	}
+	// Errors in a throughput run: MISS, however fast.
+	if r := measurePairs("memory", 16, targetFixture().Throughput); !r.miss || r.value.Median != 3000 || !strings.Contains(r.why, "2 errors: 503") {
+		t.Errorf("throughput with errors: %+v", r)
+	}
+	if r := measurePairs("redis", 16, targetFixture().Throughput); !r.none {
+		t.Errorf("throughput not run: %+v", r)
 	}
 	// The range over repetitions is kept: bolt-x64 on the proof arm 0.5–0.7.
 	if r := got["bolt-x64 "+armBoltProof]; r.Measured.Min != 0.5 || r.Measured.Max != 0.7 || r.Measured.N != 3 || !r.Judged {
