@@ -340,7 +340,7 @@ func TestSmokeQuick(t *testing.T) {
 	}
 	out := t.TempDir()
 	o := options{Quick: true, Reps: 1, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
-		Handoffs: 20, TputDuration: 200 * time.Millisecond, Out: out}
+		Handoffs: 20, TputDuration: 200 * time.Millisecond, Out: out, Profile: time.Second, ProfileArms: "^fg-bolt-proof-EdDSA$"}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var progress strings.Builder
@@ -358,7 +358,16 @@ func TestSmokeQuick(t *testing.T) {
 			Non2xx, Errors int
 			FirstError     string
 		}
-		Handoff    *struct{ Handoffs int }
+		Handoffs []struct {
+			Name       string
+			Handoffs   int
+			FirstError string
+		}
+		Targets []struct {
+			ID, Arm, Verdict string
+			Judged           bool
+		}
+		Profiles   []struct{ Arm, Role, Error string }
 		Throughput []struct {
 			Backend   string
 			PerSecond float64 `json:"pairsPerSecond"`
@@ -383,8 +392,28 @@ func TestSmokeQuick(t *testing.T) {
 			t.Errorf("%s %s: no request measured", r.Load, r.Arm)
 		}
 	}
-	if rep.Handoff == nil || rep.Handoff.Handoffs != 20 {
-		t.Errorf("handoff: %+v", rep.Handoff)
+	if len(rep.Handoffs) != len(handoffConfigs()) {
+		t.Errorf("handoffs: %+v", rep.Handoffs)
+	}
+	for _, h := range rep.Handoffs {
+		if h.Handoffs != 20 || h.FirstError != "" {
+			t.Errorf("handoff %+v", h)
+		}
+	}
+	if len(rep.Profiles) != 1 || rep.Profiles[0].Arm != "fg-bolt-proof-EdDSA" || rep.Profiles[0].Error != "" {
+		t.Errorf("profiles: %+v", rep.Profiles)
+	}
+	judged := 0
+	for _, tg := range rep.Targets {
+		if tg.Judged {
+			judged++
+		}
+		if strings.HasPrefix(tg.ID, "soak-") && tg.Verdict != verdictNone {
+			t.Errorf("target %s: %s without a soak", tg.ID, tg.Verdict)
+		}
+	}
+	if judged != len(issue22Targets()) {
+		t.Errorf("%d judged targets, want %d", judged, len(issue22Targets()))
 	}
 	if len(rep.Throughput) != 6 {
 		t.Errorf("throughput rows: %+v", rep.Throughput)
@@ -397,6 +426,9 @@ func TestSmokeQuick(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(out, "RESULTS.md"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "## Targets") || !strings.Contains(string(md), "## CPU profiles") {
+		t.Error("RESULTS.md lacks the Targets or the CPU profiles section")
 	}
 	for _, arm := range []string{"direct", "plain-proxy", "fg-memory-registry-EdDSA", "fg-bolt-proof-EdDSA", "fg-redis-registry-EdDSA", "fg-bolt-registry-ES256", "fg-bolt-registry-HS256"} {
 		if !strings.Contains(string(md), "| "+arm+" |") {

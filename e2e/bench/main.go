@@ -116,6 +116,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.Soak == 0 {
 		// No soak: its settings stay out of results.json.
 		o.SoakArms, o.SoakRate, o.SoakSample, o.SoakRetention, o.SoakRetentionInterval = "", 0, 0, 0, 0
+	} else {
+		// The soak runs alone: no profile phase.
+		o.Profile, o.ProfileArms = 0, ""
 	}
 	if o.Quick {
 		set := map[string]bool{}
@@ -257,7 +260,8 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 	rep.Targets = evaluateTargets(issue22Targets(), targetInput{Runs: rep.Runs, Plan: rep.OpenPlan, Handoffs: rep.Handoffs, Throughput: rep.Throughput})
 	for _, t := range rep.Targets {
 		if t.Judged {
-			fmt.Fprintf(progress, "target %-20s %-26s %s %s\n", t.ID, t.Arm, t.Verdict, t.Why)
+			fmt.Fprintf(progress, "target %-20s %-24s %-12s %s %s (%s %s) %s\n", t.ID, t.Arm, t.Verdict,
+				fmtNum(t.Measured.Median, unitPrec(t.Unit)), t.Unit, t.Op, fmtNum(t.Threshold, unitPrec(t.Unit)), t.Why)
 		}
 	}
 	rep.LoadAvgEnd, rep.PressureEnd = loadAvg(), cpuPressure()

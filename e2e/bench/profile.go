@@ -90,9 +90,18 @@ func (s *stack) runProfiles(ctx context.Context, o options, arms []*arm, base ht
 			}
 		}, end: func() {}})
 		a.release(ctx)
+		byRole := map[string]profiled{}
 		for range targets {
 			p := <-got
 			p.Requests = len(res.Samples)
+			byRole[p.Role] = p
+		}
+		// The proxy's first, then the registry's, whichever ended first.
+		for _, role := range []string{"proxy", "registry"} {
+			p, ok := byRole[role]
+			if !ok {
+				continue
+			}
 			all = append(all, p)
 			if p.Err != "" {
 				fmt.Fprintf(progress, "bench: profile %s %s: %s\n", p.Arm, p.Role, p.Err)
