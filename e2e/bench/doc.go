@@ -97,14 +97,16 @@
 // A proxy that exits during the run (a crash) makes its runs invalid and
 // its panic is quoted in RESULTS.md's notes.
 //
-// Output: RESULTS.md (machine, date, commit, load averages, CPU pressure,
-// the tables),
-// results.json (every run) and latency.svg (added latency per arm) in -out
-// (default e2e/bench). Progress, one line per run, goes to stderr.
+// Output: RESULTS.md (the Targets table first, then machine, date,
+// commit, load averages, CPU pressure, the tables, the profiles),
+// results.json (every run, the targets, the handoffs, the profiles) and
+// latency.svg (added latency per arm) in -out (default e2e/bench); the
+// profiles in -out/profiles. Progress, one line per run, goes to stderr.
 //
 // Soak (issue 12's steady-state target: <= 0.25 core-seconds per 1,000
 // requests and <= 40 MB RSS, flat over a 10-minute run, at 1,000
-// requests/s), which the 2 s runs above cannot show:
+// requests/s; and issue 22's: <= 40 MB anonymous, flat, and no stall),
+// which the 2 s runs above cannot show:
 //
 //	go run ./e2e/bench -soak 10m                          # about 21 minutes: two arms
 //	go run ./e2e/bench -soak 10m -soak-retention 100      # the same with a smaller retention bound

@@ -64,7 +64,7 @@ func renderMarkdown(rep *report) string {
 	}
 	p("## Targets\n\n")
 	p("Issue 22's targets, judged from this run's own data (targets.go; which arm each is judged on and why: doc.go). %s\n\n", rep.loadLine())
-	renderTargets(p, rep.Targets)
+	renderTargets(p, rep.Targets, proxyProfiles(rep.Profiles))
 	rep.machineTable(p)
 	if rep.busy() {
 		p("**The machine was busy**: other work shared its %d CPUs (load average and CPU pressure above: the share of time some task waited for a CPU). Absolute figures are pessimistic and noisier; the arms alternate round-robin, so each repetition's noise hits them alike and the ratios and added latencies are the figures to compare.\n\n", m.CPUs)

@@ -320,7 +320,7 @@ func renderSoakMarkdown(rep *soakReport) string {
 	p("**no stall PASS** when the run is valid and, over every full %g s window of the load (by each request's end; compaction passes included), each window's p99 is at most %g x the median of the windows' p99s (a window in which no request ended is a stall). ", t.WindowSeconds, t.StallFactor)
 	p("A soak shorter than %.0f minutes or at another rate is shown but \"not measured\".\n\n", t.Seconds/60)
 	p("## Targets\n\n%s\n\n", rep.loadLine())
-	renderTargets(p, rep.Targets)
+	renderTargets(p, rep.Targets, nil)
 	p("## Summary\n\n")
 	p("| arm | retention.maxPerResource | seconds | rps | non-2xx | RSS at 1 min MiB | RSS end MiB | anon end | file end | peak MiB | anon peak MiB | slope last half MiB/min (anon / file) | core-s/1k | worst / median 10 s p99 ms | memory | CPU | RSS anon | no stall |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|---|---|---|\n")

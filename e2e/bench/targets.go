@@ -392,6 +392,17 @@ func targetCounts(rs []targetResult) (pass, miss, none int) {
 	return pass, miss, none
 }
 
+// proxyProfiles maps each arm whose proxy was profiled to its file.
+func proxyProfiles(ps []profiled) map[string]string {
+	m := map[string]string{}
+	for _, pr := range ps {
+		if pr.Role == "proxy" && pr.Err == "" {
+			m[pr.Arm] = pr.File
+		}
+	}
+	return m
+}
+
 // unitPrec is how many decimals a unit's figures are shown with.
 func unitPrec(unit string) int {
 	switch unit {
@@ -403,8 +414,10 @@ func unitPrec(unit string) int {
 	return 2
 }
 
-// renderTargets writes the Targets table of rs.
-func renderTargets(p func(string, ...any), rs []targetResult) {
+// renderTargets writes the Targets table of rs; a MISS on an arm that
+// was profiled links its proxy's profile (profiles: arm -> file in
+// profiles/), where what bounds it shows.
+func renderTargets(p func(string, ...any), rs []targetResult, profiles map[string]string) {
 	pass, miss, none := targetCounts(rs)
 	p("Judged: %d PASS, %d MISS, %d not measured (of %d). ", pass, miss, none, pass+miss+none)
 	p("A judged row's verdict is the target's; a shown row (in italics) is measured beside it for comparison. ")
@@ -420,6 +433,9 @@ func renderTargets(p func(string, ...any), rs []targetResult) {
 		}
 		if r.Why != "" {
 			verdict += ": " + r.Why
+		}
+		if f, ok := profiles[r.Arm]; ok && r.Verdict == verdictMiss {
+			verdict += " ([profile](profiles/" + f + "))"
 		}
 		threshold := "–"
 		if r.Unit != "–" {

@@ -259,6 +259,8 @@ func TestIssue22TargetsCoverTheIssue(t *testing.T) {
 func TestRenderTargets(t *testing.T) {
 	rep := sampleReport()
 	rep.Targets = evaluateTargets(issue22Targets(), targetFixture())
+	rep.Profiles = append(rep.Profiles, profiled{Arm: armBoltRegistry, Role: "proxy", File: armBoltRegistry + "-proxy.pprof"},
+		profiled{Arm: armBoltRegistry, Role: "registry", File: armBoltRegistry + "-registry.pprof"})
 	md := renderMarkdown(rep)
 	targets, machine := strings.Index(md, "## Targets"), strings.Index(md, "## Machine")
 	if targets < 0 || machine < targets {
@@ -270,9 +272,14 @@ func TestRenderTargets(t *testing.T) {
 		"**busy**",
 		"Judged: 7 PASS, 9 MISS, 4 not measured (of 20).",
 		"| bolt store >= 0.6x plain at 64 workers | fg-bolt-proof-EdDSA | closed-64 | 0.600 (0.500–0.700) × plain | >= 0.600 × plain | **PASS** |",
-		"|  | *fg-bolt-registry-EdDSA* (shown) | closed-64 | 0.590 × plain | >= 0.600 × plain | *MISS* |",
+		// sampleReport's fg-redis-proof-EdDSA profile was not taken: no link.
 		"| Redis store: added p99 <= 3 ms at 1,000 req/s | fg-redis-proof-EdDSA | open-1k | – | <= 3.00 ms | **MISS**: rate not kept: closed-64 maximum 450 rps is below 1000/s, so open-1k did not run |",
+		// A MISS on a profiled arm links its profile; a PASS does not.
+		"| bolt store: added p99 <= 3 ms at 1,000 req/s | fg-bolt-proof-EdDSA | open-1k | 3.00 (3.00–3.50) ms | <= 3.00 ms | **PASS** |",
+		"|  | *fg-bolt-registry-EdDSA* (shown) | closed-64 | 0.590 × plain | >= 0.600 × plain | *MISS* ([profile](profiles/fg-bolt-registry-EdDSA-proxy.pprof)) |",
 		"| RSS <= 40 MB anonymous at 1,000 req/s for 10 minutes, flat (bolt) | fg-bolt-proof-EdDSA | – | – | – | not measured: run -soak: judged in SOAK.md |",
+		"| proxy CPU <= 0.1 core-s per 1,000 requests above the plain proxy's own (bolt store, at 1,000 req/s) | fg-bolt-proof-EdDSA | open-1k | 0.100 core-s/1k | <= 0.100 core-s/1k | **PASS** |",
+		"| memory store >= 0.9x plain at 64 workers | fg-memory-proof-EdDSA | closed-64 | 0.900 (0.880–0.950) × plain | >= 0.900 × plain | **PASS** |",
 		"| hand-off release -> the waiter's first accepted write p99 <= 5 ms (bolt registry) | handoff-bolt-proof | – | 5.00 ms | <= 5.00 ms | **PASS**: p99 of 500 handoffs |",
 	} {
 		if !strings.Contains(section, want) {
