@@ -111,7 +111,7 @@ func renderHandoffs(p func(string, ...any), hs []handoffResult) {
 		l := func(s latencySummary) string {
 			return fmtNum(s.P50, 2) + " / " + fmtNum(s.P99, 2) + " / " + fmtNum(s.P999, 2) + " / " + fmtNum(s.Max, 2)
 		}
-		p("| %s | %s | %s | %s | %d | %s | %s | %s |\n", h.Name, orDash(h.Registry), h.Store, h.Status, h.Handoffs, l(h.ToGrant), l(h.ToWrite), orDash(h.FirstError))
+		p("| %s | %s | %s | %s | %d | %s | %s | %s |\n", h.Name, orDash(h.Registry), h.Store, h.Status, h.Handoffs, l(h.ToGrant), l(h.ToWrite), tableCell(orDash(h.FirstError)))
 	}
 	p("\n")
 }

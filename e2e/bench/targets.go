@@ -449,7 +449,13 @@ func renderTargets(p func(string, ...any), rs []targetResult, profiles map[strin
 		if load == "" {
 			load = "–"
 		}
-		p("| %s | %s | %s | %s | %s | %s |\n", text, arm, load, measured, threshold, strings.ReplaceAll(verdict, "|", "/"))
+		p("| %s | %s | %s | %s | %s | %s |\n", text, arm, load, measured, threshold, tableCell(verdict))
 	}
 	p("\n")
+}
+
+// tableCell is s fit for one markdown table cell: no pipe, no line break
+// (an error message may hold either).
+func tableCell(s string) string {
+	return strings.NewReplacer("|", "/", "\r", " ", "\n", " ").Replace(s)
 }

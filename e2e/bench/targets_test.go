@@ -287,3 +287,9 @@ func TestRenderTargets(t *testing.T) {
 		}
 	}
 }
+
+func TestTableCell(t *testing.T) {
+	if got := tableCell("MISS: failed: 503 | busy\nretry\r\n"); got != "MISS: failed: 503 / busy retry  " {
+		t.Errorf("tableCell = %q", got)
+	}
+}
