@@ -260,8 +260,11 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 	rep.Targets = evaluateTargets(issue22Targets(), targetInput{Runs: rep.Runs, Plan: rep.OpenPlan, Handoffs: rep.Handoffs, Throughput: rep.Throughput})
 	for _, t := range rep.Targets {
 		if t.Judged {
-			fmt.Fprintf(progress, "target %-20s %-24s %-12s %s %s (%s %s) %s\n", t.ID, t.Arm, t.Verdict,
-				fmtNum(t.Measured.Median, unitPrec(t.Unit)), t.Unit, t.Op, fmtNum(t.Threshold, unitPrec(t.Unit)), t.Why)
+			figure := ""
+			if t.Unit != "–" {
+				figure = fmt.Sprintf("%s %s (%s %s) ", fmtNum(t.Measured.Median, unitPrec(t.Unit)), t.Unit, t.Op, fmtNum(t.Threshold, unitPrec(t.Unit)))
+			}
+			fmt.Fprintf(progress, "target %-20s %-24s %-12s %s%s\n", t.ID, t.Arm, t.Verdict, figure, t.Why)
 		}
 	}
 	rep.LoadAvgEnd, rep.PressureEnd = loadAvg(), cpuPressure()

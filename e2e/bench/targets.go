@@ -175,6 +175,13 @@ func evaluateTarget(sp targetSpec, armName string, judged bool, in targetInput) 
 	r := targetResult{ID: sp.ID, Target: sp.Text, Arm: armName, Load: sp.Load, Judged: judged, Op: sp.Op, Threshold: sp.Threshold, Unit: sp.Unit}
 	m := measureTarget(sp, armName, in)
 	r.Measured, r.Why = m.value, m.why
+	if difference(sp.Kind) && !m.none && !m.miss && m.value.Median < -sp.Threshold {
+		// The arm beat its baseline by more than the bound: the
+		// baseline's noise is larger than what is judged, so the figure
+		// cannot show the bound met.
+		m.none = true
+		r.Why = fmt.Sprintf("below -%s %s: the baseline's own noise exceeds the bound", fmtNum(sp.Threshold, unitPrec(sp.Unit)), sp.Unit)
+	}
 	switch {
 	case m.none:
 		r.Verdict = verdictNone
@@ -185,6 +192,9 @@ func evaluateTarget(sp targetSpec, armName string, judged bool, in targetInput) 
 	}
 	return r
 }
+
+// difference tells the kinds that subtract a baseline arm's figure.
+func difference(kind string) bool { return kind == kindAddedP99 || kind == kindProxyCPUOverPlain }
 
 // judge compares v with threshold: PASS or MISS; a NaN never passes (it
 // compares false).

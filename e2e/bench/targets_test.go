@@ -133,6 +133,26 @@ func TestEvaluateTargets(t *testing.T) {
 			t.Errorf("%s: measured %v, want %v", c.key, r.Measured.Median, c.median)
 		}
 	}
+	// An arm far faster than its baseline: the baseline's noise, not a PASS.
+	noisy := targetFixture()
+	for i, r := range noisy.Runs {
+		if r.Arm == "direct" && r.Load == openFixedLoad {
+			noisy.Runs[i].Latency.P99 = 40
+		}
+	}
+	nv := verdicts(evaluateTargets(issue22Targets(), noisy))
+	if r := nv["bolt-p99-1k "+armBoltProof]; r.Verdict != verdictNone || !strings.Contains(r.Why, "below -3.00 ms: the baseline's own noise") || r.Measured.Median > -30 {
+		t.Errorf("direct p99 40 ms: %s %v (%s)", r.Verdict, r.Measured.Median, r.Why)
+	}
+	// Just below zero, within the bound: still a PASS.
+	for i, r := range noisy.Runs {
+		if r.Arm == "direct" && r.Load == openFixedLoad {
+			noisy.Runs[i].Latency.P99 = 8
+		}
+	}
+	if r := verdicts(evaluateTargets(issue22Targets(), noisy))["bolt-p99-1k "+armBoltProof]; r.Verdict != verdictPass || r.Measured.Median != -2 {
+		t.Errorf("direct p99 8 ms: %s %v (%s)", r.Verdict, r.Measured.Median, r.Why)
+	}
 	// Errors in a throughput run: MISS, however fast.
 	if r := measurePairs("memory", 16, targetFixture().Throughput); !r.miss || r.value.Median != 3000 || !strings.Contains(r.why, "2 errors: 503") {
 		t.Errorf("throughput with errors: %+v", r)
