@@ -243,8 +243,13 @@ func sampleReport() *report {
 			LoadAvgStart: "3.00 2.00 1.00", LoadAvgEnd: "0.10 0.10 0.10", PressureStart: "avg10 50.00%, avg60 40.00%"},
 		OpenRate: 4000,
 		Runs:     runs, Rows: buildRows(runs), Memory: buildMemory(runs),
-		Handoff: &handoffResult{Arm: handoffArm, Registry: "EdDSA (bolt)", Handoffs: 1000,
+		Handoffs: []handoffResult{{Name: handoffName("bolt", "proof"), Registry: "EdDSA (bolt)", Backend: "bolt", Store: "bolt", Status: "proof", Handoffs: 1000,
 			ToGrant: latencySummary{P50: 1, P99: 2, P999: 3, Max: 4}, ToWrite: latencySummary{P50: 5, P99: 6, P999: 7, Max: 8}},
+			{Name: handoffName("redis", "proof"), Backend: "redis", Store: "redis", Status: "proof", FirstError: "bench: handoff: no acquire waiting",
+				ToGrant: summarize(nil), ToWrite: summarize(nil)}},
+		Profiles: []profiled{{Arm: "fg-bolt-proof-EdDSA", Role: "proxy", File: "fg-bolt-proof-EdDSA-proxy.pprof", Requests: 4321,
+			Top: []string{"0.21s 15.79% 15.79% 0.21s 15.79% syscall.Syscall6"}, Cum: []string{"0 0% 0% 0.73s 54.89% net/http.(*conn).serve"}},
+			{Arm: "fg-redis-proof-EdDSA", Role: "proxy", Err: "503 Service Unavailable"}},
 		Throughput: []throughputResult{{Backend: "redis", Concurrency: 16, PerSecond: 1234, RegistryCPU: 0.5, RedisCPU: 0.25}},
 	}
 }
@@ -255,7 +260,10 @@ func TestRenderMarkdown(t *testing.T) {
 		"| CPU | Test CPU, 2 CPUs |", "| commit | abc123 |", "3.00 2.00 1.00", "| CPU pressure (PSI some) at start | avg10 50.00%, avg60 40.00% |", "**The machine was busy**",
 		"### closed-16", "| fg-x | 2500 (2000–3000) | 0.38 (0.25–0.50) | 2.50 (2.00–3.00) | 5.00 (4.00–6.00) | 8.00 (6.00–10.00) |",
 		"**NO**: non-2xx or errors (1/2 runs)", "**Invalid arms**: fg-x had runs", "Direct (absolute", "half the plain proxy's best closed-loop rate, 4000",
-		"| release → first accepted write | 5.00 | 6.00 | 7.00 | 8.00 |", "| redis | 16 | 1234 | 0.500 | 0.250 | 0 |", "## Proxy memory", "| fg-x | 20.0 | 10.0 | 21.0 | 18000 | 61.11 |",
+		"| handoff-bolt-proof | EdDSA (bolt) | bolt | proof | 1000 | 1.00 / 2.00 / 3.00 / 4.00 | 5.00 / 6.00 / 7.00 / 8.00 | – |",
+		"| handoff-redis-proof | – | redis | proof | 0 | – / – / – / – | – / – / – / – | bench: handoff: no acquire waiting |",
+		"## CPU profiles", "[fg-bolt-proof-EdDSA-proxy.pprof](profiles/fg-bolt-proof-EdDSA-proxy.pprof) ([top](profiles/fg-bolt-proof-EdDSA-proxy.txt)), 4321 requests",
+		"0.21s 15.79% 15.79% 0.21s 15.79% syscall.Syscall6", "0 0% 0% 0.73s 54.89% net/http.(*conn).serve", "### fg-redis-proof-EdDSA, proxy\n\nnot taken: 503 Service Unavailable", "| redis | 16 | 1234 | 0.500 | 0.250 | 0 |", "## Proxy memory", "| fg-x | 20.0 | 10.0 | 21.0 | 18000 | 61.11 |",
 		"![added latency per arm](latency.svg)", "[results.json](results.json)",
 	} {
 		if !strings.Contains(md, want) {
@@ -332,7 +340,7 @@ func TestSmokeQuick(t *testing.T) {
 	}
 	out := t.TempDir()
 	o := options{Quick: true, Reps: 1, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
-		Handoffs: 20, TputDuration: 200 * time.Millisecond, Out: out}
+		Handoffs: 20, TputDuration: 200 * time.Millisecond, Out: out, Profile: time.Second, ProfileArms: "^fg-bolt-proof-EdDSA$"}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var progress strings.Builder
@@ -350,7 +358,16 @@ func TestSmokeQuick(t *testing.T) {
 			Non2xx, Errors int
 			FirstError     string
 		}
-		Handoff    *struct{ Handoffs int }
+		Handoffs []struct {
+			Name       string
+			Handoffs   int
+			FirstError string
+		}
+		Targets []struct {
+			ID, Arm, Verdict string
+			Judged           bool
+		}
+		Profiles   []struct{ Arm, Role, Error string }
 		Throughput []struct {
 			Backend   string
 			PerSecond float64 `json:"pairsPerSecond"`
@@ -375,8 +392,28 @@ func TestSmokeQuick(t *testing.T) {
 			t.Errorf("%s %s: no request measured", r.Load, r.Arm)
 		}
 	}
-	if rep.Handoff == nil || rep.Handoff.Handoffs != 20 {
-		t.Errorf("handoff: %+v", rep.Handoff)
+	if len(rep.Handoffs) != len(handoffConfigs()) {
+		t.Errorf("handoffs: %+v", rep.Handoffs)
+	}
+	for _, h := range rep.Handoffs {
+		if h.Handoffs != 20 || h.FirstError != "" {
+			t.Errorf("handoff %+v", h)
+		}
+	}
+	if len(rep.Profiles) != 1 || rep.Profiles[0].Arm != "fg-bolt-proof-EdDSA" || rep.Profiles[0].Error != "" {
+		t.Errorf("profiles: %+v", rep.Profiles)
+	}
+	judged := 0
+	for _, tg := range rep.Targets {
+		if tg.Judged {
+			judged++
+		}
+		if strings.HasPrefix(tg.ID, "soak-") && tg.Verdict != verdictNone {
+			t.Errorf("target %s: %s without a soak", tg.ID, tg.Verdict)
+		}
+	}
+	if judged != len(issue22Targets()) {
+		t.Errorf("%d judged targets, want %d", judged, len(issue22Targets()))
 	}
 	if len(rep.Throughput) != 6 {
 		t.Errorf("throughput rows: %+v", rep.Throughput)
@@ -389,6 +426,9 @@ func TestSmokeQuick(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(out, "RESULTS.md"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "## Targets") || !strings.Contains(string(md), "## CPU profiles") {
+		t.Error("RESULTS.md lacks the Targets or the CPU profiles section")
 	}
 	for _, arm := range []string{"direct", "plain-proxy", "fg-memory-registry-EdDSA", "fg-bolt-proof-EdDSA", "fg-redis-registry-EdDSA", "fg-bolt-registry-ES256", "fg-bolt-registry-HS256"} {
 		if !strings.Contains(string(md), "| "+arm+" |") {

@@ -20,17 +20,45 @@ var errHandoff = errors.New("bench: handoff")
 // waiting acquirer's grant, and on to its first write accepted by the
 // sidecar.
 type handoffResult struct {
-	Arm        string         `json:"arm"`
+	// Name is the configuration, handoffName(backend, status).
+	Name string `json:"name"`
+	// Registry is the registry's name and backend; Store and Status the
+	// sidecar's store and status mode.
 	Registry   string         `json:"registry"`
+	Backend    string         `json:"registryBackend"`
+	Store      string         `json:"store"`
+	Status     string         `json:"status"`
 	Handoffs   int            `json:"handoffs"`
 	ToGrant    latencySummary `json:"releaseToGrant"`
 	ToWrite    latencySummary `json:"releaseToFirstAcceptedWrite"`
 	FirstError string         `json:"firstError,omitempty"`
 }
 
-// handoffArm is the sidecar the handoff writes through: the default
-// deployment (bolt store, registry status, EdDSA).
-const handoffArm = "fg-bolt-registry-EdDSA"
+// handoffConfig is one handoff measurement: the registry (by its name in
+// the stack, and so its backend) and the status mode of the sidecar the
+// waiter writes through. Each configuration gets its own sidecar, whose
+// store is the registry's backend (bolt with the bolt registry on one
+// pod, Redis with the Redis registry for every replica), so the handoff
+// does not depend on -arms.
+type handoffConfig struct {
+	registry string // key in stack.registries
+	backend  string // the registry's backend, also the sidecar's store
+	status   string // proof, registry
+}
+
+// handoffConfigs are the handoffs measured, in order: the bolt and Redis
+// registries, each with a proof-mode sidecar (judged, targets.go) and a
+// registry-mode one (shown).
+func handoffConfigs() []handoffConfig {
+	return []handoffConfig{
+		{"EdDSA", "bolt", "proof"}, {"EdDSA", "bolt", "registry"},
+		{"redis", "redis", "proof"}, {"redis", "redis", "registry"},
+	}
+}
+
+// handoffName names a handoff configuration: handoff-BACKEND-STATUS, also
+// its sidecar's name and its resource (bench/NAME).
+func handoffName(backend, status string) string { return "handoff-" + backend + "-" + status }
 
 // handoffOutcome is what the waiting acquirer saw.
 type handoffOutcome struct {
@@ -39,45 +67,87 @@ type handoffOutcome struct {
 	err               error
 }
 
-// runHandoff alternates one resource between two owners o.Handoffs times.
-// Each time the next owner's acquire is already parked at the registry
-// (its waiting-acquires gauge says so) before the holder releases.
-func (s *stack) runHandoff(ctx context.Context, o options, arms []*arm, base http.RoundTripper, progress io.Writer) (*handoffResult, error) {
-	var a *arm
-	for _, x := range arms {
-		if x.Name == handoffArm {
-			a = x
+// runHandoffs measures every handoff configuration in turn, each through
+// a sidecar of its own started for it and stopped after. A configuration
+// that fails keeps its error in FirstError (and what it measured before).
+func (s *stack) runHandoffs(ctx context.Context, o options, base http.RoundTripper, progress io.Writer) []handoffResult {
+	var out []handoffResult
+	for _, hc := range handoffConfigs() {
+		if ctx.Err() != nil {
+			break
 		}
+		res := s.runHandoff(ctx, o, hc, base, progress)
+		if res.FirstError != "" {
+			fmt.Fprintf(progress, "bench: %s: %s\n", res.Name, res.FirstError)
+		}
+		out = append(out, res)
 	}
-	if a == nil {
-		return nil, fmt.Errorf("%w: no arm %s", errHandoff, handoffArm)
+	return out
+}
+
+// runHandoff alternates one resource between two owners o.Handoffs times
+// through hc's sidecar. Each time the next owner's acquire is already
+// parked at the registry (its waiting-acquires gauge says so) before the
+// holder releases.
+func (s *stack) runHandoff(ctx context.Context, o options, hc handoffConfig, base http.RoundTripper, progress io.Writer) handoffResult {
+	name := handoffName(hc.backend, hc.status)
+	reg := s.registries[hc.registry]
+	res := handoffResult{Name: name, Backend: hc.backend, Store: hc.backend, Status: hc.status}
+	if reg == nil {
+		res.FirstError = fmt.Sprintf("%v: no registry %s", errHandoff, hc.registry)
+		return res
 	}
-	reg := a.registry
-	res := &handoffResult{Arm: a.Name, Registry: reg.name + " (" + reg.backend + ")"}
+	res.Registry = reg.name + " (" + reg.backend + ")"
+	c, sidecarURL, _, err := s.startSidecar(sidecarSpec{name: name, store: hc.backend, status: hc.status, reg: reg})
+	if err != nil {
+		res.FirstError = err.Error()
+		return res
+	}
+	defer stopChild(s.ck, c)
+	if err := s.handoffLoop(ctx, o, reg, hc.status, sidecarURL+itemsPath+name, "bench/"+name, base, &res); err != nil {
+		res.FirstError = err.Error()
+	}
+	if res.Handoffs > 0 {
+		fmt.Fprintf(progress, "handoff x%d via %s: release->grant p50 %.2f ms p99 %.2f ms; release->first accepted write p50 %.2f ms p99 %.2f ms\n",
+			res.Handoffs, name, res.ToGrant.P50, res.ToGrant.P99, res.ToWrite.P50, res.ToWrite.P99)
+	}
+	return res
+}
+
+// handoffLoop runs the handoffs of resource, written at url, into res.
+func (s *stack) handoffLoop(ctx context.Context, o options, reg *registryProc, status, url, resource string, base http.RoundTripper, res *handoffResult) error {
 	owners := []string{"bench-handoff-a", "bench-handoff-b"}
 	clients := make([]*client.Client, 2)
 	for i, ow := range owners {
 		c, err := client.New(reg.url, client.WithIdentityHeader(identity.DefaultHeader, ow),
 			client.WithHTTPClient(&http.Client{Transport: base, Timeout: 30 * time.Second}))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		clients[i] = c
 	}
 	metrics := &http.Client{Transport: base, Timeout: 5 * time.Second}
-	const resource = "bench/handoff"
-	url := a.url + itemsPath + "handoff"
 	writer := func(h *client.Holder, owner string) *http.Client {
-		return h.Transport(client.WithBase(base), client.WithHeader(identity.DefaultHeader, owner)).Client()
+		opts := []client.TransportOption{client.WithBase(base), client.WithHeader(identity.DefaultHeader, owner)}
+		if status == "proof" {
+			opts = append(opts, client.WithStatusProof(proofMaxAge))
+		}
+		return h.Transport(opts...).Client()
 	}
 	cur, err := clients[0].Hold(ctx, resource, client.WithTTL(30*time.Second))
 	if err != nil {
-		return nil, fmt.Errorf("%w: first hold: %w", errHandoff, err)
+		return fmt.Errorf("%w: first hold: %w", errHandoff, err)
 	}
 	if st, err := send(ctx, writer(cur, owners[0]), url, 1); err != nil || st/100 != 2 {
-		return nil, fmt.Errorf("%w: first write: %d %v", errHandoff, st, err)
+		_ = cur.Release(ctx)
+		return fmt.Errorf("%w: first write: %d %v", errHandoff, st, err)
 	}
 	var toGrant, toWrite []int64
+	// What was measured counts even when a later handoff fails.
+	defer func() {
+		res.Handoffs = len(toWrite)
+		res.ToGrant, res.ToWrite = summarize(toGrant), summarize(toWrite)
+	}()
 	for i := range o.Handoffs {
 		if ctx.Err() != nil {
 			break
@@ -99,29 +169,29 @@ func (s *stack) runHandoff(ctx context.Context, o options, arms []*arm, base htt
 			ch <- out
 		}()
 		if err := s.awaitWaiter(ctx, metrics, reg.url); err != nil {
-			return res, err
+			_ = cur.Release(ctx)
+			if out := <-ch; out.h != nil {
+				_ = out.h.Release(ctx)
+			}
+			return err
 		}
 		t0 := s.ck.Now()
 		if err := cur.Release(ctx); err != nil {
-			return res, fmt.Errorf("%w: release: %w", errHandoff, err)
+			return fmt.Errorf("%w: release: %w", errHandoff, err)
 		}
 		out := <-ch
 		if out.err != nil {
-			if res.FirstError == "" {
-				res.FirstError = out.err.Error()
+			if out.h != nil {
+				_ = out.h.Release(ctx)
 			}
-			return res, out.err
+			return out.err
 		}
 		toGrant = append(toGrant, int64(out.granted.Sub(t0)))
 		toWrite = append(toWrite, int64(out.accepted.Sub(t0)))
 		cur = out.h
 	}
 	_ = cur.Release(ctx)
-	res.Handoffs = len(toWrite)
-	res.ToGrant, res.ToWrite = summarize(toGrant), summarize(toWrite)
-	fmt.Fprintf(progress, "handoff x%d via %s: release->grant p50 %.2f ms p99 %.2f ms; release->first accepted write p50 %.2f ms p99 %.2f ms\n",
-		res.Handoffs, a.Name, res.ToGrant.P50, res.ToGrant.P99, res.ToWrite.P50, res.ToWrite.P99)
-	return res, nil
+	return nil
 }
 
 // awaitWaiter polls the registry's waiting-acquires gauge until one

@@ -76,8 +76,10 @@ type options struct {
 	Out          string        `json:"-"`
 	Pin          bool          `json:"pin"`
 	Arms         string        `json:"arms,omitempty"`
-	// Profile, when positive, adds the profile phase (profile.go).
-	Profile time.Duration `json:"profile,omitempty"`
+	// Profile, when positive, adds the profile phase (profile.go) on the
+	// arms ProfileArms matches.
+	Profile     time.Duration `json:"profile,omitempty"`
+	ProfileArms string        `json:"profileArms,omitempty"`
 	// The soak (soak.go): when Soak is set, only it runs.
 	Soak          time.Duration `json:"soak,omitempty"`
 	SoakArms      string        `json:"soakArms,omitempty"`
@@ -96,11 +98,12 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.Reps, "reps", 3, "repetitions of the round-robin over the arms")
 	fs.DurationVar(&o.Duration, "duration", 2*time.Second, "measured time of each run (default: about 135 runs of 2.75 s with the warm-up fit 10 minutes from a fresh clone on 2 busy cores, first build included)")
 	fs.DurationVar(&o.Warmup, "warmup", 750*time.Millisecond, "unmeasured warm-up before each run")
-	fs.IntVar(&o.Handoffs, "handoffs", 1000, "lease handoffs measured")
+	fs.IntVar(&o.Handoffs, "handoffs", 500, "lease handoffs measured per handoff configuration (bolt and Redis registries, proof and registry-mode sidecars)")
 	fs.DurationVar(&o.TputDuration, "tput-duration", 3*time.Second, "time of each registry acquire+release throughput run")
 	fs.StringVar(&o.Out, "out", "", "output directory for RESULTS.md, results.json and latency.svg (default: e2e/bench of the module)")
 	fs.BoolVar(&o.Pin, "pin", true, "pin the load generator and the servers to different CPUs with taskset where possible")
-	fs.DurationVar(&o.Profile, "profile", 0, "after the measured phases, a CPU profile of this length of every sidecar (and registry in registry mode) under 64 workers, written to profiles/ with the top functions in profiles/README.md (0: none)")
+	fs.DurationVar(&o.Profile, "profile", defaultProfile, "after the measured phases, a CPU profile of this length of every sidecar -profile-arms matches (and of its registry in registry mode) under 64 workers, written to profiles/ with the top functions in profiles/README.md and RESULTS.md (0: none)")
+	fs.StringVar(&o.ProfileArms, "profile-arms", defaultProfileArms, "the profiled arms: the fencegate arms whose name matches this regular expression (default: the durable ones, bolt and Redis in proof and registry modes)")
 	fs.StringVar(&o.Arms, "arms", "", "only the arms whose name matches this regular expression (direct and plain-proxy always run: they are the baselines)")
 	addSoakFlags(fs, &o)
 	if err := fs.Parse(args); err != nil {
@@ -113,6 +116,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.Soak == 0 {
 		// No soak: its settings stay out of results.json.
 		o.SoakArms, o.SoakRate, o.SoakSample, o.SoakRetention, o.SoakRetentionInterval = "", 0, 0, 0, 0
+	} else {
+		// The soak runs alone: no profile phase.
+		o.Profile, o.ProfileArms = 0, ""
 	}
 	if o.Quick {
 		set := map[string]bool{}
@@ -123,6 +129,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 			"warmup":        func() { o.Warmup = 300 * time.Millisecond },
 			"handoffs":      func() { o.Handoffs = 100 },
 			"tput-duration": func() { o.TputDuration = time.Second },
+			"profile":       func() { o.Profile = time.Second },
 		}
 		for name, f := range quick {
 			if !set[name] {
@@ -132,6 +139,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if _, err := regexp.Compile(o.Arms); err != nil {
 		fmt.Fprintln(stderr, "bench: -arms:", err)
+		return o, err
+	}
+	if _, err := regexp.Compile(o.ProfileArms); err != nil {
+		fmt.Fprintln(stderr, "bench: -profile-arms:", err)
 		return o, err
 	}
 	if o.Reps < 1 || o.Duration <= 0 || o.Warmup < 0 || o.Handoffs < 1 || o.TputDuration <= 0 || o.Profile < 0 {
@@ -151,9 +162,12 @@ type report struct {
 	Runs       []runRecord        `json:"runs"`
 	Rows       []armRow           `json:"rows"`
 	Memory     []memoryRow        `json:"proxyMemory"`
-	Handoff    *handoffResult     `json:"handoff,omitempty"`
+	Handoffs   []handoffResult    `json:"handoffs,omitempty"`
 	Throughput []throughputResult `json:"registryThroughput,omitempty"`
-	Notes      []string           `json:"notes,omitempty"`
+	Profiles   []profiled         `json:"profiles,omitempty"`
+	// Targets are issue 22's targets judged from the runs above (targets.go).
+	Targets []targetResult `json:"targets"`
+	Notes   []string       `json:"notes,omitempty"`
 }
 
 // run is the whole benchmark.
@@ -222,18 +236,19 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 		return err
 	}
 	if ctx.Err() == nil {
-		h, err := s.runHandoff(ctx, o, arms, base, progress)
-		if err != nil {
-			rep.Notes = append(rep.Notes, "handoff: "+err.Error())
-			fmt.Fprintln(progress, "bench: handoff:", err)
+		rep.Handoffs = s.runHandoffs(ctx, o, base, progress)
+		for _, h := range rep.Handoffs {
+			if h.FirstError != "" {
+				rep.Notes = append(rep.Notes, h.Name+": "+h.FirstError)
+			}
 		}
-		rep.Handoff = h
 	}
 	if ctx.Err() == nil {
 		rep.Throughput = s.runThroughput(ctx, o, base, progress)
 	}
 	if o.Profile > 0 && ctx.Err() == nil {
-		if err := s.runProfiles(ctx, o, arms, base, progress); err != nil {
+		var err error
+		if rep.Profiles, err = s.runProfiles(ctx, o, arms, base, progress); err != nil {
 			rep.Notes = append(rep.Notes, "profiles: "+err.Error())
 			fmt.Fprintln(progress, "bench: profiles:", err)
 		}
@@ -242,6 +257,16 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 		return ctx.Err()
 	}
 	rep.Rows, rep.Memory = buildRows(rep.Runs), buildMemory(rep.Runs)
+	rep.Targets = evaluateTargets(issue22Targets(), targetInput{Runs: rep.Runs, Plan: rep.OpenPlan, Handoffs: rep.Handoffs, Throughput: rep.Throughput})
+	for _, t := range rep.Targets {
+		if t.Judged {
+			figure := ""
+			if t.Unit != "–" {
+				figure = fmt.Sprintf("%s %s (%s %s) ", fmtNum(t.Measured.Median, unitPrec(t.Unit)), t.Unit, t.Op, fmtNum(t.Threshold, unitPrec(t.Unit)))
+			}
+			fmt.Fprintf(progress, "target %-20s %-24s %-12s %s%s\n", t.ID, t.Arm, t.Verdict, figure, t.Why)
+		}
+	}
 	rep.LoadAvgEnd, rep.PressureEnd = loadAvg(), cpuPressure()
 	rep.Elapsed = clock.Since(ck, began).Seconds()
 	if err := writeOutputs(o.Out, rep); err != nil {

@@ -13,8 +13,10 @@ import (
 // Two more open-loop phases run after every closed-loop repetition, so
 // that an arm's maximum is the median of all its closed-64 runs:
 // open-own, every arm at half its own maximum, and open-1k, every arm
-// that kept at least twice 1,000 requests/s at 1,000/s (the issue's
-// headline: added p99 at ~1k rps).
+// whose closed-64 maximum is at least 1,000 requests/s at 1,000/s (the
+// issue's headline: added p99 at 1k rps). An arm whose maximum is barely
+// above the rate may not keep it: its row then says "rate not kept" and
+// its targets are a MISS with that reason (targets.go).
 const (
 	openOwnLoad   = "open-own"
 	openFixedLoad = "open-1k"
@@ -26,8 +28,8 @@ const (
 
 // Reasons an arm is left out of a phase, shown in its table row.
 const (
-	skipNoMax       = "not run: no valid closed-64 run"
-	skipBelowDouble = "not run: max below 2x the rate"
+	skipNoMax     = "not run: no valid closed-64 run"
+	skipBelowRate = "not run: rate not kept (closed-64 max below the rate)"
 )
 
 // openPlan is one arm's rates in the open-own and open-1k phases; a zero
@@ -64,8 +66,8 @@ func planOpen(runs []runRecord, arms []string) []openPlan {
 		switch {
 		case p.MaxRPS == 0:
 			p.FixedSkip = skipNoMax
-		case p.MaxRPS < 2*openFixedRate:
-			p.FixedSkip = skipBelowDouble
+		case p.MaxRPS < openFixedRate:
+			p.FixedSkip = skipBelowRate
 		default:
 			p.FixedRate = openFixedRate
 		}

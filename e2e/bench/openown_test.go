@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// openRuns are closed-64 runs of five arms, each with its own rates, plus
+// openRuns are closed-64 runs of six arms, each with its own rates, plus
 // closed-16 and open runs of the same arms at other rates that must not
 // count.
 func openRuns() []runRecord {
@@ -13,8 +13,8 @@ func openRuns() []runRecord {
 		return runRecord{Rep: rep, Load: load, Arm: arm, Workers: 64, Requests: int(rps), Seconds: 1, RPS: rps, Non2xx: non2xx}
 	}
 	var runs []runRecord
-	for rep, v := range [][5]float64{{30000, 10000, 3000, 1500, 900}, {28000, 11000, 1000, 1700, 950}, {32000, 9000, 2500, 1600, 800}} {
-		for i, arm := range []string{"direct", "plain-proxy", "fg-a", "fg-b", "fg-c"} {
+	for rep, v := range [][6]float64{{30000, 10000, 3000, 1500, 900, 900}, {28000, 11000, 1000, 1700, 950, 1100}, {32000, 9000, 2500, 1600, 800, 850}} {
+		for i, arm := range []string{"direct", "plain-proxy", "fg-a", "fg-b", "fg-c", "fg-d"} {
 			non2xx := 0
 			if arm == "fg-c" {
 				non2xx = 1 // every closed-64 run of fg-c is invalid
@@ -28,16 +28,19 @@ func openRuns() []runRecord {
 }
 
 func TestPlanOpenUsesEachArmsOwnClosed64Median(t *testing.T) {
-	plans := planOpen(openRuns(), []string{"direct", "plain-proxy", "fg-a", "fg-b", "fg-c", "fg-none"})
+	plans := planOpen(openRuns(), []string{"direct", "plain-proxy", "fg-a", "fg-b", "fg-c", "fg-d", "fg-none"})
 	want := []openPlan{
 		{Arm: "direct", MaxRPS: 30000, OwnRate: 15000, FixedRate: 1000},
 		{Arm: "plain-proxy", MaxRPS: 10000, OwnRate: 5000, FixedRate: 1000},
 		{Arm: "fg-a", MaxRPS: 2500, OwnRate: 1250, FixedRate: 1000},
-		// 1,600 rps closed-loop: below twice 1,000/s even though its
-		// closed-16 runs (6,407/s) are not.
-		{Arm: "fg-b", MaxRPS: 1600, OwnRate: 800, FixedSkip: skipBelowDouble},
+		// 1,600 rps closed-loop: at least the rate, so it runs at 1,000/s
+		// (below twice the rate: the old rule left it out).
+		{Arm: "fg-b", MaxRPS: 1600, OwnRate: 800, FixedRate: 1000},
 		// Only invalid closed-64 runs: no maximum, no phase.
 		{Arm: "fg-c", OwnSkip: skipNoMax, FixedSkip: skipNoMax},
+		// 900 rps closed-loop (one run at 1,100): below the rate, even
+		// though its closed-16 runs (3,607/s) are not.
+		{Arm: "fg-d", MaxRPS: 900, OwnRate: 450, FixedSkip: skipBelowRate},
 		{Arm: "fg-none", OwnSkip: skipNoMax, FixedSkip: skipNoMax},
 	}
 	if len(plans) != len(want) {
@@ -53,8 +56,8 @@ func TestPlanOpenUsesEachArmsOwnClosed64Median(t *testing.T) {
 	if loadName(specs[0]) != openOwnLoad || specs[0].Rate != 1250 || loadName(specs[1]) != openFixedLoad || specs[1].Rate != 1000 {
 		t.Errorf("fg-a specs = %+v", specs)
 	}
-	if s := openSpecs(options{}, plans[3]); s[1].Rate != 0 || s[0].Workers != 64 || s[0].Mode != "open" {
-		t.Errorf("fg-b specs = %+v", s)
+	if s := openSpecs(options{}, plans[5]); s[1].Rate != 0 || s[0].Workers != 64 || s[0].Mode != "open" {
+		t.Errorf("fg-d specs = %+v", s)
 	}
 }
 
@@ -62,7 +65,7 @@ func TestPlanOpenUsesEachArmsOwnClosed64Median(t *testing.T) {
 // of openRuns, two repetitions each.
 func openReport() *report {
 	rep := sampleReport()
-	arms := []string{"direct", "plain-proxy", "fg-a", "fg-b", "fg-c"}
+	arms := []string{"direct", "plain-proxy", "fg-a", "fg-b", "fg-c", "fg-d"}
 	rep.OpenPlan = planOpen(openRuns(), arms)
 	for r := 1; r <= 2; r++ {
 		for i, pl := range rep.OpenPlan {
@@ -107,7 +110,8 @@ func TestRenderOpenTables(t *testing.T) {
 		// Added over direct at the same rate: fg-a p99 (131+r) - direct's (111+r) = 20.
 		"| fg-a | 2500 | 1000 | 1000 | 2.00 | 20.00 | 40.00 | 131.50 (131.00–132.00) | 0.250 |",
 		"| direct | 30000 | 1000 | 1000 | 0.00 | 0.00 | 0.00 |",
-		"| fg-b | 1600 | – | – | – | – | – | – | – | – | – | – | " + skipBelowDouble + " |",
+		"| fg-b | 1600 | 1000 | 1000 |",
+		"| fg-d | 900 | – | – | – | – | – | – | – | – | – | – | " + skipBelowRate + " |",
 		"| fg-c | – | – |",
 		"Direct at 1000/s (absolute): p50 1.75 (1.50–2.00) ms, p99 111.50 (111.00–112.00) ms",
 	} {

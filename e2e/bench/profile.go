@@ -8,19 +8,32 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
 
-// The profile phase (-profile DURATION) answers "where does the time go"
-// for every fencegate arm: after the measured phases it runs each arm once
-// more, closed loop with 64 workers for DURATION, and meanwhile takes a CPU
+// The profile phase (-profile DURATION, on by default for the durable
+// arms -profile-arms matches) answers "where does the time go": after the
+// measured phases it runs each of those arms once more, closed loop with 64 workers for DURATION, and meanwhile takes a CPU
 // profile of its sidecar (and, in registry mode, of the registry serving
 // it) from /debug/pprof/profile on their admin listeners. It writes
 // profiles/ARM-proxy.pprof (and ARM-registry.pprof), the top of each as
 // text (go tool pprof -top), and profiles/README.md with the heaviest
 // functions of every profile and fencegate's own functions by cumulative
-// time. These runs are not part of the results.
+// time; RESULTS.md links every profile with its top functions by flat and
+// by cumulative time. These runs are not part of the results.
+
+// Profile defaults: every durable arm (bolt and Redis stores, proof and
+// registry modes), 3 s each.
+const (
+	defaultProfile     = 3 * time.Second
+	defaultProfileArms = `^fg-(bolt|redis)-(proof|registry)-EdDSA$`
+)
+
+// profileSummaryTop is how many functions RESULTS.md lists per profile,
+// by flat and by cumulative time.
+const profileSummaryTop = 10
 
 // profileWorkers is the profile runs' closed-loop concurrency.
 const profileWorkers = 64
@@ -30,27 +43,38 @@ const profileTop = 12
 
 // profiled is one profile taken.
 type profiled struct {
-	Arm, Role, File string
-	Requests        int
-	Top             []string // pprof -top lines, heaviest first
-	Ours            []string // pprof -top -cum lines of fencegate's own functions
-	Err             string
+	Arm      string `json:"arm"`
+	Role     string `json:"role"` // proxy, registry
+	File     string `json:"file"` // in profiles/
+	Requests int    `json:"requests"`
+	// Top are pprof -top lines, heaviest flat first; Cum pprof -top -cum
+	// lines, heaviest cumulative first; Ours the -cum lines of fencegate's
+	// own functions.
+	Top  []string `json:"topFlat,omitempty"`
+	Cum  []string `json:"topCum,omitempty"`
+	Ours []string `json:"oursCum,omitempty"`
+	Err  string   `json:"error,omitempty"`
 }
 
-// runProfiles profiles every fencegate arm in turn and writes dir/profiles.
-func (s *stack) runProfiles(ctx context.Context, o options, arms []*arm, base http.RoundTripper, progress io.Writer) error {
+// runProfiles profiles every fencegate arm o.ProfileArms matches in turn
+// and writes dir/profiles.
+func (s *stack) runProfiles(ctx context.Context, o options, arms []*arm, base http.RoundTripper, progress io.Writer) ([]profiled, error) {
 	out := filepath.Join(o.Out, "profiles")
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
+		return nil, err
+	}
+	only, err := regexp.Compile(o.ProfileArms)
+	if err != nil {
+		return nil, fmt.Errorf("bench: -profile-arms: %w", err)
 	}
 	secs := max(int(o.Profile.Round(time.Second)/time.Second), 1)
 	var all []profiled
 	for _, a := range arms {
-		if a.Kind != "fencegate" || ctx.Err() != nil {
+		if a.Kind != "fencegate" || !only.MatchString(a.Name) || ctx.Err() != nil {
 			continue
 		}
 		if err := a.acquire(ctx, profileWorkers, base); err != nil {
-			return err
+			return all, err
 		}
 		targets := map[string]string{"proxy": a.admin}
 		if a.Status == "registry" {
@@ -66,9 +90,18 @@ func (s *stack) runProfiles(ctx context.Context, o options, arms []*arm, base ht
 			}
 		}, end: func() {}})
 		a.release(ctx)
+		byRole := map[string]profiled{}
 		for range targets {
 			p := <-got
 			p.Requests = len(res.Samples)
+			byRole[p.Role] = p
+		}
+		// The proxy's first, then the registry's, whichever ended first.
+		for _, role := range []string{"proxy", "registry"} {
+			p, ok := byRole[role]
+			if !ok {
+				continue
+			}
 			all = append(all, p)
 			if p.Err != "" {
 				fmt.Fprintf(progress, "bench: profile %s %s: %s\n", p.Arm, p.Role, p.Err)
@@ -77,7 +110,7 @@ func (s *stack) runProfiles(ctx context.Context, o options, arms []*arm, base ht
 			fmt.Fprintf(progress, "bench: profile %s %s: %d requests; top: %s\n", p.Arm, p.Role, p.Requests, firstOr(p.Top, "(empty)"))
 		}
 	}
-	return os.WriteFile(filepath.Join(out, "README.md"), []byte(renderProfiles(all, secs)), 0o644)
+	return all, os.WriteFile(filepath.Join(out, "README.md"), []byte(renderProfiles(all, secs)), 0o644)
 }
 
 // takeProfile fetches a CPU profile of secs seconds from base's
@@ -121,7 +154,9 @@ func (s *stack) takeProfile(ctx context.Context, base string, secs int, file, ar
 	if err != nil {
 		return fail(fmt.Errorf("go tool pprof -cum: %w", err))
 	}
-	for _, l := range topLines(string(cum), 400) {
+	cumLines := topLines(string(cum), 400)
+	p.Cum = cumLines[:min(len(cumLines), profileTop)]
+	for _, l := range cumLines {
 		if strings.Contains(l, "fencegate/fencegate/") && len(p.Ours) < 2*profileTop {
 			p.Ours = append(p.Ours, l)
 		}

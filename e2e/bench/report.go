@@ -62,6 +62,9 @@ func renderMarkdown(rep *report) string {
 	if !rep.Options.Quick {
 		p("The default per-run times (2 s measured after 0.75 s warm-up) are shorter than before the open-own and open-1k phases were added, so that the whole default run, build included, stays under 10 minutes on 2 cores.\n\n")
 	}
+	p("## Targets\n\n")
+	p("Issue 22's targets, judged from this run's own data (targets.go; which arm each is judged on and why: doc.go). %s\n\n", rep.loadLine())
+	renderTargets(p, rep.Targets, proxyProfiles(rep.Profiles))
 	rep.machineTable(p)
 	if rep.busy() {
 		p("**The machine was busy**: other work shared its %d CPUs (load average and CPU pressure above: the share of time some task waited for a CPU). Absolute figures are pessimistic and noisier; the arms alternate round-robin, so each repetition's noise hits them alike and the ratios and added latencies are the figures to compare.\n\n", m.CPUs)
@@ -137,14 +140,7 @@ func renderMarkdown(rep *report) string {
 		}
 		p("\n")
 	}
-	if h := rep.Handoff; h != nil && h.Handoffs > 0 {
-		p("## Lease handoff\n\n")
-		p("%d handoffs of one resource between two owners through `%s` (registry %s): the next owner's acquire is already waiting at the registry when the holder releases. ", h.Handoffs, h.Arm, h.Registry)
-		p("Times from the release call to the waiting acquirer's grant, and to its first write accepted by the sidecar (segment 1 under the new fence).\n\n")
-		p("| | p50 ms | p99 ms | p99.9 ms | max ms |\n|---|---:|---:|---:|---:|\n")
-		p("| release → grant | %s | %s | %s | %s |\n", fmtNum(h.ToGrant.P50, 2), fmtNum(h.ToGrant.P99, 2), fmtNum(h.ToGrant.P999, 2), fmtNum(h.ToGrant.Max, 2))
-		p("| release → first accepted write | %s | %s | %s | %s |\n\n", fmtNum(h.ToWrite.P50, 2), fmtNum(h.ToWrite.P99, 2), fmtNum(h.ToWrite.P999, 2), fmtNum(h.ToWrite.Max, 2))
-	}
+	renderHandoffs(p, rep.Handoffs)
 	if len(rep.Throughput) > 0 {
 		p("## Registry acquire+release throughput\n\n")
 		p("Each worker acquires a lease on its own resource and releases it, in a loop, with the SDK's low-level client (`Acquire`, `Release`). The bolt and redis backends are durable (bbolt fsync; redis-server with appendonly yes, appendfsync always).\n\n")
@@ -158,6 +154,7 @@ func renderMarkdown(rep *report) string {
 		}
 		p("\n")
 	}
+	renderProfileSummaries(p, rep.Profiles)
 	if len(rep.Notes) > 0 {
 		p("## Notes\n\n")
 		for _, n := range rep.Notes {
@@ -215,6 +212,24 @@ func (ri runInfo) machineTable(p func(string, ...any)) {
 	}
 	p("| commit | %s |\n| pinning | %s |\n| load average (1/5/15 min) at start | %s |\n| load average at end | %s |\n| CPU pressure (PSI some) at start | %s |\n| CPU pressure at end | %s |\n| elapsed | %.0f s |\n\n",
 		commit, ri.Pinning.Note, ri.LoadAvgStart, ri.LoadAvgEnd, ri.PressureStart, ri.PressureEnd, ri.Elapsed)
+}
+
+// loadLine is the machine's load in one sentence, for beside a verdict.
+func (ri runInfo) loadLine() string {
+	l := fmt.Sprintf("Machine load: %d CPUs, load average %s at the start and %s at the end, CPU pressure %s at the start and %s at the end",
+		ri.Machine.CPUs, orDash(ri.LoadAvgStart), orDash(ri.LoadAvgEnd), orDash(ri.PressureStart), orDash(ri.PressureEnd))
+	if ri.busy() {
+		return l + ": **busy** (other work shared the CPUs; absolute figures are pessimistic)."
+	}
+	return l + "."
+}
+
+// orDash is s, or "–" when empty.
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
 }
 
 // busy reports whether the machine was busy at the start or the end.

@@ -33,11 +33,14 @@ import (
 
 // Soak defaults.
 const (
-	defaultSoakArms   = `^fg-(memory|bolt)-proof-EdDSA$`
+	defaultSoakArms   = `^fg-(bolt|redis)-proof-EdDSA$`
 	defaultSoakRate   = 1000.0
 	defaultSoakSample = 30 * time.Second
 	soakWorkers       = openWorkers
 	soakLoad          = "soak"
+	// soakWindowWidth is the width of the windows whose p99 the no-stall rule
+	// compares (issue 22), apart from the sample interval.
+	soakWindowWidth = 10 * time.Second
 )
 
 // errSoak is returned for soak flags that make no soak.
@@ -111,11 +114,13 @@ func (r soakRetention) yaml() string {
 // rendered from it.
 type soakReport struct {
 	runInfo
-	Target      soakTarget    `json:"target"`
-	Direct      *soakBaseline `json:"direct,omitempty"`
-	Runs        []*soakRun    `json:"arms"`
-	Interrupted bool          `json:"interrupted,omitempty"`
-	Notes       []string      `json:"notes,omitempty"`
+	Target soakTarget    `json:"target"`
+	Direct *soakBaseline `json:"direct,omitempty"`
+	Runs   []*soakRun    `json:"arms"`
+	// Targets are issue 22's soak targets judged from Runs (soaktargets.go).
+	Targets     []targetResult `json:"targets"`
+	Interrupted bool           `json:"interrupted,omitempty"`
+	Notes       []string       `json:"notes,omitempty"`
 }
 
 // soakBaseline is the direct arm at the soak's rate, run once before the
@@ -129,20 +134,23 @@ type soakBaseline struct {
 
 // soakRun is one arm's soak.
 type soakRun struct {
-	Arm        string        `json:"arm"`
-	Store      string        `json:"store"`
-	Status     string        `json:"status"`
-	Alg        string        `json:"alg"`
-	Rate       float64       `json:"rate"`
-	Workers    int           `json:"workers"`
-	Seconds    float64       `json:"seconds"`
-	Sample     float64       `json:"sampleSeconds"`
-	Retention  soakRetention `json:"retention"`
-	Samples    []soakSample  `json:"samples"`
-	Missed     int           `json:"missed"`
-	FirstError string        `json:"firstError,omitempty"`
-	Exit       string        `json:"proxyExit,omitempty"`
-	Summary    soakSummary   `json:"summary"`
+	Arm       string        `json:"arm"`
+	Store     string        `json:"store"`
+	Status    string        `json:"status"`
+	Alg       string        `json:"alg"`
+	Rate      float64       `json:"rate"`
+	Workers   int           `json:"workers"`
+	Seconds   float64       `json:"seconds"`
+	Sample    float64       `json:"sampleSeconds"`
+	Retention soakRetention `json:"retention"`
+	Samples   []soakSample  `json:"samples"`
+	// Windows are the soakWindowWidth-wide windows from the load's start, by
+	// each request's end.
+	Windows    []soakWindow `json:"windows"`
+	Missed     int          `json:"missed"`
+	FirstError string       `json:"firstError,omitempty"`
+	Exit       string       `json:"proxyExit,omitempty"`
+	Summary    soakSummary  `json:"summary"`
 }
 
 // soakSample is one reading: the process figures at Elapsed, the request
@@ -178,28 +186,88 @@ func (s soakSample) MarshalJSON() ([]byte, error) {
 		"p50Ms": jsonNum(s.P50), "p99Ms": jsonNum(s.P99), "addedP50Ms": jsonNum(s.AddP50), "addedP99Ms": jsonNum(s.AddP99)})
 }
 
+// soakWindow is one fixed window of the soak: the requests that ended in
+// it and their latency percentiles (NaN without a request).
+type soakWindow struct {
+	Start    float64 // seconds since the load's start
+	Requests int
+	Bad      int
+	P50, P99 float64
+}
+
+// MarshalJSON writes NaN (no requests) as null.
+func (w soakWindow) MarshalJSON() ([]byte, error) {
+	return jsonMap(map[string]any{"startSeconds": w.Start, "requests": w.Requests, "non2xxAndErrors": w.Bad,
+		"p50Ms": jsonNum(w.P50), "p99Ms": jsonNum(w.P99)})
+}
+
 // intervalRecorder collects the requests of the current sample interval
-// from every worker.
+// from every worker, and of the current window (width wide from start);
+// a window is summed up when a request ends after it, so only the
+// current one's latencies are kept.
 type intervalRecorder struct {
 	mu        sync.Mutex
 	requests  int
 	total     int
 	bad       int
 	latencies []int64
+
+	start   time.Time
+	width   time.Duration
+	win     int // the current window's index
+	winReq  int
+	winBad  int
+	winLat  []int64
+	windows []soakWindow
+}
+
+// newIntervalRecorder starts a recorder whose windows are width wide
+// from start.
+func newIntervalRecorder(start time.Time, width time.Duration) *intervalRecorder {
+	return &intervalRecorder{start: start, width: width}
 }
 
 // observe is the load's Observe hook.
-func (r *intervalRecorder) observe(_ time.Time, latency time.Duration, status int, err error) {
+func (r *intervalRecorder) observe(done time.Time, latency time.Duration, status int, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests++
 	r.total++
+	r.advance(done)
+	r.winReq++
 	if err != nil || status/100 != 2 {
 		r.bad++
+		r.winBad++
 	}
 	if err == nil {
 		r.latencies = append(r.latencies, int64(latency))
+		r.winLat = append(r.winLat, int64(latency))
 	}
+}
+
+// advance closes every window that ended at or before t (empty ones
+// included: no request ended in them). A request observed just after a
+// later one (workers race to the lock) counts in the current window.
+func (r *intervalRecorder) advance(t time.Time) {
+	if r.width <= 0 {
+		return
+	}
+	idx := int(t.Sub(r.start) / r.width)
+	for r.win < idx {
+		l := summarize(r.winLat)
+		r.windows = append(r.windows, soakWindow{Start: (time.Duration(r.win) * r.width).Seconds(), Requests: r.winReq, Bad: r.winBad, P50: l.P50, P99: l.P99})
+		r.win++
+		r.winReq, r.winBad, r.winLat = 0, 0, r.winLat[:0]
+	}
+}
+
+// windowsUntil closes the windows that ended by t and returns every
+// closed window.
+func (r *intervalRecorder) windowsUntil(t time.Time) []soakWindow {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.advance(t)
+	return append([]soakWindow(nil), r.windows...)
 }
 
 // take ends the interval: its figures, and a fresh interval.
@@ -263,6 +331,7 @@ func (s *stack) runSoak(ctx context.Context, o options, main *report, progress i
 		rep.Runs = append(rep.Runs, run)
 	}
 	rep.Interrupted = ctx.Err() != nil
+	rep.Targets = evaluateSoakTargets(issue22Targets(), rep.Runs, rep.Target)
 	rep.LoadAvgEnd, rep.PressureEnd = loadAvg(), cpuPressure()
 	rep.Elapsed = clock.Since(s.ck, began).Seconds()
 	if err := writeSoakOutputs(o.Out, rep); err != nil {
@@ -311,9 +380,9 @@ func (s *stack) soakArm(ctx context.Context, o options, f fgArm, direct *soakBas
 	run := &soakRun{Arm: a.Name, Store: f.store, Status: f.status, Alg: f.alg, Rate: o.SoakRate, Workers: soakWorkers,
 		Seconds: o.Soak.Seconds(), Sample: o.SoakSample.Seconds(), Retention: ret}
 	hc := &http.Client{Transport: base, Timeout: 5 * time.Second}
-	rec := &intervalRecorder{}
 	pid := c.pid()
 	start := s.ck.Now()
+	rec := newIntervalRecorder(start, soakWindowWidth)
 	prevCPU, prevElapsed := math.NaN(), 0.0
 	take := func() {
 		requests, total, bad, lat := rec.take()
@@ -367,7 +436,10 @@ func (s *stack) soakArm(ctx context.Context, o options, f fgArm, direct *soakBas
 	take() // the end, once every worker is done
 	run.Missed, run.FirstError = res.Missed, res.FirstError
 	run.Exit = a.exitNote()
-	run.Summary = summarizeSoak(run.Samples, run.Rate, run.Missed, defaultSoakTarget)
+	// The windows that ended by now: every one of the soak's, and any
+	// after it in which the last requests ended.
+	run.Windows = rec.windowsUntil(s.ck.Now())
+	run.Summary = summarizeSoak(run.Samples, run.Windows, run.Rate, run.Missed, defaultSoakTarget)
 	return run, nil
 }
 

@@ -53,7 +53,7 @@ func soakSamples(tail func(i int) float64) []soakSample {
 }
 
 func TestSummarizeSoakFlatPass(t *testing.T) {
-	s := summarizeSoak(soakSamples(func(int) float64 { return 0 }), 1000, 0, defaultSoakTarget)
+	s := summarizeSoak(soakSamples(func(int) float64 { return 0 }), nil, 1000, 0, defaultSoakTarget)
 	if s.Requests != 600000 || s.Seconds != 600 || s.RPS != 1000 || !s.Valid || !s.RateKept {
 		t.Fatalf("summary %+v", s)
 	}
@@ -72,7 +72,7 @@ func TestSummarizeSoakFlatPass(t *testing.T) {
 
 func TestSummarizeSoakMisses(t *testing.T) {
 	// A leak of 0.5 MiB per sample (1 MiB/min) in the second half.
-	leak := summarizeSoak(soakSamples(func(i int) float64 { return 0.5 * float64(max(i-10, 0)) }), 1000, 0, defaultSoakTarget)
+	leak := summarizeSoak(soakSamples(func(i int) float64 { return 0.5 * float64(max(i-10, 0)) }), nil, 1000, 0, defaultSoakTarget)
 	if leak.Flat || leak.RSSPass || !leak.CPUPass || math.Abs(leak.Slope-1) > 1e-9 {
 		t.Errorf("leak: slope %v flat %v rss %v cpu %v; want slope 1, not flat, MISS, PASS", leak.Slope, leak.Flat, leak.RSSPass, leak.CPUPass)
 	}
@@ -83,45 +83,45 @@ func TestSummarizeSoakMisses(t *testing.T) {
 	}{{38.0, true}, {38.2, false}} {
 		sm := soakSamples(func(int) float64 { return 0 })
 		sm[len(sm)-1].RSS.HWM = int64(c.mib * 1024)
-		if s := summarizeSoak(sm, 1000, 0, defaultSoakTarget); s.RSSPass != c.pass {
+		if s := summarizeSoak(sm, nil, 1000, 0, defaultSoakTarget); s.RSSPass != c.pass {
 			t.Errorf("peak %v MiB: RSS pass %v, want %v", c.mib, s.RSSPass, c.pass)
 		}
 	}
 	// CPU over the bound.
 	sm := soakSamples(func(int) float64 { return 0 })
 	sm[len(sm)-1].CPU += 0.6 // 0.201 core-s/1k: still a PASS
-	if s := summarizeSoak(sm, 1000, 0, defaultSoakTarget); !s.CPUPass {
+	if s := summarizeSoak(sm, nil, 1000, 0, defaultSoakTarget); !s.CPUPass {
 		t.Errorf("core-s/1k %v: want PASS", s.CPUPer1k)
 	}
 	sm[len(sm)-1].CPU += 40 // 0.268
-	if s := summarizeSoak(sm, 1000, 0, defaultSoakTarget); s.CPUPass {
+	if s := summarizeSoak(sm, nil, 1000, 0, defaultSoakTarget); s.CPUPass {
 		t.Errorf("core-s/1k %v: want MISS", s.CPUPer1k)
 	}
 	// Invalid runs miss both: a non-2xx answer, a lost rate, an exited proxy.
 	bad := soakSamples(func(int) float64 { return 0 })
 	bad[7].Bad = 1
-	behind := summarizeSoak(soakSamples(func(int) float64 { return 0 }), 1000, 6001, defaultSoakTarget)
+	behind := summarizeSoak(soakSamples(func(int) float64 { return 0 }), nil, 1000, 6001, defaultSoakTarget)
 	gone := soakSamples(func(int) float64 { return 0 })
 	gone[len(gone)-1].RSS = rssKB{}
 	for name, s := range map[string]soakSummary{
-		"non-2xx": summarizeSoak(bad, 1000, 0, defaultSoakTarget),
+		"non-2xx": summarizeSoak(bad, nil, 1000, 0, defaultSoakTarget),
 		"behind":  behind,
-		"exited":  summarizeSoak(gone, 1000, 0, defaultSoakTarget),
+		"exited":  summarizeSoak(gone, nil, 1000, 0, defaultSoakTarget),
 	} {
 		if s.Valid || s.RSSPass || s.CPUPass {
 			t.Errorf("%s: valid %v rss %v cpu %v; want an invalid MISS", name, s.Valid, s.RSSPass, s.CPUPass)
 		}
 	}
 	// 1% of the schedule behind is still keeping the rate.
-	if s := summarizeSoak(soakSamples(func(int) float64 { return 0 }), 1000, 6000, defaultSoakTarget); !s.RateKept {
+	if s := summarizeSoak(soakSamples(func(int) float64 { return 0 }), nil, 1000, 6000, defaultSoakTarget); !s.RateKept {
 		t.Error("6000 missed of 600,000: rate not kept, want kept")
 	}
 	// A run shorter than a minute has no minute-1 figure.
 	short := soakSamples(func(int) float64 { return 0 })[:2]
-	if s := summarizeSoak(short, 1000, 0, defaultSoakTarget); !math.IsNaN(s.RSSMinute1) || s.Seconds != 30 {
+	if s := summarizeSoak(short, nil, 1000, 0, defaultSoakTarget); !math.IsNaN(s.RSSMinute1) || s.Seconds != 30 {
 		t.Errorf("short run: RSS at 1 min %v, seconds %v", s.RSSMinute1, s.Seconds)
 	}
-	if s := summarizeSoak(nil, 1000, 0, defaultSoakTarget); s.Valid || s.RSSPass || s.CPUPass || !math.IsNaN(s.Slope) {
+	if s := summarizeSoak(nil, nil, 1000, 0, defaultSoakTarget); s.Valid || s.RSSPass || s.CPUPass || !math.IsNaN(s.Slope) {
 		t.Errorf("no samples: %+v", s)
 	}
 }
@@ -219,7 +219,7 @@ func TestSoakOptions(t *testing.T) {
 	for _, f := range soakArmsMatching(regexp.MustCompile(o.SoakArms)) {
 		names = append(names, f.name())
 	}
-	if strings.Join(names, ",") != "fg-memory-proof-EdDSA,fg-bolt-proof-EdDSA" {
+	if strings.Join(names, ",") != "fg-bolt-proof-EdDSA,fg-redis-proof-EdDSA" {
 		t.Errorf("default soak arms %v", names)
 	}
 	o, err = parseOptions([]string{"-soak", "10m", "-soak-arms", "redis-proof", "-soak-rate", "500", "-soak-sample", "5s", "-soak-retention", "50"}, io.Discard)
@@ -247,29 +247,53 @@ func TestSoakOptions(t *testing.T) {
 // one short, leaking soak with a rejected request.
 func soakReportSample() *soakReport {
 	o := options{Soak: 10 * time.Minute, SoakArms: defaultSoakArms, SoakRate: 1000, SoakSample: 30 * time.Second, SoakRetention: 100, Pin: true}
-	good := &soakRun{Arm: "fg-memory-proof-EdDSA", Store: "memory", Status: "proof", Alg: "EdDSA", Rate: 1000, Workers: 64,
-		Seconds: 600, Sample: 30, Retention: newSoakRetention(100, time.Minute), Samples: soakSamples(func(int) float64 { return 0 })}
-	good.Summary = summarizeSoak(good.Samples, good.Rate, 0, defaultSoakTarget)
+	good := &soakRun{Arm: "fg-bolt-proof-EdDSA", Store: "bolt", Status: "proof", Alg: "EdDSA", Rate: 1000, Workers: 64,
+		Seconds: 600, Sample: 30, Retention: newSoakRetention(100, time.Minute), Samples: soakSamples(func(int) float64 { return 0 }),
+		Windows: soakWindows(61, func(int) float64 { return 4.5 })}
+	good.Summary = summarizeSoak(good.Samples, good.Windows, good.Rate, 0, defaultSoakTarget)
 	leakSamples := soakSamples(func(i int) float64 { return float64(i) })[:4]
 	leakSamples[3].Bad = 2
 	leakSamples[2].Receipts, leakSamples[2].StoreBytes = 12345, 3<<20
 	leak := &soakRun{Arm: `fg-bolt<"proof">&`, Store: "bolt", Status: "proof", Alg: "EdDSA", Rate: 1000, Workers: 64,
-		Seconds: 90, Sample: 30, Retention: newSoakRetention(100, time.Minute), Samples: leakSamples, FirstError: "HTTP Conflict"}
-	leak.Summary = summarizeSoak(leak.Samples, leak.Rate, 0, defaultSoakTarget)
-	return &soakReport{runInfo: runInfo{Machine: machineInfo{CPUModel: "Test CPU", CPUs: 2, Commit: "abc123", Date: "2026-11-30 12:00 UTC"},
+		Seconds: 90, Sample: 30, Retention: newSoakRetention(100, time.Minute), Samples: leakSamples, FirstError: "HTTP Conflict",
+		Windows: soakWindows(9, func(i int) float64 { return 4.5 + float64(i) })}
+	leak.Summary = summarizeSoak(leak.Samples, leak.Windows, leak.Rate, 0, defaultSoakTarget)
+	rep := &soakReport{runInfo: runInfo{Machine: machineInfo{CPUModel: "Test CPU", CPUs: 2, Commit: "abc123", Date: "2026-11-30 12:00 UTC"},
 		Options: o, LoadAvgStart: "0.1 0.1 0.1", LoadAvgEnd: "0.1 0.1 0.1"}, Target: defaultSoakTarget,
 		Direct: &soakBaseline{Seconds: 30, Requests: 30000, Latency: latencySummary{P50: 0.7, P99: 1.7}},
 		Runs:   []*soakRun{good, leak}}
+	rep.Targets = evaluateSoakTargets(issue22Targets(), rep.Runs, rep.Target)
+	return rep
+}
+
+// soakWindows are n 10 s windows of 10,000 requests each, window i's p99
+// p99(i) ms.
+func soakWindows(n int, p99 func(i int) float64) []soakWindow {
+	out := make([]soakWindow, n)
+	for i := range out {
+		out[i] = soakWindow{Start: float64(10 * i), Requests: 10000, P50: 1.2, P99: p99(i)}
+	}
+	return out
 }
 
 func TestRenderSoakMarkdown(t *testing.T) {
 	md := renderSoakMarkdown(soakReportSample())
 	for _, want := range []string{
-		"-soak 10m0s -soak-arms '^fg-(memory|bolt)-proof-EdDSA$' -soak-rate 1000 -soak-sample 30s -soak-retention 100",
+		"-soak 10m0s -soak-arms '^fg-(bolt|redis)-proof-EdDSA$' -soak-rate 1000 -soak-sample 30s -soak-retention 100",
 		"| commit | abc123 |",
-		// The summary table: the good arm passes both, the other misses both.
-		"| fg-memory-proof-EdDSA | 100 | 600 | 1000 | 0 | 28.0 | 30.0 | 26.0 | 4.0 | 30.0 | 0.000 (0.000 / 0.000) | 0.200 | **PASS** | **PASS** |",
-		"**fg-memory-proof-EdDSA**: memory PASS: peak 30.0 MiB vs 38.1 MiB (40 MB)",
+		// The summary table: the good arm passes all four, the other misses them.
+		"| fg-bolt-proof-EdDSA | 100 | 600 | 1000 | 0 | 28.0 | 30.0 | 26.0 | 4.0 | 30.0 | 26.0 | 0.000 (0.000 / 0.000) | 0.200 | 4.50 / 4.50 | **PASS** | **PASS** | **PASS** | **PASS** |",
+		"**fg-bolt-proof-EdDSA**: memory PASS: peak 30.0 MiB vs 38.1 MiB (40 MB)",
+		"RSS anon PASS: peak RssAnon 26.0 MiB vs 38.1 MiB (40 MB)",
+		"No stall PASS: worst 10s window's p99 4.50 ms (window at 0 s) vs 2 x the median window's 4.50 ms, over 60 windows.",
+		// The Targets table: bolt judged, Redis not soaked.
+		"## Targets",
+		"| RSS <= 40 MB anonymous at 1,000 req/s for 10 minutes, flat (bolt) | fg-bolt-proof-EdDSA | soak | 26.00 MiB anon | <= 38.15 MiB anon | **PASS**: peak RssAnon;",
+		"| no stall: every 10 s window's p99 within 2x the median window's (bolt) | fg-bolt-proof-EdDSA | soak | 1.00 × median window p99 | <= 2.00 × median window p99 | **PASS**: worst 10s window's p99 4.50 ms (at 0 s) over the median window's 4.50 ms, 60 windows |",
+		"| fg-redis-proof-EdDSA | soak | – | <= 38.15 MiB anon | not measured: not soaked (-soak-arms) |",
+		// The windows table: the window at 600 s ended after the soak.
+		"| 590 | 10000 | 0 | 1.20 | 4.50 | 1.00 |",
+		"| 600 | 10000 | 0 | 1.20 | 4.50 | 1.00 |",
 		"CPU PASS: 0.200 core-s/1k vs 0.25.",
 		"memory MISS (invalid run: 2 non-2xx or errors)",
 		"indicative only: ran 90 s, not the target's 600 s",

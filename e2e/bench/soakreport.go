@@ -29,9 +29,16 @@ type soakTarget struct {
 	// Rate and Seconds are the load and length the target is stated for.
 	Rate    float64 `json:"rate"`
 	Seconds float64 `json:"seconds"`
+	// Issue 22 bounds the anonymous resident set (RssAnon) by RSSMB and
+	// asks it flat (its slope at most FlatMiBPerMin), and asks no stall:
+	// every full WindowSeconds window's p99 at most StallFactor times the
+	// median window's.
+	WindowSeconds float64 `json:"windowSeconds"`
+	StallFactor   float64 `json:"stallFactor"`
 }
 
-var defaultSoakTarget = soakTarget{RSSMB: 40, CPUPer1k: 0.25, FlatMiBPerMin: 0.1, Rate: 1000, Seconds: 600}
+var defaultSoakTarget = soakTarget{RSSMB: 40, CPUPer1k: 0.25, FlatMiBPerMin: 0.1, Rate: 1000, Seconds: 600,
+	WindowSeconds: soakWindowWidth.Seconds(), StallFactor: 2}
 
 // rssMiB is the RSS bound in MiB.
 func (t soakTarget) rssMiB() float64 { return t.RSSMB * 1e6 / (1 << 20) }
@@ -57,6 +64,25 @@ type soakSummary struct {
 	CPUPer1k                     float64 // the whole run
 	Flat, RSSPass, CPUPass       bool
 	LastHalfSamples, AllRSSKnown int
+	// Issue 22: AnonPeak is the largest RssAnon of the samples; AnonPass
+	// the run valid, the anon slope flat and AnonPeak within the bound.
+	AnonPeak           float64
+	AnonFlat, AnonPass bool
+	// Stall is the no-stall rule over the full windows.
+	Stall stallVerdict
+}
+
+// stallVerdict is the no-stall rule over a soak's windows.
+type stallVerdict struct {
+	// Windows is how many full windows were judged (those that ended by
+	// the soak's end); Empty how many of them saw no request end.
+	Windows, Empty int
+	// Median is the median of their p99s; Worst the largest, in the
+	// window starting at WorstAt seconds (an empty window is the worst).
+	Median, Worst, WorstAt float64
+	// Pass: the run valid, at least two windows, none empty, and every
+	// p99 at most StallFactor x Median.
+	Pass bool
 }
 
 // MarshalJSON writes NaN (not known) as null.
@@ -66,7 +92,10 @@ func (s soakSummary) MarshalJSON() ([]byte, error) {
 		"rssAnonEndMiB": s.AnonEnd, "rssFileEndMiB": s.FileEnd, "peakRssMiB": s.Peak,
 		"slopeMiBPerMinLastHalf": jsonNum(s.Slope), "anonSlopeMiBPerMinLastHalf": jsonNum(s.AnonSlope),
 		"fileSlopeMiBPerMinLastHalf": jsonNum(s.FileSlope), "proxyCoreSecondsPer1k": jsonNum(s.CPUPer1k),
-		"flat": s.Flat, "rssPass": s.RSSPass, "cpuPass": s.CPUPass, "lastHalfSamples": s.LastHalfSamples})
+		"flat": s.Flat, "rssPass": s.RSSPass, "cpuPass": s.CPUPass, "lastHalfSamples": s.LastHalfSamples,
+		"anonPeakMiB": s.AnonPeak, "anonFlat": s.AnonFlat, "anonPass": s.AnonPass,
+		"stall": map[string]any{"windows": s.Stall.Windows, "emptyWindows": s.Stall.Empty, "medianWindowP99Ms": jsonNum(s.Stall.Median),
+			"worstWindowP99Ms": jsonNum(s.Stall.Worst), "worstWindowStartSeconds": jsonNum(s.Stall.WorstAt), "pass": s.Stall.Pass}})
 }
 
 // jsonMap marshals m (a type's JSON with NaN made null).
@@ -97,9 +126,36 @@ func slope(xs, ys []float64) float64 {
 	return sxy / sxx
 }
 
+// judgeStall applies the no-stall rule to the windows that ended by
+// seconds (the soak's length): the later ones hold only its stragglers.
+func judgeStall(windows []soakWindow, seconds float64, t soakTarget) stallVerdict {
+	v := stallVerdict{Median: math.NaN(), Worst: math.NaN(), WorstAt: math.NaN()}
+	var p99s []float64
+	for _, w := range windows {
+		if w.Start+t.WindowSeconds > seconds+1e-9 {
+			continue
+		}
+		v.Windows++
+		p := w.P99
+		if w.Requests == 0 || math.IsNaN(p) {
+			v.Empty++
+			p = math.Inf(1) // no request ended: the worst stall
+		}
+		if math.IsNaN(v.Worst) || p > v.Worst {
+			v.Worst, v.WorstAt = p, w.Start
+		}
+		p99s = append(p99s, p)
+	}
+	if len(p99s) > 0 {
+		v.Median = spreadOf(p99s).Median
+	}
+	v.Pass = v.Windows >= 2 && v.Empty == 0 && !math.IsNaN(v.Median) && v.Worst <= t.StallFactor*v.Median
+	return v
+}
+
 // summarizeSoak sums up an arm's samples (the first one the baseline at
-// 0 s) against target.
-func summarizeSoak(samples []soakSample, rate float64, missed int, target soakTarget) soakSummary {
+// 0 s) and windows against target.
+func summarizeSoak(samples []soakSample, windows []soakWindow, rate float64, missed int, target soakTarget) soakSummary {
 	s := soakSummary{RSSMinute1: math.NaN(), Slope: math.NaN(), AnonSlope: math.NaN(), FileSlope: math.NaN(), CPUPer1k: math.NaN()}
 	if len(samples) == 0 {
 		return s
@@ -139,6 +195,13 @@ func summarizeSoak(samples []soakSample, rate float64, missed int, target soakTa
 	s.Flat = !math.IsNaN(s.Slope) && s.Slope <= target.FlatMiBPerMin
 	s.RSSPass = s.Valid && s.Flat && s.Peak > 0 && s.Peak <= target.rssMiB()
 	s.CPUPass = s.Valid && !math.IsNaN(s.CPUPer1k) && s.CPUPer1k <= target.CPUPer1k
+	for _, sm := range samples {
+		s.AnonPeak = math.Max(s.AnonPeak, mib(sm.RSS.Anon))
+	}
+	s.AnonFlat = !math.IsNaN(s.AnonSlope) && s.AnonSlope <= target.FlatMiBPerMin
+	s.AnonPass = s.Valid && s.AnonFlat && s.AnonPeak > 0 && s.AnonPeak <= target.rssMiB()
+	s.Stall = judgeStall(windows, s.Seconds, target)
+	s.Stall.Pass = s.Stall.Pass && s.Valid
 	return s
 }
 
@@ -149,20 +212,7 @@ func soakVerdict(r *soakRun, t soakTarget) (memory, cpu, caveat string) {
 	pass := map[bool]string{true: "PASS", false: "MISS"}
 	switch {
 	case !s.Valid:
-		why := []string{}
-		if s.Requests == 0 {
-			why = append(why, "no requests")
-		}
-		if s.Bad > 0 {
-			why = append(why, fmt.Sprintf("%d non-2xx or errors", s.Bad))
-		}
-		if !s.RateKept {
-			why = append(why, fmt.Sprintf("rate not kept (%d missed)", r.Missed))
-		}
-		if s.AllRSSKnown < len(r.Samples) {
-			why = append(why, "proxy memory unreadable (did it exit?)")
-		}
-		memory = "MISS (invalid run: " + strings.Join(why, ", ") + ")"
+		memory = "MISS (invalid run: " + strings.Join(soakInvalidWhy(r), ", ") + ")"
 		cpu = memory
 	default:
 		memory = fmt.Sprintf("%s: peak %s MiB vs %s MiB (%g MB), slope %s MiB/min over the last half (flat means <= %g)",
@@ -182,10 +232,31 @@ func soakVerdict(r *soakRun, t soakTarget) (memory, cpu, caveat string) {
 	return memory, cpu, caveat
 }
 
+// soakIssue22Verdict is an arm's PASS/MISS against issue 22's soak
+// targets: the anonymous resident set, and no stall.
+func soakIssue22Verdict(r *soakRun, t soakTarget) (anon, stall string) {
+	s := r.Summary
+	pass := map[bool]string{true: "PASS", false: "MISS"}
+	if !s.Valid {
+		inv := "MISS (invalid run: " + strings.Join(soakInvalidWhy(r), ", ") + ")"
+		return inv, inv
+	}
+	anon = fmt.Sprintf("%s: peak RssAnon %s MiB vs %s MiB (%g MB), anon slope %s MiB/min over the last half (flat means <= %g)",
+		pass[s.AnonPass], fmtNum(s.AnonPeak, 1), fmtNum(t.rssMiB(), 1), t.RSSMB, fmtNum(s.AnonSlope, 3), t.FlatMiBPerMin)
+	st := s.Stall
+	stall = fmt.Sprintf("%s: worst %gs window's p99 %s ms (window at %s s) vs %g x the median window's %s ms, over %d windows",
+		pass[st.Pass], t.WindowSeconds, fmtNum(st.Worst, 2), fmtNum(st.WorstAt, 0), t.StallFactor, fmtNum(st.Median, 2), st.Windows)
+	if st.Empty > 0 {
+		stall += fmt.Sprintf(", %d with no request ended", st.Empty)
+	}
+	return anon, stall
+}
+
 // soakVerdictLine is an arm's verdict on one line, for stderr.
 func soakVerdictLine(r *soakRun, t soakTarget) string {
 	m, c, caveat := soakVerdict(r, t)
-	line := fmt.Sprintf("%s (retention.maxPerResource %d): memory %s; CPU %s", r.Arm, r.Retention.MaxPerResource, m, c)
+	anon, stall := soakIssue22Verdict(r, t)
+	line := fmt.Sprintf("%s (retention.maxPerResource %d): memory %s; CPU %s; RSS anon %s; no stall %s", r.Arm, r.Retention.MaxPerResource, m, c, anon, stall)
 	if caveat != "" {
 		line += " [" + caveat + "]"
 	}
@@ -244,20 +315,28 @@ func renderSoakMarkdown(rep *soakReport) string {
 	p("Judged here as: **memory PASS** when the run is valid, the proxy's peak resident set (VmHWM, anonymous + file-backed + shared, read at the end) is at most %g x 10^6 bytes (%s MiB), ", t.RSSMB, fmtNum(t.rssMiB(), 1))
 	p("and the least-squares slope of its VmRSS over the run's second half is at most %g MiB/min (flat); **CPU PASS** when the run is valid and the proxy's utime+stime over the whole load, per 1,000 requests ended, is at most %g. ", t.FlatMiBPerMin, t.CPUPer1k)
 	p("A run is valid when every answer was 2xx and the open loop kept its rate (backlog at the end at most 1%% of the schedule); an invalid run is a MISS.\n\n")
+	p("Issue 22: RSS <= %g MB anonymous at %g requests/s for %.0f minutes, flat, and no stall. Judged here as: **RSS anon PASS** when the run is valid, the largest RssAnon of the samples is at most %s MiB and its least-squares slope over the run's second half at most %g MiB/min; ",
+		t.RSSMB, t.Rate, t.Seconds/60, fmtNum(t.rssMiB(), 1), t.FlatMiBPerMin)
+	p("**no stall PASS** when the run is valid and, over every full %g s window of the load (by each request's end; compaction passes included), each window's p99 is at most %g x the median of the windows' p99s (a window in which no request ended is a stall). ", t.WindowSeconds, t.StallFactor)
+	p("A soak shorter than %.0f minutes or at another rate is shown but \"not measured\".\n\n", t.Seconds/60)
+	p("## Targets\n\n%s\n\n", rep.loadLine())
+	renderTargets(p, rep.Targets, nil)
 	p("## Summary\n\n")
-	p("| arm | retention.maxPerResource | seconds | rps | non-2xx | RSS at 1 min MiB | RSS end MiB | anon end | file end | peak MiB | slope last half MiB/min (anon / file) | core-s/1k | memory | CPU |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|\n")
+	p("| arm | retention.maxPerResource | seconds | rps | non-2xx | RSS at 1 min MiB | RSS end MiB | anon end | file end | peak MiB | anon peak MiB | slope last half MiB/min (anon / file) | core-s/1k | worst / median 10 s p99 ms | memory | CPU | RSS anon | no stall |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|---|---|---|\n")
+	verdict := map[bool]string{true: "**PASS**", false: "**MISS**"}
 	for _, r := range rep.Runs {
 		s := r.Summary
-		p("| %s | %d | %.0f | %s | %d | %s | %s | %s | %s | %s | %s (%s / %s) | %s | %s | %s |\n", r.Arm, r.Retention.MaxPerResource, s.Seconds,
-			fmtNum(s.RPS, 0), s.Bad, fmtNum(s.RSSMinute1, 1), fmtNum(s.RSSEnd, 1), fmtNum(s.AnonEnd, 1), fmtNum(s.FileEnd, 1), fmtNum(s.Peak, 1),
-			fmtNum(s.Slope, 3), fmtNum(s.AnonSlope, 3), fmtNum(s.FileSlope, 3), fmtNum(s.CPUPer1k, 3),
-			map[bool]string{true: "**PASS**", false: "**MISS**"}[s.RSSPass], map[bool]string{true: "**PASS**", false: "**MISS**"}[s.CPUPass])
+		p("| %s | %d | %.0f | %s | %d | %s | %s | %s | %s | %s | %s | %s (%s / %s) | %s | %s / %s | %s | %s | %s | %s |\n", r.Arm, r.Retention.MaxPerResource, s.Seconds,
+			fmtNum(s.RPS, 0), s.Bad, fmtNum(s.RSSMinute1, 1), fmtNum(s.RSSEnd, 1), fmtNum(s.AnonEnd, 1), fmtNum(s.FileEnd, 1), fmtNum(s.Peak, 1), fmtNum(s.AnonPeak, 1),
+			fmtNum(s.Slope, 3), fmtNum(s.AnonSlope, 3), fmtNum(s.FileSlope, 3), fmtNum(s.CPUPer1k, 3), fmtNum(s.Stall.Worst, 2), fmtNum(s.Stall.Median, 2),
+			verdict[s.RSSPass], verdict[s.CPUPass], verdict[s.AnonPass], verdict[s.Stall.Pass])
 	}
 	p("\n")
 	for _, r := range rep.Runs {
 		mem, cpu, caveat := soakVerdict(r, t)
-		p("- **%s**: memory %s. CPU %s.", r.Arm, mem, cpu)
+		anon, stall := soakIssue22Verdict(r, t)
+		p("- **%s**: memory %s. CPU %s. RSS anon %s. No stall %s.", r.Arm, mem, cpu, anon, stall)
 		if caveat != "" {
 			p(" (%s.)", caveat)
 		}
@@ -305,6 +384,14 @@ func renderSoakArm(p func(string, ...any), r *soakRun) {
 	p("| **summary** | %d | %s | %d | 1 min %s → end %s (slope %s/min) | end %s (%s/min) | end %s (%s/min) | **%s** (whole run) | | | | | | |\n\n",
 		s.Requests, fmtNum(s.RPS, 0), s.Bad, fmtNum(s.RSSMinute1, 1), fmtNum(s.RSSEnd, 1), fmtSigned(s.Slope),
 		fmtNum(s.AnonEnd, 1), fmtSigned(s.AnonSlope), fmtNum(s.FileEnd, 1), fmtSigned(s.FileSlope), fmtNum(s.CPUPer1k, 3))
+	if len(r.Windows) > 0 {
+		p("Windows of %s by each request's end (the no-stall rule judges those that ended by the soak's end):\n\n", soakWindowWidth)
+		p("| window start s | requests | non-2xx | p50 ms | p99 ms | × median p99 |\n|---:|---:|---:|---:|---:|---:|\n")
+		for _, w := range r.Windows {
+			p("| %.0f | %d | %d | %s | %s | %s |\n", w.Start, w.Requests, w.Bad, fmtNum(w.P50, 2), fmtNum(w.P99, 2), fmtNum(w.P99/s.Stall.Median, 2))
+		}
+		p("\n")
+	}
 	if r.Missed > 0 {
 		p("The open loop's backlog at the end: %d requests scheduled and never sent.\n\n", r.Missed)
 	}
