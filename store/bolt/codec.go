@@ -18,7 +18,7 @@ import (
 // for a record with a marker, a receipt without its response (bbolt keeps
 // each value until its transaction ends, so buffers are not reused).
 const (
-	recordCap  = 384
+	recordCap  = 512
 	receiptCap = 320
 )
 
