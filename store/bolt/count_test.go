@@ -159,3 +159,42 @@ func TestMalformedCountIsCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// The count follows keys, not calls: a receipt stored again under its key
+// is counted once, and deleting one that is not stored counts nothing out.
+func TestCountFollowsKeys(t *testing.T) {
+	s := openWith(t, Options{})
+	ctx := context.Background()
+	rc := store.Receipt{ID: "rcpt-1", OpRef: store.OpRef{Resource: "r", Fence: 1, Root: "root-1", Seq: 1}, OperationID: "root-1/1",
+		AcceptedAt: storetest.T0, Source: store.SourceCommit}
+	other := rc
+	other.OpRef.Seq, other.OperationID = 2, "root-1/2"
+	err := s.Update(ctx, "test", func(tx store.Tx) error {
+		for _, r := range []store.Receipt{rc, rc, other, rc} {
+			if err := tx.PutReceipt(r); err != nil {
+				return err
+			}
+		}
+		gone := rc
+		gone.OpRef.Seq, gone.OperationID = 9, "root-1/9"
+		return tx.DeleteReceipt(gone.Stamp())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := checkCounts(t, s.db, "puts again and a delete of none"); !maps.Equal(got, map[string]uint64{"r": 2}) {
+		t.Fatalf("counts %v, want r: 2", got)
+	}
+	err = s.Update(ctx, "test", func(tx store.Tx) error {
+		if err := tx.DeleteReceipt(rc.Stamp()); err != nil {
+			return err
+		}
+		return tx.DeleteReceipt(other.Stamp())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := checkCounts(t, s.db, "deletes"); len(got) != 0 {
+		t.Fatalf("counts %v, want none (no key for zero)", got)
+	}
+}
