@@ -213,19 +213,22 @@ var errWroteNothing = errors.New("store: bolt: the transaction wrote nothing")
 // writeFirst reports whether Update runs op's function in the write
 // transaction at once: the operations whose decision writes in the common
 // case (Begin's PROCEED, Commit's receipt), where a read-only run first
-// would decode, decide and be thrown away on every call.
+// would decode, decide and be thrown away on every call. The names are
+// those store.NewTxBackend passes (TestWriteFirstOperationNames pins
+// them); another name only runs read-only first.
 func writeFirst(op string) bool { return op == "begin" || op == "commit" }
 
 // Update implements store.TxStore. fn runs in a read-only transaction
-// first, so that a decision to write nothing (BUSY, a replay, a repeated
-// ENFORCE, a compaction with nothing due) costs no fsync; at its first
-// write it runs again, on the latest state, in a durable write
-// transaction grouped per Options.
+// first, so that a decision to write nothing (a repeated ENFORCE, a
+// compaction with nothing due, ...) costs no fsync; at its first write it
+// runs again, on the latest state, in a durable write transaction grouped
+// per Options.
 //
 // Begin and Commit (writeFirst) run in the write transaction first
-// instead, except under BoltBatch. A run there that writes nothing does not commit: one that
-// fails returns its error (after its group committed, as any write's), one
-// that succeeds runs again read-only as above, so a decision that writes
+// instead, except under BoltBatch. A run there that writes nothing does
+// not commit: one that fails returns its error (after its group
+// committed, as any write's), one that succeeds (REPLAY, BUSY, a Commit
+// already made) runs again read-only as above, so a decision that writes
 // nothing still costs no fsync, only a place in a group.
 func (s *Store) Update(ctx context.Context, op string, fn func(store.Tx) error) error {
 	if writeFirst(op) && s.grouping != BoltBatch {

@@ -60,3 +60,44 @@ func TestNoWriteDecisionsCommitNothing(t *testing.T) {
 		})
 	}
 }
+
+// opsSeen is a TxStore over a Store that records the op names of Update.
+type opsSeen struct {
+	*Store
+	ops []string
+}
+
+func (o *opsSeen) Update(ctx context.Context, op string, fn func(store.Tx) error) error {
+	o.ops = append(o.ops, op)
+	return o.Store.Update(ctx, op, fn)
+}
+
+// The names writeFirst takes are the ones store.NewTxBackend passes for
+// Begin and Commit, and those two run in the write transaction first.
+func TestWriteFirstOperationNames(t *testing.T) {
+	o := &opsSeen{Store: openWith(t, Options{})}
+	s := store.NewTxBackend(o, store.TxOptions{})
+	ctx := context.Background()
+	in := storetest.Attempt("r", 1, 1, "p")
+	if _, err := s.Begin(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, storetest.Answer(in.Ref())); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.ops) != 2 || !writeFirst(o.ops[0]) || !writeFirst(o.ops[1]) {
+		t.Fatalf("Begin and Commit ran Update as %q: not writeFirst", o.ops)
+	}
+	// The first run of a writeFirst op is in a write transaction.
+	var writable []bool
+	err := o.Store.Update(ctx, "begin", func(tx store.Tx) error {
+		writable = append(writable, tx.(interface{ writable() bool }).writable())
+		return nil
+	})
+	if err != nil || len(writable) == 0 || !writable[0] {
+		t.Fatalf("runs of a Begin: writable %v, %v", writable, err)
+	}
+}
+
+// writable reports whether t is a write transaction's.
+func (t tx) writable() bool { return t.wrote != nil }
