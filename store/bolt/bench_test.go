@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,5 +103,45 @@ func BenchmarkCompactNothingDue(b *testing.B) {
 		if err != nil || res.Receipts != 0 {
 			b.Fatalf("%+v, %v", res, err)
 		}
+	}
+}
+
+// BenchmarkBeginCommitTrim: BenchmarkBeginCommit's loop with trim at
+// Commit (KeepReceipts 100, as the sidecar passes retention's
+// maxPerResource): once a resource holds 100 receipts, every Commit also
+// deletes its oldest one, in its own transaction.
+func BenchmarkBeginCommitTrim(b *testing.B) {
+	const resources, keep = 64, 100
+	s := openWith(b, Options{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	var wg sync.WaitGroup
+	errs := make(chan error, resources)
+	per := (b.N + resources - 1) / resources
+	b.ResetTimer()
+	for i := range resources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := storetest.Attempt("bench-"+strconv.Itoa(i), 1, 1, "payload")
+			ans := storetest.Answer(in.Ref())
+			ans.KeepReceipts = keep
+			for seq := uint64(1); seq <= uint64(per); seq++ {
+				in.Seq, ans.Seq = seq, seq
+				if r, err := s.Begin(ctx, in); err != nil || r.Decision != store.DecisionProceed {
+					errs <- fmt.Errorf("begin: %s %v", r.Decision, err)
+					return
+				}
+				if _, err := s.Commit(ctx, ans); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
 	}
 }
