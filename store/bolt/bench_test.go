@@ -1,10 +1,14 @@
 package bolt
 
 import (
+	"context"
 	"fmt"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/storetest"
 )
 
@@ -57,5 +61,87 @@ func BenchmarkCommitThroughput(b *testing.B) {
 				b.ReportMetric(float64(d.Writes-before.Writes)/tx, "writes/tx")
 			})
 		}
+	}
+}
+
+// BenchmarkCompactNothingDue: one op = a Compact with nothing due (the
+// retention bound above what every resource holds: the background pass of
+// a store that trims at Commit) over 16 resources of 2,000 receipts each.
+// It plans in a read-only transaction from each resource's receipt count
+// and its oldest receipt.
+func BenchmarkCompactNothingDue(b *testing.B) {
+	s := openWith(b, Options{})
+	ctx := context.Background()
+	const resources, receipts = 16, 2000
+	for i := range resources {
+		res := "bench-" + strconv.Itoa(i)
+		err := s.Update(ctx, "fill", func(tx store.Tx) error {
+			in := storetest.Attempt(res, 1, receipts, "p")
+			if err := tx.PutRecord(store.Record{Resource: res, HighestFence: 1, Root: in.Root, LastSeq: receipts, AcceptedAt: storetest.T0}); err != nil {
+				return err
+			}
+			for seq := uint64(1); seq <= receipts; seq++ {
+				ref := store.OpRef{Resource: res, Fence: 1, Root: in.Root, Seq: seq}
+				ans := storetest.Answer(ref)
+				rc := store.Receipt{ID: store.ReceiptID(ref, in.PayloadDigest), OpRef: ref, OperationID: ref.OperationID(),
+					PayloadDigest: in.PayloadDigest, GrantDigest: in.GrantDigest, Owner: in.Owner, BackendStatus: 201,
+					Response: ans.Response, AcceptedAt: storetest.T0, Source: store.SourceCommit}
+				if err := tx.PutReceipt(rc); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	in := store.CompactInput{Now: storetest.T0, MaxPerResource: 2 * receipts, MaxDeletes: 100}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := s.Compact(ctx, in)
+		if err != nil || res.Receipts != 0 {
+			b.Fatalf("%+v, %v", res, err)
+		}
+	}
+}
+
+// BenchmarkBeginCommitTrim: BenchmarkBeginCommit's loop with trim at
+// Commit (KeepReceipts 100, as the sidecar passes retention's
+// maxPerResource): once a resource holds 100 receipts, every Commit also
+// deletes its oldest one, in its own transaction.
+func BenchmarkBeginCommitTrim(b *testing.B) {
+	const resources, keep = 64, 100
+	s := openWith(b, Options{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	var wg sync.WaitGroup
+	errs := make(chan error, resources)
+	per := (b.N + resources - 1) / resources
+	b.ResetTimer()
+	for i := range resources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := storetest.Attempt("bench-"+strconv.Itoa(i), 1, 1, "payload")
+			ans := storetest.Answer(in.Ref())
+			ans.KeepReceipts = keep
+			for seq := uint64(1); seq <= uint64(per); seq++ {
+				in.Seq, ans.Seq = seq, seq
+				if r, err := s.Begin(ctx, in); err != nil || r.Decision != store.DecisionProceed {
+					errs <- fmt.Errorf("begin: %s %v", r.Decision, err)
+					return
+				}
+				if _, err := s.Commit(ctx, ans); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
 	}
 }

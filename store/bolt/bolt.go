@@ -205,19 +205,56 @@ func (s *Store) committed(txID uint64) {
 // errWrites ends the read-only run of an Update at its first write.
 var errWrites = errors.New("store: bolt: the transaction writes")
 
+// errWroteNothing ends the write-first run of an Update whose function
+// succeeded without writing: it is answered from a read-only run instead,
+// so that it costs no fsync.
+var errWroteNothing = errors.New("store: bolt: the transaction wrote nothing")
+
+// writeFirst reports whether Update runs op's function in the write
+// transaction at once: the operations whose decision writes in the common
+// case (Begin's PROCEED, Commit's receipt), where a read-only run first
+// would decode, decide and be thrown away on every call. The names are
+// those store.NewTxBackend passes (TestWriteFirstOperationNames pins
+// them); another name only runs read-only first.
+func writeFirst(op string) bool { return op == "begin" || op == "commit" }
+
 // Update implements store.TxStore. fn runs in a read-only transaction
-// first, so that a decision to write nothing (BUSY, a replay, a repeated
-// ENFORCE, a compaction with nothing due) costs no fsync; at its first
-// write it runs again, on the latest state, in a durable write
-// transaction grouped per Options.
-func (s *Store) Update(ctx context.Context, _ string, fn func(store.Tx) error) error {
+// first, so that a decision to write nothing (a repeated ENFORCE, a
+// compaction with nothing due, ...) costs no fsync; at its first write it
+// runs again, on the latest state, in a durable write transaction grouped
+// per Options.
+//
+// Begin and Commit (writeFirst) run in the write transaction first
+// instead, except under BoltBatch. A run there that writes nothing does
+// not commit: one that fails returns its error (after its group
+// committed, as any write's), one that succeeds (REPLAY, BUSY, a Commit
+// already made) runs again read-only as above, so a decision that writes
+// nothing still costs no fsync, only a place in a group.
+func (s *Store) Update(ctx context.Context, op string, fn func(store.Tx) error) error {
+	if writeFirst(op) && s.grouping != BoltBatch {
+		// (bbolt's Batch would roll back the whole batch, and run each of
+		// its other functions again alone, at every errWroteNothing.)
+		err := s.writeRun(ctx, fn, true)
+		if !errors.Is(err, errWroteNothing) {
+			return err
+		}
+	}
 	err := s.view(ctx, func(btx *bbolt.Tx) error { return fn(tx{t: btx}) })
 	if !errors.Is(err, errWrites) {
 		return err
 	}
-	err = s.write(ctx, func(btx *bbolt.Tx) error {
+	return s.writeRun(ctx, fn, false)
+}
+
+// writeRun runs fn in a durable write transaction. With nothingErr, a
+// success that wrote nothing is errWroteNothing, and does not commit.
+func (s *Store) writeRun(ctx context.Context, fn func(store.Tx) error, nothingErr bool) error {
+	err := s.write(ctx, func(btx *bbolt.Tx) error {
 		t := tx{t: btx, wrote: new(bool)}
 		err := fn(t)
+		if err == nil && !*t.wrote && nothingErr {
+			err = errWroteNothing
+		}
 		if err != nil && !*t.wrote && s.grouping == GroupCommit {
 			// A decision's refusal leaves the rest of the group alone.
 			return boltgroup.NoWrite(err)

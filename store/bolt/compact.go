@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/store/codec"
 )
 
 // receiptPrefix is the key prefix of a resource's receipts.
@@ -54,12 +55,13 @@ func mergeSorted(a, b []string) []string {
 	return out
 }
 
-// CompactResources lists the resources with receipts or quarantine
-// entries, in byte order.
+// CompactResources lists the resources with receipts (the keys of the
+// counts bucket) or quarantine entries, in byte order.
 func (t tx) CompactResources() ([]string, error) {
-	withReceipts, err := groupResources(t.t.Bucket(bucketReceipts))
-	if err != nil {
-		return nil, err
+	var withReceipts []string
+	c := t.t.Bucket(bucketCounts).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		withReceipts = append(withReceipts, string(k))
 	}
 	withQuarantine, err := groupResources(t.t.Bucket(bucketQuarantine))
 	if err != nil {
@@ -72,39 +74,38 @@ func (t tx) CompactResources() ([]string, error) {
 // the byte order of their keys.
 func (t tx) Stamps(resource string) iter.Seq2[store.ReceiptStamp, error] {
 	return func(yield func(store.ReceiptStamp, error) bool) {
-		b := t.t.Bucket(bucketReceipts)
 		prefix := receiptPrefix(resource)
-		c := b.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			var r store.Receipt
-			if _, err := get(b, k, &r); err != nil {
-				yield(store.ReceiptStamp{}, err)
+		c := t.t.Bucket(bucketReceipts).Cursor()
+		var kb [keyBuf]byte
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			st, err := codec.DecodeStamp(v)
+			if err != nil {
+				yield(store.ReceiptStamp{}, fmt.Errorf("store: bolt: receipt under %q: %w", k, err))
 				return
 			}
-			if !bytes.Equal(receiptKey(r.Key()), k) {
-				yield(store.ReceiptStamp{}, fmt.Errorf("store: bolt: receipt under %q names %v: %w", k, r.Key(), store.ErrCorrupt))
+			if !bytes.Equal(appendReceiptKey(kb[:0], st.Key), k) {
+				yield(store.ReceiptStamp{}, fmt.Errorf("store: bolt: receipt under %q names %v: %w", k, st.Key, store.ErrCorrupt))
 				return
 			}
-			if !yield(r.Stamp(), nil) {
+			if !yield(st, nil) {
 				return
 			}
 		}
 	}
 }
 
-// CompactSnapshot reads the record of resource, counts its receipts and
-// reads its quarantine entries.
+// CompactSnapshot reads the record of resource, the count of its receipts
+// and its quarantine entries.
 func (t tx) CompactSnapshot(resource string) (store.CompactSnapshot, error) {
 	rec, err := loadRecord(t.t, resource)
 	if err != nil {
 		return store.CompactSnapshot{}, err
 	}
-	snap := store.CompactSnapshot{Record: rec}
-	prefix := receiptPrefix(resource)
-	c := t.t.Bucket(bucketReceipts).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		snap.Receipts++
+	n, err := t.count(resource)
+	if err != nil {
+		return store.CompactSnapshot{}, err
 	}
+	snap := store.CompactSnapshot{Record: rec, Receipts: n}
 	qb := t.t.Bucket(bucketQuarantine)
 	qprefix := quarantinePrefix(resource)
 	qc := qb.Cursor()
@@ -121,13 +122,20 @@ func (t tx) CompactSnapshot(resource string) (store.CompactSnapshot, error) {
 	return snap, nil
 }
 
-// DeleteReceipt deletes a receipt with its operation-ID index entry.
+// DeleteReceipt deletes a receipt with its operation-ID index entry, and
+// counts it out.
 func (t tx) DeleteReceipt(st store.ReceiptStamp) error {
 	b, err := t.bucket(bucketReceipts)
 	if err != nil {
 		return err
 	}
-	if err := b.Delete(receiptKey(st.Key)); err != nil {
+	rk := receiptKey(st.Key)
+	if b.Get(rk) != nil {
+		if err := t.addCount(st.Key.Resource, -1); err != nil {
+			return err
+		}
+	}
+	if err := b.Delete(rk); err != nil {
 		return err
 	}
 	return t.t.Bucket(bucketOps).Delete(opKey(st.Key.Resource, st.OperationID, st.Key.Fence))
@@ -159,13 +167,11 @@ func (t tx) Stats() (store.Stats, error) {
 	}, nil
 }
 
-// TrimReceipts of store.Tx.
+// TrimReceipts of store.Tx: store.TrimOldest with the stored count.
 func (t tx) TrimReceipts(rec store.Record, keep int) (int, error) {
-	prefix := receiptPrefix(rec.Resource)
-	n := 0
-	c := t.t.Bucket(bucketReceipts).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		n++
+	n, err := t.count(rec.Resource)
+	if err != nil {
+		return 0, err
 	}
 	return store.TrimOldest(t, rec, n, keep)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,12 +25,13 @@ func TestOpenRefusesOtherSchemaVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte("2")) }); err != nil {
+	// Schema 3 (the next one): schema 1 is upgraded (TestUpgradeFromSchema1).
+	if err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte("3")) }); err != nil {
 		t.Fatal(err)
 	}
 	_ = db.Close()
-	if _, err := Open(path, Options{}); !errors.Is(err, store.ErrCorrupt) {
-		t.Fatalf("Open of a schema 2 file: %v, want ErrCorrupt", err)
+	if _, err := Open(path, Options{}); !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "schema version") {
+		t.Fatalf("Open of a schema 3 file: %v, want ErrCorrupt", err)
 	}
 }
 

@@ -45,7 +45,7 @@ func (t tx) PutRecord(r store.Record) error {
 		return err
 	}
 	key := []byte(r.Resource)
-	if err := put(b, key, r); err != nil {
+	if err := putRecord(b, key, r); err != nil {
 		return err
 	}
 	if err := setIndex(t.t.Bucket(bucketInFlight), key, r.InFlight != nil); err != nil {
@@ -60,7 +60,12 @@ func (t tx) PutReceipt(r store.Receipt) error {
 		return err
 	}
 	rk := receiptKey(r.Key())
-	if err := put(b, rk, r); err != nil {
+	if b.Get(rk) == nil {
+		if err := t.addCount(r.Resource, 1); err != nil {
+			return err
+		}
+	}
+	if err := putReceipt(b, rk, r); err != nil {
 		return err
 	}
 	return t.t.Bucket(bucketOps).Put(opKey(r.Resource, r.OperationID, r.Fence), rk)

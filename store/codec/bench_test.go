@@ -18,7 +18,7 @@ func BenchmarkRecord(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(bin)))
 		for b.Loop() {
-			_ = codec.EncodeRecord(make([]byte, 0, 256), rec)
+			_ = codec.EncodeRecord(make([]byte, 0, 512), rec)
 		}
 	})
 	b.Run("encode/json", func(b *testing.B) {

@@ -97,11 +97,10 @@ func (rd *reader) stamp() store.ReceiptStamp {
 // DecodeReceipt decodes a receipt of either encoding: binary
 // (EncodeReceipt) or JSON (an earlier file's).
 func DecodeReceipt(b []byte) (store.Receipt, error) {
-	var r store.Receipt
 	if isJSON(b) {
-		err := decodeJSON(b, &r, "receipt")
-		return r, err
+		return receiptJSON(b)
 	}
+	var r store.Receipt
 	rd, body, err := receiptReader(b, false)
 	if err != nil {
 		return store.Receipt{}, err
@@ -136,11 +135,8 @@ func DecodeReceipt(b []byte) (store.Receipt, error) {
 // same values.
 func DecodeStamp(b []byte) (store.ReceiptStamp, error) {
 	if isJSON(b) {
-		var r store.Receipt
-		if err := decodeJSON(b, &r, "receipt"); err != nil {
-			return store.ReceiptStamp{}, err
-		}
-		return r.Stamp(), nil
+		r, err := receiptJSON(b)
+		return r.Stamp(), err
 	}
 	rd, _, err := receiptReader(b, true)
 	if err != nil {

@@ -61,11 +61,10 @@ func appendMutation(b []byte, m *store.Mutation) []byte {
 // DecodeRecord decodes a record of either encoding: binary (EncodeRecord)
 // or JSON (an earlier file's).
 func DecodeRecord(b []byte) (store.Record, error) {
-	var r store.Record
 	if isJSON(b) {
-		err := decodeJSON(b, &r, "record")
-		return r, err
+		return recordJSON(b)
 	}
+	var r store.Record
 	if err := header(b, KindRecord, "record"); err != nil {
 		return store.Record{}, err
 	}
