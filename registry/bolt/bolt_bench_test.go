@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/bolt"
 	"github.com/fencegate/fencegate/registry/memory"
@@ -178,4 +179,16 @@ func BenchmarkAnchorBatch(b *testing.B) {
 			registrytest.BenchAnchorBatch(b, be, size)
 		})
 	}
+}
+
+// BenchmarkHandoff measures release -> the waiting acquire's grant in one
+// registry process on bbolt with fsync (registrytest.BenchHandoff: the
+// waiter's timers never fire, so the release's commit wakes it).
+//
+//	go test -run '^$' -bench Handoff -benchtime 500x ./registry/bolt/ ./registry/redis/
+func BenchmarkHandoff(b *testing.B) {
+	be, _ := openBoltBench(b)
+	clk := clocktest.New(time.Time{})
+	reg := newRegistry(b, be, registrytest.NewKeys(b), clk)
+	registrytest.BenchHandoff(b, reg, reg, clk)
 }
