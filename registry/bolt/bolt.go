@@ -16,8 +16,15 @@ import (
 	"github.com/fencegate/fencegate/registry"
 )
 
-// SchemaVersion is the on-disk format version.
-const SchemaVersion = 1
+// SchemaVersion is the on-disk format version: 2 stores the meta, the
+// resources and the leases in the binary form of codec.go. A file of
+// version 1 (all JSON) opens and is marked 2: its JSON records still
+// decode and are rewritten in the binary form as they are written, and a
+// build of version 1, which cannot read them, refuses the file.
+const SchemaVersion = 2
+
+// schemaJSON is the version of the files whose records are all JSON.
+const schemaJSON = 1
 
 var (
 	bMeta      = []byte("meta")
@@ -62,6 +69,9 @@ func Open(path string, timeout time.Duration) (*Store, error) {
 		mb := tx.Bucket(bMeta)
 		v := mb.Get(kSchema)
 		if v == nil {
+			return mb.Put(kSchema, []byte(fmt.Sprint(SchemaVersion)))
+		}
+		if string(v) == fmt.Sprint(schemaJSON) {
 			return mb.Put(kSchema, []byte(fmt.Sprint(SchemaVersion)))
 		}
 		if string(v) != fmt.Sprint(SchemaVersion) {
@@ -168,21 +178,37 @@ func putJSON(b *bbolt.Bucket, key string, v any) error {
 	return b.Put([]byte(key), raw)
 }
 
+// getRecord reads and decodes a binary (or older JSON) record.
+func getRecord[V any](t *bbolt.Tx, bucket []byte, key string, decode func([]byte) (V, error)) (V, bool, error) {
+	raw := t.Bucket(bucket).Get([]byte(key))
+	if raw == nil {
+		var zero V
+		return zero, false, nil
+	}
+	v, err := decode(raw)
+	if err != nil {
+		return v, false, fmt.Errorf("%w: registry/bolt: corrupt %s/%q: %w", registry.ErrBackend, bucket, key, err)
+	}
+	return v, true, nil
+}
+
 func (t tx) Meta() (registry.Meta, error) {
-	m, _, err := getJSON[registry.Meta](t.t, bMeta, string(kMeta))
+	m, _, err := getRecord(t.t, bMeta, string(kMeta), decodeMeta)
 	return m, err
 }
-func (t tx) PutMeta(m registry.Meta) error { return putJSON(t.bucket(bMeta), string(kMeta), m) }
+func (t tx) PutMeta(m registry.Meta) error { return t.bucket(bMeta).Put(kMeta, encodeMeta(m)) }
 func (t tx) Resource(id string) (registry.ResourceRecord, bool, error) {
-	return getJSON[registry.ResourceRecord](t.t, bResources, id)
+	return getRecord(t.t, bResources, id, decodeResource)
 }
 func (t tx) PutResource(r registry.ResourceRecord) error {
-	return putJSON(t.bucket(bResources), r.Resource, r)
+	return t.bucket(bResources).Put([]byte(r.Resource), encodeResource(r))
 }
 func (t tx) Lease(id string) (registry.LeaseRecord, bool, error) {
-	return getJSON[registry.LeaseRecord](t.t, bLeases, id)
+	return getRecord(t.t, bLeases, id, decodeLease)
 }
-func (t tx) PutLease(l registry.LeaseRecord) error { return putJSON(t.bucket(bLeases), l.Lease, l) }
+func (t tx) PutLease(l registry.LeaseRecord) error {
+	return t.bucket(bLeases).Put([]byte(l.Lease), encodeLease(l))
+}
 func (t tx) LeaseByRequest(owner, req string) (string, bool, error) {
 	return getString(t.t, bRequests, owner+"\x00"+req)
 }
@@ -209,9 +235,9 @@ func (t tx) PutPolicy(p fencegate.Policy) error { return putJSON(t.bucket(bPolic
 
 func (t tx) EachLease(fn func(registry.LeaseRecord) error) error {
 	return t.t.Bucket(bLeases).ForEach(func(k, v []byte) error {
-		var l registry.LeaseRecord
-		if err := json.Unmarshal(v, &l); err != nil {
-			return fmt.Errorf("%w: registry/bolt: corrupt lease %q: %v", registry.ErrBackend, k, err)
+		l, err := decodeLease(v)
+		if err != nil {
+			return fmt.Errorf("%w: registry/bolt: corrupt lease %q: %w", registry.ErrBackend, k, err)
 		}
 		return fn(l)
 	})

@@ -11,8 +11,16 @@
 // after writing takes the group down, and each member is run again alone.
 //
 // Layout: a "meta" bucket (schema version and the registry-wide Meta), and
-// one bucket per table (resources, leases, requests, digests, policies)
-// holding JSON values; for the anchors of fenced stores, "stores" and
+// one bucket per table (resources, leases, requests, digests, policies).
+// The meta, the resources and the leases, which every acquire, renew and
+// release reads and writes, are in a binary form (codec.go: a version
+// byte, then the fields in order, integers as varints, strings with their
+// length); decoding them is not JSON's reflection on the write
+// transaction, which every grouped operation shares. Files of schema 1
+// held them in JSON: such a file opens, is marked SchemaVersion 2 (a build
+// of schema 1 then refuses it rather than misread it), and its JSON records
+// decode as before until they are next written. The policies and the
+// anchor buckets hold JSON; for the anchors of fenced stores, "stores" and
 // "ledgers" (by store name), "anchors" with one nested bucket per store
 // (resource -> progress, in resource order for paging) and "anchorcounts"
 // (store -> the number of resources anchored, kept by PutAnchor so a
