@@ -371,6 +371,11 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 				// Inside the MULTI: announced exactly when committed.
 				p.Publish(ctx, s.keys.state(), s.wm.announce(s.origin, *t.meta, t.maxFence))
 			}
+			for _, r := range t.endedResources() {
+				// The other processes' waiters are woken by the commit
+				// itself, not by a later round trip (see Notify).
+				p.Publish(ctx, s.keys.ended(), s.origin+" "+r)
+			}
 			return nil
 		})
 		if err == nil && writable {
