@@ -122,6 +122,39 @@ func (s *Store) Update(ctx context.Context, fn func(registry.Tx) error) error {
 	return wrap(err)
 }
 
+// UpdateStaged is Update for a function that leaves work to do
+// (registry.StagedTxStore): its Work runs in the caller's goroutine while
+// the group's leader runs the other operations of the group
+// (boltgroup.Committer.DoStaged), its Finish in the same transaction
+// before the commit. The registry seals a grant there, so the signatures
+// of a group are made in parallel and not one after another inside it.
+func (s *Store) UpdateStaged(ctx context.Context, fn func(registry.Tx) (*registry.TxStage, error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.group.DoStaged(func(btx *bbolt.Tx) (*boltgroup.Stage, error) {
+		t := tx{t: btx, wrote: new(bool)}
+		st, err := fn(t)
+		if err != nil {
+			if !*t.wrote {
+				return nil, boltgroup.NoWrite(err)
+			}
+			return nil, err
+		}
+		if st == nil {
+			return nil, nil
+		}
+		return &boltgroup.Stage{
+			Work:   st.Work,
+			Finish: func(btx *bbolt.Tx) error { return st.Finish(tx{t: btx, wrote: new(bool)}) },
+		}, nil
+	})
+	if errors.Is(err, boltgroup.ErrClosed) {
+		return registry.ErrClosed
+	}
+	return wrap(err)
+}
+
 // View runs fn in a read-only transaction.
 func (s *Store) View(ctx context.Context, fn func(registry.Tx) error) error {
 	if err := ctx.Err(); err != nil {

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
@@ -313,4 +315,44 @@ func TestSchemaOneFileUpgrades(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestConcurrentSameRequest: acquires of one (owner, requestId) sent at
+// once, so that they share group transactions with the grant they repeat
+// before its seal is written (Finish), all answer the same lease with the
+// same sealed grant, found HELD by its digest.
+func TestConcurrentSameRequest(t *testing.T) {
+	ctx := context.Background()
+	be, err := bolt.OpenBackend(filepath.Join(t.TempDir(), "registry.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	reg := newRegistry(t, be, registrytest.NewKeys(t), nil)
+	const callers = 16
+	for round := range 10 {
+		var wg sync.WaitGroup
+		got := make([]registry.Result, callers)
+		errs := make([]error, callers)
+		for i := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i], errs[i] = reg.Acquire(ctx, registry.AcquireRequest{Resource: fmt.Sprint("same/", round), Owner: "o", RequestID: fmt.Sprint("req-", round), TTL: time.Minute})
+			}()
+		}
+		wg.Wait()
+		for i := range callers {
+			if errs[i] != nil {
+				t.Fatalf("round %d caller %d: %v", round, i, errs[i])
+			}
+			if len(got[i].Grant) == 0 || string(got[i].Grant) != string(got[0].Grant) || got[i].View.Lease != got[0].View.Lease {
+				t.Fatalf("round %d caller %d got grant %q of %+v, caller 0 %q of %+v", round, i, got[i].Grant, got[i].View.Lease, got[0].Grant, got[0].View.Lease)
+			}
+		}
+		st, err := reg.GrantStatus(ctx, fencegate.Digest(got[0].Grant))
+		if err != nil || st.View.State != fencegate.StateHeld || st.View.Lease != got[0].View.Lease {
+			t.Fatalf("round %d: status by digest %+v, %v", round, st.View, err)
+		}
+	}
 }

@@ -9,6 +9,12 @@
 // like any other. An operation that decides to write nothing (a busy
 // resource, an idempotent retry) leaves its group alone; one that fails
 // after writing takes the group down, and each member is run again alone.
+// A grant's signature is not made by the group's leader between one
+// operation and the next: Store.UpdateStaged (registry.StagedTxStore)
+// hands it to the granting caller's own goroutine, which signs while the
+// leader runs the rest of the group, and the token is written before the
+// commit (boltgroup.Committer.DoStaged); on two cores the signatures of a
+// group are made two at a time, beside the leader, not in its serial path.
 //
 // Layout: a "meta" bucket (schema version and the registry-wide Meta), and
 // one bucket per table (resources, leases, requests, digests, policies).
