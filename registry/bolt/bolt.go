@@ -98,6 +98,11 @@ func OpenBackend(path string, timeout time.Duration) (registry.Backend, error) {
 // DB exposes the bbolt handle (for stats in benchmarks).
 func (s *Store) DB() *bbolt.DB { return s.db }
 
+// GroupStats are the writes and the write transactions the group
+// committer committed so far (writes per transaction: how well operations
+// share a transaction and its fsyncs).
+func (s *Store) GroupStats() (writes, txs uint64) { return s.group.Stats() }
+
 // Update runs fn in a read-write transaction, possibly shared with other
 // operations (group commit), and returns once it is committed with fsync.
 // fn may run more than once (boltgroup.Committer.Do); only the last run

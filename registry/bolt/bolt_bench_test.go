@@ -136,10 +136,11 @@ func BenchmarkRenew(b *testing.B) {
 func BenchmarkAcquireReleaseParallel(b *testing.B) {
 	for _, n := range []int{1, 16} {
 		b.Run(fmt.Sprintf("concurrent=%d", n), func(b *testing.B) {
-			be, _ := openBoltBench(b)
+			be, s := openBoltBench(b)
 			reg := newRegistry(b, be, registrytest.NewKeys(b), nil)
 			ctx := context.Background()
 			var next atomic.Int64
+			w0, tx0 := s.GroupStats()
 			b.ReportAllocs()
 			b.ResetTimer()
 			start, cpu := time.Now(), cpuTime(b)
@@ -167,6 +168,8 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 			// The process's CPU per pair: what a shared machine's load
 			// does not change, unlike pairs/s.
 			b.ReportMetric(float64((cpuTime(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/pair")
+			w1, tx1 := s.GroupStats()
+			b.ReportMetric(float64(w1-w0)/float64(max(tx1-tx0, 1)), "writes/tx")
 		})
 	}
 }
