@@ -71,53 +71,17 @@ func (b txBackend) acquireStaged(ctx context.Context, s StagedTxStore, in Acquir
 				return nil, err
 			}
 			var ch Change
-			res, ch, err = DecideAcquire(snap, in)
-			if err != nil {
+			if res, ch, err = DecideAcquire(snap, in); err != nil {
 				return nil, err
 			}
 			if ch.Empty() {
 				return nil, errRollback
 			}
-			g := ch.Grant
-			if g == nil {
-				return nil, writeChange(tx, ch)
-			}
-			ch.Grant = nil
-			if err := writeChange(tx, ch); err != nil {
+			g, err := writeUnsealed(tx, ch)
+			if err != nil || g == nil {
 				return nil, err
 			}
-			if err := tx.PutLease(*g); err != nil {
-				return nil, err
-			}
-			if err := tx.PutRequest(g.Owner, g.RequestID, g.Lease); err != nil {
-				return nil, err
-			}
-			var tok []byte
-			return &TxStage{
-				Work: func() error {
-					claims := GrantClaims(*g, in.Issuer)
-					var err error
-					if tok, err = seal(&claims); err != nil {
-						return fmt.Errorf("registry: seal grant: %w", err)
-					}
-					return nil
-				},
-				Finish: func(tx Tx) error {
-					cur, found, err := tx.Lease(g.Lease)
-					if err != nil {
-						return err
-					}
-					if !found || cur.GrantID != g.GrantID || cur.Token != "" {
-						return fmt.Errorf("%w: grant of lease %s changed before it was sealed", ErrBackend, g.Lease)
-					}
-					cur.Token, cur.Digest = string(tok), fencegate.Digest(tok)
-					if err := tx.PutLease(cur); err != nil {
-						return err
-					}
-					res.View.Lease.Token, res.View.Lease.Digest = cur.Token, cur.Digest
-					return tx.PutDigest(cur.Digest, cur.Lease)
-				},
-			}, nil
+			return sealStage(g, in.Issuer, seal, &res), nil
 		})
 	})
 	if errors.Is(err, errRollback) {
@@ -127,4 +91,52 @@ func (b txBackend) acquireStaged(ctx context.Context, s StagedTxStore, in Acquir
 		return AcquireResult{}, err
 	}
 	return res, nil
+}
+
+// writeUnsealed writes ch, and its grant, if any, with its request index
+// entry but without its Token, Digest and digest index entry, which the
+// grant's sealStage writes. It returns the grant (nil when none).
+func writeUnsealed(tx Tx, ch Change) (*LeaseRecord, error) {
+	g := ch.Grant
+	ch.Grant = nil
+	if err := writeChange(tx, ch); err != nil || g == nil {
+		return nil, err
+	}
+	if err := tx.PutLease(*g); err != nil {
+		return nil, err
+	}
+	return g, tx.PutRequest(g.Owner, g.RequestID, g.Lease)
+}
+
+// sealStage signs g's claims (SealGrant's) in Work, and in Finish sets
+// Token and Digest on the lease as it is now in the transaction (a later
+// decision of the group may have ended it), writes its digest index entry
+// and puts them in res.
+func sealStage(g *LeaseRecord, issuer string, seal SealFunc, res *AcquireResult) *TxStage {
+	var tok []byte
+	return &TxStage{
+		Work: func() error {
+			claims := GrantClaims(*g, issuer)
+			var err error
+			if tok, err = seal(&claims); err != nil {
+				return fmt.Errorf("registry: seal grant: %w", err)
+			}
+			return nil
+		},
+		Finish: func(tx Tx) error {
+			cur, found, err := tx.Lease(g.Lease)
+			if err != nil {
+				return err
+			}
+			if !found || cur.GrantID != g.GrantID || cur.Token != "" {
+				return fmt.Errorf("%w: grant of lease %s changed before it was sealed", ErrBackend, g.Lease)
+			}
+			cur.Token, cur.Digest = string(tok), fencegate.Digest(tok)
+			if err := tx.PutLease(cur); err != nil {
+				return err
+			}
+			res.View.Lease.Token, res.View.Lease.Digest = cur.Token, cur.Digest
+			return tx.PutDigest(cur.Digest, cur.Lease)
+		},
+	}
 }
