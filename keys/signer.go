@@ -19,6 +19,8 @@ type Signer struct {
 	// []byte): signing with the jwk.Key would convert it on every
 	// signature, about half of an EdDSA signature's cost.
 	raw any
+	// compact builds EdDSA and HS256 tokens without jwx (compact.go).
+	compact *compactSigner
 }
 
 // NewSigner returns a Signer for a private key loaded by LoadSigningKey or made by Generate.
@@ -31,7 +33,7 @@ func NewSigner(key jwk.Key) (*Signer, error) {
 	if err := key.Raw(&raw); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadKey, err)
 	}
-	return &Signer{key: key, alg: alg, raw: raw}, nil
+	return &Signer{key: key, alg: alg, raw: raw, compact: &compactSigner{alg: alg, raw: raw, kid: key.KeyID()}}, nil
 }
 
 // KeyID is the kid put in every header.
@@ -55,6 +57,14 @@ func (s *Signer) Sign(typ string, claims any) ([]byte, error) {
 // SignPayload signs payload bytes as they are. Tests use it to build
 // malformed tokens with a real signature.
 func (s *Signer) SignPayload(typ string, payload []byte) ([]byte, error) {
+	if tok, ok := s.compact.sign(typ, payload); ok {
+		return tok, nil
+	}
+	return s.signJWX(typ, payload)
+}
+
+// signJWX is SignPayload through jwx.
+func (s *Signer) signJWX(typ string, payload []byte) ([]byte, error) {
 	hdr := jws.NewHeaders()
 	if err := hdr.Set(jws.KeyIDKey, s.key.KeyID()); err != nil {
 		return nil, fmt.Errorf("keys: %w", err)

@@ -177,6 +177,9 @@ type Notifier interface {
 	// Notify tells every process that a lease on resource ended (""
 	// means every resource: an epoch bump or a policy change). It is
 	// called after the ending write committed; an error is only logged.
+	// A backend whose ending writes carry the notification themselves
+	// (registry/redis publishes in the write's MULTI) does nothing for
+	// a resource.
 	Notify(ctx context.Context, resource string) error
 	// Subscribe returns the resources other processes notified; the
 	// channel is closed when ctx ends or the backend is closed.

@@ -53,7 +53,14 @@
 // and one MULTI/EXEC; an etcd backend would do it in one transaction
 // comparing their revisions. A grant is signed between the decision and the write
 // (SealGrant), inside the same step; a backend refuses to write an
-// unsealed grant. A refusal (busy, not held, denied, bad input) writes
+// unsealed grant. On a StagedTxStore (registry/bolt, whose concurrent
+// operations share one group transaction) the signature is the step's
+// Work, made in the caller's goroutine while the transaction runs the
+// other operations of its group, and the token and digest are written by
+// its Finish in the same transaction before the commit (tx_staged.go):
+// the lease is never committed unsealed, and a decision of the same group
+// that would hand out its token (an idempotent repeat, a release) meets it
+// unsealed and runs again after the commit. A refusal (busy, not held, denied, bad input) writes
 // nothing, except that a renew or release that finds a lease no longer held
 // records its observed end. Times come in the inputs: a decision never
 // reads a clock; the registry's clock is its own (injected; by default the

@@ -37,7 +37,9 @@ func GrantClaims(l LeaseRecord, issuer string) fencegate.Grant {
 // seal and sets its Token and Digest, in ch and in res.View. A backend
 // calls it between the decision and the write, inside the same atomic
 // step, so the stored lease and the issued grant are one. It does nothing
-// when ch grants nothing.
+// when ch grants nothing. On a StagedTxStore the same signature is made
+// in two parts, the signing off the transaction's serial path and the
+// write before its commit (sealStage, tx_staged.go).
 func SealGrant(res *AcquireResult, ch *Change, issuer string, seal SealFunc) error {
 	if ch.Grant == nil {
 		return nil

@@ -88,6 +88,10 @@ var errRollback = errors.New("registry: rollback")
 // returns the change, which is written in the same transaction. An empty
 // change rolls back (nothing to write, no fsync).
 func (b txBackend) decide(ctx context.Context, fn func(Tx) (Change, error)) error {
+	return retrySealPending(func() error { return b.decideOnce(ctx, fn) })
+}
+
+func (b txBackend) decideOnce(ctx context.Context, fn func(Tx) (Change, error)) error {
 	err := b.s.Update(ctx, func(tx Tx) error {
 		ch, err := fn(tx)
 		if err != nil {
@@ -111,6 +115,9 @@ func (b txBackend) Close() error { return b.s.Close() }
 func (b txBackend) Acquire(ctx context.Context, in AcquireInput, seal SealFunc) (AcquireResult, error) {
 	if err := in.validate(); err != nil {
 		return AcquireResult{}, err
+	}
+	if s, ok := b.s.(StagedTxStore); ok {
+		return b.acquireStaged(ctx, s, in, seal)
 	}
 	var res AcquireResult
 	err := b.decide(ctx, func(tx Tx) (Change, error) {
@@ -359,7 +366,11 @@ func loadAcquire(tx Tx, in AcquireInput) (AcquireSnapshot, error) {
 		return s, err
 	}
 	if s.Resource.Holder != "" {
-		if s.Holder, err = loadLeaseRecord(tx, s.Resource.Holder); err != nil {
+		// The holder may be a grant of this group transaction not sealed
+		// yet: DecideAcquire never hands out the holder's token (a busy
+		// answer blanks it; an ended holder is rewritten, and its Finish
+		// still seals it), so it decides on it.
+		if s.Holder, err = loadAnyLeaseRecord(tx, s.Resource.Holder); err != nil {
 			return s, err
 		}
 	}
@@ -438,7 +449,23 @@ func loadResource(tx Tx, resource string) (ResourceSnapshot, error) {
 	return s, nil
 }
 
+// loadLeaseRecord reads a lease for a decision. A lease without a token
+// is a grant of the same group transaction whose Finish has not run
+// (acquireStaged): errSealPending, never decided on.
 func loadLeaseRecord(tx Tx, id string) (*LeaseRecord, error) {
+	l, found, err := tx.Lease(id)
+	if err != nil || !found {
+		return nil, err
+	}
+	if l.Token == "" {
+		return nil, errSealPending
+	}
+	return &l, nil
+}
+
+// loadAnyLeaseRecord is loadLeaseRecord for a decision that never hands
+// out the lease's token: an unsealed grant is read as it is.
+func loadAnyLeaseRecord(tx Tx, id string) (*LeaseRecord, error) {
 	l, found, err := tx.Lease(id)
 	if err != nil || !found {
 		return nil, err

@@ -60,10 +60,26 @@ type Committer struct {
 }
 
 type request struct {
-	fn  func(*bbolt.Tx) error
-	err chan error
+	fn func(*bbolt.Tx) error
+	// staged, when set, is the write's function instead of fn (DoStaged).
+	staged func(*bbolt.Tx) (*Stage, error)
+	err    chan error
 	// lead is signalled when this write is to lead the next group.
 	lead chan struct{}
+	// work carries this write's Stage to its own goroutine, which answers
+	// on worked (DoStaged); nil: the leader runs the Work itself.
+	work   chan *Stage
+	worked chan error
+	// self: this is the leader's own write (its goroutine runs the lead).
+	self bool
+}
+
+// call runs the write's function in tx.
+func (r *request) call(tx *bbolt.Tx) (*Stage, error) {
+	if r.staged != nil {
+		return r.staged(tx)
+	}
+	return nil, r.fn(tx)
 }
 
 // New returns a committer over db with at most limit writes per
@@ -78,7 +94,13 @@ func New(db *bbolt.DB, limit int) *Committer {
 // write runs again alone, so one failure never drops another's write; only
 // the last run counts. A panic of fn is its error.
 func (c *Committer) Do(fn func(*bbolt.Tx) error) error {
-	r := &request{fn: fn, err: make(chan error, 1), lead: make(chan struct{}, 1)}
+	return c.submit(&request{fn: fn, err: make(chan error, 1), lead: make(chan struct{}, 1)})
+}
+
+// submit queues r, leads a group or waits for the one that takes r, and
+// returns r's answer. While it waits, it runs r's Work when the leader
+// hands it over (DoStaged).
+func (c *Committer) submit(r *request) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -88,13 +110,17 @@ func (c *Committer) Do(fn func(*bbolt.Tx) error) error {
 	lead := !c.leading
 	c.leading = true
 	c.mu.Unlock()
-	if !lead {
+	for !lead {
 		select {
 		case err := <-r.err: // committed in a group another write led
 			return err
+		case st := <-r.work: // the leader goes on; this goroutine works
+			r.worked <- safelyWork(st.Work)
 		case <-r.lead:
+			lead = true
 		}
 	}
+	r.self = true
 	c.lead()
 	return <-r.err
 }
@@ -179,12 +205,21 @@ func (c *Committer) commit(batch []*request) {
 	own := make([]error, len(batch))
 	err := c.db.Update(func(tx *bbolt.Tx) error {
 		wrote := false
+		var stages staging
 		for i, r := range batch {
-			e, poisons := outcome(safely(r.fn, tx))
+			st, err := safely(r.call, tx)
+			e, poisons := outcome(err)
 			if poisons {
+				stages.drain()
 				return e
 			}
 			own[i], wrote = e, wrote || e == nil
+			if e == nil && st != nil {
+				stages.start(r, st)
+			}
+		}
+		if err := stages.finish(tx); err != nil {
+			return err
 		}
 		if !wrote {
 			return errNothingToCommit
@@ -214,7 +249,7 @@ func (c *Committer) commit(batch []*request) {
 	// One function failed and took the group down: run each alone, so one
 	// failure never drops another's write.
 	for _, r := range batch {
-		err := c.db.Update(func(tx *bbolt.Tx) error { return safely(r.fn, tx) })
+		err := c.db.Update(func(tx *bbolt.Tx) error { return alone(r, tx) })
 		c.count(err, 1)
 		err, _ = outcome(err)
 		r.err <- err
@@ -231,10 +266,10 @@ func (c *Committer) count(err error, n int) {
 
 // safely turns a panic of fn into an error, so that one bad write cannot
 // take the committer (and every waiting caller) down.
-func safely(fn func(*bbolt.Tx) error, tx *bbolt.Tx) (err error) {
+func safely(fn func(*bbolt.Tx) (*Stage, error), tx *bbolt.Tx) (st *Stage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("boltgroup: write panicked: %v", p)
+			st, err = nil, fmt.Errorf("boltgroup: write panicked: %v", p)
 		}
 	}()
 	return fn(tx)

@@ -18,4 +18,11 @@
 // that are runnable now run, for as long as that brings more writes
 // (gather): without it, on a process with fewer CPUs than runnable writers
 // nearly every transaction held one write (see gather).
+//
+// DoStaged is Do for a write that leaves work to do (a Stage): its Work,
+// pure computation, runs in the write's own goroutine, which waits for its
+// group anyway, while the leader runs the functions after it; its Finish
+// runs in the same transaction once every Work of the group has returned,
+// before the commit. A failed Work or Finish fails the group like a failed
+// function.
 package boltgroup

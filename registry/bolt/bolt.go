@@ -16,8 +16,15 @@ import (
 	"github.com/fencegate/fencegate/registry"
 )
 
-// SchemaVersion is the on-disk format version.
-const SchemaVersion = 1
+// SchemaVersion is the on-disk format version: 2 stores the meta, the
+// resources and the leases in the binary form of codec.go. A file of
+// version 1 (all JSON) opens and is marked 2: its JSON records still
+// decode and are rewritten in the binary form as they are written, and a
+// build of version 1, which cannot read them, refuses the file.
+const SchemaVersion = 2
+
+// schemaJSON is the version of the files whose records are all JSON.
+const schemaJSON = 1
 
 var (
 	bMeta      = []byte("meta")
@@ -64,6 +71,9 @@ func Open(path string, timeout time.Duration) (*Store, error) {
 		if v == nil {
 			return mb.Put(kSchema, []byte(fmt.Sprint(SchemaVersion)))
 		}
+		if string(v) == fmt.Sprint(schemaJSON) {
+			return mb.Put(kSchema, []byte(fmt.Sprint(SchemaVersion)))
+		}
 		if string(v) != fmt.Sprint(SchemaVersion) {
 			return fmt.Errorf("%w: file has %s, this build reads %d", ErrSchema, v, SchemaVersion)
 		}
@@ -88,6 +98,11 @@ func OpenBackend(path string, timeout time.Duration) (registry.Backend, error) {
 // DB exposes the bbolt handle (for stats in benchmarks).
 func (s *Store) DB() *bbolt.DB { return s.db }
 
+// GroupStats are the writes and the write transactions the group
+// committer committed so far (writes per transaction: how well operations
+// share a transaction and its fsyncs).
+func (s *Store) GroupStats() (writes, txs uint64) { return s.group.Stats() }
+
 // Update runs fn in a read-write transaction, possibly shared with other
 // operations (group commit), and returns once it is committed with fsync.
 // fn may run more than once (boltgroup.Committer.Do); only the last run
@@ -105,6 +120,39 @@ func (s *Store) Update(ctx context.Context, fn func(registry.Tx) error) error {
 			return err
 		}
 		return nil
+	})
+	if errors.Is(err, boltgroup.ErrClosed) {
+		return registry.ErrClosed
+	}
+	return wrap(err)
+}
+
+// UpdateStaged is Update for a function that leaves work to do
+// (registry.StagedTxStore): its Work runs in the caller's goroutine while
+// the group's leader runs the other operations of the group
+// (boltgroup.Committer.DoStaged), its Finish in the same transaction
+// before the commit. The registry seals a grant there, so the signatures
+// of a group are made in parallel and not one after another inside it.
+func (s *Store) UpdateStaged(ctx context.Context, fn func(registry.Tx) (*registry.TxStage, error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.group.DoStaged(func(btx *bbolt.Tx) (*boltgroup.Stage, error) {
+		t := tx{t: btx, wrote: new(bool)}
+		st, err := fn(t)
+		if err != nil {
+			if !*t.wrote {
+				return nil, boltgroup.NoWrite(err)
+			}
+			return nil, err
+		}
+		if st == nil {
+			return nil, nil
+		}
+		return &boltgroup.Stage{
+			Work:   st.Work,
+			Finish: func(btx *bbolt.Tx) error { return st.Finish(tx{t: btx, wrote: new(bool)}) },
+		}, nil
 	})
 	if errors.Is(err, boltgroup.ErrClosed) {
 		return registry.ErrClosed
@@ -168,21 +216,37 @@ func putJSON(b *bbolt.Bucket, key string, v any) error {
 	return b.Put([]byte(key), raw)
 }
 
+// getRecord reads and decodes a binary (or older JSON) record.
+func getRecord[V any](t *bbolt.Tx, bucket []byte, key string, decode func([]byte) (V, error)) (V, bool, error) {
+	raw := t.Bucket(bucket).Get([]byte(key))
+	if raw == nil {
+		var zero V
+		return zero, false, nil
+	}
+	v, err := decode(raw)
+	if err != nil {
+		return v, false, fmt.Errorf("%w: registry/bolt: corrupt %s/%q: %w", registry.ErrBackend, bucket, key, err)
+	}
+	return v, true, nil
+}
+
 func (t tx) Meta() (registry.Meta, error) {
-	m, _, err := getJSON[registry.Meta](t.t, bMeta, string(kMeta))
+	m, _, err := getRecord(t.t, bMeta, string(kMeta), decodeMeta)
 	return m, err
 }
-func (t tx) PutMeta(m registry.Meta) error { return putJSON(t.bucket(bMeta), string(kMeta), m) }
+func (t tx) PutMeta(m registry.Meta) error { return t.bucket(bMeta).Put(kMeta, encodeMeta(m)) }
 func (t tx) Resource(id string) (registry.ResourceRecord, bool, error) {
-	return getJSON[registry.ResourceRecord](t.t, bResources, id)
+	return getRecord(t.t, bResources, id, decodeResource)
 }
 func (t tx) PutResource(r registry.ResourceRecord) error {
-	return putJSON(t.bucket(bResources), r.Resource, r)
+	return t.bucket(bResources).Put([]byte(r.Resource), encodeResource(r))
 }
 func (t tx) Lease(id string) (registry.LeaseRecord, bool, error) {
-	return getJSON[registry.LeaseRecord](t.t, bLeases, id)
+	return getRecord(t.t, bLeases, id, decodeLease)
 }
-func (t tx) PutLease(l registry.LeaseRecord) error { return putJSON(t.bucket(bLeases), l.Lease, l) }
+func (t tx) PutLease(l registry.LeaseRecord) error {
+	return t.bucket(bLeases).Put([]byte(l.Lease), encodeLease(l))
+}
 func (t tx) LeaseByRequest(owner, req string) (string, bool, error) {
 	return getString(t.t, bRequests, owner+"\x00"+req)
 }
@@ -209,9 +273,9 @@ func (t tx) PutPolicy(p fencegate.Policy) error { return putJSON(t.bucket(bPolic
 
 func (t tx) EachLease(fn func(registry.LeaseRecord) error) error {
 	return t.t.Bucket(bLeases).ForEach(func(k, v []byte) error {
-		var l registry.LeaseRecord
-		if err := json.Unmarshal(v, &l); err != nil {
-			return fmt.Errorf("%w: registry/bolt: corrupt lease %q: %v", registry.ErrBackend, k, err)
+		l, err := decodeLease(v)
+		if err != nil {
+			return fmt.Errorf("%w: registry/bolt: corrupt lease %q: %w", registry.ErrBackend, k, err)
 		}
 		return fn(l)
 	})

@@ -2,6 +2,7 @@ package bolt_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -104,7 +105,7 @@ func TestSchemaMismatch(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	for _, v := range []string{"2", "0", "", "1 "} {
+	for _, v := range []string{"3", "0", "", "2 "} {
 		setSchema(t, path, v)
 		if _, err := bolt.Open(path, time.Second); !errors.Is(err, bolt.ErrSchema) {
 			t.Errorf("schema %q: Open error %v, want ErrSchema", v, err)
@@ -207,6 +208,113 @@ func TestFileLocked(t *testing.T) {
 		s2.Close()
 		t.Fatal("a second open of a locked file succeeded")
 	}
+}
+
+// TestSchemaOneFileUpgrades: a file of schema 1, whose meta, resources and
+// leases are JSON, opens, is marked SchemaVersion, and serves its records
+// as they were: the held lease is found by its grant digest with the same
+// record, its release works, the next fence continues above the stored
+// one, and what is written is then in the binary form.
+func TestSchemaOneFileUpgrades(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "registry.db")
+	k := registrytest.NewKeys(t)
+	clk := clocktest.New(time.UnixMilli(1_800_000_000_000))
+	be, err := bolt.OpenBackend(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := newRegistry(t, be, k, clk)
+	for i := range 3 { // fence 3 on doc/1, held
+		res, err := reg.Acquire(ctx, registry.AcquireRequest{Resource: "doc/1", Owner: "o", RequestID: fmt.Sprint("r", i), TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			if _, err := reg.Release(ctx, "o", res.View.Lease.Lease); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	held, err := reg.Status(ctx, registry.LeaseQuery{Owner: "o", RequestID: "r2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := reg.Meta(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := reg.Resource(ctx, "doc/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	be.Close()
+
+	// Rewrite them as schema 1 wrote them.
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		put := func(bucket, key string, v any) {
+			raw, err := json.Marshal(v)
+			if err == nil {
+				err = tx.Bucket([]byte(bucket)).Put([]byte(key), raw)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		put("meta", "meta", meta)
+		put("resources", "doc/1", rv.Record)
+		put("leases", held.View.Lease.Lease, held.View.Lease)
+		return tx.Bucket([]byte("meta")).Put([]byte("schema"), []byte("1"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	be, err = bolt.OpenBackend(path, time.Second)
+	if err != nil {
+		t.Fatalf("open a schema-1 file: %v", err)
+	}
+	defer be.Close()
+	reg = newRegistry(t, be, k, clk)
+	got, err := reg.GrantStatus(ctx, held.View.Lease.Digest)
+	if err != nil {
+		t.Fatalf("status of the JSON lease: %v", err)
+	}
+	if got.View.Lease != held.View.Lease || got.View.State != "HELD" || got.View.Meta.Revision != meta.Revision {
+		t.Fatalf("JSON lease read as %+v, want %+v", got.View, held.View)
+	}
+	if _, err := reg.Release(ctx, "o", held.View.Lease.Lease); err != nil {
+		t.Fatalf("release of the JSON lease: %v", err)
+	}
+	next, err := reg.Acquire(ctx, registry.AcquireRequest{Resource: "doc/1", Owner: "o", RequestID: "r3", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.View.Lease.Fence != 4 {
+		t.Fatalf("fence after the upgrade: %d, want 4", next.View.Lease.Fence)
+	}
+	be.Close()
+	if got := getSchema(t, path); got != fmt.Sprint(bolt.SchemaVersion) {
+		t.Fatalf("schema after opening a schema-1 file: %q, want %d", got, bolt.SchemaVersion)
+	}
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bbolt.Tx) error {
+		for bucket, key := range map[string]string{"meta": "meta", "resources": "doc/1", "leases": held.View.Lease.Lease} {
+			if v := tx.Bucket([]byte(bucket)).Get([]byte(key)); len(v) == 0 || v[0] == '{' {
+				t.Errorf("%s/%s rewritten as %q, want the binary form", bucket, key, v)
+			}
+		}
+		return nil
+	})
 }
 
 // TestConcurrentSameRequest: acquires of one (owner, requestId) sent at

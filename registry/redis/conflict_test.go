@@ -165,3 +165,55 @@ func TestTwoProcessesRace(t *testing.T) {
 	}
 	t.Logf("%d steps ran out of attempts and were retried by the caller", contention.Load())
 }
+
+// TestRefusedStepLeavesNoWatch: a step whose function fails (a decision
+// that writes nothing: a busy acquire) sends no EXEC, so it must UNWATCH
+// what it read. Otherwise its connection goes back to the pool still
+// watching, and the next step on it conflicts with a change of a key only
+// the refused step read: every waiting acquire's first busy attempt made
+// the attempt its wake-up started conflict and back off (up to a
+// millisecond) once the holder's release changed the keys it had read.
+// The store has one attempt per step, so a stale WATCH fails it.
+func TestRefusedStepLeavesNoWatch(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	a, err := redis.Open(ctx, redis.Options{Addr: srv.Addr(), MaxAttempts: 1})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer a.Close()
+	b, err := redis.Open(ctx, redis.Options{Addr: srv.Addr()})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer b.Close()
+	refused := errors.New("refused")
+	for i := range 20 {
+		err := a.Update(ctx, func(tx registry.Tx) error {
+			if _, err := tx.Meta(); err != nil {
+				return err
+			}
+			return refused
+		})
+		if !errors.Is(err, refused) {
+			t.Fatalf("refused step: %v", err)
+		}
+		err = b.Update(ctx, func(tx registry.Tx) error {
+			m, err := tx.Meta()
+			if err != nil {
+				return err
+			}
+			m.Revision++
+			return tx.PutMeta(m)
+		})
+		if err != nil {
+			t.Fatalf("write of the meta: %v", err)
+		}
+		err = a.Update(ctx, func(tx registry.Tx) error {
+			return tx.PutResource(registry.ResourceRecord{Resource: fmt.Sprint("watch/", i), LastFence: 1})
+		})
+		if err != nil {
+			t.Fatalf("round %d: a step that read nothing the other wrote: %v (a stale WATCH of the refused step)", i, err)
+		}
+	}
+}

@@ -85,11 +85,14 @@
 // A waiting acquire (registry.AcquireRequest.Wait) is woken in its own
 // process when a lease there ends; a lease released on another process
 // sharing the Redis would reach it only at its timer (the holder's
-// expiry). The backend OpenBackend returns implements registry.Notifier:
-// after a committed release (or a renewal that found the lease expired)
-// the registry PUBLISHes "<origin> <resource>" on the channel
-// {prefix}:ended (an epoch bump publishes an empty resource: every
-// waiter), and each Store holds one SUBSCRIBE connection, opened by
+// expiry). So the step that ends a lease (a release, a revocation, a
+// renewal that records an expiry; not an acquire that closes an expired
+// holder to grant the resource itself) PUBLISHes "<origin> <resource>" on
+// the channel {prefix}:ended inside its MULTI: the wake-up leaves with the
+// commit, exists exactly when the end does, and costs no round trip of its
+// own. The backend OpenBackend returns implements registry.Notifier for
+// what is not one lease's end: an epoch bump publishes an empty resource
+// (every waiter). Each Store holds one SUBSCRIBE connection, opened by
 // Registry.Run and closed when it returns or by Close, that wakes the
 // head waiter of the resource in its process (its own messages, by
 // origin, are skipped).

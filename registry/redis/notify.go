@@ -42,10 +42,18 @@ func newOrigin() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// Notify publishes on the "<prefix>:ended" channel that a lease on
-// resource ended ("" = every resource), for the other processes' waiters.
-// The message is "<origin> <resource>".
+// Notify publishes on the "<prefix>:ended" channel that every resource's
+// lease may have ended (resource "": an epoch bump), for the other
+// processes' waiters. The end of one resource's lease is published by the
+// MULTI of the step that writes it (a release, a revocation, a renewal
+// that records an expiry): the message leaves with the commit, one round
+// trip earlier than a PUBLISH after it, and exists exactly when the end
+// does; Notify of a resource therefore publishes nothing. The message is
+// "<origin> <resource>".
 func (s *Store) Notify(ctx context.Context, resource string) error {
+	if resource != "" {
+		return nil
+	}
 	if err := s.c.Publish(ctx, s.keys.ended(), s.origin+" "+resource).Err(); err != nil {
 		return fmt.Errorf("registry/redis: publish: %w", err)
 	}

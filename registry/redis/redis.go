@@ -349,12 +349,14 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 	err := s.c.Watch(ctx, func(rtx *goredis.Tx) error {
 		t := newTx(ctx, s, rtx, writable)
 		if fnErr = fn(t); fnErr != nil {
+			unwatch(ctx, rtx)
 			return fnErr
 		}
 		if writable {
 			// The ceiling on disk covers the fences this step issues
 			// before they can be handed out.
 			if fnErr = s.wm.reserveUpTo(t.maxFence); fnErr != nil {
+				unwatch(ctx, rtx)
 				return fnErr
 			}
 		}
@@ -371,6 +373,11 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 				// Inside the MULTI: announced exactly when committed.
 				p.Publish(ctx, s.keys.state(), s.wm.announce(s.origin, *t.meta, t.maxFence))
 			}
+			for _, r := range t.endedResources() {
+				// The other processes' waiters are woken by the commit
+				// itself, not by a later round trip (see Notify).
+				p.Publish(ctx, s.keys.ended(), s.origin+" "+r)
+			}
 			return nil
 		})
 		if err == nil && writable {
@@ -384,6 +391,20 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 		return fnErr
 	}
 	return s.wrap(err)
+}
+
+// unwatch ends the WATCHes of a step that sends no EXEC (its function
+// refused or failed). The reads WATCH through a pipeline, which go-redis
+// does not track, so its Tx.Close would not UNWATCH: the connection would
+// go back to the pool still watching, and the next step on it would
+// conflict with a change of a key only this step read
+// (TestRefusedStepLeavesNoWatch). A failed UNWATCH is harmless to the
+// decisions (a stale WATCH only makes a later EXEC fail and retry); the
+// connection's error is go-redis's to handle. It is sent even when the
+// step's context has ended (the client's timeouts bound it), since the
+// connection outlives the step.
+func unwatch(ctx context.Context, rtx *goredis.Tx) {
+	_ = rtx.Unwatch(context.WithoutCancel(ctx)).Err()
 }
 
 // wrap maps a go-redis error to the registry's: a WATCH conflict to

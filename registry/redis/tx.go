@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -38,6 +39,11 @@ type tx struct {
 	// writes: ZADDed to the store's anchor index in the MULTI (an index
 	// entry is only ever added, so it is not WATCHed).
 	indexed [][2]string
+	// ended are the resources of leases this step ends (a lease written
+	// in a state other than HELD) and held those of leases it writes HELD
+	// (a grant, a renewal): the MULTI publishes the end of each resource
+	// ended and not held again by the same step (endedResources).
+	ended, held map[string]bool
 }
 
 func newTx(ctx context.Context, s *Store, rtx *goredis.Tx, writable bool) *tx {
@@ -147,7 +153,34 @@ func (t *tx) PutResource(r registry.ResourceRecord) error {
 func (t *tx) Lease(id string) (registry.LeaseRecord, bool, error) {
 	return getJSON[registry.LeaseRecord](t, t.s.keys.lease(id))
 }
-func (t *tx) PutLease(l registry.LeaseRecord) error { return t.putJSON(t.s.keys.lease(l.Lease), l) }
+func (t *tx) PutLease(l registry.LeaseRecord) error {
+	if err := t.putJSON(t.s.keys.lease(l.Lease), l); err != nil {
+		return err
+	}
+	m := &t.ended
+	if l.State == fencegate.StateHeld {
+		m = &t.held
+	}
+	if *m == nil {
+		*m = map[string]bool{}
+	}
+	(*m)[l.Resource] = true
+	return nil
+}
+
+// endedResources are the resources whose lease this step ends without
+// granting them again (an acquire that closes an expired holder grants
+// it): their end is published in the step's MULTI.
+func (t *tx) endedResources() []string {
+	var out []string
+	for r := range t.ended {
+		if !t.held[r] {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 func (t *tx) LeaseByRequest(owner, requestID string) (string, bool, error) {
 	return t.watchGet(t.s.keys.request(owner, requestID))

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/registry"
@@ -60,5 +61,42 @@ func TestReleaseWakesWaiterOnOtherProcess(t *testing.T) {
 	}
 	if clkB.Now() != clocktest.Start {
 		t.Errorf("B's clock moved: %v", clkB.Now())
+	}
+}
+
+// TestCommitPublishesEnd: the end of a lease is published by the MULTI
+// that writes it. A's lease is released through A's backend directly, with
+// no Registry on A to notify anyone after the commit, and B's waiter
+// (whose timers never fire) is still woken and granted.
+func TestCommitPublishesEnd(t *testing.T) {
+	srv := redistest.Start(t)
+	k := registrytest.NewKeys(t)
+	beA, beB := open(t, srv.Addr()), open(t, srv.Addr())
+	t.Cleanup(func() { beA.Close(); beB.Close() })
+	clkB := clocktest.New(time.Time{})
+	regB := newRegistry(t, beB, k, clkB)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	now := clocktest.Start
+	held, err := beA.Acquire(ctx, registry.AcquireInput{Resource: "wake/c", Owner: "alice", RequestID: "a-1", OpClass: "write", TTL: 10 * time.Second,
+		Issuer: "i", LeaseID: "lease-a1", GrantID: "g-a1", Lineage: "0123456789abcdef0123456789abcdef", Now: now},
+		func(*fencegate.Grant) ([]byte, error) { return []byte("token-a1"), nil })
+	if err != nil || !held.Granted {
+		t.Fatalf("acquire on A's backend: %+v, %v", held, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := regB.Acquire(ctx, registry.AcquireRequest{Resource: "wake/c", Owner: "bob", RequestID: "b-1", TTL: 10 * time.Second, Wait: 20 * time.Second})
+		done <- err
+	}()
+	if !clkB.WaitArmed(ctx, 2) {
+		t.Fatalf("B's acquire did not start waiting")
+	}
+	if res, err := beA.Release(ctx, registry.ReleaseInput{Lease: "lease-a1", Owner: "alice", Now: now}); err != nil || !res.Released {
+		t.Fatalf("release on A's backend: %+v, %v", res, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("B's waiting acquire: %v (not woken by the commit of A's release)", err)
 	}
 }

@@ -23,5 +23,9 @@
 // Backends that cannot reopen their state (memory) set Opener.NotDurable;
 // the restart subtests are then skipped with that reason.
 //
+// Benchmarks shared by the backends: BenchAnchorBatch (anchor requests)
+// and BenchHandoff (release to the waiting acquire's grant, the waiter's
+// timers on a clock nobody advances, so only the release wakes it).
+//
 // The package is for tests only.
 package registrytest
