@@ -54,22 +54,8 @@ var (
 func initSchema(tx *bbolt.Tx) error {
 	meta := tx.Bucket(bucketMeta)
 	if meta == nil {
-		empty := true
-		_ = tx.ForEach(func([]byte, *bbolt.Bucket) error { empty = false; return nil })
-		if !empty {
-			return fmt.Errorf("store: bolt: file has buckets but no meta bucket: %w", store.ErrCorrupt)
-		}
 		var err error
-		if meta, err = tx.CreateBucket(bucketMeta); err != nil {
-			return err
-		}
-		if err := meta.Put(keyFormat, []byte(formatName)); err != nil {
-			return err
-		}
-		if err := meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion))); err != nil {
-			return err
-		}
-		if _, err := tx.CreateBucket(bucketCounts); err != nil {
+		if meta, err = createMeta(tx); err != nil {
 			return err
 		}
 	}
@@ -92,6 +78,36 @@ func initSchema(tx *bbolt.Tx) error {
 	} else if tx.Bucket(bucketCounts) == nil {
 		return fmt.Errorf("store: bolt: schema %d file without its counts bucket: %w", SchemaVersion, store.ErrCorrupt)
 	}
+	return checkGeneration(meta)
+}
+
+// createMeta starts a new file: its meta bucket (format, schema) and its
+// counts bucket. A file with buckets but no meta is not one of ours.
+func createMeta(tx *bbolt.Tx) (*bbolt.Bucket, error) {
+	empty := true
+	_ = tx.ForEach(func([]byte, *bbolt.Bucket) error { empty = false; return nil })
+	if !empty {
+		return nil, fmt.Errorf("store: bolt: file has buckets but no meta bucket: %w", store.ErrCorrupt)
+	}
+	meta, err := tx.CreateBucket(bucketMeta)
+	if err != nil {
+		return nil, err
+	}
+	if err := meta.Put(keyFormat, []byte(formatName)); err != nil {
+		return nil, err
+	}
+	if err := meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion))); err != nil {
+		return nil, err
+	}
+	if _, err := tx.CreateBucket(bucketCounts); err != nil {
+		return nil, err
+	}
+	return meta, nil
+}
+
+// checkGeneration writes a file's generation once, when it has none, or
+// checks the one it has.
+func checkGeneration(meta *bbolt.Bucket) error {
 	g := meta.Get(keyGeneration)
 	if g == nil {
 		return meta.Put(keyGeneration, []byte(store.NewGeneration()))

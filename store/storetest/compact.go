@@ -15,27 +15,10 @@ import (
 	"github.com/fencegate/fencegate/store"
 )
 
-// runCompact checks Compact (retention of receipts and quarantine entries)
-// and Stats.
-func runCompact(t *testing.T, newStore Factory) {
+// runCompactAtCommit checks the retention a Commit keeps itself
+// (CommitInput.KeepReceipts).
+func runCompactAtCommit(t *testing.T, newStore Factory) {
 	cases(t, newStore, []testCase{
-		{"EmptyStore", func(f *fixture) {
-			r := f.compact(store.CompactInput{Now: T0, MaxAge: time.Nanosecond, MaxPerResource: 1, MaxDeletes: 10})
-			f.check(r == store.CompactResult{}, "result %+v", r)
-			st := f.stats()
-			f.check(st.Resources == 0 && st.Receipts == 0 && st.Quarantined == 0, "stats %+v", st)
-		}},
-		{"CountKeepsNewest", func(f *fixture) {
-			f.acceptN(res, 5, 10)
-			before := f.record(res)
-			r := f.compact(store.CompactInput{Now: T0.Add(time.Hour), MaxPerResource: 3, MaxDeletes: 100})
-			f.check(r == store.CompactResult{Receipts: 7}, "result %+v, want 7 receipts", r)
-			f.receiptsGone(res, 5, 1, 7)
-			f.receiptsKept(res, 5, 8, 10)
-			f.unchanged(res, before)
-			r = f.compact(store.CompactInput{Now: T0.Add(time.Hour), MaxPerResource: 3, MaxDeletes: 100})
-			f.check(r == store.CompactResult{}, "second call: %+v, want nothing", r)
-		}},
 		{"CommitTrimsBeyondKeepReceipts", func(f *fixture) {
 			// Each Commit with KeepReceipts 3 deletes what takes the
 			// resource over 3, in its own transaction: no compaction runs.
@@ -88,6 +71,30 @@ func runCompact(t *testing.T, newStore Factory) {
 			_, err := f.s.Commit(f.ctx, c)
 			f.wantErr(err, store.ErrInvalidInput)
 			f.commit(in.Ref())
+		}},
+	})
+}
+
+// runCompact checks Compact (retention of receipts and quarantine entries)
+// and Stats.
+func runCompact(t *testing.T, newStore Factory) {
+	cases(t, newStore, []testCase{
+		{"EmptyStore", func(f *fixture) {
+			r := f.compact(store.CompactInput{Now: T0, MaxAge: time.Nanosecond, MaxPerResource: 1, MaxDeletes: 10})
+			f.check(r == store.CompactResult{}, "result %+v", r)
+			st := f.stats()
+			f.check(st.Resources == 0 && st.Receipts == 0 && st.Quarantined == 0, "stats %+v", st)
+		}},
+		{"CountKeepsNewest", func(f *fixture) {
+			f.acceptN(res, 5, 10)
+			before := f.record(res)
+			r := f.compact(store.CompactInput{Now: T0.Add(time.Hour), MaxPerResource: 3, MaxDeletes: 100})
+			f.check(r == store.CompactResult{Receipts: 7}, "result %+v, want 7 receipts", r)
+			f.receiptsGone(res, 5, 1, 7)
+			f.receiptsKept(res, 5, 8, 10)
+			f.unchanged(res, before)
+			r = f.compact(store.CompactInput{Now: T0.Add(time.Hour), MaxPerResource: 3, MaxDeletes: 100})
+			f.check(r == store.CompactResult{}, "second call: %+v, want nothing", r)
 		}},
 		{"AgeDeletesOlderThanMaxAge", func(f *fixture) {
 			// Segment i is accepted at T0 + i hours.

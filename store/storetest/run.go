@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 	t.Run("Generation", func(t *testing.T) { runGeneration(t, newStore) })
 	t.Run("Trust", func(t *testing.T) { runTrust(t, newStore) })
 	t.Run("Compact", func(t *testing.T) { runCompact(t, newStore) })
+	t.Run("CompactAtCommit", func(t *testing.T) { runCompactAtCommit(t, newStore) })
 }
 
 // cases runs each named case as a subtest on a fresh store.
