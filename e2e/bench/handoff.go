@@ -116,31 +116,14 @@ func (s *stack) runHandoff(ctx context.Context, o options, hc handoffConfig, bas
 
 // handoffLoop runs the handoffs of resource, written at url, into res.
 func (s *stack) handoffLoop(ctx context.Context, o options, reg *registryProc, status, url, resource string, base http.RoundTripper, res *handoffResult) error {
-	owners := []string{"bench-handoff-a", "bench-handoff-b"}
-	clients := make([]*client.Client, 2)
-	for i, ow := range owners {
-		c, err := client.New(reg.url, client.WithIdentityHeader(identity.DefaultHeader, ow),
-			client.WithHTTPClient(&http.Client{Transport: base, Timeout: 30 * time.Second}))
-		if err != nil {
-			return err
-		}
-		clients[i] = c
+	p, err := newHandoffParty(reg.url, status, url, resource, base)
+	if err != nil {
+		return err
 	}
 	metrics := &http.Client{Transport: base, Timeout: 5 * time.Second}
-	writer := func(h *client.Holder, owner string) *http.Client {
-		opts := []client.TransportOption{client.WithBase(base), client.WithHeader(identity.DefaultHeader, owner)}
-		if status == "proof" {
-			opts = append(opts, client.WithStatusProof(proofMaxAge))
-		}
-		return h.Transport(opts...).Client()
-	}
-	cur, err := clients[0].Hold(ctx, resource, client.WithTTL(30*time.Second))
+	cur, err := p.firstHold(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: first hold: %w", errHandoff, err)
-	}
-	if st, err := send(ctx, writer(cur, owners[0]), url, 1); err != nil || st/100 != 2 {
-		_ = cur.Release(ctx)
-		return fmt.Errorf("%w: first write: %d %v", errHandoff, st, err)
+		return err
 	}
 	var toGrant, toWrite []int64
 	// What was measured counts even when a later handoff fails.
@@ -152,39 +135,9 @@ func (s *stack) handoffLoop(ctx context.Context, o options, reg *registryProc, s
 		if ctx.Err() != nil {
 			break
 		}
-		next := (i + 1) % 2
-		ch := make(chan handoffOutcome, 1)
-		go func() {
-			var out handoffOutcome
-			out.h, out.err = clients[next].Hold(ctx, resource, client.WithTTL(30*time.Second), client.WithWait(20*time.Second))
-			out.granted = s.ck.Now()
-			if out.err == nil {
-				var st int
-				st, out.err = send(ctx, writer(out.h, owners[next]), url, 1)
-				if out.err == nil && st/100 != 2 {
-					out.err = fmt.Errorf("%w: first write answered %d", errHandoff, st)
-				}
-			}
-			out.accepted = s.ck.Now()
-			ch <- out
-		}()
-		if err := s.awaitWaiter(ctx, metrics, reg.url); err != nil {
-			_ = cur.Release(ctx)
-			if out := <-ch; out.h != nil {
-				_ = out.h.Release(ctx)
-			}
+		out, t0, err := s.handoffStep(ctx, p, metrics, reg.url, cur, (i+1)%2)
+		if err != nil {
 			return err
-		}
-		t0 := s.ck.Now()
-		if err := cur.Release(ctx); err != nil {
-			return fmt.Errorf("%w: release: %w", errHandoff, err)
-		}
-		out := <-ch
-		if out.err != nil {
-			if out.h != nil {
-				_ = out.h.Release(ctx)
-			}
-			return out.err
 		}
 		toGrant = append(toGrant, int64(out.granted.Sub(t0)))
 		toWrite = append(toWrite, int64(out.accepted.Sub(t0)))
@@ -192,6 +145,35 @@ func (s *stack) handoffLoop(ctx context.Context, o options, reg *registryProc, s
 	}
 	_ = cur.Release(ctx)
 	return nil
+}
+
+// handoffStep hands the resource from cur to owner next: next's acquire
+// is started and parked at the registry (its waiting-acquires gauge at
+// regURL says so) before cur is released at t0. On success the outcome
+// holds the new holder; on an error every lease it took is released
+// (cur too, unless its release is what failed).
+func (s *stack) handoffStep(ctx context.Context, p *handoffParty, metrics *http.Client, regURL string, cur *client.Holder, next int) (handoffOutcome, time.Time, error) {
+	ch := make(chan handoffOutcome, 1)
+	go func() { ch <- p.takeOver(ctx, s.ck, next) }()
+	if err := s.awaitWaiter(ctx, metrics, regURL); err != nil {
+		_ = cur.Release(ctx)
+		if out := <-ch; out.h != nil {
+			_ = out.h.Release(ctx)
+		}
+		return handoffOutcome{}, time.Time{}, err
+	}
+	t0 := s.ck.Now()
+	if err := cur.Release(ctx); err != nil {
+		return handoffOutcome{}, t0, fmt.Errorf("%w: release: %w", errHandoff, err)
+	}
+	out := <-ch
+	if out.err != nil {
+		if out.h != nil {
+			_ = out.h.Release(ctx)
+		}
+		return handoffOutcome{}, t0, out.err
+	}
+	return out, t0, nil
 }
 
 // awaitWaiter polls the registry's waiting-acquires gauge until one
@@ -209,4 +191,72 @@ func (s *stack) awaitWaiter(ctx context.Context, hc *http.Client, regURL string)
 		clock.Sleep(s.ck, 500*time.Microsecond, ctx.Done())
 	}
 	return fmt.Errorf("%w: no acquire waiting at the registry after 5 s", errHandoff)
+}
+
+// handoffParty is what the steps of a handoff loop share: the two owners
+// the resource alternates between, their registry clients, and where and
+// how they write (the sidecar's URL for the resource, its status mode).
+type handoffParty struct {
+	owners   [2]string
+	clients  [2]*client.Client
+	base     http.RoundTripper
+	status   string // proof, registry
+	url      string
+	resource string
+}
+
+// newHandoffParty makes the two owners' clients of the registry at regURL.
+func newHandoffParty(regURL, status, url, resource string, base http.RoundTripper) (*handoffParty, error) {
+	p := &handoffParty{owners: [2]string{"bench-handoff-a", "bench-handoff-b"}, base: base, status: status, url: url, resource: resource}
+	for i, ow := range p.owners {
+		c, err := client.New(regURL, client.WithIdentityHeader(identity.DefaultHeader, ow),
+			client.WithHTTPClient(&http.Client{Transport: base, Timeout: 30 * time.Second}))
+		if err != nil {
+			return nil, err
+		}
+		p.clients[i] = c
+	}
+	return p, nil
+}
+
+// writer is owner i's HTTP client writing under h's grant, through the
+// SDK's Transport (refreshing the status proof in proof mode).
+func (p *handoffParty) writer(h *client.Holder, i int) *http.Client {
+	opts := []client.TransportOption{client.WithBase(p.base), client.WithHeader(identity.DefaultHeader, p.owners[i])}
+	if p.status == "proof" {
+		opts = append(opts, client.WithStatusProof(proofMaxAge))
+	}
+	return h.Transport(opts...).Client()
+}
+
+// firstHold is owner 0's lease and its first accepted write; the lease is
+// released again when that write is not accepted.
+func (p *handoffParty) firstHold(ctx context.Context) (*client.Holder, error) {
+	cur, err := p.clients[0].Hold(ctx, p.resource, client.WithTTL(30*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("%w: first hold: %w", errHandoff, err)
+	}
+	if st, err := send(ctx, p.writer(cur, 0), p.url, 1); err != nil || st/100 != 2 {
+		_ = cur.Release(ctx)
+		return nil, fmt.Errorf("%w: first write: %d %v", errHandoff, st, err)
+	}
+	return cur, nil
+}
+
+// takeOver is owner i's waiting acquire (20 s at most) and its first
+// write, with the times (on ck) the grant came and the write was
+// accepted; the outcome's holder is set whenever the lease was granted.
+func (p *handoffParty) takeOver(ctx context.Context, ck clock.Clock, i int) handoffOutcome {
+	var out handoffOutcome
+	out.h, out.err = p.clients[i].Hold(ctx, p.resource, client.WithTTL(30*time.Second), client.WithWait(20*time.Second))
+	out.granted = ck.Now()
+	if out.err == nil {
+		var st int
+		st, out.err = send(ctx, p.writer(out.h, i), p.url, 1)
+		if out.err == nil && st/100 != 2 {
+			out.err = fmt.Errorf("%w: first write answered %d", errHandoff, st)
+		}
+	}
+	out.accepted = ck.Now()
+	return out
 }

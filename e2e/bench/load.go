@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -15,6 +16,19 @@ import (
 
 // payload is every request's body: 1 KiB.
 var payload = bytes.Repeat([]byte("fencegate-bench-"), 64)
+
+// loadTransport is the load generator's transport, shared by every arm:
+// enough idle connections per host for 64 workers and more, no
+// compression.
+func loadTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        4096,
+		MaxIdleConnsPerHost: 1024,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+}
 
 // loadSpec is one run's load.
 type loadSpec struct {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -183,15 +181,7 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 	}
 	rep := &report{runInfo: runInfo{Options: o, LoadAvgStart: loadAvg(), PressureStart: cpuPressure()}}
 	rep.Machine = readMachine(root, ck)
-	tasksetPath, _ := exec.LookPath("taskset")
-	if n, err := strconv.Atoi(os.Getenv(cpusEnv)); err == nil && os.Getenv(pinEnv) != "" {
-		// This is the re-executed load generator, already on its CPU.
-		rep.Pinning = planPinning(true, n, tasksetPath)
-	} else if rep.Pinning = planPinning(o.Pin, runtime.NumCPU(), tasksetPath); rep.Pinning.Enabled {
-		// Pinning the servers alone would crowd them onto the CPUs the
-		// unpinned load generator also uses: pin all or nothing.
-		rep.Pinning = pinning{Note: "not pinned: the load generator was not re-executed under taskset"}
-	}
+	rep.Pinning = runPinning(o.Pin)
 	fmt.Fprintf(progress, "bench: %s; load average %s\n", rep.Pinning.Note, rep.LoadAvgStart)
 
 	dir, err := os.MkdirTemp("", "fencegate-bench-")
@@ -213,6 +203,24 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 	if o.Soak > 0 {
 		return s.runSoak(ctx, o, rep, progress)
 	}
+	if err := s.runPhases(ctx, o, rep, progress); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	finishReport(rep, ck, began, progress)
+	if err := writeOutputs(o.Out, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "bench: done in %.0f s; wrote %s\n", rep.Elapsed, filepath.Join(o.Out, "RESULTS.md"))
+	return nil
+}
+
+// runPhases starts the servers and runs the measured phases into rep:
+// the closed and open loops on every arm, the per-arm open loops, then
+// the handoffs, the registry throughput and the profiles.
+func (s *stack) runPhases(ctx context.Context, o options, rep *report, progress io.Writer) error {
 	if err := s.startAll(); err != nil {
 		return err
 	}
@@ -221,20 +229,21 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 		return err
 	}
 	rep.Arms = arms
-	base := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        4096,
-		MaxIdleConnsPerHost: 1024,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-	}
-
+	base := loadTransport()
 	if err := s.runArms(ctx, o, arms, base, rep, progress); err != nil {
 		return err
 	}
 	if err := s.runOpenPhases(ctx, o, arms, base, rep, progress); err != nil {
 		return err
 	}
+	s.runRegistryPhases(ctx, o, arms, base, rep, progress)
+	return nil
+}
+
+// runRegistryPhases runs, unless ctx is done, the handoffs, the registry
+// throughput and (with -profile) the profiles into rep; a failed handoff
+// or profile phase leaves a note.
+func (s *stack) runRegistryPhases(ctx context.Context, o options, arms []*arm, base http.RoundTripper, rep *report, progress io.Writer) {
 	if ctx.Err() == nil {
 		rep.Handoffs = s.runHandoffs(ctx, o, base, progress)
 		for _, h := range rep.Handoffs {
@@ -253,27 +262,17 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 			fmt.Fprintln(progress, "bench: profiles:", err)
 		}
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
+}
+
+// finishReport derives rep's tables and judged targets from its runs,
+// prints the judged targets, and closes it with the load at the end and
+// the time since began.
+func finishReport(rep *report, ck clock.Clock, began time.Time, progress io.Writer) {
 	rep.Rows, rep.Memory = buildRows(rep.Runs), buildMemory(rep.Runs)
 	rep.Targets = evaluateTargets(issue22Targets(), targetInput{Runs: rep.Runs, Plan: rep.OpenPlan, Handoffs: rep.Handoffs, Throughput: rep.Throughput})
-	for _, t := range rep.Targets {
-		if t.Judged {
-			figure := ""
-			if t.Unit != "–" {
-				figure = fmt.Sprintf("%s %s (%s %s) ", fmtNum(t.Measured.Median, unitPrec(t.Unit)), t.Unit, t.Op, fmtNum(t.Threshold, unitPrec(t.Unit)))
-			}
-			fmt.Fprintf(progress, "target %-20s %-24s %-12s %s%s\n", t.ID, t.Arm, t.Verdict, figure, t.Why)
-		}
-	}
+	printTargets(progress, rep.Targets)
 	rep.LoadAvgEnd, rep.PressureEnd = loadAvg(), cpuPressure()
 	rep.Elapsed = clock.Since(ck, began).Seconds()
-	if err := writeOutputs(o.Out, rep); err != nil {
-		return err
-	}
-	fmt.Fprintf(progress, "bench: done in %.0f s; wrote %s\n", rep.Elapsed, filepath.Join(o.Out, "RESULTS.md"))
-	return nil
 }
 
 // startAll starts the backend, plain proxy, redis-server and registries.

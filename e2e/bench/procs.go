@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,25 @@ func planPinning(want bool, cpus int, tasksetPath string) pinning {
 	}
 	return pinning{Enabled: true, ServerCPUs: servers, LoadCPU: cpus - 1,
 		Note: fmt.Sprintf("load generator pinned to CPU %d, every server (backend, proxies, registries, redis-server) to CPU %s (taskset)", cpus-1, servers)}
+}
+
+// runPinning is the pinning of this run: in the re-executed load
+// generator, the plan for the machine's CPU count it was passed; else
+// none, since the load generator was not re-executed under taskset
+// (main does that before run) and pinning the servers alone would crowd
+// them onto the CPUs the unpinned load generator also uses: pin all or
+// nothing.
+func runPinning(want bool) pinning {
+	tasksetPath, _ := exec.LookPath("taskset")
+	if n, err := strconv.Atoi(os.Getenv(cpusEnv)); err == nil && os.Getenv(pinEnv) != "" {
+		// This is the re-executed load generator, already on its CPU.
+		return planPinning(true, n, tasksetPath)
+	}
+	p := planPinning(want, runtime.NumCPU(), tasksetPath)
+	if p.Enabled {
+		return pinning{Note: "not pinned: the load generator was not re-executed under taskset"}
+	}
+	return p
 }
 
 // child is a running server process.

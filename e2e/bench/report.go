@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -31,6 +32,21 @@ func writeOutputs(dir string, rep *report) error {
 		}
 	}
 	return nil
+}
+
+// printTargets writes a line per judged target of rs to progress: its
+// verdict, the median measured against the threshold, and why.
+func printTargets(progress io.Writer, rs []targetResult) {
+	for _, t := range rs {
+		if !t.Judged {
+			continue
+		}
+		figure := ""
+		if t.Unit != "–" {
+			figure = fmt.Sprintf("%s %s (%s %s) ", fmtNum(t.Measured.Median, unitPrec(t.Unit)), t.Unit, t.Op, fmtNum(t.Threshold, unitPrec(t.Unit)))
+		}
+		fmt.Fprintf(progress, "target %-20s %-24s %-12s %s%s\n", t.ID, t.Arm, t.Verdict, figure, t.Why)
+	}
 }
 
 // fmtNum formats v with prec decimals, "–" for NaN.

@@ -160,7 +160,18 @@ func summarizeSoak(samples []soakSample, windows []soakWindow, rate float64, mis
 	if len(samples) == 0 {
 		return s
 	}
-	first, last := samples[0], samples[len(samples)-1]
+	s.countSamples(samples, rate, missed)
+	s.readMemory(samples)
+	s.judgeMemoryAndCPU(samples[0], samples[len(samples)-1], target)
+	s.Stall = judgeStall(windows, s.Seconds, target)
+	s.Stall.Pass = s.Stall.Pass && s.Valid
+	return s
+}
+
+// countSamples sets the run's length, requests, bad answers, rate and
+// validity from its samples (at least one).
+func (s *soakSummary) countSamples(samples []soakSample, rate float64, missed int) {
+	last := samples[len(samples)-1]
 	s.Seconds, s.Requests = last.Elapsed, last.Total
 	for _, sm := range samples {
 		s.Bad += sm.Bad
@@ -173,6 +184,13 @@ func summarizeSoak(samples []soakSample, windows []soakWindow, rate float64, mis
 	}
 	s.RateKept = missed == 0 || float64(missed) <= 0.01*rate*s.Seconds
 	s.Valid = s.Requests > 0 && s.Bad == 0 && s.RateKept && last.RSS.RSS > 0 && s.AllRSSKnown == len(samples)
+}
+
+// readMemory sets the memory figures from the samples (at least one):
+// the resident set at one minute and at the end, the peaks, and the
+// slopes over the second half.
+func (s *soakSummary) readMemory(samples []soakSample) {
+	last := samples[len(samples)-1]
 	for _, sm := range samples {
 		if sm.Elapsed >= 60 && sm.RSS.RSS > 0 {
 			s.RSSMinute1 = mib(sm.RSS.RSS)
@@ -191,18 +209,21 @@ func summarizeSoak(samples []soakSample, windows []soakWindow, rate float64, mis
 	}
 	s.LastHalfSamples = len(xs)
 	s.Slope, s.AnonSlope, s.FileSlope = slope(xs, ys), slope(xs, as), slope(xs, fs)
+	for _, sm := range samples {
+		s.AnonPeak = math.Max(s.AnonPeak, mib(sm.RSS.Anon))
+	}
+}
+
+// judgeMemoryAndCPU sets the CPU per 1,000 requests between the first
+// and the last sample and judges it and the memory figures (set by
+// countSamples and readMemory) against target.
+func (s *soakSummary) judgeMemoryAndCPU(first, last soakSample, target soakTarget) {
 	s.CPUPer1k = perThousand(last.CPU-first.CPU, last.Total-first.Total)
 	s.Flat = !math.IsNaN(s.Slope) && s.Slope <= target.FlatMiBPerMin
 	s.RSSPass = s.Valid && s.Flat && s.Peak > 0 && s.Peak <= target.rssMiB()
 	s.CPUPass = s.Valid && !math.IsNaN(s.CPUPer1k) && s.CPUPer1k <= target.CPUPer1k
-	for _, sm := range samples {
-		s.AnonPeak = math.Max(s.AnonPeak, mib(sm.RSS.Anon))
-	}
 	s.AnonFlat = !math.IsNaN(s.AnonSlope) && s.AnonSlope <= target.FlatMiBPerMin
 	s.AnonPass = s.Valid && s.AnonFlat && s.AnonPeak > 0 && s.AnonPeak <= target.rssMiB()
-	s.Stall = judgeStall(windows, s.Seconds, target)
-	s.Stall.Pass = s.Stall.Pass && s.Valid
-	return s
 }
 
 // soakVerdict is an arm's plain PASS/MISS statement: memory, then CPU,

@@ -267,16 +267,48 @@ func cpuOf(r runRecord, role string) float64 {
 // zero record). Repetitions without a valid baseline run, or where f is
 // NaN, are left out.
 func measureRuns(load, armName, baseline string, in targetInput, f func(r, base runRecord) float64) measurement {
+	runs := runsOf(in.Runs, load, armName)
+	if len(runs) == 0 {
+		return absentRuns(load, armName, in.Plan)
+	}
+	vs := compareRuns(runs, in.Runs, load, baseline, f)
+	return judgeRuns(runs, spreadOf(vs), load, baseline)
+}
+
+// runsOf is armName's runs under load, in order.
+func runsOf(all []runRecord, load, armName string) []runRecord {
 	var runs []runRecord
-	for _, r := range in.Runs {
+	for _, r := range all {
 		if r.Load == load && r.Arm == armName {
 			runs = append(runs, r)
 		}
 	}
-	if len(runs) == 0 {
-		return absentRuns(load, armName, in.Plan)
-	}
+	return runs
+}
+
+// compareRuns is f over runs, each against the baseline arm's valid run
+// of the same repetition in all (no baseline: a zero record); a run whose
+// repetition has no valid baseline run is left out.
+func compareRuns(runs, all []runRecord, load, baseline string, f func(r, base runRecord) float64) []float64 {
 	var vs []float64
+	for _, r := range runs {
+		var base runRecord
+		if baseline != "" {
+			b, ok := findRun(all, load, baseline, r.Rep)
+			if !ok || !b.valid() {
+				continue
+			}
+			base = b
+		}
+		vs = append(vs, f(r, base))
+	}
+	return vs
+}
+
+// judgeRuns is the measurement v of runs under load: a MISS when any run
+// had non-2xx answers or errors or fell behind its schedule, not measured
+// when v is empty.
+func judgeRuns(runs []runRecord, v spread, load, baseline string) measurement {
 	rejected, behind := 0, 0
 	for _, r := range runs {
 		if r.Non2xx+r.Errors > 0 {
@@ -285,17 +317,7 @@ func measureRuns(load, armName, baseline string, in targetInput, f func(r, base 
 		if r.behind() {
 			behind++
 		}
-		var base runRecord
-		if baseline != "" {
-			b, ok := findRun(in.Runs, load, baseline, r.Rep)
-			if !ok || !b.valid() {
-				continue
-			}
-			base = b
-		}
-		vs = append(vs, f(r, base))
 	}
-	v := spreadOf(vs)
 	switch {
 	case rejected > 0:
 		return missed(v, "%d/%d %s runs with non-2xx answers or errors", rejected, len(runs), load)

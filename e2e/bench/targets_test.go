@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -311,5 +312,20 @@ func TestRenderTargets(t *testing.T) {
 func TestTableCell(t *testing.T) {
 	if got := tableCell("MISS: failed: 503 | busy\nretry\r\n"); got != "MISS: failed: 503 / busy retry  " {
 		t.Errorf("tableCell = %q", got)
+	}
+}
+
+func TestPrintTargets(t *testing.T) {
+	rs := []targetResult{
+		{ID: "bolt-64", Arm: "fg-bolt-proof-EdDSA", Judged: true, Measured: spread{N: 3, Median: 0.6}, Op: ">=", Threshold: 0.6, Unit: "× plain", Verdict: verdictPass},
+		{ID: "bolt-64", Arm: "fg-bolt-registry-EdDSA", Measured: spread{N: 3, Median: 0.5}, Op: ">=", Threshold: 0.6, Unit: "× plain", Verdict: verdictMiss},
+		{ID: "soak-bolt", Arm: "fg-bolt-proof-EdDSA", Judged: true, Unit: "–", Verdict: verdictNone, Why: "run -soak: judged in SOAK.md"},
+	}
+	var b strings.Builder
+	printTargets(&b, rs)
+	want := fmt.Sprintf("target %-20s %-24s %-12s %s\n", "bolt-64", "fg-bolt-proof-EdDSA", verdictPass, "0.600 × plain (>= 0.600) ") +
+		fmt.Sprintf("target %-20s %-24s %-12s %s\n", "soak-bolt", "fg-bolt-proof-EdDSA", verdictNone, "run -soak: judged in SOAK.md")
+	if got := b.String(); got != want {
+		t.Errorf("printTargets: the judged rows only, with their figure unless the unit is –:\ngot  %q\nwant %q", got, want)
 	}
 }
