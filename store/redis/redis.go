@@ -127,6 +127,17 @@ type Store struct {
 	replicaWait time.Duration
 	closed      atomic.Bool
 	gen         generation
+	// cache holds the values the transitions last read or wrote, for the
+	// next transitions to decide on (checked by the step script); clock
+	// estimates the server's clock between replies.
+	cache *cache
+	clock serverClock
+	// scriptSent is set once the server ran the step script for this
+	// Store: later steps send its SHA-1 (EVALSHA) instead of its source.
+	scriptSent atomic.Bool
+	// retried counts the steps the script refused (a stale cache, a
+	// lost race, the time off): each ran again.
+	retried atomic.Int64
 }
 
 // txBackend is the store.Store that store.NewTxBackend makes of a Store,
@@ -226,7 +237,7 @@ func New(c goredis.UniversalClient, opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{c: c, k: keys{prefix: prefix}, maxAttempts: attempts, callerClock: opts.CallerClock,
-		minReplicas: opts.MinReplicas, replicaWait: opts.ReplicaTimeout}
+		minReplicas: opts.MinReplicas, replicaWait: opts.ReplicaTimeout, cache: newCache()}
 	s.gen.expected = opts.ExpectedGeneration
 	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody, CompactEachResource: true})
 	return s, nil

@@ -3,9 +3,12 @@ package redis
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/fencegate/fencegate/clock"
 )
 
 // One clock for every replica.
@@ -48,4 +51,36 @@ func serverTime(cmd *goredis.TimeCmd) (time.Time, error) {
 		return time.Time{}, wrap("read time", fmt.Errorf("implausible server time %v", t))
 	}
 	return t.UTC(), nil
+}
+
+// serverClock is a Store's estimate of the server's clock between
+// replies: the last TIME a reply carried plus the local monotonic time
+// elapsed since it arrived. The estimate lags the server by the reply's
+// one-way latency (plus any drift of the two clocks' rates since); the
+// step script bounds the difference (StepBehind, StepAhead) and every
+// reply resets the estimate.
+type serverClock struct {
+	mu     sync.Mutex
+	server time.Time // zero until a reply carried TIME
+	local  time.Time // clock.Real().Now() when it arrived (monotonic)
+}
+
+// set records a TIME just received.
+func (c *serverClock) set(server time.Time) {
+	local := clock.Real().Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.server, c.local = server, local
+}
+
+// now is the estimate of the server's clock, to the microsecond (TIME's
+// resolution), or false before any TIME arrived.
+func (c *serverClock) now() (time.Time, bool) {
+	local := clock.Real().Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.server.IsZero() {
+		return time.Time{}, false
+	}
+	return c.server.Add(local.Sub(c.local)).Truncate(time.Microsecond), true
 }
