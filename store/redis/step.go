@@ -194,7 +194,7 @@ func parseStep(cmd *goredis.Cmd) (stepReply, error) {
 	outcome, _ := vals[0].(string)
 	sec, err1 := replyInt(vals[1])
 	usec, err2 := replyInt(vals[2])
-	if err1 != nil || err2 != nil || sec <= 0 {
+	if err1 != nil || err2 != nil || sec <= 0 || usec < 0 || usec > 999_999 {
 		return bad()
 	}
 	switch outcome {

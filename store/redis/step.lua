@@ -146,8 +146,8 @@ for i, op in ipairs(ops) do
       deleted[#deleted + 1] = d[2]
     end
     if #trims[i] > 0 then
-      redis.call('INCRBY', a[7], -#trims[i])
-      redis.call('INCRBY', a[8], -bytes)
+      redis.call('INCRBY', a[7], string.format('%d', -#trims[i]))
+      redis.call('INCRBY', a[8], string.format('%d', -bytes))
     end
   else
     redis.call(name, key, unpack(a))
