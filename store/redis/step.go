@@ -27,16 +27,19 @@ var stepScript = goredis.NewScript(stepSource)
 // more than StepAhead after it, and the step runs again at the TIME it
 // returns.
 const (
-	// StepBehind is how far a decision may lag the server's TIME: the
-	// estimate lags by the one-way latency of the reply it was taken
-	// from, plus whatever delays the decision and the script's arrival (a
-	// GC pause, a busy scheduler); a lag beyond it costs one more run.
-	StepBehind = 100 * time.Millisecond
+	// StepBehind is how far a decision may lag the server's TIME. The
+	// estimate lags by the one-way latency of the reply it was taken from
+	// (well under a millisecond in one data centre), plus whatever delays
+	// the decision and the script's arrival (a GC pause, a throttled or
+	// busy CPU): a lag beyond it costs one more run. It is also the most
+	// a Begin's quiet time can be placed before the server's time at the
+	// moment the sidecar took its Now, which is why it is small.
+	StepBehind = 10 * time.Millisecond
 	// StepAhead is how far a decision may lead the server's TIME: only
-	// clock-rate drift since the last reply (or a server clock stepped
-	// back) puts the estimate ahead, and ahead is the direction that could
-	// place a Resolve's evidence after the quiet time it really precedes,
-	// so it is kept small.
+	// a drift of the two clocks' rates since the last reply (or a server
+	// clock stepped back) puts the estimate ahead, and ahead is the
+	// direction that would place a Resolve's evidence after the moment it
+	// was gathered, so it is kept smaller still.
 	StepAhead = time.Millisecond
 )
 

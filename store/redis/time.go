@@ -18,17 +18,22 @@ import (
 // several sidecars sharing one Redis, each deciding by its own clock, a
 // deadline written by one replica would be judged by another replica's
 // clock, and their skew would move when a mutation counts as expired. So by
-// default every transition decides at the server's TIME, read in the same
-// pipeline as its WATCHed reads (no extra round trip): the caller's Now is
-// replaced by TIME, and a Begin's Deadline and QuietAt by TIME plus the
-// windows the caller asked for (Deadline - Now, QuietAt - Now), so each
-// window keeps its length whatever the sidecar's clock says (tx.Now gives
-// the time; store.NewTxBackend decides at it, see store/tx_time.go). A Resolve's
+// default every transition decides at the server's TIME: in a step
+// (txn.go) at the Store's estimate of it (serverClock below), which the
+// step script checks against its own TIME (StepBehind, StepAhead) before
+// it writes; in a WATCH transaction at TIME read in the same pipeline as
+// its first WATCHed reads. The caller's Now is replaced by that time, and
+// a Begin's Deadline and QuietAt by that time plus the windows the caller
+// asked for (Deadline - Now, QuietAt - Now), so each window keeps its
+// length whatever the sidecar's clock says (tx.Now gives the time;
+// store.NewTxBackend decides at it, see store/tx_time.go). A Resolve's
 // evidence is an age (ResolveInput.EvidenceAge, measured on the caller's
-// monotonic clock), so it is placed at TIME minus that age: a sidecar whose
-// clock runs ahead of the server's cannot settle "not applied" before the
-// quiet time, nor one behind it only later. Options.CallerClock keeps the
-// caller's Now instead, for tests that drive a virtual clock.
+// monotonic clock), so it is placed at that time minus that age: a sidecar
+// whose clock runs ahead of the server's cannot settle "not applied"
+// before the quiet time, nor one behind it only later. Options.CallerClock
+// keeps the caller's Now instead, for tests that drive a virtual clock
+// (the step script then checks no time). See the package comment, "Time",
+// for what the bounds cost.
 
 // readTime queues TIME on p, or nothing with Options.CallerClock.
 func (s *Store) readTime(ctx context.Context, p goredis.Pipeliner) *goredis.TimeCmd {
