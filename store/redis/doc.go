@@ -76,6 +76,26 @@
 // so does the step after the server lost it (NOSCRIPT: a restart): one
 // more round trip then.
 //
+// Trim at Commit is an op of the same script, so it costs no round trip:
+// it counts the resource's receipts (ZCARD of its receipts index, plus
+// the receipt the step adds) and deletes the oldest beyond KeepReceipts
+// (at most store.MaxTrimPerCommit) without planning. Why they are always
+// deletable right after the Commit (or the applied Resolve) that wrote
+// the newest receipt: a receipt is written only for the mutation in
+// flight, which is always at the record's highest fence and at its last
+// segment plus one, and the highest fence never goes down nor the last
+// segment under it, so every stored receipt is at most (highestFence,
+// lastSeq) in (fence, seq) order and the newest is exactly that one. With
+// keep >= 1 the newest is kept, and every older one is below the last
+// accepted segment, which is what compaction may delete (store's "Why a
+// compacted segment never proceeds": such a segment sent again is
+// STALE_OWNER or SEGMENT_GAP, only its stored answer is lost); and the
+// Commit just settled the mutation in flight, so none is in flight. The
+// script checks it all the same: it deletes only index members below
+// the record's last segment and below the mutation in flight, if any
+// (trimBound), stopping at the first one that is not, as
+// store.TrimOldest does.
+//
 // Compaction, the enforcement ledger and the trust pins read what the
 // cache does not model (the receipts index, whole hashes): their
 // transactions keep WATCH and MULTI/EXEC (modeWatch: one pipeline WATCHes

@@ -135,9 +135,10 @@ type Store struct {
 	// scriptSent is set once the server ran the step script for this
 	// Store: later steps send its SHA-1 (EVALSHA) instead of its source.
 	scriptSent atomic.Bool
-	// retried counts the steps the script refused (a stale cache, a
-	// lost race, the time off): each ran again.
-	retried atomic.Int64
+	// retried counts the steps the script refused for a read that no
+	// longer held (a stale cache, a lost race), refusedTime those it
+	// refused for their time alone: each ran again.
+	retried, refusedTime atomic.Int64
 }
 
 // txBackend is the store.Store that store.NewTxBackend makes of a Store,

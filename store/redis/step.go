@@ -69,9 +69,9 @@ type op struct {
 
 // stepReply is what the script answered.
 type stepReply struct {
-	outcome string // "ok", "retry" or "gen"
+	outcome string // "ok", "retry", "time" or "gen"
 	time    time.Time
-	// values are the current values of the read set ("retry"), the
+	// values are the current values of the read set ("retry", "time"), the
 	// marker ("gen", one value), or the receipt keys a trim deleted
 	// ("ok").
 	values []any
@@ -201,7 +201,7 @@ func parseStep(cmd *goredis.Cmd) (stepReply, error) {
 		return bad()
 	}
 	switch outcome {
-	case "ok", "retry", "gen":
+	case "ok", "retry", "time", "gen":
 	default:
 		return bad()
 	}

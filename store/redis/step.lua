@@ -18,139 +18,138 @@
 --
 -- Replies: {"ok", sec, usec, deleted receipt key...} once applied;
 -- {"retry", sec, usec, current value of each read...} (nil for absent)
--- when a read no longer holds or the time is off, nothing written;
+-- when a read no longer holds, nothing written; {"time", ...} the same
+-- when every read held but the decision's time is off;
 -- {"gen", sec, usec, marker} when the generation marker is not the one
 -- expected, nothing written. A corrupt receipt met by a trim is an error
 -- starting "fencegate corrupt:", nothing written.
 
 local now = redis.call('TIME')
-local at = 1
-local function arg()
-  local v = ARGV[at]
-  at = at + 1
-  return v
-end
+local A = ARGV
+local at = 6
 
-local decided = arg()
-local behind = tonumber(arg())
-local ahead = tonumber(arg())
-local genKey = tonumber(arg())
-local genWant = arg()
+local genKey = tonumber(A[4])
 if genKey > 0 then
   local g = redis.call('GET', KEYS[genKey])
-  if g ~= genWant then
+  if g ~= A[5] then
     return {'gen', now[1], now[2], g}
   end
 end
 
 local held = true
 local current = {}
-local nReads = tonumber(arg())
+local nReads = tonumber(A[at])
+at = at + 1
 for i = 1, nReads do
-  local kind = arg()
-  local key = KEYS[tonumber(arg())]
+  local kind, key = A[at], KEYS[tonumber(A[at + 1])]
+  at = at + 2
   local cur
   if kind == 's' then
     cur = redis.call('GET', key)
   elseif kind == 'h' then
-    cur = redis.call('HGET', key, arg())
+    cur = redis.call('HGET', key, A[at])
+    at = at + 1
   else
     return redis.error_reply('fencegate: unknown read kind ' .. tostring(kind))
   end
   current[i] = cur
-  if arg() == '1' then
-    if cur ~= arg() then held = false end
-  elseif cur then
-    held = false
+  if A[at] == '1' then
+    if cur ~= A[at + 1] then held = false end
+    at = at + 2
+  else
+    if cur then held = false end
+    at = at + 1
   end
 end
 
-if decided ~= '' then
+local timeHeld = true
+if A[1] ~= '' then
   local t = tonumber(now[1]) * 1000000 + tonumber(now[2])
-  local d = tonumber(decided)
-  if d < t - behind or d > t + ahead then held = false end
+  local d = tonumber(A[1])
+  if d < t - tonumber(A[2]) or d > t + tonumber(A[3]) then timeHeld = false end
 end
-if not held then
-  local out = {'retry', now[1], now[2]}
+if not held or not timeHeld then
+  local out = {held and 'time' or 'retry', now[1], now[2]}
   for i = 1, nReads do out[3 + i] = current[i] end
   return out
 end
 
--- The ops, checked against the whitelist before anything is written.
+-- The ops, checked against the whitelist (name and argument count)
+-- before anything is written; a trim's reads run before the first write
+-- too.
 local arity = {set = 1, del = 0, sadd = 1, srem = 1, zadd = 2, zrem = 1, hset = 2, incrby = 1, trim = 8}
-local ops = {}
-local nOps = tonumber(arg())
-for i = 1, nOps do
-  local name = arg()
-  local key = KEYS[tonumber(arg())]
-  local n = tonumber(arg())
+local nOps = tonumber(A[at])
+at = at + 1
+local first = at
+local trims
+for _ = 1, nOps do
+  local name, n = A[at], tonumber(A[at + 2])
   if arity[name] ~= n then
     return redis.error_reply('fencegate: op ' .. tostring(name) .. ' with ' .. tostring(n) .. ' arguments')
   end
-  local args = {}
-  for j = 1, n do args[j] = arg() end
-  ops[i] = {name, key, args}
-end
-
--- A receipt's operation ID escaped as store/redis escapes key segments.
-local escapes = {['%'] = '%25', [':'] = '%3A', ['{'] = '%7B', ['}'] = '%7D'}
-local function escape(s)
-  return (string.gsub(s, '[%%:{}]', escapes))
+  if name == 'trim' then
+    trims = trims or {}
+    trims[at] = true
+  end
+  at = at + 3 + n
 end
 
 -- trim's reads: the oldest receipts of an index beyond keep (at most max,
 -- only those below bound), each with its operation-index key and length.
--- args: keep, max, adds (receipts this step adds to the index), bound
--- (member of the first receipt to keep), receipt key prefix, ops key
--- prefix, receipt counter key, bytes key.
-local function planTrim(zkey, a)
-  local keep, max, adds = tonumber(a[1]), tonumber(a[2]), tonumber(a[3])
-  local excess = math.min(redis.call('ZCARD', zkey) + adds - keep, max)
-  local plan = {}
-  if excess <= 0 then return plan end
-  for _, m in ipairs(redis.call('ZRANGE', zkey, 0, excess - 1)) do
-    if m >= a[4] then break end
-    local f, s = string.match(m, '^0*(%d+):0*(%d+)$')
-    if not f then return nil, 'receipts index member ' .. m end
-    local rk = a[5] .. f .. ':' .. s
-    local v = redis.call('GET', rk)
-    if not v then return nil, 'receipts index names a missing receipt ' .. rk end
-    local ok, rc = pcall(cjson.decode, v)
-    if not ok or type(rc) ~= 'table' or type(rc.operationId) ~= 'string' then
-      return nil, 'receipt ' .. rk .. ' without an operation ID'
+-- Its arguments: keep, max, adds (receipts this step adds to the index),
+-- bound (member of the first receipt to keep), receipt key prefix, ops
+-- key prefix, receipt counter key, bytes key.
+if trims then
+  local escapes = {['%'] = '%25', [':'] = '%3A', ['{'] = '%7B', ['}'] = '%7D'}
+  for pos in pairs(trims) do
+    local zkey, a = KEYS[tonumber(A[pos + 1])], pos + 3
+    local excess = math.min(redis.call('ZCARD', zkey) + tonumber(A[a + 2]) - tonumber(A[a]), tonumber(A[a + 1]))
+    local plan = {}
+    if excess > 0 then
+      -- Members are fixed-width decimals, so string order is (fence, seq)
+      -- order.
+      for _, m in ipairs(redis.call('ZRANGE', zkey, 0, excess - 1)) do
+        if m >= A[a + 3] then break end
+        local f, sq = string.match(m, '^0*(%d+):0*(%d+)$')
+        if not f then return redis.error_reply('fencegate corrupt: receipts index member ' .. m) end
+        local rk = A[a + 4] .. f .. ':' .. sq
+        local v = redis.call('GET', rk)
+        if not v then return redis.error_reply('fencegate corrupt: receipts index names a missing receipt ' .. rk) end
+        local ok, rc = pcall(cjson.decode, v)
+        if not ok or type(rc) ~= 'table' or type(rc.operationId) ~= 'string' then
+          return redis.error_reply('fencegate corrupt: receipt ' .. rk .. ' without an operation ID')
+        end
+        plan[#plan + 1] = {m, rk, A[a + 5] .. string.gsub(rc.operationId, '[%%:{}]', escapes), f, #v}
+      end
     end
-    plan[#plan + 1] = {m, rk, a[6] .. escape(rc.operationId), f, #v}
-  end
-  return plan
-end
-
-local trims = {}
-for i, op in ipairs(ops) do
-  if op[1] == 'trim' then
-    local plan, err = planTrim(op[2], op[3])
-    if not plan then return redis.error_reply('fencegate corrupt: ' .. err) end
-    trims[i] = plan
+    trims[pos] = plan
   end
 end
 
-local deleted = {'ok', now[1], now[2]}
-for i, op in ipairs(ops) do
-  local name, key, a = op[1], op[2], op[3]
+local reply = {'ok', now[1], now[2]}
+at = first
+for _ = 1, nOps do
+  local name, key, n = A[at], KEYS[tonumber(A[at + 1])], tonumber(A[at + 2])
   if name == 'trim' then
-    local bytes = 0
-    for _, d in ipairs(trims[i]) do
+    local plan, a, bytes = trims[at], at + 3, 0
+    for _, d in ipairs(plan) do
       redis.call('DEL', d[2])
       redis.call('SREM', d[3], d[4])
       redis.call('ZREM', key, d[1])
       bytes = bytes + d[5]
-      deleted[#deleted + 1] = d[2]
+      reply[#reply + 1] = d[2]
     end
-    if #trims[i] > 0 then
-      redis.call('INCRBY', a[7], string.format('%d', -#trims[i]))
-      redis.call('INCRBY', a[8], string.format('%d', -bytes))
+    if #plan > 0 then
+      redis.call('INCRBY', A[a + 6], string.format('%d', -#plan))
+      redis.call('INCRBY', A[a + 7], string.format('%d', -bytes))
     end
+  elseif n == 0 then
+    redis.call(name, key)
+  elseif n == 1 then
+    redis.call(name, key, A[at + 3])
   else
-    redis.call(name, key, unpack(a))
+    redis.call(name, key, A[at + 3], A[at + 4])
   end
+  at = at + 3 + n
 end
-return deleted
+return reply

@@ -70,8 +70,24 @@ type serverClock struct {
 	local  time.Time // clock.Real().Now() when it arrived (monotonic)
 }
 
-// set records a TIME just received.
+// set records a TIME just received, unless the estimate is already
+// later: replies handled out of order (a goroutine descheduled between
+// reading its reply and recording it) must not set the estimate back to
+// an older reading. Only reset sets it back.
 func (c *serverClock) set(server time.Time) {
+	local := clock.Real().Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.server.IsZero() && c.server.Add(local.Sub(c.local)).After(server) {
+		return
+	}
+	c.server, c.local = server, local
+}
+
+// reset records a TIME just received whatever the estimate: after the
+// step script refused a decision's time (an estimate ahead: the two
+// clocks' rates drifted, or the server's clock was set back).
+func (c *serverClock) reset(server time.Time) {
 	local := clock.Real().Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -237,9 +237,9 @@ func TestStepRefusesADecisionOffTheServerClock(t *testing.T) {
 		if res, err := s.Begin(ctx, in); err != nil || res.Decision != store.DecisionProceed {
 			t.Fatalf("Begin: %s %v", res.Decision, err)
 		}
-		refused := s.retried.Load()
+		refused := s.refusedTime.Load()
 		real := clock.Real().Now().UTC()
-		s.clock.set(real.Add(off))
+		s.clock.reset(real.Add(off))
 		rc, err := s.Commit(ctx, storetest.Answer(in.Ref()))
 		if err != nil {
 			t.Fatalf("Commit with the estimate %v off: %v", off, err)
@@ -247,7 +247,7 @@ func TestStepRefusesADecisionOffTheServerClock(t *testing.T) {
 		if d := rc.AcceptedAt.Sub(real); d < -5*time.Second || d > 5*time.Second {
 			t.Errorf("estimate %v off: receipt accepted at %v, %v from the server's time", off, rc.AcceptedAt, d)
 		}
-		if s.retried.Load() == refused {
+		if s.refusedTime.Load() == refused {
 			t.Errorf("estimate %v off: the step script took the decision", off)
 		}
 	}

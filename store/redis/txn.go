@@ -106,6 +106,13 @@ func (s *Store) commitStep(ctx context.Context, name string, t *tx, discard bool
 		s.cache.drop(t.keys()...)
 		return false, err
 	}
+	switch rep.outcome {
+	case "time":
+		// Every read held, the time did not: run again at the server's.
+		s.refusedTime.Add(1)
+		s.clock.reset(rep.time)
+		return false, nil
+	}
 	s.clock.set(rep.time)
 	switch rep.outcome {
 	case "gen":
