@@ -59,7 +59,10 @@ func benchStore(b *testing.B, args ...string) (*Store, *roundTrips) {
 // store/redis). round-trips/op counts what crossed the wire per accepted
 // write (Begin and Commit: one step script each, plus a read pipeline
 // for a resource the Store has not read yet); server-us/op is the CPU
-// time redis-server spent per accepted write (INFO cpu, user + sys).
+// time redis-server spent per accepted write (INFO cpu, user + sys);
+// stale/op and late/op the steps the script refused, for a read that no
+// longer held and for the decision's time alone (each one more round
+// trip).
 func BenchmarkBeginCommit(b *testing.B) {
 	beginCommit(b, "--appendonly", "no")
 }
@@ -81,6 +84,8 @@ func beginCommit(b *testing.B, args ...string) {
 			b.StopTimer()
 			b.ReportMetric(float64(h.n.Load())/float64(b.N), "round-trips/op")
 			b.ReportMetric((serverCPU(b, s.c)-cpu0).Seconds()*1e6/float64(b.N), "server-us/op")
+			b.ReportMetric(float64(s.retried.Load())/float64(b.N), "stale/op")
+			b.ReportMetric(float64(s.refusedTime.Load())/float64(b.N), "late/op")
 		})
 	}
 }

@@ -56,25 +56,42 @@ func (s *Store) Update(ctx context.Context, op string, fn func(store.Tx) error) 
 			// reads a clock to decide; this only spaces retries).
 			clock.Sleep(clock.Real(), backoff(i-1), nil)
 		}
-		t := s.newTx(ctx, modeStep, nil)
-		t.fresh = fresh
-		ferr := fn(t)
-		if t.needsWatch {
+		done, err := s.runStep(ctx, op, fn, fresh)
+		if err == errNeedsWatch {
 			return s.updateWatched(ctx, op, fn)
 		}
-		if t.failed != nil {
-			s.cache.drop(t.keys()...)
-			return cmp.Or(ferr, t.failed)
-		}
-		done, err := s.commitStep(ctx, op, t, ferr != nil)
-		if err != nil {
-			return err
-		}
 		if done {
-			return ferr
+			return err
 		}
 	}
 	return wrap(op, ErrContention)
+}
+
+// runStep runs fn once in modeStep and sends its step: done (with the
+// call's error, nil for success) unless the script refused it, or
+// errNeedsWatch for a transaction to run in modeWatch. It holds
+// one of s.slots from before fn decides until the reply: a step waiting
+// for a connection of the client's pool waits before it reads the time
+// it decides at, not after (which would make the script refuse it as
+// late).
+func (s *Store) runStep(ctx context.Context, op string, fn func(store.Tx) error, fresh map[string]entry) (bool, error) {
+	s.slots <- struct{}{}
+	defer func() { <-s.slots }()
+	t := s.newTx(ctx, modeStep, nil)
+	t.fresh = fresh
+	ferr := fn(t)
+	if t.needsWatch {
+		return true, errNeedsWatch
+	}
+	if t.failed != nil {
+		s.cache.drop(t.keys()...)
+		return true, cmp.Or(ferr, t.failed)
+	}
+	done, err := s.commitStep(ctx, op, t, ferr != nil)
+	if err != nil {
+		return true, err
+	}
+	return done, ferr
 }
 
 // commitStep sends t's step (without its writes when fn failed: only its
