@@ -109,4 +109,3 @@ func delayCopy(dst, src net.Conn, delay time.Duration) {
 		}
 	}
 }
-
