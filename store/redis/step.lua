@@ -82,16 +82,29 @@ local nOps = tonumber(A[at])
 at = at + 1
 local first = at
 local trims
-for _ = 1, nOps do
+local function integer(v) return type(v) == 'string' and string.match(v, '^%-?%d+$') ~= nil end
+for _ = 1, (nOps or 0) do
   local name, n = A[at], tonumber(A[at + 2])
-  if arity[name] ~= n then
+  if arity[name] ~= n or not KEYS[tonumber(A[at + 1]) or 0] then
     return redis.error_reply('fencegate: op ' .. tostring(name) .. ' with ' .. tostring(n) .. ' arguments')
   end
+  for j = 1, n do
+    if type(A[at + 2 + j]) ~= 'string' then return redis.error_reply('fencegate: op ' .. name .. ' short of arguments') end
+  end
+  if (name == 'incrby' and not integer(A[at + 3])) or (name == 'zadd' and not integer(A[at + 3])) then
+    return redis.error_reply('fencegate: op ' .. name .. ' with a non-integer')
+  end
   if name == 'trim' then
+    for j = 0, 2 do
+      if not integer(A[at + 3 + j]) then return redis.error_reply('fencegate: trim with a non-integer') end
+    end
     trims = trims or {}
     trims[at] = true
   end
   at = at + 3 + n
+end
+if nOps == nil or A[at] ~= nil then
+  return redis.error_reply('fencegate: arguments do not end with the last op')
 end
 
 -- trim's reads: the oldest receipts of an index beyond keep (at most max,
