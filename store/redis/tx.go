@@ -139,7 +139,10 @@ func (t *tx) read(op string, watch []string, queue func(goredis.Pipeliner)) erro
 	if first {
 		t.nowRead = true
 		t.now, t.nowErr = serverTime(timeCmd)
-		if t.nowErr == nil && !t.now.IsZero() {
+		switch {
+		case t.nowErr != nil && t.mode == modeStep:
+			t.fail(t.nowErr)
+		case t.nowErr == nil && !t.now.IsZero():
 			t.s.clock.set(t.now)
 		}
 	}
