@@ -265,11 +265,13 @@
 // TIME of the latest reply (every step script's reply carries one, as
 // does a read pipeline) plus the local monotonic time elapsed since it
 // arrived; a reply handled late never sets it back, only the script's
-// refusal of a decision's time does. A Begin's Now becomes that time and its Deadline and QuietAt
-// that time plus the windows the sidecar asked for, Commit and Resolve
-// stamp receipts with it, a Resolve's evidence of "not applied" is placed
-// at it minus its age (the sidecar measures the age, never a wall time),
-// and Compact ages receipts by the server's TIME (read with its WATCHed
+// refusal of a decision's time does (so a drift of the two clocks' rates
+// costs at most one refused run each time it reaches StepAhead). A
+// Begin's Now becomes that time and its Deadline and QuietAt that time
+// plus the windows the sidecar asked for, Commit and Resolve stamp
+// receipts with it, a Resolve's evidence of "not applied" is placed at it
+// minus its age (the sidecar measures the age, never a wall time), and
+// Compact ages receipts by the server's TIME (read with its WATCHed
 // reads), ListUnknown by TIME read first.
 //
 // "One clock" now means: the server's clock, within bounds the server
@@ -293,7 +295,8 @@
 // least; retention: minutes and more). So a marker written by one
 // replica expires, and becomes quiet, at the same moment for all of
 // them, within those bounds, whatever their clocks' skew
-// (TestReplicasShareTheServerClock, TestNotAppliedDecidesOnServerClock).
+// (TestReplicasShareTheServerClock, TestNotAppliedDecidesOnServerClock;
+// TestStepRefusesADecisionOffTheServerClock for the bounds).
 // Options.CallerClock keeps each input's Now instead (the script checks no
 // time then), for tests that drive a virtual clock. Skew still shows in
 // one place, harmlessly: the Retry-After a sidecar computes from a
