@@ -274,28 +274,34 @@
 // Compact ages receipts by the server's TIME (read with its WATCHed
 // reads), ListUnknown by TIME read first.
 //
-// "One clock" now means: the server's clock, within bounds the server
-// itself enforces. The step script refuses a decision made more than
-// StepBehind (10 ms) before its TIME or more than StepAhead (1 ms) after
-// it, writing nothing, and the decision runs again at the TIME it
-// returned. In the steady state the estimate lags the server by the
-// one-way latency of the reply it came from, a fraction of a millisecond;
-// StepBehind leaves room for a GC pause or a throttled CPU between the
-// decision and the script (a longer stall costs one more round trip).
-// What the bounds cost, against reading TIME a round trip before the
-// write (as the WATCH transactions did, and still do): a Begin's quiet
-// time (and deadline) may be placed up to StepBehind before the server's
-// time at the moment the sidecar took its Now, where it was never before
-// it; a Resolve's evidence of "not applied" may be placed up to StepAhead
-// later than TIME read at the start of the call would have placed it
-// (the direction that could settle "not applied" early; only a drift of
-// the clocks' rates since the last reply, or a server clock stepped back,
-// puts the estimate ahead). Both are far below the windows they shift (a
-// quiet time is backend.timeout plus backend.maxApplyDelay: seconds at
-// least; retention: minutes and more). So a marker written by one
-// replica expires, and becomes quiet, at the same moment for all of
-// them, within those bounds, whatever their clocks' skew
-// (TestReplicasShareTheServerClock, TestNotAppliedDecidesOnServerClock;
+// "One clock" now means: the server's clock as the Store estimates it,
+// within bounds the server itself enforces. The estimate is a lower bound
+// of the server's clock: each reply's TIME was read before the reply was
+// sent, and the estimate keeps the latest such reading (advanced by the
+// local monotonic clock), so it lags the server by at most the round
+// trip of the freshest reply (a fraction of a millisecond in one data
+// centre; a loaded server's queue makes it more) and never leads it, but
+// for a drift of the two clocks' rates or a server clock stepped back. The
+// step script refuses a decision more than StepAhead (1 ms) after its
+// TIME, which only such a drift or step back produces, and one more than
+// StepBehind (250 ms) before it, an estimate gone stale (a server clock
+// stepped forward), writing nothing; the decision runs again at the TIME
+// it returned. (StepBehind also counts what comes after the decision, the
+// network and the server's queue, which move nothing that is decided; it
+// is set well above what a loaded durable server's fsyncs add, so that
+// load does not make steps run again.) What the estimate costs, against
+// reading TIME a round trip before the write (as the WATCH transactions
+// did, and still do): a Begin's quiet time (and deadline) may be placed
+// before the server's time at the moment the sidecar took its Now by up
+// to the estimate's lag, where it was never before it; a Resolve's
+// evidence of "not applied" is placed no later than before (the estimate
+// does not lead the server), give or take StepAhead. Both are far below
+// the windows they shift (a quiet time is backend.timeout plus
+// backend.maxApplyDelay: seconds at least; retention: minutes and more).
+// So a marker written by one replica expires, and becomes quiet, at the
+// same moment for all of them, within those bounds, whatever their
+// clocks' skew (TestReplicasShareTheServerClock,
+// TestNotAppliedDecidesOnServerClock;
 // TestStepRefusesADecisionOffTheServerClock for the bounds).
 // Options.CallerClock keeps each input's Now instead (the script checks no
 // time then), for tests that drive a virtual clock. Skew still shows in

@@ -27,19 +27,22 @@ var stepScript = goredis.NewScript(stepSource)
 // more than StepAhead after it, and the step runs again at the TIME it
 // returns.
 const (
-	// StepBehind is how far a decision may lag the server's TIME. The
-	// estimate lags by the one-way latency of the reply it was taken from
-	// (well under a millisecond in one data centre), plus whatever delays
-	// the decision and the script's arrival (a GC pause, a throttled or
-	// busy CPU): a lag beyond it costs one more run. It is also the most
-	// a Begin's quiet time can be placed before the server's time at the
-	// moment the sidecar took its Now, which is why it is small.
-	StepBehind = 10 * time.Millisecond
+	// StepBehind is how far a decision may lag the server's TIME when the
+	// script runs. That lag is the estimate's own (at most the round trip
+	// of the reply it came from: the estimate never runs ahead of the
+	// server but for drift) plus everything between the decision and the
+	// script (the client, the network, the server's queue: with
+	// appendfsync always, other steps' fsyncs). Only the estimate's own
+	// lag moves what is decided, so this is a bound against an estimate
+	// gone stale (a server clock stepped forward, a drift), set above what
+	// a loaded server's queue adds so that load does not make steps run
+	// again.
+	StepBehind = 250 * time.Millisecond
 	// StepAhead is how far a decision may lead the server's TIME: only
 	// a drift of the two clocks' rates since the last reply (or a server
 	// clock stepped back) puts the estimate ahead, and ahead is the
 	// direction that would place a Resolve's evidence after the moment it
-	// was gathered, so it is kept smaller still.
+	// was gathered, so it is kept small.
 	StepAhead = time.Millisecond
 )
 
