@@ -137,25 +137,32 @@ func stepArgs(decided time.Time, genKey, genWant string, reads []read, ops []op)
 // script was sent leaves the step's outcome unknown.
 func (s *Store) sendStep(ctx context.Context, op string, keys []string, args []any, writes bool) (stepReply, error) {
 	var rep stepReply
-	err := s.c.Watch(ctx, func(rtx *goredis.Tx) error {
+	run := func(c goredis.Cmdable) error {
 		sha := s.scriptSent.Load()
-		cmd, err := evalStep(ctx, rtx, keys, args, sha)
+		cmd, err := evalStep(ctx, c, keys, args, sha)
 		if err != nil && sha && goredis.HasErrorPrefix(err, "NOSCRIPT") {
 			s.scriptSent.Store(false) // a restarted server
-			cmd, err = evalStep(ctx, rtx, keys, args, false)
+			cmd, err = evalStep(ctx, c, keys, args, false)
 		}
 		if err != nil {
 			return err
 		}
 		s.scriptSent.Store(true)
-		if rep, err = parseStep(cmd); err != nil {
-			return err
-		}
-		if writes && rep.outcome == "ok" {
+		rep, err = parseStep(cmd)
+		return err
+	}
+	var err error
+	if s.minReplicas > 0 {
+		// WAIT must follow on the connection that wrote.
+		err = s.c.Watch(ctx, func(rtx *goredis.Tx) error {
+			if err := run(rtx); err != nil || !writes || rep.outcome != "ok" {
+				return err
+			}
 			return s.replicated(ctx, rtx)
-		}
-		return nil
-	})
+		})
+	} else {
+		err = run(s.c)
+	}
 	if f, ok := err.(final); ok {
 		return stepReply{}, f.err
 	}
@@ -166,9 +173,9 @@ func (s *Store) sendStep(ctx context.Context, op string, keys []string, args []a
 }
 
 // evalStep sends the script (by its SHA-1, or its source) in MULTI/EXEC.
-func evalStep(ctx context.Context, rtx *goredis.Tx, keys []string, args []any, sha bool) (*goredis.Cmd, error) {
+func evalStep(ctx context.Context, c goredis.Cmdable, keys []string, args []any, sha bool) (*goredis.Cmd, error) {
 	var cmd *goredis.Cmd
-	_, err := rtx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+	_, err := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		if sha {
 			cmd = p.EvalSha(ctx, stepScript.Hash(), keys, args...)
 		} else {
