@@ -32,12 +32,14 @@
 // function at the transaction's time (Tx.Now: the backend's clock when it
 // has one, tx_time.go) and writes the Change it returns with the Tx's Put
 // methods. A backend is its TxStore (how a transaction runs: bbolt's group
-// commit and a read-only first run, Redis's WATCH and MULTI/EXEC with
+// commit and a read-only first run, Redis's compare-and-write step with
 // retries, a mutex) and its Tx over its own keys and encoding; that shape
-// is what lets store/redis apply the very same functions under WATCH on
-// those keys and write the Change in MULTI/EXEC, with no second
-// implementation of the rules to drift. A new backend (Postgres, etcd) is
-// one package implementing TxStore and Tx, checked by storetest.
+// is what lets store/redis apply the very same functions to the values it
+// last saw of those keys and have a generic script check them and write
+// the Change in one round trip (WATCH and MULTI/EXEC for compaction), with
+// no second implementation of the rules to drift. A new backend
+// (Postgres, etcd) is one package implementing TxStore and Tx, checked by
+// storetest.
 //
 // # Begin's decision table
 //

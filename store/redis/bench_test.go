@@ -3,8 +3,10 @@ package redis
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -55,8 +57,12 @@ func benchStore(b *testing.B, args ...string) (*Store, *roundTrips) {
 // one client, over loopback, no persistence. The same benchmark, by the
 // same name, runs on every backend (store/memory, store/bolt,
 // store/redis). round-trips/op counts what crossed the wire per accepted
-// write (Begin and Commit: a WATCH+read pipeline and a MULTI/EXEC each,
-// plus Record once per resource).
+// write (Begin and Commit: one step script each, plus a read pipeline
+// for a resource the Store has not read yet); server-us/op is the CPU
+// time redis-server spent per accepted write (INFO cpu, user + sys);
+// stale/op and late/op the steps the script refused, for a read that no
+// longer held and for the decision's time alone (each one more round
+// trip).
 func BenchmarkBeginCommit(b *testing.B) {
 	beginCommit(b, "--appendonly", "no")
 }
@@ -72,10 +78,35 @@ func beginCommit(b *testing.B, args ...string) {
 		b.Run("resources="+strconv.Itoa(n), func(b *testing.B) {
 			s, h := benchStore(b, args...)
 			b.ReportAllocs()
+			cpu0 := serverCPU(b, s.c)
 			b.ResetTimer()
 			storetest.BeginCommitLoop(b, s, "bench-", n, b.N)
 			b.StopTimer()
 			b.ReportMetric(float64(h.n.Load())/float64(b.N), "round-trips/op")
+			b.ReportMetric((serverCPU(b, s.c)-cpu0).Seconds()*1e6/float64(b.N), "server-us/op")
+			b.ReportMetric(float64(s.retried.Load())/float64(b.N), "stale/op")
+			b.ReportMetric(float64(s.refusedTime.Load())/float64(b.N), "late/op")
 		})
 	}
+}
+
+// serverCPU is the CPU time the server has used (INFO cpu: used_cpu_user
+// plus used_cpu_sys).
+func serverCPU(b *testing.B, c goredis.UniversalClient) time.Duration {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k == "used_cpu_user" || k == "used_cpu_sys" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu %s: %v", line, err)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }

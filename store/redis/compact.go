@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"iter"
@@ -21,6 +20,9 @@ const receiptPage = 256
 // entries (SUNION), in resource order. store.NewTxBackend compacts each in
 // its own optimistic transaction (store.TxOptions.CompactEachResource).
 func (t *tx) CompactResources() ([]string, error) {
+	if t.watchOnly() {
+		return nil, errNeedsWatch
+	}
 	resources, err := t.cmd().SUnion(t.ctx, t.s.k.all(), t.s.k.quarantined()).Result()
 	if err != nil {
 		return nil, wrap("compact", err)
@@ -33,6 +35,9 @@ func (t *tx) CompactResources() ([]string, error) {
 // quarantine hash and reads the record, the number of receipts and the
 // quarantine entries in one round trip.
 func (t *tx) CompactSnapshot(resource string) (store.CompactSnapshot, error) {
+	if t.watchOnly() {
+		return store.CompactSnapshot{}, errNeedsWatch
+	}
 	recKey, zKey, qKey := t.s.k.record(resource), t.s.k.receipts(resource), t.s.k.quarantine(resource)
 	var (
 		recCmd *goredis.StringCmd
@@ -76,11 +81,10 @@ func (t *tx) DeleteReceipt(st store.ReceiptStamp) error {
 	k, key := t.s.k, st.Key
 	t.bytes -= int64(t.lens[k.receipt(key)])
 	t.nReceipts--
-	t.queue(func(ctx context.Context, p goredis.Pipeliner) {
-		p.Del(ctx, k.receipt(key))
-		p.SRem(ctx, k.ops(key.Resource, st.OperationID), u(key.Fence))
-		p.ZRem(ctx, k.receipts(key.Resource), member(key.Fence, key.Seq))
-	})
+	t.wrote[k.receipt(key)] = nil
+	t.queue(op{name: "del", key: k.receipt(key)},
+		op{name: "srem", key: k.ops(key.Resource, st.OperationID), args: []any{u(key.Fence)}},
+		op{name: "zrem", key: k.receipts(key.Resource), args: []any{member(key.Fence, key.Seq)}})
 	return nil
 }
 
@@ -93,13 +97,14 @@ func (t *tx) DeleteQuarantine(resource string, ids []string) error {
 		t.bytes -= int64(t.lens[qKey+"\x00"+id])
 	}
 	t.nQuarantine -= int64(len(ids))
-	all := len(ids) == t.nq[resource]
-	t.queue(func(ctx context.Context, p goredis.Pipeliner) {
-		p.HDel(ctx, qKey, ids...)
-		if all {
-			p.SRem(ctx, k.quarantined(), resource)
-		}
-	})
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	t.queue(op{name: "hdel", key: qKey, args: args})
+	if len(ids) == t.nq[resource] {
+		t.queue(op{name: "srem", key: k.quarantined(), args: []any{resource}})
+	}
 	return nil
 }
 
@@ -109,6 +114,10 @@ func (t *tx) DeleteQuarantine(resource string, ids []string) error {
 // length.
 func (t *tx) Stamps(resource string) iter.Seq2[store.ReceiptStamp, error] {
 	return func(yield func(store.ReceiptStamp, error) bool) {
+		if t.watchOnly() {
+			yield(store.ReceiptStamp{}, errNeedsWatch)
+			return
+		}
 		for start := int64(0); ; start += receiptPage {
 			page, err := t.stampPage(resource, start)
 			if err != nil {
@@ -188,6 +197,9 @@ func parseMember(resource, m string) (store.ReceiptKey, error) {
 // quarantine entries, the enforcement ledger), without Redis's per-key
 // and index overhead.
 func (t *tx) Stats() (store.Stats, error) {
+	if t.watchOnly() {
+		return store.Stats{}, errNeedsWatch
+	}
 	ctx, s := t.ctx, t.s
 	var (
 		nRes                 *goredis.IntCmd
@@ -229,16 +241,50 @@ func (t *tx) Stats() (store.Stats, error) {
 	return st, nil
 }
 
-// TrimReceipts of store.Tx: the count is the receipts index's ZCARD (a
-// WATCHed read) plus the receipt this transaction wrote, which is
-// buffered (a Commit writes a receipt only where none was).
+// TrimReceipts of store.Tx. In modeStep it is one op of the step script
+// (step.lua, planTrim): with the receipts index's ZCARD plus the receipts
+// this step adds, it deletes the oldest beyond keep, at most
+// store.MaxTrimPerCommit, each with its operation-index entry, its index
+// member and its share of the counters, as DeleteReceipt does; it returns
+// 0, the count being known only once the script ran (the step's reply
+// names the receipts deleted). The script deletes only receipts below
+// trimBound, so what it deletes is what store.TrimOldest would.
+//
+// In modeWatch the count is the receipts index's ZCARD (a WATCHed read)
+// plus the receipt this transaction wrote, and store.TrimOldest deletes.
 func (t *tx) TrimReceipts(rec store.Record, keep int) (int, error) {
-	zKey := t.s.k.receipts(rec.Resource)
+	if keep < 1 {
+		return 0, fmt.Errorf("store/redis: trim %q: keep %d: %w", rec.Resource, keep, store.ErrInvalidInput)
+	}
+	k, res := t.s.k, rec.Resource
+	if t.mode == modeStep {
+		t.queue(op{name: "trim", key: k.receipts(res), args: []any{
+			keep, store.MaxTrimPerCommit, t.adds[res], trimBound(rec),
+			k.res(res) + "rcpt:", k.res(res) + "ops:", k.nReceipts(), k.bytes(),
+		}})
+		return 0, nil
+	}
+	zKey := k.receipts(res)
 	var n *goredis.IntCmd
 	if err := t.read("trim: count", []string{zKey}, func(p goredis.Pipeliner) {
 		n = p.ZCard(t.ctx, zKey)
 	}); err != nil {
 		return 0, err
 	}
-	return store.TrimOldest(t, rec, int(n.Val())+1, keep)
+	return store.TrimOldest(t, rec, int(n.Val())+t.adds[res], keep)
+}
+
+// trimBound is the receipts index member of the first receipt a trim must
+// keep: the record's last accepted segment, or the mutation in flight's
+// when it is lower (store.TrimOldest stops at the first receipt that is
+// either, as compaction keeps both). Members are fixed-width, so the
+// script compares them as strings.
+func trimBound(rec store.Record) string {
+	b := member(rec.HighestFence, rec.LastSeq)
+	if m := rec.InFlight; m != nil {
+		if im := member(m.Fence, m.Seq); im < b {
+			b = im
+		}
+	}
+	return b
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -127,6 +128,21 @@ type Store struct {
 	replicaWait time.Duration
 	closed      atomic.Bool
 	gen         generation
+	// cache holds the values the transitions last read or wrote, for the
+	// next transitions to decide on (checked by the step script); clock
+	// estimates the server's clock between replies.
+	cache *cache
+	clock serverClock
+	// slots bounds the steps deciding or in flight at once to the
+	// client's connection pool (txn.go, runStep).
+	slots chan struct{}
+	// scriptSent is set once the server ran the step script for this
+	// Store: later steps send its SHA-1 (EVALSHA) instead of its source.
+	scriptSent atomic.Bool
+	// retried counts the steps the script refused for a read that no
+	// longer held (a stale cache, a lost race), refusedTime those it
+	// refused for their time alone: each ran again.
+	retried, refusedTime atomic.Int64
 }
 
 // txBackend is the store.Store that store.NewTxBackend makes of a Store,
@@ -226,10 +242,20 @@ func New(c goredis.UniversalClient, opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{c: c, k: keys{prefix: prefix}, maxAttempts: attempts, callerClock: opts.CallerClock,
-		minReplicas: opts.MinReplicas, replicaWait: opts.ReplicaTimeout}
+		minReplicas: opts.MinReplicas, replicaWait: opts.ReplicaTimeout, cache: newCache(),
+		slots: make(chan struct{}, poolSize(c))}
 	s.gen.expected = opts.ExpectedGeneration
 	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody, CompactEachResource: true})
 	return s, nil
+}
+
+// poolSize is the size of c's connection pool: its Options' PoolSize, or
+// go-redis's default (10 per GOMAXPROCS) when unset or unknown.
+func poolSize(c goredis.UniversalClient) int {
+	if o, ok := c.(interface{ Options() *goredis.Options }); ok && o.Options().PoolSize > 0 {
+		return o.Options().PoolSize
+	}
+	return 10 * runtime.GOMAXPROCS(0)
 }
 
 // ValidatePrefix checks a key prefix: 1..MaxPrefixLen printable ASCII

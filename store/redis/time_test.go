@@ -221,3 +221,34 @@ func TestNotAppliedDecidesOnServerClock(t *testing.T) {
 		})
 	}
 }
+
+// TestStepRefusesADecisionOffTheServerClock: a Store whose estimate of
+// the server's clock is off (an hour behind or ahead, as a clock stepped
+// under it would leave it; or just past StepBehind or StepAhead) decides
+// a Commit at that time; the step script refuses it, writing nothing,
+// and the Commit runs again at the TIME the script returned: the receipt
+// is stamped with the server's time, not the estimate's.
+func TestStepRefusesADecisionOffTheServerClock(t *testing.T) {
+	srv := redistest.Start(t)
+	s := replicaAt(t, srv, "offclock", false)
+	ctx := context.Background()
+	for i, off := range []time.Duration{-time.Hour, time.Hour, -3 * StepBehind, 3 * StepAhead} {
+		in := storetest.Attempt("offclock/r", 1, uint64(i+1), "a")
+		if res, err := s.Begin(ctx, in); err != nil || res.Decision != store.DecisionProceed {
+			t.Fatalf("Begin: %s %v", res.Decision, err)
+		}
+		refused := s.refusedTime.Load()
+		real := clock.Real().Now().UTC()
+		s.clock.reset(real.Add(off))
+		rc, err := s.Commit(ctx, storetest.Answer(in.Ref()))
+		if err != nil {
+			t.Fatalf("Commit with the estimate %v off: %v", off, err)
+		}
+		if d := rc.AcceptedAt.Sub(real); d < -5*time.Second || d > 5*time.Second {
+			t.Errorf("estimate %v off: receipt accepted at %v, %v from the server's time", off, rc.AcceptedAt, d)
+		}
+		if s.refusedTime.Load() == refused {
+			t.Errorf("estimate %v off: the step script took the decision", off)
+		}
+	}
+}

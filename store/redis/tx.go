@@ -13,21 +13,51 @@ import (
 	"github.com/fencegate/fencegate/store"
 )
 
-// tx is a store.Tx on Redis. In an Update (rtx set) every read WATCHes the
-// keys it reads in its own round trip, the first one also reads the
-// server's TIME (Now), and the writes are queued for the MULTI/EXEC; in a
-// View (rtx nil) reads go to the client. It keeps the stored length of
-// what it read, so that the writes keep P:bytes (Stats) in step.
+// tx is a store.Tx on Redis, in one of three modes (txn.go):
+//
+//   - modeStep (Update): Load answers from the Store's cache when it can
+//     (from the server otherwise) and records each value it answered in
+//     the read set; writes are buffered as ops; the step script then
+//     checks the read set and the decision's time and applies the ops,
+//     in one round trip (step.go);
+//   - modeWatch (Update, for the transactions the cache does not model:
+//     compaction, the enforcement ledger, the trust pins): every read
+//     WATCHes the keys it reads in its own round trip, the first one also
+//     reads the server's TIME (Now), and the ops go in one MULTI/EXEC;
+//   - modeView (View): reads go to the client.
+//
+// It keeps the stored length of what it read, so that the writes keep
+// P:bytes (Stats) in step.
 type tx struct {
-	s   *Store
-	ctx context.Context
-	rtx *goredis.Tx
+	s    *Store
+	ctx  context.Context
+	mode mode
+	rtx  *goredis.Tx
 
 	now     time.Time
 	nowRead bool
 	nowErr  error
 
-	writes []write
+	ops []op
+	// reads is the step's read set (modeStep).
+	reads []read
+	// wrote holds the values the ops set for the keys the cache keeps,
+	// deleted the keys the ops delete (nil value), applied to the cache
+	// once the step committed.
+	wrote map[string][]byte
+	// adds counts the receipts the ops add, by resource (a trim counts
+	// them with the index).
+	adds map[string]int
+	// fresh holds values the step script returned for the read set of an
+	// earlier run of the same call: they win over the cache.
+	fresh map[string]entry
+	// failed is the error of a read (a Redis error, ErrCorrupt): the call
+	// ends with it, whatever fn returns.
+	failed error
+	// needsWatch is set by a method modeStep does not serve: the call
+	// runs again in modeWatch.
+	needsWatch bool
+
 	// lens is the stored length of each value read, by key (a hash field
 	// as key NUL field); 0 for a value absent.
 	lens map[string]int
@@ -39,11 +69,21 @@ type tx struct {
 	bytes, nReceipts, nQuarantine int64
 }
 
-// write is one queued command of a MULTI.
-type write func(context.Context, goredis.Pipeliner)
+// mode is how a tx reads and writes.
+type mode int
 
-func (s *Store) newTx(ctx context.Context, rtx *goredis.Tx) *tx {
-	return &tx{s: s, ctx: ctx, rtx: rtx, lens: map[string]int{}}
+const (
+	modeView mode = iota
+	modeWatch
+	modeStep
+)
+
+// errNeedsWatch is what a method answers in modeStep when the step script
+// cannot serve it (Update then runs the call in modeWatch).
+var errNeedsWatch = errors.New("store/redis: this transaction runs under WATCH")
+
+func (s *Store) newTx(ctx context.Context, m mode, rtx *goredis.Tx) *tx {
+	return &tx{s: s, ctx: ctx, mode: m, rtx: rtx, lens: map[string]int{}, wrote: map[string][]byte{}}
 }
 
 // cmd is what the transaction's reads go to: the WATCHing connection, or
@@ -55,11 +95,29 @@ func (t *tx) cmd() goredis.Cmdable {
 	return t.s.c
 }
 
-// read runs the reads queue queues in one round trip: in an Update after
+// watchOnly reports whether the method calling it cannot run in this
+// mode, marking the call for modeWatch.
+func (t *tx) watchOnly() bool {
+	if t.mode == modeStep {
+		t.needsWatch = true
+		return true
+	}
+	return false
+}
+
+// fail records a read's error: the step ends with it.
+func (t *tx) fail(err error) error {
+	if t.failed == nil {
+		t.failed = err
+	}
+	return err
+}
+
+// read runs the reads queue queues in one round trip: in modeWatch after
 // a WATCH of keys, and with TIME when it is the transaction's first.
 func (t *tx) read(op string, watch []string, queue func(goredis.Pipeliner)) error {
 	var timeCmd *goredis.TimeCmd
-	first := t.rtx != nil && !t.nowRead
+	first := t.mode != modeView && !t.nowRead
 	_, err := t.cmd().Pipelined(t.ctx, func(p goredis.Pipeliner) error {
 		if t.rtx != nil && len(watch) > 0 {
 			args := make([]any, 0, len(watch)+1)
@@ -81,28 +139,51 @@ func (t *tx) read(op string, watch []string, queue func(goredis.Pipeliner)) erro
 	if first {
 		t.nowRead = true
 		t.now, t.nowErr = serverTime(timeCmd)
+		switch {
+		case t.nowErr != nil && t.mode == modeStep:
+			t.fail(t.nowErr)
+		case t.nowErr == nil && !t.now.IsZero():
+			t.s.clock.set(t.now)
+		}
 	}
 	return nil
 }
 
-// Now is the server's TIME, read with the transaction's first read (in a
-// View, on its own), or zero with Options.CallerClock (time.go).
+// Now is the time the transaction decides at: zero with
+// Options.CallerClock (time.go); in modeStep the Store's estimate of the
+// server's clock, which the step script checks; otherwise the server's
+// TIME, read with the transaction's first read (in a View, on its own).
 func (t *tx) Now() (time.Time, error) {
-	if !t.nowRead {
-		t.nowRead = true
-		if !t.s.callerClock {
-			t.now, t.nowErr = serverTime(t.s.c.Time(t.ctx))
+	if t.nowRead {
+		return t.now, t.nowErr
+	}
+	t.nowRead = true
+	switch {
+	case t.s.callerClock:
+	case t.mode != modeStep:
+		t.now, t.nowErr = serverTime(t.s.c.Time(t.ctx))
+	default:
+		est, ok := t.s.clock.now()
+		if !ok {
+			tm, err := serverTime(t.s.c.Time(t.ctx))
+			if err != nil {
+				t.nowErr = t.fail(err)
+				break
+			}
+			t.s.clock.set(tm)
+			est = tm
 		}
+		t.now = est
 	}
 	return t.now, t.nowErr
 }
 
-// queue adds a write to the MULTI.
-func (t *tx) queue(w write) { t.writes = append(t.writes, w) }
+// queue adds writes.
+func (t *tx) queue(ops ...op) { t.ops = append(t.ops, ops...) }
 
-// queued is the MULTI: the writes and the counters they move.
-func (t *tx) queued() []write {
-	w := t.writes
+// queued is every write: the ops and the counters they move.
+func (t *tx) queued() []op {
+	w := t.ops
 	if len(w) == 0 {
 		return nil
 	}
@@ -111,16 +192,21 @@ func (t *tx) queued() []write {
 		n   int64
 	}{{t.s.k.nReceipts(), t.nReceipts}, {t.s.k.nQuarantine(), t.nQuarantine}, {t.s.k.bytes(), t.bytes}} {
 		if c.n != 0 {
-			w = append(w, func(ctx context.Context, p goredis.Pipeliner) { p.IncrBy(ctx, c.key, c.n) })
+			w = append(w, op{name: "incrby", key: c.key, args: []any{c.n}})
 		}
 	}
 	return w
 }
 
-// Load WATCHes the resource's record key and quarantine hash (and the
-// receipt key of key) and reads the record, the receipt and, when checks
-// are on, the generation marker, in one round trip.
+// Load reads the resource's record and (with key) the receipt of key, as
+// one snapshot: in modeStep from the cache (see loadStep); otherwise in
+// one round trip, WATCHing in modeWatch the record key and quarantine
+// hash (and the receipt key), with the generation marker when checks are
+// on.
 func (t *tx) Load(resource string, key *store.ReceiptKey) (store.Record, *store.Receipt, error) {
+	if t.mode == modeStep {
+		return t.loadStep(resource, key)
+	}
 	recKey, qKey := t.s.k.record(resource), t.s.k.quarantine(resource)
 	watch := []string{recKey, qKey}
 	var rcKey string
@@ -128,42 +214,105 @@ func (t *tx) Load(resource string, key *store.ReceiptKey) (store.Record, *store.
 		rcKey = t.s.k.receipt(*key)
 		watch = append(watch, rcKey)
 	}
-	expected, err := t.s.expect()
+	recRaw, rcRaw, err := t.loadRaw(watch, recKey, rcKey)
 	if err != nil {
 		return store.Record{}, nil, err
+	}
+	return t.decodeLoad(resource, key, recRaw, rcRaw)
+}
+
+// loadRaw reads the record key and (when rcKey is set) the receipt key,
+// with the generation marker (checked) when checks are on, in one round
+// trip (a WATCH of watch first in modeWatch).
+func (t *tx) loadRaw(watch []string, recKey, rcKey string) (recRaw, rcRaw []byte, err error) {
+	expected, err := t.s.expect()
+	if err != nil {
+		return nil, nil, err
 	}
 	var recCmd, rcCmd, genCmd *goredis.StringCmd
 	err = t.read("read", watch, func(p goredis.Pipeliner) {
 		recCmd = p.Get(t.ctx, recKey)
 		genCmd = t.s.readGeneration(t.ctx, p, expected)
-		if key != nil {
+		if rcKey != "" {
 			rcCmd = p.Get(t.ctx, rcKey)
 		}
 	})
 	if err != nil {
-		return store.Record{}, nil, err
+		return nil, nil, err
 	}
 	if err := t.s.confirmGeneration(genCmd, expected); err != nil {
-		return store.Record{}, nil, err
+		return nil, nil, err
 	}
-	recRaw, err := raw(recCmd, "read record")
-	if err != nil {
-		return store.Record{}, nil, err
+	if recRaw, err = raw(recCmd, "read record"); err != nil {
+		return nil, nil, err
 	}
+	if rcKey != "" {
+		if rcRaw, err = raw(rcCmd, "read receipt"); err != nil {
+			return nil, nil, err
+		}
+	}
+	return recRaw, rcRaw, nil
+}
+
+// decodeLoad decodes what Load read.
+func (t *tx) decodeLoad(resource string, key *store.ReceiptKey, recRaw, rcRaw []byte) (store.Record, *store.Receipt, error) {
 	rec, err := decodeRecord(recRaw, resource)
 	if err != nil {
 		return store.Record{}, nil, err
 	}
-	t.lens[recKey] = len(recRaw)
+	t.lens[t.s.k.record(resource)] = len(recRaw)
 	if key == nil {
 		return rec, nil, nil
 	}
-	rcRaw, err := raw(rcCmd, "read receipt")
-	if err != nil {
-		return store.Record{}, nil, err
-	}
 	rc, err := decodeReceipt(rcRaw, *key)
 	return rec, rc, err
+}
+
+// loadStep is Load in modeStep: the record and the receipt from the
+// values of an earlier run of this call or the Store's cache (a receipt
+// without an entry presumed absent); a record key the cache does not
+// hold is read from the server with the receipt (and the generation
+// marker, and TIME), without WATCH: the step script checks them. Each
+// value answered joins the read set.
+func (t *tx) loadStep(resource string, key *store.ReceiptKey) (store.Record, *store.Receipt, error) {
+	recKey, rcKey := t.s.k.record(resource), ""
+	if key != nil {
+		rcKey = t.s.k.receipt(*key)
+	}
+	rec, ok := t.lookup(recKey)
+	var rc entry
+	if rcKey != "" {
+		rc, _ = t.lookup(rcKey) // none: presumed absent
+	}
+	if !ok {
+		recRaw, rcRaw, err := t.loadRaw(nil, recKey, rcKey)
+		if err != nil {
+			return store.Record{}, nil, t.fail(err)
+		}
+		rec, rc = entry{val: recRaw, present: recRaw != nil}, entry{val: rcRaw, present: rcRaw != nil}
+		t.s.cache.put(recKey, recRaw)
+		if rcKey != "" {
+			t.s.cache.put(rcKey, rcRaw)
+		}
+	}
+	t.reads = append(t.reads, read{kind: readString, key: recKey, val: rec.val})
+	if rcKey != "" {
+		t.reads = append(t.reads, read{kind: readString, key: rcKey, val: rc.val})
+	}
+	r, c, err := t.decodeLoad(resource, key, rec.val, rc.val)
+	if err != nil {
+		return store.Record{}, nil, t.fail(err)
+	}
+	return r, c, nil
+}
+
+// lookup is the value of key this call knows: returned by the step
+// script to an earlier run, or cached.
+func (t *tx) lookup(key string) (entry, bool) {
+	if e, ok := t.fresh[key]; ok {
+		return e, true
+	}
+	return t.s.cache.get(key)
 }
 
 // PutRecord writes the record (of a resource Load read) with the global
@@ -176,12 +325,11 @@ func (t *tx) PutRecord(r store.Record) error {
 	k := t.s.k
 	res := r.Resource
 	t.bytes += int64(len(b) - t.lens[k.record(res)])
-	t.queue(func(ctx context.Context, p goredis.Pipeliner) {
-		p.Set(ctx, k.record(res), b, 0)
-		p.SAdd(ctx, k.all(), res)
-		setIndex(ctx, p, k.unknown(), res, r.InFlight != nil)
-		setIndex(ctx, p, k.paused(), res, r.Pause != nil)
-	})
+	t.wrote[k.record(res)] = b
+	t.queue(op{name: "set", key: k.record(res), args: []any{b}},
+		op{name: "sadd", key: k.all(), args: []any{res}},
+		setIndex(k.unknown(), res, r.InFlight != nil),
+		setIndex(k.paused(), res, r.Pause != nil))
 	return nil
 }
 
@@ -195,24 +343,35 @@ func (t *tx) PutReceipt(r store.Receipt) error {
 	k := t.s.k
 	t.bytes += int64(len(b))
 	t.nReceipts++
-	t.queue(func(ctx context.Context, p goredis.Pipeliner) {
-		p.Set(ctx, k.receipt(r.Key()), b, 0)
-		p.SAdd(ctx, k.ops(r.Resource, r.OperationID), u(r.Fence))
-		p.ZAdd(ctx, k.receipts(r.Resource), goredis.Z{Member: member(r.Fence, r.Seq)})
-	})
+	t.wrote[k.receipt(r.Key())] = b
+	if t.adds == nil {
+		t.adds = map[string]int{}
+	}
+	t.adds[r.Resource]++
+	t.queue(op{name: "set", key: k.receipt(r.Key()), args: []any{b}},
+		op{name: "sadd", key: k.ops(r.Resource, r.OperationID), args: []any{u(r.Fence)}},
+		op{name: "zadd", key: k.receipts(r.Resource), args: []any{0, member(r.Fence, r.Seq)}})
 	return nil
 }
 
-// Quarantine reads an entry with HGET (its hash WATCHed by Load).
+// Quarantine reads an entry with HGET (its hash WATCHed by Load in
+// modeWatch; in modeStep the field joins the read set, read from the
+// server: a quarantine is rare, and not cached).
 func (t *tx) Quarantine(resource, id string) (*store.Quarantine, error) {
 	qKey := t.s.k.quarantine(resource)
 	b, err := raw(t.cmd().HGet(t.ctx, qKey, id), "read quarantine")
-	if err != nil || b == nil {
-		return nil, err
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	if t.mode == modeStep {
+		t.reads = append(t.reads, read{kind: readField, key: qKey, field: id, val: b})
+	}
+	if b == nil {
+		return nil, nil
 	}
 	q, err := decodeQuarantine(b, resource, id)
 	if err != nil {
-		return nil, err
+		return nil, t.fail(err)
 	}
 	t.lens[qKey+"\x00"+id] = len(b)
 	return &q, nil
@@ -229,16 +388,17 @@ func (t *tx) PutQuarantine(q store.Quarantine) error {
 	if prev == 0 {
 		t.nQuarantine++
 	}
-	t.queue(func(ctx context.Context, p goredis.Pipeliner) {
-		p.HSet(ctx, k.quarantine(q.Resource), q.ID, b)
-		p.SAdd(ctx, k.quarantined(), q.Resource)
-	})
+	t.queue(op{name: "hset", key: k.quarantine(q.Resource), args: []any{q.ID, b}},
+		op{name: "sadd", key: k.quarantined(), args: []any{q.Resource}})
 	return nil
 }
 
 // Enforcement WATCHes the whole ledger (one hash: a write to any shape
 // makes a concurrent write to another retry) and reads one entry.
 func (t *tx) Enforcement(shape string) (*store.Enforcement, error) {
+	if t.watchOnly() {
+		return nil, errNeedsWatch
+	}
 	key := t.s.k.enforcement()
 	var get *goredis.StringCmd
 	if err := t.read("read enforcement", []string{key}, func(p goredis.Pipeliner) { get = p.HGet(t.ctx, key, shape) }); err != nil {
@@ -263,11 +423,14 @@ func (t *tx) PutEnforcement(e store.Enforcement) error {
 	}
 	key := t.s.k.enforcement()
 	t.bytes += int64(len(b) - t.lens[key+"\x00"+e.Shape])
-	t.queue(func(ctx context.Context, p goredis.Pipeliner) { p.HSet(ctx, key, e.Shape, b) })
+	t.queue(op{name: "hset", key: key, args: []any{e.Shape, b}})
 	return nil
 }
 
 func (t *tx) Enforcements() ([]store.Enforcement, error) {
+	if t.watchOnly() {
+		return nil, errNeedsWatch
+	}
 	m, err := t.cmd().HGetAll(t.ctx, t.s.k.enforcement()).Result()
 	if err != nil {
 		return nil, wrap("enforcements", err)
@@ -285,6 +448,9 @@ func (t *tx) Enforcements() ([]store.Enforcement, error) {
 
 // TrustedKeys reads the pins, one hash WATCHed as a whole.
 func (t *tx) TrustedKeys() ([]store.TrustedKey, error) {
+	if t.watchOnly() {
+		return nil, errNeedsWatch
+	}
 	key := t.s.k.trust()
 	var all *goredis.MapStringStringCmd
 	if err := t.read("read trust", []string{key}, func(p goredis.Pipeliner) { all = p.HGetAll(t.ctx, key) }); err != nil {
@@ -309,17 +475,18 @@ func (t *tx) PutTrustedKeys(pins []store.TrustedKey) error {
 	}
 	key := t.s.k.trust()
 	t.bytes += int64(n - t.lens[key])
-	t.queue(func(ctx context.Context, p goredis.Pipeliner) {
-		p.Del(ctx, key)
-		if len(vals) > 0 {
-			p.HSet(ctx, key, vals...)
-		}
-	})
+	t.queue(op{name: "del", key: key})
+	if len(vals) > 0 {
+		t.queue(op{name: "hset", key: key, args: vals})
+	}
 	return nil
 }
 
 // Receipts reads receipts in one pipeline.
 func (t *tx) Receipts(ks []store.ReceiptKey) ([]*store.Receipt, error) {
+	if t.watchOnly() {
+		return nil, errNeedsWatch
+	}
 	cmds := make([]*goredis.StringCmd, len(ks))
 	if err := t.read("read receipts", nil, func(p goredis.Pipeliner) {
 		for i, k := range ks {
@@ -342,6 +509,9 @@ func (t *tx) Receipts(ks []store.ReceiptKey) ([]*store.Receipt, error) {
 }
 
 func (t *tx) OperationFences(resource, operationID string) ([]uint64, error) {
+	if t.watchOnly() {
+		return nil, errNeedsWatch
+	}
 	members, err := t.cmd().SMembers(t.ctx, t.s.k.ops(resource, operationID)).Result()
 	if err != nil {
 		return nil, wrap("receipts by operation", err)
@@ -360,6 +530,9 @@ func (t *tx) OperationFences(resource, operationID string) ([]uint64, error) {
 // Indexed reads a global index, then the records it names: a record that
 // has left the index in between is still returned (the caller filters).
 func (t *tx) Indexed(index store.Index) ([]store.Record, error) {
+	if t.watchOnly() {
+		return nil, errNeedsWatch
+	}
 	key, op := t.s.k.unknown(), "list unknown"
 	if index == store.IndexPaused {
 		key, op = t.s.k.paused(), "list paused"
@@ -376,6 +549,9 @@ func (t *tx) Indexed(index store.Index) ([]store.Record, error) {
 // set: O(resources) a page), sorts them and reads the page's records in
 // one pipeline with the generation marker.
 func (t *tx) RecordsAfter(after string, limit int) ([]store.Record, error) {
+	if t.watchOnly() {
+		return nil, errNeedsWatch
+	}
 	resources, err := t.cmd().SMembers(t.ctx, t.s.k.all()).Result()
 	if err != nil {
 		return nil, wrap("records", err)
@@ -432,6 +608,9 @@ func (t *tx) recordsOf(resources []string, op string) ([]store.Record, error) {
 // Quarantined reads the quarantine hashes of resource (of every resource
 // in P:quar when resource is "") in one pipeline.
 func (t *tx) Quarantined(resource string) ([]store.Quarantine, error) {
+	if t.watchOnly() {
+		return nil, errNeedsWatch
+	}
 	resources := []string{resource}
 	if resource == "" {
 		var err error
@@ -463,10 +642,11 @@ func (t *tx) Quarantined(resource string) ([]store.Quarantine, error) {
 	return out, nil
 }
 
-func setIndex(ctx context.Context, p goredis.Pipeliner, key, resource string, present bool) {
+// setIndex is the op that puts resource in the index set key, or takes it
+// out.
+func setIndex(key, resource string, present bool) op {
 	if present {
-		p.SAdd(ctx, key, resource)
-	} else {
-		p.SRem(ctx, key, resource)
+		return op{name: "sadd", key: key, args: []any{resource}}
 	}
+	return op{name: "srem", key: key, args: []any{resource}}
 }
