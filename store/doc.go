@@ -32,7 +32,7 @@
 // function at the transaction's time (Tx.Now: the backend's clock when it
 // has one, tx_time.go) and writes the Change it returns with the Tx's Put
 // methods. A backend is its TxStore (how a transaction runs: bbolt's group
-// commit and a read-only first run, Redis's compare-and-write step with
+// commit, with a read-only first run for all but Begin and Commit, Redis's compare-and-write step with
 // retries, a mutex) and its Tx over its own keys and encoding; that shape
 // is what lets store/redis apply the very same functions to the values it
 // last saw of those keys and have a generic script check them and write

@@ -23,8 +23,9 @@ type Tx interface {
 	// key is set, the receipt of key (nil when none), as one snapshot.
 	Load(resource string, key *ReceiptKey) (Record, *Receipt, error)
 	// Now is the time the transaction decides at: the backend's own clock,
-	// read with the transaction's first read (store/redis reads the
-	// server's TIME), or zero to decide at the caller's Now (see
+	// read with the transaction's first read (store/redis: its estimate
+	// of the server's TIME, which its step script checks within bounds
+	// before it writes), or zero to decide at the caller's Now (see
 	// tx_time.go).
 	Now() (time.Time, error)
 	// PutRecord stores a record, keeping the indexes Indexed reads.
@@ -80,7 +81,8 @@ type Tx interface {
 	// TrimReceipts deletes the oldest receipts (in (fence, seq) order) of
 	// rec's resource beyond the newest keep (keep >= 1), with their index
 	// entries, at most MaxTrimPerCommit of them, and returns how many it
-	// deleted. It is called in the transaction that wrote a receipt for
+	// deleted, or 0 where the deletions are only planned here and happen
+	// with the transaction's write (store/redis's step script). It is called in the transaction that wrote a receipt for
 	// rec (Change.TrimKeep), after the receipt and rec were written. A
 	// backend that keeps a count of each resource's receipts implements it
 	// with TrimOldest; it must not scan the resource's receipts to count

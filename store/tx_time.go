@@ -2,8 +2,9 @@ package store
 
 import "time"
 
-// A backend with a clock of its own (store/redis reads the server's TIME,
-// so that sidecars sharing it judge deadlines and retention by one clock)
+// A backend with a clock of its own (store/redis decides at the server's
+// TIME, estimated and checked by its step script within bounds, so that
+// sidecars sharing it judge deadlines and retention by one clock)
 // returns it from Tx.Now, and NewTxBackend decides at that time instead of
 // the caller's Now. A Begin's Deadline and QuietAt move with it, keeping
 // the lengths of the windows the caller asked for; a Resolve's evidence is
