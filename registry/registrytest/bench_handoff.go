@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/registry"
 )
@@ -27,6 +28,9 @@ func BenchHandoff(b *testing.B, holder, waiter *registry.Registry, waiterClock *
 		at  time.Time
 		err error
 	}
+	// Latency is measured on the wall clock (the waiter's own clock is
+	// the fake one nobody advances).
+	real := clock.Real()
 	done := make(chan outcome, 1)
 	armed := waiterClock.Armed()
 	b.ResetTimer()
@@ -37,14 +41,14 @@ func BenchHandoff(b *testing.B, holder, waiter *registry.Registry, waiterClock *
 		}
 		go func() {
 			res, err := waiter.Acquire(ctx, registry.AcquireRequest{Resource: "bench/handoff", Owner: "bob", RequestID: fmt.Sprintf("b-%d", i), TTL: time.Minute, Wait: 30 * time.Second})
-			done <- outcome{res, time.Now(), err}
+			done <- outcome{res, real.Now(), err}
 		}()
 		// The wait's deadline and the holder's expiry timer: it waits.
 		armed += 2
 		if !waiterClock.WaitArmed(ctx, armed) {
 			b.Fatal("the waiter did not start waiting")
 		}
-		start := time.Now()
+		start := real.Now()
 		if _, err := holder.Release(ctx, "alice", held.View.Lease.Lease); err != nil {
 			b.Fatalf("release by the holder: %v", err)
 		}
