@@ -143,19 +143,28 @@ type TxOptions struct {
 	// alone) instead of all of one call in one transaction (store/bolt and
 	// store/memory: one fsync, one lock).
 	CompactEachResource bool
+	// ClockLag is the most a Tx.Now may lag the backend's true clock
+	// (store/redis: its estimate of the server's TIME, which its step
+	// script lets lag by at most redis.StepBehind). A Begin decided at
+	// Tx.Now has its Deadline and QuietAt placed this much later, so that
+	// no window ends before the length the caller asked for, on the true
+	// clock (beginAt). Zero for a backend that reads its clock, or has
+	// none.
+	ClockLag time.Duration
 }
 
 // NewTxBackend makes a Store out of a TxStore. Every call validates its
 // input first (an *InputError, nothing read), then runs in one
 // transaction.
 func NewTxBackend(s TxStore, opts TxOptions) Store {
-	return &txBackend{s: s, bodyLimit: BodyLimit(opts.MaxResponseBody), eachResource: opts.CompactEachResource}
+	return &txBackend{s: s, bodyLimit: BodyLimit(opts.MaxResponseBody), eachResource: opts.CompactEachResource, clockLag: max(opts.ClockLag, 0)}
 }
 
 type txBackend struct {
 	s            TxStore
 	bodyLimit    int
 	eachResource bool
+	clockLag     time.Duration
 }
 
 func (b *txBackend) Close() error { return b.s.Close() }

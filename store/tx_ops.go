@@ -16,7 +16,7 @@ func (b *txBackend) Begin(ctx context.Context, in BeginInput) (BeginResult, erro
 	key := ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}
 	var res BeginResult
 	_, q, _, err := b.decide(ctx, "begin", in.Resource, &key, func(rec Record, rc *Receipt, now time.Time) (Change, error) {
-		r, ch, err := Decide(rec, rc, beginAt(in, now))
+		r, ch, err := Decide(rec, rc, beginAt(in, now, b.clockLag))
 		res = r
 		return ch, err
 	})

@@ -21,15 +21,19 @@ func at(caller, now time.Time) time.Time {
 
 // beginAt moves a Begin to the backend's time, keeping the lengths of the
 // in-flight and quiet windows the caller asked for (a zero QuietAt stays
-// zero: the marker's quiet time is then derived from its Deadline).
-func beginAt(in BeginInput, now time.Time) BeginInput {
+// zero: the marker's quiet time is then derived from its Deadline), each
+// made longer by lag, the most the backend's time may lag its true clock
+// (TxOptions.ClockLag): a window placed from a time that lags is placed
+// early, and a quiet time placed early would let "not applied" be
+// concluded while the backend may still apply the write.
+func beginAt(in BeginInput, now time.Time, lag time.Duration) BeginInput {
 	if now.IsZero() {
 		return in
 	}
 	window := in.Deadline.Sub(in.Now)
 	if !in.QuietAt.IsZero() {
-		in.QuietAt = now.Add(in.QuietAt.Sub(in.Now))
+		in.QuietAt = now.Add(in.QuietAt.Sub(in.Now) + lag)
 	}
-	in.Now, in.Deadline = now, now.Add(window)
+	in.Now, in.Deadline = now, now.Add(window+lag)
 	return in
 }

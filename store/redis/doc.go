@@ -291,9 +291,13 @@
 // is set well above what a loaded durable server's fsyncs add, so that
 // load does not make steps run again.) What the estimate costs, against
 // reading TIME a round trip before the write (as the WATCH transactions
-// did, and still do): a Begin's quiet time (and deadline) may be placed
-// before the server's time at the moment the sidecar took its Now by up
-// to the estimate's lag, where it was never before it; a Resolve's
+// did, and still do): a Begin's quiet time (and deadline) would be placed
+// early by up to the estimate's lag, and an early quiet time would let
+// "not applied" be concluded while the backend may still apply the write;
+// so both are padded by StepBehind, the most the script lets a decision
+// lag (store.TxOptions.ClockLag; TestQuietTimeNeverEarlyWithALaggingEstimate):
+// they are never before the windows the sidecar asked for, on the
+// server's clock, and at most StepBehind after them; a Resolve's
 // evidence of "not applied" is placed no later than before (the estimate
 // does not lead the server), give or take StepAhead. Both are far below
 // the windows they shift (a quiet time is backend.timeout plus

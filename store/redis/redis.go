@@ -245,7 +245,7 @@ func New(c goredis.UniversalClient, opts Options) (*Store, error) {
 		minReplicas: opts.MinReplicas, replicaWait: opts.ReplicaTimeout, cache: newCache(),
 		slots: make(chan struct{}, poolSize(c))}
 	s.gen.expected = opts.ExpectedGeneration
-	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody, CompactEachResource: true})
+	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody, CompactEachResource: true, ClockLag: StepBehind})
 	return s, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/store"
@@ -60,8 +62,10 @@ func TestReplicasShareTheServerClock(t *testing.T) {
 				if d := m.BegunAt.Sub(real); d < -5*time.Second || d > 5*time.Second {
 					t.Errorf("marker begun at %v, %v from the real time; want the server's time", m.BegunAt, d)
 				}
-				if w := m.Deadline.Sub(m.BegunAt); w != time.Minute {
-					t.Errorf("marker window %v, want the minute the caller asked for", w)
+				// The minute asked for, padded by StepBehind (the most the
+				// Store's estimate of the server's clock may lag it).
+				if w := m.Deadline.Sub(m.BegunAt); w != time.Minute+StepBehind {
+					t.Errorf("marker window %v, want the minute the caller asked for plus StepBehind", w)
 				}
 			}
 
@@ -181,7 +185,7 @@ func TestNotAppliedDecidesOnServerClock(t *testing.T) {
 			if !errors.Is(err, store.ErrNotQuiet) || !errors.As(err, &nq) {
 				t.Fatalf("the fast replica settled %s as not applied two minutes before it is quiet: %v", in.Ref().OperationID(), err)
 			}
-			if nq.Remaining < time.Minute || nq.Remaining > 2*time.Minute {
+			if nq.Remaining < time.Minute || nq.Remaining > 2*time.Minute+StepBehind {
 				t.Errorf("not quiet for another %v on the server's clock, want about 2m", nq.Remaining)
 			}
 			if rec, err := r2.Record(ctx, "quiet/r"); err != nil || !rec.Unknown() {
@@ -255,4 +259,59 @@ func TestStepRefusesADecisionOffTheServerClock(t *testing.T) {
 			t.Errorf("estimate %v off: the step script took the decision", off)
 		}
 	}
+}
+
+// TestQuietTimeNeverEarlyWithALaggingEstimate: a Store whose estimate of
+// the server's clock lags it (here by 200 ms, inside StepBehind, so the
+// step script takes the decision) still places a Begin's quiet time and
+// deadline no earlier than the server's time when the Begin was asked plus
+// the windows the sidecar asked for: they are padded by StepBehind, the
+// most the script lets a decision lag (store.TxOptions.ClockLag). A quiet
+// time placed early would let "not applied" be concluded while the
+// backend may still apply the write.
+func TestQuietTimeNeverEarlyWithALaggingEstimate(t *testing.T) {
+	srv := redistest.Start(t)
+	s := replicaAt(t, srv, "lag", false)
+	ctx := context.Background()
+	// Segment 1 warms the cache, so that segment 2's Begin is one step
+	// at the estimate (a cold read would refresh it from TIME).
+	first := storetest.Attempt("lag/r", 1, 1, "a")
+	if res, err := s.Begin(ctx, first); err != nil || res.Decision != store.DecisionProceed {
+		t.Fatalf("Begin: %s %v", res.Decision, err)
+	}
+	if _, err := s.Commit(ctx, storetest.Answer(first.Ref())); err != nil {
+		t.Fatal(err)
+	}
+	in := storetest.Attempt("lag/r", 1, 2, "b")
+	const quiet, window = 5 * time.Second, 2 * time.Second
+	before := readServerTime(t, srv)
+	s.clock.reset(before.Add(-200 * time.Millisecond))
+	in.Now = before
+	in.Deadline, in.QuietAt = in.Now.Add(window), in.Now.Add(quiet)
+	res, err := s.Begin(ctx, in)
+	if err != nil || res.Decision != store.DecisionProceed {
+		t.Fatalf("Begin: %s %v", res.Decision, err)
+	}
+	m := res.Record.InFlight
+	if m == nil {
+		t.Fatal("no marker in flight")
+	}
+	if m.QuietAt.Before(before.Add(quiet)) {
+		t.Errorf("quiet at %v: %v before the server's time at the Begin plus the quiet window", m.QuietAt, before.Add(quiet).Sub(m.QuietAt))
+	}
+	if m.Deadline.Before(before.Add(window)) {
+		t.Errorf("deadline %v: %v before the server's time at the Begin plus the window", m.Deadline, before.Add(window).Sub(m.Deadline))
+	}
+}
+
+// readServerTime reads the server's TIME.
+func readServerTime(t *testing.T, srv *redistest.Server) time.Time {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+	defer c.Close()
+	now, err := c.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return now.UTC()
 }
