@@ -1,19 +1,19 @@
 package bolt
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 
+	"github.com/fencegate/fencegate/internal/wire"
 	"github.com/fencegate/fencegate/registry"
 )
 
 // The records every acquire, renew and release reads and writes (the meta,
 // a resource's record, a lease) are stored in a binary form: a version
-// byte, then the fields in a fixed order, unsigned integers as uvarints,
-// signed ones as varints, strings as a uvarint length and the bytes.
+// byte, then the fields in a fixed order in internal/wire's primitives:
+// unsigned integers as minimal uvarints, signed ones as minimal varints,
+// strings as a uvarint length and the bytes.
 // A value that starts with '{' is the JSON of the files written before
 // (SchemaVersion 1), decoded as it was; it is rewritten in the binary
 // form the next time it is written. The other buckets stay JSON: they
@@ -27,7 +27,7 @@ const recordV1 byte = 1
 // so the operation fails closed.
 var ErrCodec = errors.New("registry/bolt: undecodable record")
 
-// encoder appends the fields of a binary record.
+// encoder appends the fields of a binary record (internal/wire).
 type encoder struct{ b []byte }
 
 func newEncoder(size int) *encoder {
@@ -36,74 +36,14 @@ func newEncoder(size int) *encoder {
 	return e
 }
 
-func (e *encoder) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
-func (e *encoder) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
-func (e *encoder) str(s string)  { e.uint(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *encoder) uint(v uint64) { e.b = wire.AppendUvarint(e.b, v) }
+func (e *encoder) int(v int64)   { e.b = wire.AppendVarint(e.b, v) }
+func (e *encoder) str(s string)  { e.b = wire.AppendString(e.b, s) }
 func (e *encoder) bytes() []byte { return e.b }
-
-// decoder reads the fields of a binary record; the first failure sticks.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s", ErrCodec, what)
-	}
-}
-
-func (d *decoder) uint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad unsigned integer")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) int() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("bad signed integer")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) str() string {
-	n := d.uint()
-	if d.err != nil {
-		return ""
-	}
-	if n > uint64(len(d.b)) || n > math.MaxInt32 {
-		d.fail("string longer than the record")
-		return ""
-	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
-	return s
-}
-
-// end checks that the whole record was read.
-func (d *decoder) end() error {
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
-	}
-	return d.err
-}
 
 // decodeRecord decodes raw into v: the JSON of an older file, or the
 // binary form by fields.
-func decodeRecord[V any](raw []byte, v *V, fields func(*decoder, *V)) error {
+func decodeRecord[V any](raw []byte, v *V, fields func(*wire.Reader, *V)) error {
 	switch {
 	case len(raw) == 0:
 		return fmt.Errorf("%w: empty", ErrCodec)
@@ -115,9 +55,9 @@ func decodeRecord[V any](raw []byte, v *V, fields func(*decoder, *V)) error {
 	case raw[0] != recordV1:
 		return fmt.Errorf("%w: version %d", ErrCodec, raw[0])
 	}
-	d := &decoder{b: raw[1:]}
+	d := &wire.Reader{B: raw[1:], CopyStrings: true, Prefix: "registry/bolt: ", Offset: 1, Sentinel: ErrCodec}
 	fields(d, v)
-	return d.end()
+	return d.End()
 }
 
 func encodeMeta(m registry.Meta) []byte {
@@ -132,12 +72,12 @@ func encodeMeta(m registry.Meta) []byte {
 
 func decodeMeta(raw []byte) (registry.Meta, error) {
 	var m registry.Meta
-	err := decodeRecord(raw, &m, func(d *decoder, m *registry.Meta) {
-		m.IssuerEpoch = d.uint()
-		m.Revision = d.uint()
-		m.FenceFloor = d.uint()
-		m.PolicySeq = d.uint()
-		m.Lineage = d.str()
+	err := decodeRecord(raw, &m, func(d *wire.Reader, m *registry.Meta) {
+		m.IssuerEpoch = d.Uvarint("issuerEpoch")
+		m.Revision = d.Uvarint("revision")
+		m.FenceFloor = d.Uvarint("fenceFloor")
+		m.PolicySeq = d.Uvarint("policySeq")
+		m.Lineage = d.Str("lineage")
 	})
 	return m, err
 }
@@ -154,12 +94,12 @@ func encodeResource(r registry.ResourceRecord) []byte {
 
 func decodeResource(raw []byte) (registry.ResourceRecord, error) {
 	var r registry.ResourceRecord
-	err := decodeRecord(raw, &r, func(d *decoder, r *registry.ResourceRecord) {
-		r.Resource = d.str()
-		r.LastFence = d.uint()
-		r.FenceFloor = d.uint()
-		r.Holder = d.str()
-		r.FreedAt = d.int()
+	err := decodeRecord(raw, &r, func(d *wire.Reader, r *registry.ResourceRecord) {
+		r.Resource = d.Str("resource")
+		r.LastFence = d.Uvarint("lastFence")
+		r.FenceFloor = d.Uvarint("fenceFloor")
+		r.Holder = d.Str("holder")
+		r.FreedAt = d.Varint("freedAt")
 	})
 	return r, err
 }
@@ -190,25 +130,25 @@ func encodeLease(l registry.LeaseRecord) []byte {
 
 func decodeLease(raw []byte) (registry.LeaseRecord, error) {
 	var l registry.LeaseRecord
-	err := decodeRecord(raw, &l, func(d *decoder, l *registry.LeaseRecord) {
-		l.Lease = d.str()
-		l.GrantID = d.str()
-		l.Resource = d.str()
-		l.Owner = d.str()
-		l.RequestID = d.str()
-		l.OpClass = d.str()
-		l.Lineage = d.str()
-		l.Fence = d.uint()
-		l.IssuerEpoch = d.uint()
-		l.PolicyGeneration = d.uint()
-		l.Revision = d.uint()
-		l.TTLMs = d.uint()
-		l.IssuedAt = d.int()
-		l.ExpiresAt = d.int()
-		l.State = d.str()
-		l.EndedAt = d.int()
-		l.Token = d.str()
-		l.Digest = d.str()
+	err := decodeRecord(raw, &l, func(d *wire.Reader, l *registry.LeaseRecord) {
+		l.Lease = d.Str("lease")
+		l.GrantID = d.Str("grantID")
+		l.Resource = d.Str("resource")
+		l.Owner = d.Str("owner")
+		l.RequestID = d.Str("requestID")
+		l.OpClass = d.Str("opClass")
+		l.Lineage = d.Str("lineage")
+		l.Fence = d.Uvarint("fence")
+		l.IssuerEpoch = d.Uvarint("issuerEpoch")
+		l.PolicyGeneration = d.Uvarint("policyGeneration")
+		l.Revision = d.Uvarint("revision")
+		l.TTLMs = d.Uvarint("tTLMs")
+		l.IssuedAt = d.Varint("issuedAt")
+		l.ExpiresAt = d.Varint("expiresAt")
+		l.State = d.Str("state")
+		l.EndedAt = d.Varint("endedAt")
+		l.Token = d.Str("token")
+		l.Digest = d.Str("digest")
 	})
 	return l, err
 }

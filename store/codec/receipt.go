@@ -63,21 +63,21 @@ func receiptReader(b []byte, copyStrings bool) (reader, []byte, error) {
 	if err := header(b, KindReceipt, "receipt"); err != nil {
 		return reader{}, nil, err
 	}
-	rd := reader{b: b[fieldsAt:], copyStrings: copyStrings}
-	n := rd.uvarint("body length")
-	if rd.err == nil && n > uint64(rd.rest()) {
-		rd.fail("body length %d beyond the value's %d bytes left", n, rd.rest())
+	rd := newReader(b[fieldsAt:], copyStrings)
+	n := rd.Uvarint("body length")
+	if rd.Err == nil && n > uint64(rd.Rest()) {
+		rd.Fail("body length %d beyond the value's %d bytes left", n, rd.Rest())
 	}
-	if rd.err != nil {
-		return reader{}, nil, rd.err
+	if rd.Err != nil {
+		return reader{}, nil, rd.Err
 	}
-	cut := len(rd.b) - int(n)
-	body := rd.b[cut:]
-	rd.b = rd.b[:cut]
+	cut := len(rd.B) - int(n)
+	body := rd.B[cut:]
+	rd.B = rd.B[:cut]
 	if !copyStrings {
 		// The arena is the fields' bytes only, the body left out; the
-		// indexes stay those of rd.b.
-		rd.arena = string(rd.b)
+		// indexes stay those of rd.B.
+		rd.Arena = string(rd.B)
 	}
 	return rd, body, nil
 }
@@ -85,11 +85,11 @@ func receiptReader(b []byte, copyStrings bool) (reader, []byte, error) {
 // stamp reads the leading fields of a receipt: its stamp.
 func (rd *reader) stamp() store.ReceiptStamp {
 	var st store.ReceiptStamp
-	st.Key.Resource = rd.str("resource")
-	st.Key.Fence = rd.uvarint("fence")
-	rd.raw("root")
-	st.Key.Seq = rd.uvarint("seq")
-	st.OperationID = rd.str("operation ID")
+	st.Key.Resource = rd.Str("resource")
+	st.Key.Fence = rd.Uvarint("fence")
+	rd.Raw("root")
+	st.Key.Seq = rd.Uvarint("seq")
+	st.OperationID = rd.Str("operation ID")
 	st.AcceptedAt = rd.time("accepted at")
 	return st
 }
@@ -105,22 +105,22 @@ func DecodeReceipt(b []byte) (store.Receipt, error) {
 	if err != nil {
 		return store.Receipt{}, err
 	}
-	r.Resource = rd.str("resource")
-	r.Fence = rd.uvarint("fence")
-	r.Root = rd.str("root")
-	r.Seq = rd.uvarint("seq")
-	r.OperationID = rd.str("operation ID")
+	r.Resource = rd.Str("resource")
+	r.Fence = rd.Uvarint("fence")
+	r.Root = rd.Str("root")
+	r.Seq = rd.Uvarint("seq")
+	r.OperationID = rd.Str("operation ID")
 	r.AcceptedAt = rd.time("accepted at")
-	r.ID = rd.str("ID")
-	r.PayloadDigest = rd.str("payload digest")
-	r.GrantDigest = rd.str("grant digest")
-	r.Owner = rd.str("owner")
-	r.BackendStatus = rd.int("backend status")
-	r.Source = store.ReceiptSource(rd.str("source"))
-	r.Response.Status = rd.int("response status")
-	r.Response.Truncated = rd.bool("truncated")
+	r.ID = rd.Str("ID")
+	r.PayloadDigest = rd.Str("payload digest")
+	r.GrantDigest = rd.Str("grant digest")
+	r.Owner = rd.Str("owner")
+	r.BackendStatus = rd.Int("backend status")
+	r.Source = store.ReceiptSource(rd.Str("source"))
+	r.Response.Status = rd.Int("response status")
+	r.Response.Truncated = rd.Bool("truncated")
 	r.Response.Header = rd.header()
-	if err := rd.end(); err != nil {
+	if err := rd.End(); err != nil {
 		return store.Receipt{}, err
 	}
 	if len(body) > 0 {
@@ -143,16 +143,16 @@ func DecodeStamp(b []byte) (store.ReceiptStamp, error) {
 		return store.ReceiptStamp{}, err
 	}
 	st := rd.stamp()
-	rd.raw("ID")
-	rd.raw("payload digest")
-	rd.raw("grant digest")
-	rd.raw("owner")
-	rd.int("backend status")
-	rd.raw("source")
-	rd.int("response status")
-	rd.bool("truncated")
+	rd.Raw("ID")
+	rd.Raw("payload digest")
+	rd.Raw("grant digest")
+	rd.Raw("owner")
+	rd.Int("backend status")
+	rd.Raw("source")
+	rd.Int("response status")
+	rd.Bool("truncated")
 	rd.skipHeader()
-	if err := rd.end(); err != nil {
+	if err := rd.End(); err != nil {
 		return store.ReceiptStamp{}, err
 	}
 	return st, nil
@@ -161,20 +161,20 @@ func DecodeStamp(b []byte) (store.ReceiptStamp, error) {
 // header reads a response's headers: nil when there are none.
 func (rd *reader) header() map[string][]string {
 	// A name takes at least 2 bytes: its length and its values' count.
-	n := rd.count("header names", 2)
+	n := rd.Count("header names", 2)
 	if n == 0 {
 		return nil
 	}
 	h := make(map[string][]string, n)
 	prev := ""
 	for i := range n {
-		k := rd.str("header name")
-		if rd.err == nil && i > 0 && k <= prev {
-			rd.fail("header name %q after %q", k, prev)
+		k := rd.Str("header name")
+		if rd.Err == nil && i > 0 && k <= prev {
+			rd.Fail("header name %q after %q", k, prev)
 		}
 		prev = k
 		vs := rd.listLen("header values")
-		if rd.err != nil {
+		if rd.Err != nil {
 			return nil
 		}
 		if vs == 0 {
@@ -183,7 +183,7 @@ func (rd *reader) header() map[string][]string {
 		}
 		list := make([]string, vs-1)
 		for j := range list {
-			list[j] = rd.str("header value")
+			list[j] = rd.Str("header value")
 		}
 		h[k] = list
 	}
@@ -193,19 +193,19 @@ func (rd *reader) header() map[string][]string {
 // skipHeader checks a response's headers as header reads them, keeping
 // nothing.
 func (rd *reader) skipHeader() {
-	n := rd.count("header names", 2)
+	n := rd.Count("header names", 2)
 	var prev []byte
 	for i := range n {
-		k := rd.raw("header name")
-		if rd.err == nil && i > 0 && string(k) <= string(prev) {
-			rd.fail("header name %q after %q", k, prev)
+		k := rd.Raw("header name")
+		if rd.Err == nil && i > 0 && string(k) <= string(prev) {
+			rd.Fail("header name %q after %q", k, prev)
 		}
 		prev = k
 		vs := rd.listLen("header values")
 		for j := 1; j < vs; j++ {
-			rd.raw("header value")
+			rd.Raw("header value")
 		}
-		if rd.err != nil {
+		if rd.Err != nil {
 			return
 		}
 	}
@@ -214,9 +214,9 @@ func (rd *reader) skipHeader() {
 // listLen reads the count-plus-one of a list of strings (0: a nil list);
 // each string takes at least a byte.
 func (rd *reader) listLen(what string) int {
-	v := rd.uvarint(what)
-	if rd.err == nil && v > 0 && v-1 > uint64(rd.rest()) {
-		rd.fail("%s: count %d beyond the value's %d bytes left", what, v-1, rd.rest())
+	v := rd.Uvarint(what)
+	if rd.Err == nil && v > 0 && v-1 > uint64(rd.Rest()) {
+		rd.Fail("%s: count %d beyond the value's %d bytes left", what, v-1, rd.Rest())
 		return 0
 	}
 	return int(v)

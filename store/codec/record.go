@@ -68,37 +68,37 @@ func DecodeRecord(b []byte) (store.Record, error) {
 	if err := header(b, KindRecord, "record"); err != nil {
 		return store.Record{}, err
 	}
-	rd := reader{b: b[fieldsAt:]}
-	rd.arena = string(rd.b)
-	r.Resource = rd.str("resource")
-	r.HighestFence = rd.uvarint("highest fence")
-	r.Root = rd.str("root")
-	r.Lease = rd.str("lease")
-	r.GrantDigest = rd.str("grant digest")
+	rd := newReader(b[fieldsAt:], false)
+	rd.Arena = string(rd.B)
+	r.Resource = rd.Str("resource")
+	r.HighestFence = rd.Uvarint("highest fence")
+	r.Root = rd.Str("root")
+	r.Lease = rd.Str("lease")
+	r.GrantDigest = rd.Str("grant digest")
 	r.Evidence = rd.evidence("evidence")
 	// A prior lineage takes at least 2 bytes (two lengths or values).
-	if n := rd.count("prior lineages", 2); n > 0 {
+	if n := rd.Count("prior lineages", 2); n > 0 {
 		r.PriorLineages = make([]store.PriorLineage, n)
 		for i := range r.PriorLineages {
-			r.PriorLineages[i] = store.PriorLineage{Lineage: rd.str("prior lineage"), Fence: rd.uvarint("prior lineage fence")}
+			r.PriorLineages[i] = store.PriorLineage{Lineage: rd.Str("prior lineage"), Fence: rd.Uvarint("prior lineage fence")}
 		}
 	}
 	r.AcceptedAt = rd.time("accepted at")
-	r.LastSeq = rd.uvarint("last seq")
-	r.Superseded = store.Superseded{Fence: rd.uvarint("superseded fence"), Root: rd.str("superseded root"), LastSeq: rd.uvarint("superseded last seq")}
-	if rd.bool("in flight") {
+	r.LastSeq = rd.Uvarint("last seq")
+	r.Superseded = store.Superseded{Fence: rd.Uvarint("superseded fence"), Root: rd.Str("superseded root"), LastSeq: rd.Uvarint("superseded last seq")}
+	if rd.Bool("in flight") {
 		r.InFlight = rd.mutation()
 	}
-	if rd.bool("pause") {
+	if rd.Bool("pause") {
 		r.Pause = &store.Pause{
-			Reason:   store.PauseReason(rd.str("pause reason")),
-			Detail:   rd.str("pause detail"),
+			Reason:   store.PauseReason(rd.Str("pause reason")),
+			Detail:   rd.Str("pause detail"),
 			At:       rd.time("pause at"),
-			Fence:    rd.uvarint("pause fence"),
+			Fence:    rd.Uvarint("pause fence"),
 			Evidence: rd.evidence("pause evidence"),
 		}
 	}
-	if err := rd.end(); err != nil {
+	if err := rd.End(); err != nil {
 		return store.Record{}, err
 	}
 	return r, nil
@@ -106,22 +106,22 @@ func DecodeRecord(b []byte) (store.Record, error) {
 
 func (rd *reader) mutation() *store.Mutation {
 	m := &store.Mutation{}
-	m.Resource = rd.str("marker resource")
-	m.Fence = rd.uvarint("marker fence")
-	m.Root = rd.str("marker root")
-	m.Seq = rd.uvarint("marker seq")
-	m.OperationID = rd.str("marker operation ID")
-	m.PayloadDigest = rd.str("marker payload digest")
-	m.GrantDigest = rd.str("marker grant digest")
-	m.Lease = rd.str("marker lease")
-	m.Owner = rd.str("marker owner")
+	m.Resource = rd.Str("marker resource")
+	m.Fence = rd.Uvarint("marker fence")
+	m.Root = rd.Str("marker root")
+	m.Seq = rd.Uvarint("marker seq")
+	m.OperationID = rd.Str("marker operation ID")
+	m.PayloadDigest = rd.Str("marker payload digest")
+	m.GrantDigest = rd.Str("marker grant digest")
+	m.Lease = rd.Str("marker lease")
+	m.Owner = rd.Str("marker owner")
 	m.Evidence = rd.evidence("marker evidence")
 	m.BegunAt = rd.time("marker begun at")
 	m.Deadline = rd.time("marker deadline")
 	m.QuietAt = rd.time("marker quiet at")
-	m.Attempts = rd.uint32("marker attempts")
-	m.State = store.MutationState(rd.str("marker state"))
-	m.Cause = store.UnknownCause(rd.str("marker cause"))
+	m.Attempts = rd.Uint32("marker attempts")
+	m.State = store.MutationState(rd.Str("marker state"))
+	m.Cause = store.UnknownCause(rd.Str("marker cause"))
 	m.UnknownSince = rd.time("marker unknown since")
 	return m
 }
