@@ -14,12 +14,22 @@ func (t tx) count(resource string) (int, error) {
 	if v == nil {
 		return 0, nil
 	}
+	n, err := decodeCount(v)
+	if err != nil {
+		return 0, fmt.Errorf("store: bolt: receipt count of %q %w", resource, err)
+	}
+	return n, nil
+}
+
+// decodeCount reads a stored count: 8 bytes big-endian, never zero. Its
+// error reads after the resource's name.
+func decodeCount(v []byte) (int, error) {
 	if len(v) != 8 {
-		return 0, fmt.Errorf("store: bolt: receipt count of %q is %d bytes: %w", resource, len(v), store.ErrCorrupt)
+		return 0, fmt.Errorf("is %d bytes: %w", len(v), store.ErrCorrupt)
 	}
 	n := binary.BigEndian.Uint64(v)
 	if n == 0 || n > uint64(maxInt) {
-		return 0, fmt.Errorf("store: bolt: receipt count of %q is %d: %w", resource, n, store.ErrCorrupt)
+		return 0, fmt.Errorf("is %d: %w", n, store.ErrCorrupt)
 	}
 	return int(n), nil
 }

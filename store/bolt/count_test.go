@@ -144,7 +144,8 @@ func TestReceiptCountsInStep(t *testing.T) {
 }
 
 // A malformed count is found, not trusted: a value other than 8 bytes, or
-// a stored zero (a count of none is no key), is ErrCorrupt.
+// a stored zero (a count of none is no key), is ErrCorrupt, to compaction
+// and to Stats alike.
 func TestMalformedCountIsCorrupt(t *testing.T) {
 	for _, bad := range [][]byte{{1, 2, 3}, make([]byte, 8)} {
 		s := openWith(t, Options{})
@@ -156,6 +157,9 @@ func TestMalformedCountIsCorrupt(t *testing.T) {
 		_, err := s.Compact(context.Background(), store.CompactInput{Now: storetest.T0, MaxPerResource: 1, MaxDeletes: 10})
 		if !errors.Is(err, store.ErrCorrupt) {
 			t.Fatalf("compaction with count %x: %v, want ErrCorrupt", bad, err)
+		}
+		if _, err := s.Stats(context.Background()); !errors.Is(err, store.ErrCorrupt) {
+			t.Fatalf("stats with count %x: %v, want ErrCorrupt", bad, err)
 		}
 	}
 }
