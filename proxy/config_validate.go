@@ -3,8 +3,6 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"github.com/fencegate/fencegate/proxy/inbound"
-	"github.com/fencegate/fencegate/proxy/overlap"
 	"math"
 	"net/http"
 	"net/url"
@@ -14,6 +12,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/fencegate/fencegate/internal/confcheck"
+	"github.com/fencegate/fencegate/proxy/inbound"
+	"github.com/fencegate/fencegate/proxy/overlap"
 )
 
 var templateParam = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)

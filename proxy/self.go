@@ -67,18 +67,11 @@ func selfProblem(w http.ResponseWriter, status int, code fencegate.Code, detail 
 	fencegate.WriteProblem(w, fencegate.NewProblem(code, detail).WithStatus(status), 0)
 }
 
-// selfStoreProblem answers a store error with the status its kind calls for.
+// selfStoreProblem answers a store error with the code its kind calls
+// for (store.ErrorCode) and that code's status.
 func selfStoreProblem(w http.ResponseWriter, err error) {
-	switch {
-	case errors.Is(err, store.ErrInvalidInput):
-		selfProblem(w, 400, fencegate.CodeInvalidRequest, err.Error())
-	case errors.Is(err, store.ErrNotFound):
-		selfProblem(w, 404, fencegate.CodeNotFound, err.Error())
-	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotPaused), errors.Is(err, store.ErrStillInFlight), errors.Is(err, store.ErrNotInFlight):
-		selfProblem(w, 409, fencegate.CodeConflict, err.Error())
-	default:
-		selfProblem(w, 503, fencegate.CodeStoreUnavailable, err.Error())
-	}
+	code := store.ErrorCode(err)
+	selfProblem(w, code.Status(), code, err.Error())
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

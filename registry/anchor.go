@@ -73,6 +73,24 @@ type StoreView struct {
 	Now time.Time
 }
 
+// Wire is the view's wire form, fencegate.StoreAnchor, as the registry's
+// HTTP API answers it (registry/httpapi) and as store/anchor hands it on
+// when it calls a Registry in process: Now in Unix milliseconds, 0 for the
+// zero time.
+func (v StoreView) Wire() fencegate.StoreAnchor {
+	r := v.Record
+	var now int64
+	if !v.Now.IsZero() {
+		now = v.Now.UnixMilli()
+	}
+	return fencegate.StoreAnchor{
+		Store: r.Store, Generation: r.Generation, Lineage: v.Lineage, RegisteredAt: r.RegisteredAt,
+		Resources: v.Resources, Losses: r.Losses, LastLoss: r.LastLoss, LastLossAt: r.LastLossAt,
+		Presented: r.Presented, Acknowledged: r.Acknowledged, AcknowledgedAt: r.AcknowledgedAt,
+		Ledger: v.Ledger, Now: now,
+	}
+}
+
 // RegisterStoreInput registers a store's generation: a sidecar opening its
 // store. Caller is the caller's identity (the policy of
 // fencegate.StoreResource(Store) must allow it). Lineage is a fresh random

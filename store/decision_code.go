@@ -1,6 +1,10 @@
 package store
 
-import "github.com/fencegate/fencegate"
+import (
+	"errors"
+
+	"github.com/fencegate/fencegate"
+)
 
 // Code is the problem code the sidecar answers a Begin with, the one
 // mapping from store decisions to the contract's codes: "" for PROCEED
@@ -23,4 +27,25 @@ func (r BeginResult) Code() fencegate.Code {
 		return fencegate.Code(r.Decision)
 	}
 	return fencegate.CodeStoreUnavailable
+}
+
+// ErrorCode is the problem code a store error is answered with where an
+// API hands it to a caller (the sidecar's own API and its admin API): the
+// one mapping from the store's error kinds to the contract's codes, whose
+// statuses (Code.Status) are the answer's. Bad input is INVALID_REQUEST
+// (400), an unknown resource, receipt or mutation NOT_FOUND (404), a call
+// that contradicts the stored state (ErrConflict, ErrNotPaused,
+// ErrStillInFlight, ErrNotInFlight) CONFLICT (409), and anything else,
+// a failure of the store itself, STORE_UNAVAILABLE (503).
+func ErrorCode(err error) fencegate.Code {
+	switch {
+	case errors.Is(err, ErrInvalidInput):
+		return fencegate.CodeInvalidRequest
+	case errors.Is(err, ErrNotFound):
+		return fencegate.CodeNotFound
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotPaused), errors.Is(err, ErrStillInFlight), errors.Is(err, ErrNotInFlight):
+		return fencegate.CodeConflict
+	default:
+		return fencegate.CodeStoreUnavailable
+	}
 }

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/fencegate/fencegate"
@@ -36,6 +38,32 @@ func TestBeginResultCode(t *testing.T) {
 		}
 		if got != "" && !got.Known() {
 			t.Errorf("%s maps to %q, which has no status", tc.res.Decision, got)
+		}
+	}
+}
+
+// TestErrorCode: the one mapping from store errors to the codes (and so
+// the statuses) the sidecar's own API and its admin API answer them with;
+// a wrapped error maps as its kind, anything else fails closed as
+// STORE_UNAVAILABLE.
+func TestErrorCode(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		want   fencegate.Code
+		status int
+	}{
+		{&store.InputError{Field: "resource", Reason: "empty"}, fencegate.CodeInvalidRequest, 400},
+		{fmt.Errorf("read: %w", store.ErrNotFound), fencegate.CodeNotFound, 404},
+		{store.ErrConflict, fencegate.CodeConflict, 409},
+		{store.ErrNotPaused, fencegate.CodeConflict, 409},
+		{store.ErrStillInFlight, fencegate.CodeConflict, 409},
+		{fmt.Errorf("resolve: %w", store.ErrNotInFlight), fencegate.CodeConflict, 409},
+		{store.ErrClosed, fencegate.CodeStoreUnavailable, 503},
+		{errors.New("connection refused"), fencegate.CodeStoreUnavailable, 503},
+	} {
+		got := store.ErrorCode(tc.err)
+		if got != tc.want || got.Status() != tc.status {
+			t.Errorf("ErrorCode(%v) = %s (%d), want %s (%d)", tc.err, got, got.Status(), tc.want, tc.status)
 		}
 	}
 }

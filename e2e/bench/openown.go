@@ -14,7 +14,7 @@ import (
 // that an arm's maximum is the median of all its closed-64 runs:
 // open-own, every arm at half its own maximum, and open-1k, every arm
 // whose closed-64 maximum is at least 1,000 requests/s at 1,000/s (the
-// issue's headline: added p99 at 1k rps). An arm whose maximum is barely
+// figure to compare with other sidecars: added p99 at 1k rps). An arm whose maximum is barely
 // above the rate may not keep it: its row then says "rate not kept" and
 // its targets are a MISS with that reason (targets.go).
 const (

@@ -146,16 +146,9 @@ func (s *server) trustReload(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, 200, map[string]any{"changed": changed, "kids": s.Proxy.TrustKeyIDs()})
 }
 
-// storeProblem answers a store error with the status its kind calls for.
+// storeProblem answers a store error with the code its kind calls for
+// (store.ErrorCode) and that code's status.
 func storeProblem(w http.ResponseWriter, err error) {
-	switch {
-	case errors.Is(err, store.ErrInvalidInput):
-		problem(w, 400, fencegate.CodeInvalidRequest, err.Error())
-	case errors.Is(err, store.ErrNotFound):
-		problem(w, 404, fencegate.CodeNotFound, err.Error())
-	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotPaused), errors.Is(err, store.ErrStillInFlight), errors.Is(err, store.ErrNotInFlight):
-		problem(w, 409, fencegate.CodeConflict, err.Error())
-	default:
-		problem(w, 503, fencegate.CodeStoreUnavailable, err.Error())
-	}
+	code := store.ErrorCode(err)
+	problem(w, code.Status(), code, err.Error())
 }

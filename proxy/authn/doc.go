@@ -18,9 +18,11 @@
 //     memoized signature checks, keyed by token bytes and trust
 //     generation;
 //   - status (status.go): a fresh lockStatus.v1 proof or a linearizable
-//     registry read, with the highest issuer epoch seen, the grants the
-//     registry said have ended (ended.go) and the lower bound on the time
-//     the registry teaches (learnedtime.go, TimeBound).
+//     registry read (each read counted by result: CountedStatus,
+//     status_metrics.go, which proxy/server wraps its registry client
+//     in), with the highest issuer epoch seen, the grants the registry
+//     said have ended (ended.go) and the lower bound on the time the
+//     registry teaches (learnedtime.go, TimeBound).
 //
 // A refusal is a *Refusal with the contract's code; proxy answers it.
 // Nothing here forwards, and nothing here writes to the store but trust

@@ -19,7 +19,8 @@
 // New enforces it (package store/claim): it claims store.service at the registry by holding a
 // lease on "fencegate-store/<service>" (client.Holder, TTL
 // store.claimTTL, owned by the registry client's identity: its mTLS
-// certificate, or store.claimIdentity in the identity header of a
+// certificate, or store.identity (by default store.service;
+// store.claimIdentity is its earlier name) in the identity header of a
 // header-mode registry). When another sidecar holds the claim, New waits
 // up to one claim TTL (a restarted pod's old claim expires within it) and
 // then fails, naming the service; several replicas use store.backend

@@ -116,7 +116,7 @@ func build(cfg Config, log *zap.Logger, forceDowngrade []string,
 		opts.Status = reg
 	}
 	if opts.Status != nil {
-		if opts.Status, err = newCountedStatus(opts.Status, promReg); err != nil {
+		if opts.Status, err = authn.CountedStatus(opts.Status, promReg); err != nil {
 			return nil, fmt.Errorf("proxy: metrics: %w", err)
 		}
 	}

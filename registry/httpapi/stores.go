@@ -57,7 +57,7 @@ func (s *server) registerStore(w http.ResponseWriter, req *http.Request) {
 	if res.Created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, storeBody(res.View))
+	writeJSON(w, status, res.View.Wire())
 }
 
 func (s *server) getStore(w http.ResponseWriter, req *http.Request) {
@@ -70,7 +70,7 @@ func (s *server) getStore(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, storeBody(v))
+	writeJSON(w, http.StatusOK, v.Wire())
 }
 
 // anchor is POST /v1/stores/{store}/progress: a batch of anchor steps
@@ -106,7 +106,7 @@ func (s *server) ledger(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, storeBody(v))
+	writeJSON(w, http.StatusOK, v.Wire())
 }
 
 // listAnchors is GET /v1/stores/{store}/anchors?after=&limit=. Each
@@ -156,5 +156,5 @@ func (s *server) acknowledge(w http.ResponseWriter, req *http.Request) {
 		s.failErr(w, req, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, storeBody(res.View))
+	writeJSON(w, http.StatusOK, res.View.Wire())
 }

@@ -51,22 +51,3 @@ func leaseWire(v registry.LeaseView, caller string) fencegate.Lease {
 func metaBody(m registry.Meta) fencegate.Meta {
 	return fencegate.Meta{IssuerEpoch: m.IssuerEpoch, Revision: m.Revision, FenceFloor: m.FenceFloor, PolicySeq: m.PolicySeq, Lineage: m.Lineage}
 }
-
-// storeBody is the wire form of a fenced store's view.
-func storeBody(v registry.StoreView) fencegate.StoreAnchor {
-	r := v.Record
-	return fencegate.StoreAnchor{
-		Store: r.Store, Generation: r.Generation, Lineage: v.Lineage, RegisteredAt: r.RegisteredAt,
-		Resources: v.Resources, Losses: r.Losses, LastLoss: r.LastLoss, LastLossAt: r.LastLossAt,
-		Presented: r.Presented, Acknowledged: r.Acknowledged, AcknowledgedAt: r.AcknowledgedAt,
-		Ledger: v.Ledger, Now: unixMs(v.Now),
-	}
-}
-
-// unixMs is t in Unix milliseconds, 0 for the zero time.
-func unixMs(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}

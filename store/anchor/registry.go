@@ -67,26 +67,14 @@ func localErr(err error) error {
 	return err
 }
 
-// storeAnchor is the wire form of a registry.StoreView (as the registry's
-// HTTP API answers it).
-func storeAnchor(v registry.StoreView) fencegate.StoreAnchor {
-	r := v.Record
-	return fencegate.StoreAnchor{
-		Store: r.Store, Generation: r.Generation, Lineage: v.Lineage, RegisteredAt: r.RegisteredAt,
-		Resources: v.Resources, Losses: r.Losses, LastLoss: r.LastLoss, LastLossAt: r.LastLossAt,
-		Presented: r.Presented, Acknowledged: r.Acknowledged, AcknowledgedAt: r.AcknowledgedAt,
-		Ledger: v.Ledger, Now: unixMs(v.Now),
-	}
-}
-
 func (l localRegistry) RegisterStore(ctx context.Context, store, generation string) (fencegate.StoreAnchor, bool, error) {
 	res, err := l.r.RegisterStore(ctx, l.caller, store, generation)
-	return storeAnchor(res.View), err == nil && res.Created, localErr(err)
+	return res.View.Wire(), err == nil && res.Created, localErr(err)
 }
 
 func (l localRegistry) StoreAnchor(ctx context.Context, store string) (fencegate.StoreAnchor, error) {
 	v, err := l.r.Store(ctx, l.caller, store)
-	return storeAnchor(v), localErr(err)
+	return v.Wire(), localErr(err)
 }
 
 func (l localRegistry) AnchorProgress(ctx context.Context, store string, req fencegate.AnchorRequest) (fencegate.AnchorResponse, error) {
@@ -96,7 +84,7 @@ func (l localRegistry) AnchorProgress(ctx context.Context, store string, req fen
 
 func (l localRegistry) RecordLedger(ctx context.Context, store string, ev fencegate.LedgerBody) (fencegate.StoreAnchor, error) {
 	v, err := l.r.RecordLedger(ctx, l.caller, store, ev)
-	return storeAnchor(v), localErr(err)
+	return v.Wire(), localErr(err)
 }
 
 func (l localRegistry) StoreAnchors(ctx context.Context, store, after string, limit int) (fencegate.AnchorPage, error) {
@@ -146,14 +134,6 @@ func (r remoteRegistry) RecordLedger(ctx context.Context, store string, ev fence
 func (r remoteRegistry) StoreAnchors(ctx context.Context, store, after string, limit int) (fencegate.AnchorPage, error) {
 	p, err := r.c.StoreAnchors(ctx, store, after, limit)
 	return p, remoteErr(err)
-}
-
-// unixMs is t in Unix milliseconds, 0 for the zero time.
-func unixMs(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
 }
 
 // timedRegistry hands the registry's clock of every answer to observe

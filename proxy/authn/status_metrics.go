@@ -1,4 +1,4 @@
-package server
+package authn
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/proxy/authn"
 )
 
 // Results of fencegate_proxy_registry_requests_total.
@@ -23,13 +22,16 @@ const (
 // not_found (the registry does not know the grant: GRANT_NOT_HELD), error
 // (no answer in registry.timeout, or a failure: REGISTRY_UNAVAILABLE).
 type countedStatus struct {
-	src authn.StatusSource
+	src StatusSource
 	ctr *prometheus.CounterVec
 }
 
-// newCountedStatus wraps src and registers its counter, every result at
-// zero, on reg.
-func newCountedStatus(src authn.StatusSource, reg prometheus.Registerer) (*countedStatus, error) {
+// CountedStatus wraps src, the registry client the sidecar reads status
+// from (proxy/server builds it), so that each read is counted in
+// fencegate_proxy_registry_requests_total; the counter, every result at
+// zero, is registered on reg. A status read stays beneath the fence core:
+// Check calls it, and it calls only src.
+func CountedStatus(src StatusSource, reg prometheus.Registerer) (StatusSource, error) {
 	ctr := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fencegate_proxy_registry_requests_total",
 		Help: "The sidecar's grant status reads from the registry (routes in status mode registry) by result: ok, not_found (the registry does not know the grant), error (no answer or a failure: REGISTRY_UNAVAILABLE).",
