@@ -73,12 +73,11 @@ func build(cfg Config, log *zap.Logger, forceDowngrade []string,
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	s := &Server{log: log, shutdownTimeout: DefaultShutdownTimeout}
-	// One cleanup for every error below: close what was opened, newest
-	// first, the store last, then release a claim taken (as Run does).
-	var opened []io.Closer
+	// One cleanup for every error below: close the store, then release a
+	// claim taken (as Run does); listen closes its own listeners.
 	defer func() {
 		if err != nil {
-			s.cleanup(opened)
+			s.cleanup()
 		}
 	}()
 	// The lower bound on the time the registry teaches: by its proofs and
@@ -97,48 +96,13 @@ func build(cfg Config, log *zap.Logger, forceDowngrade []string,
 	if err != nil {
 		return nil, err
 	}
-	opts := proxy.Options{Config: cfg.Pipeline(), LegacyLedgerDir: cfg.DataDir, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade, TimeBound: timeBound}
-	if an := s.anchor; an != nil {
-		// Trust on first use pins the bundle file as it is, into a store
-		// with no pins. A store that lost its data lost its pins too:
-		// pinning from it would trust whatever the file holds now, so
-		// first use waits until the loss is acknowledged at the registry
-		// (or an operator pins keys with fencegate trust accept).
-		opts.FirstUseAllowed = func(context.Context) (bool, error) { return an.Lost() == nil, nil }
+	opts, err := s.pipelineOptions(cfg, log, promReg, timeBound, forceDowngrade)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Registry.URL != "" {
-		reg, err := registryClient(cfg, "", log)
-		if err != nil {
-			return nil, err
-		}
-		// Not a readiness check either (see the claim above): a
-		// registry-mode write fails closed with REGISTRY_UNAVAILABLE.
-		opts.Status = reg
-	}
-	if opts.Status != nil {
-		if opts.Status, err = authn.CountedStatus(opts.Status, promReg); err != nil {
-			return nil, fmt.Errorf("proxy: metrics: %w", err)
-		}
-	}
-	if claimHeld := s.claim; claimHeld != nil {
-		promReg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "fencegate_proxy_store_claim_held",
-			Help: "1 while this sidecar holds the registry claim on store.service that lets its local store accept writes; 0 while it does not (every write is refused with STORE_UNAVAILABLE).",
-		}, func() float64 {
-			if claimHeld.Held() != nil {
-				return 0
-			}
-			return 1
-		}))
-	}
-	opts.Metrics = promReg
-	adminToken := ""
-	if cfg.Admin.TokenFile != "" {
-		raw, err := os.ReadFile(cfg.Admin.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("proxy: admin token: %w", err)
-		}
-		adminToken = strings.TrimSpace(string(raw))
+	adminToken, err := readAdminToken(cfg.Admin.TokenFile)
+	if err != nil {
+		return nil, err
 	}
 	if s.proxy, err = proxy.New(opts); err != nil {
 		return nil, err
@@ -155,6 +119,73 @@ func build(cfg Config, log *zap.Logger, forceDowngrade []string,
 	if err != nil {
 		return nil, err
 	}
+	if err := s.httpServers(cfg, log, adminHandler, healthHandler); err != nil {
+		return nil, err
+	}
+	if err := s.listen(cfg); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// pipelineOptions are proxy.New's dependencies: the pipeline's section of
+// the file, the guarded store, the status source (counted) and the
+// metrics, with first use of trust waiting on an anchored store's loss.
+func (s *Server) pipelineOptions(cfg Config, log *zap.Logger, promReg *prometheus.Registry, timeBound *authn.TimeBound, forceDowngrade []string) (proxy.Options, error) {
+	opts := proxy.Options{Config: cfg.Pipeline(), LegacyLedgerDir: cfg.DataDir, Store: s.store, Clock: clock.Real(), Logger: log, ForceDowngrade: forceDowngrade, TimeBound: timeBound}
+	if an := s.anchor; an != nil {
+		// Trust on first use pins the bundle file as it is, into a store
+		// with no pins. A store that lost its data lost its pins too:
+		// pinning from it would trust whatever the file holds now, so
+		// first use waits until the loss is acknowledged at the registry
+		// (or an operator pins keys with fencegate trust accept).
+		opts.FirstUseAllowed = func(context.Context) (bool, error) { return an.Lost() == nil, nil }
+	}
+	if cfg.Registry.URL != "" {
+		reg, err := registryClient(cfg, "", log)
+		if err != nil {
+			return proxy.Options{}, err
+		}
+		// Not a readiness check either (see the claim above): a
+		// registry-mode write fails closed with REGISTRY_UNAVAILABLE.
+		opts.Status = reg
+	}
+	if opts.Status != nil {
+		var err error
+		if opts.Status, err = authn.CountedStatus(opts.Status, promReg); err != nil {
+			return proxy.Options{}, fmt.Errorf("proxy: metrics: %w", err)
+		}
+	}
+	if claimHeld := s.claim; claimHeld != nil {
+		promReg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fencegate_proxy_store_claim_held",
+			Help: "1 while this sidecar holds the registry claim on store.service that lets its local store accept writes; 0 while it does not (every write is refused with STORE_UNAVAILABLE).",
+		}, func() float64 {
+			if claimHeld.Held() != nil {
+				return 0
+			}
+			return 1
+		}))
+	}
+	opts.Metrics = promReg
+	return opts, nil
+}
+
+// readAdminToken reads the admin API's bearer token ("" without a file).
+func readAdminToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("proxy: admin token: %w", err)
+	}
+	return strings.TrimSpace(string(raw)), nil
+}
+
+// httpServers builds the three servers: the fenced listener (mTLS when
+// configured), the admin API and the health listener.
+func (s *Server) httpServers(cfg Config, log *zap.Logger, adminHandler, healthHandler http.Handler) error {
 	s.in = &http.Server{
 		Handler:           s.proxy,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
@@ -165,27 +196,42 @@ func build(cfg Config, log *zap.Logger, forceDowngrade []string,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
 	if cfg.TLS.Enabled() {
+		var err error
 		if s.in.TLSConfig, err = cfg.TLS.Reloading(tls.RequireAndVerifyClientCert, tlsfiles.Reload{OnError: func(err error) {
 			log.Warn("tls: rotated files not loaded; serving with the previous ones", zap.Error(err))
 		}}); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	s.admin = &http.Server{Handler: adminHandler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	s.health = &http.Server{Handler: healthHandler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 		MaxHeaderBytes: 16 << 10, ErrorLog: zap.NewStdLog(log.Named("http-health"))}
+	return nil
+}
+
+// listen opens the three listeners; on an error it closes those it
+// opened, newest first.
+func (s *Server) listen(cfg Config) (err error) {
+	var opened []io.Closer
+	defer func() {
+		if err != nil {
+			for i := len(opened) - 1; i >= 0; i-- {
+				_ = opened[i].Close()
+			}
+		}
+	}()
 	if s.inLn, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("proxy: listen: %w", err)
+		return fmt.Errorf("proxy: listen: %w", err)
 	}
 	opened = append(opened, s.inLn)
 	if s.adminLn, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
-		return nil, fmt.Errorf("proxy: admin listen: %w", err)
+		return fmt.Errorf("proxy: admin listen: %w", err)
 	}
 	opened = append(opened, s.adminLn)
 	if s.healthLn, err = net.Listen("tcp", cfg.Health.Listen); err != nil {
-		return nil, fmt.Errorf("proxy: health listen: %w", err)
+		return fmt.Errorf("proxy: health listen: %w", err)
 	}
-	return s, nil
+	return nil
 }
 
 // guardStore wraps the store opened in s.store: in its outside anchor at
@@ -251,12 +297,9 @@ func (s *Server) guardStore(cfg Config, log *zap.Logger, promReg *prometheus.Reg
 	return []adminapi.ReadyCheck{{Code: fencegate.CodeStoreUnavailable, Check: s.anchor.CheckLoss}}, nil
 }
 
-// cleanup is build's error path: it closes what build opened, newest
-// first, then the store, then releases a claim taken.
-func (s *Server) cleanup(opened []io.Closer) {
-	for i := len(opened) - 1; i >= 0; i-- {
-		_ = opened[i].Close()
-	}
+// cleanup is build's error path: it closes the store, then releases
+// a claim taken.
+func (s *Server) cleanup() {
 	if s.store != nil {
 		_ = s.store.Close()
 	}
