@@ -146,46 +146,15 @@ func (p *Proxy) checkLedger(ctx context.Context, force []string) error {
 	for _, f := range force {
 		forced[shapeOf(f)] = true
 	}
-	routes := p.router.all()
-	slices.SortFunc(routes, func(a, b *route) int { return strings.Compare(a.key, b.key) })
-	configured := map[string]bool{}
-	var refused []string
-	for _, r := range routes {
-		shape := routeShape(r.Method, r.Path)
-		configured[shape] = true
-		e, known := ledger[shape]
-		switch {
-		case r.Mode == ModeEnforce && !(known && e.Enforced()):
-			if err := p.recordEnforcement(ctx, shape, store.EnforcementEnforce, "route "+r.key); err != nil {
-				return err
-			}
-		case r.Mode != ModeEnforce && known && e.Enforced():
-			if !forced[shape] {
-				refused = append(refused, fmt.Sprintf("%s (shape %s, enforced since %s, now %s)", r.key, shape, e.EnforcedSince.Format(time.RFC3339), r.Mode))
-				continue
-			}
-			if err := p.forceDowngrade(ctx, shape, r.key+" to "+string(r.Mode)); err != nil {
-				return err
-			}
-		}
+	refused, configured, err := p.ledgerRoutes(ctx, ledger, forced)
+	if err != nil {
+		return err
 	}
-	for _, e := range entries {
-		if !e.Enforced() || configured[e.Shape] {
-			continue
-		}
-		why := p.uncheckedAfterRemoval(e.Shape)
-		if why == "" {
-			continue
-		}
-		if !forced[e.Shape] {
-			refused = append(refused, fmt.Sprintf("%s (enforced since %s, no longer configured: %s)", e.Shape, e.EnforcedSince.Format(time.RFC3339), why))
-			continue
-		}
-		if err := p.forceDowngrade(ctx, e.Shape, "removed; "+why); err != nil {
-			return err
-		}
+	more, err := p.ledgerRemoved(ctx, entries, configured, forced)
+	if err != nil {
+		return err
 	}
-	if len(refused) > 0 {
+	if refused = append(refused, more...); len(refused) > 0 {
 		return fmt.Errorf("%w: %s; to force it, start with --force-downgrade 'METHOD /path' for each (logged, recorded, and shown in fencegate_proxy_forced_downgrade)", ErrDowngrade, strings.Join(refused, "; "))
 	}
 	// The ledger as this start left it.
@@ -202,6 +171,60 @@ func (p *Proxy) checkLedger(ctx context.Context, force []string) error {
 	slices.Sort(enforced)
 	p.looks, err = newLookalikes(p.router.all(), enforced)
 	return err
+}
+
+// ledgerRoutes checks each configured route against the ledger, in key
+// order: an enforce route is recorded as enforced; a route below enforce
+// on a shape the ledger has enforced is a downgrade, refused unless
+// forced (then recorded as forced). It returns the refusals and the
+// configured shapes.
+func (p *Proxy) ledgerRoutes(ctx context.Context, ledger map[string]store.Enforcement, forced map[string]bool) (refused []string, configured map[string]bool, err error) {
+	routes := p.router.all()
+	slices.SortFunc(routes, func(a, b *route) int { return strings.Compare(a.key, b.key) })
+	configured = map[string]bool{}
+	for _, r := range routes {
+		shape := routeShape(r.Method, r.Path)
+		configured[shape] = true
+		e, known := ledger[shape]
+		switch {
+		case r.Mode == ModeEnforce && !(known && e.Enforced()):
+			if err := p.recordEnforcement(ctx, shape, store.EnforcementEnforce, "route "+r.key); err != nil {
+				return nil, nil, err
+			}
+		case r.Mode != ModeEnforce && known && e.Enforced():
+			if !forced[shape] {
+				refused = append(refused, fmt.Sprintf("%s (shape %s, enforced since %s, now %s)", r.key, shape, e.EnforcedSince.Format(time.RFC3339), r.Mode))
+				continue
+			}
+			if err := p.forceDowngrade(ctx, shape, r.key+" to "+string(r.Mode)); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return refused, configured, nil
+}
+
+// ledgerRemoved checks each enforced shape no route is configured for: a
+// removal that would let its mutations pass unchecked is a downgrade,
+// refused unless forced (then recorded as forced).
+func (p *Proxy) ledgerRemoved(ctx context.Context, entries []store.Enforcement, configured, forced map[string]bool) (refused []string, err error) {
+	for _, e := range entries {
+		if !e.Enforced() || configured[e.Shape] {
+			continue
+		}
+		why := p.uncheckedAfterRemoval(e.Shape)
+		if why == "" {
+			continue
+		}
+		if !forced[e.Shape] {
+			refused = append(refused, fmt.Sprintf("%s (enforced since %s, no longer configured: %s)", e.Shape, e.EnforcedSince.Format(time.RFC3339), why))
+			continue
+		}
+		if err := p.forceDowngrade(ctx, e.Shape, "removed; "+why); err != nil {
+			return nil, err
+		}
+	}
+	return refused, nil
 }
 
 // uncheckedAfterRemoval says how a mutation on an enforced shape with no
