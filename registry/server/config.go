@@ -165,17 +165,7 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		add("listen: %q: %v", c.Listen, err)
 	}
-	switch c.Backend {
-	case "bolt":
-		if c.DataDir == "" {
-			add("dataDir: required for the bolt backend")
-		}
-	case "redis":
-		errs = append(errs, c.Redis.Validate("redis")...)
-	case "memory":
-	default:
-		add("backend: %q is not bolt, redis or memory", c.Backend)
-	}
+	errs = append(errs, c.backendErrs()...)
 	if c.Issuer == "" {
 		add("issuer: must not be empty")
 	}
@@ -187,15 +177,7 @@ func (c Config) Validate() error {
 	if c.Identity.Mode == identity.ModeMTLS && c.TLS.ClientCAFile == "" {
 		add("identity.mode: mtls needs tls.clientCAFile (or use header mode behind a mesh, or insecure-header for development)")
 	}
-	l := c.Leases
-	if l.Retention < l.MaxTTL {
-		add("leases.retention: must be at least maxTTL (%s), or a grant's request ID could be forgotten while it is held", l.MaxTTL)
-	}
-	if l.MinTTL <= 0 || l.MaxTTL <= 0 || l.DefaultTTL <= 0 || l.MaxWait <= 0 {
-		add("leases: defaultTTL, minTTL, maxTTL and maxWait must be positive")
-	} else if l.MinTTL > l.DefaultTTL || l.DefaultTTL > l.MaxTTL {
-		add("leases: need minTTL <= defaultTTL <= maxTTL")
-	}
+	errs = append(errs, c.Leases.errs()...)
 	if c.Proofs.MaxTTL <= 0 {
 		add("proofs.maxTTL: must be positive")
 	}
@@ -203,4 +185,35 @@ func (c Config) Validate() error {
 		add("log.level: %v", err)
 	}
 	return errors.Join(errs...)
+}
+
+// backendErrs checks backend and what it needs (dataDir for bolt, the
+// redis section for redis).
+func (c Config) backendErrs() []error {
+	switch c.Backend {
+	case "bolt":
+		if c.DataDir == "" {
+			return []error{errors.New("dataDir: required for the bolt backend")}
+		}
+	case "redis":
+		return c.Redis.Validate("redis")
+	case "memory":
+	default:
+		return []error{fmt.Errorf("backend: %q is not bolt, redis or memory", c.Backend)}
+	}
+	return nil
+}
+
+// errs checks the leases section.
+func (l LeaseConfig) errs() []error {
+	var errs []error
+	if l.Retention < l.MaxTTL {
+		errs = append(errs, fmt.Errorf("leases.retention: must be at least maxTTL (%s), or a grant's request ID could be forgotten while it is held", l.MaxTTL))
+	}
+	if l.MinTTL <= 0 || l.MaxTTL <= 0 || l.DefaultTTL <= 0 || l.MaxWait <= 0 {
+		errs = append(errs, errors.New("leases: defaultTTL, minTTL, maxTTL and maxWait must be positive"))
+	} else if l.MinTTL > l.DefaultTTL || l.DefaultTTL > l.MaxTTL {
+		errs = append(errs, errors.New("leases: need minTTL <= defaultTTL <= maxTTL"))
+	}
+	return errs
 }
