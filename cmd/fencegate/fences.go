@@ -181,52 +181,11 @@ func collect(ctx context.Context, hc *http.Client, sidecars []string, token stri
 	col := &collection{FloorReason: floorReason}
 	byResource := map[string]*collectedFence{}
 	for i, sc := range sidecars {
-		base := strings.TrimSuffix(sc, "/")
-		sum := sidecarSummary{URL: sc}
-		after := ""
-		for {
-			page, err := fencesPage(ctx, hc, base, after, token)
-			if err != nil {
-				return nil, fmt.Errorf("sidecar %s: %w", sc, err)
-			}
-			sum.Pages++
-			if len(page.Fences) > fencesPageLimit {
-				return nil, fmt.Errorf("sidecar %s: a page of %d entries, asked for %d", sc, len(page.Fences), fencesPageLimit)
-			}
-			for _, e := range page.Fences {
-				if e.Resource <= after {
-					return nil, fmt.Errorf("sidecar %s: resource %q out of order after %q", sc, e.Resource, after)
-				}
-				after = e.Resource
-				sum.Resources++
-				sum.MaxFence = max(sum.MaxFence, e.HighestFence)
-				if e.Paused != "" {
-					sum.Paused++
-				}
-				col.MaxIssuerEpoch = max(col.MaxIssuerEpoch, e.IssuerEpoch)
-				c := byResource[e.Resource]
-				if c == nil {
-					c = &collectedFence{Resource: e.Resource}
-					byResource[e.Resource] = c
-				}
-				c.Sidecars++
-				if c.Sidecar == "" || e.HighestFence > c.HighestFence {
-					c.HighestFence, c.Lineage, c.IssuerEpoch, c.Sidecar = e.HighestFence, e.Lineage, e.IssuerEpoch, sc
-				}
-				if e.Paused != "" && c.Paused == "" {
-					c.Paused = e.Paused
-				}
-			}
-			sum.MinIssuerEpoch = max(sum.MinIssuerEpoch, page.MinIssuerEpoch)
-			if page.Next == "" {
-				break
-			}
-			if page.Next != after {
-				return nil, fmt.Errorf("sidecar %s: next page after %q, but the page ended at %q", sc, page.Next, after)
-			}
-			if sum.Pages%10 == 0 {
-				fmt.Fprintf(progress, "fences collect: sidecar %d/%d %s: %d pages, %d resources so far\n", i+1, len(sidecars), sc, sum.Pages, sum.Resources)
-			}
+		sum, err := col.collectSidecar(ctx, hc, sc, token, byResource, func(sum sidecarSummary) {
+			fmt.Fprintf(progress, "fences collect: sidecar %d/%d %s: %d pages, %d resources so far\n", i+1, len(sidecars), sc, sum.Pages, sum.Resources)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sidecar %s: %w", sc, err)
 		}
 		col.MaxIssuerEpoch = max(col.MaxIssuerEpoch, sum.MinIssuerEpoch)
 		col.Sidecars = append(col.Sidecars, sum)
@@ -248,6 +207,48 @@ func collect(ctx context.Context, hc *http.Client, sidecars []string, token stri
 	}
 	col.FenceFloor = col.MaxFence
 	return col, nil
+}
+
+// collectSidecar reads every page of one sidecar's fences into
+// byResource (per resource the highest fence, and the sidecar it came
+// from), checking the pages' order; progress is told every 10 pages.
+func (col *collection) collectSidecar(ctx context.Context, hc *http.Client, sc, token string, byResource map[string]*collectedFence, progress func(sidecarSummary)) (sidecarSummary, error) {
+	base := strings.TrimSuffix(sc, "/")
+	sum := sidecarSummary{URL: sc}
+	after := ""
+	for {
+		page, err := fencesPage(ctx, hc, base, after, token)
+		if err != nil {
+			return sum, err
+		}
+		sum.Pages++
+		if len(page.Fences) > fencesPageLimit {
+			return sum, fmt.Errorf("a page of %d entries, asked for %d", len(page.Fences), fencesPageLimit)
+		}
+		for _, e := range page.Fences {
+			if e.Resource <= after {
+				return sum, fmt.Errorf("resource %q out of order after %q", e.Resource, after)
+			}
+			after = e.Resource
+			sum.Resources++
+			sum.MaxFence = max(sum.MaxFence, e.HighestFence)
+			if e.Paused != "" {
+				sum.Paused++
+			}
+			col.MaxIssuerEpoch = max(col.MaxIssuerEpoch, e.IssuerEpoch)
+			mergeFence(byResource, e, sc)
+		}
+		sum.MinIssuerEpoch = max(sum.MinIssuerEpoch, page.MinIssuerEpoch)
+		if page.Next == "" {
+			return sum, nil
+		}
+		if page.Next != after {
+			return sum, fmt.Errorf("next page after %q, but the page ended at %q", page.Next, after)
+		}
+		if sum.Pages%10 == 0 {
+			progress(sum)
+		}
+	}
 }
 
 // fencesPage GETs one page of a sidecar's fences.
@@ -360,4 +361,22 @@ func printCollection(out io.Writer, col *collection) error {
 	fmt.Fprintf(out, "Its issuer epoch must be above %d (--issuer-epoch %d at start; a running registry: 'fencegate admin epoch bump', once per step): a sidecar refuses a grant of an epoch below the highest it has seen (EPOCH_REVOKED), "+
 		"and once it sees the new registry's, the old registry's grants are refused the same way.\n", col.MaxIssuerEpoch, col.MaxIssuerEpoch+1)
 	return nil
+}
+
+// mergeFence keeps, per resource, the highest fence seen and the sidecar
+// it came from, how many sidecars hold the resource, and a pause any of
+// them reports.
+func mergeFence(byResource map[string]*collectedFence, e adminapi.FenceEntry, sc string) {
+	c := byResource[e.Resource]
+	if c == nil {
+		c = &collectedFence{Resource: e.Resource}
+		byResource[e.Resource] = c
+	}
+	c.Sidecars++
+	if c.Sidecar == "" || e.HighestFence > c.HighestFence {
+		c.HighestFence, c.Lineage, c.IssuerEpoch, c.Sidecar = e.HighestFence, e.Lineage, e.IssuerEpoch, sc
+	}
+	if e.Paused != "" && c.Paused == "" {
+		c.Paused = e.Paused
+	}
 }
