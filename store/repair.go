@@ -52,33 +52,8 @@ func (in RepairInput) Validate() error {
 	if err := ValidateResource(in.Resource); err != nil {
 		return err
 	}
-	a := in.Anchored
-	if err := a.Validate(); err != nil {
-		return invalidErr("anchored", err)
-	}
-	if a.Fence > 0 {
-		if err := invalidErr("anchored.root", fencegate.ValidateOperationRoot(a.Root)); err != nil {
-			return err
-		}
-		if err := ValidateLineage("anchored.lineage", a.Lineage); err != nil {
-			return err
-		}
-		if err := checkText("anchored.lease", a.Lease, MaxLeaseLen, false); err != nil {
-			return err
-		}
-		if a.GrantDigest != "" {
-			if err := ValidateDigest("anchored.grantDigest", a.GrantDigest); err != nil {
-				return err
-			}
-		}
-		if p := a.Pending; p != nil {
-			if p.Seq > fencegate.MaxSeq {
-				return invalid("anchored.pending.seq", "must be in 1.."+strconv.Itoa(fencegate.MaxSeq))
-			}
-			if err := checkText("anchored.pending.owner", p.Owner, MaxOwnerLen, false); err != nil {
-				return err
-			}
-		}
+	if err := validateAnchored(in.Anchored); err != nil {
+		return err
 	}
 	if err := checkText("detail", in.Detail, MaxDetailLen, false); err != nil {
 		return err
@@ -95,6 +70,41 @@ func (in RepairInput) Validate() error {
 		}
 		if w.Mutation.Resource != in.Resource || w.Before.Exists() && w.Before.Resource != in.Resource {
 			return invalid("withdraw", "names another resource")
+		}
+	}
+	return nil
+}
+
+// validateAnchored checks a Repair's anchored progress: its own shape,
+// and with a fence, the root, lineage, lease, grant digest and pending
+// segment it names.
+func validateAnchored(a fencegate.Progress) error {
+	if err := a.Validate(); err != nil {
+		return invalidErr("anchored", err)
+	}
+	if a.Fence == 0 {
+		return nil
+	}
+	if err := invalidErr("anchored.root", fencegate.ValidateOperationRoot(a.Root)); err != nil {
+		return err
+	}
+	if err := ValidateLineage("anchored.lineage", a.Lineage); err != nil {
+		return err
+	}
+	if err := checkText("anchored.lease", a.Lease, MaxLeaseLen, false); err != nil {
+		return err
+	}
+	if a.GrantDigest != "" {
+		if err := ValidateDigest("anchored.grantDigest", a.GrantDigest); err != nil {
+			return err
+		}
+	}
+	if p := a.Pending; p != nil {
+		if p.Seq > fencegate.MaxSeq {
+			return invalid("anchored.pending.seq", "must be in 1.."+strconv.Itoa(fencegate.MaxSeq))
+		}
+		if err := checkText("anchored.pending.owner", p.Owner, MaxOwnerLen, false); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -146,6 +146,33 @@ func (in TrustInput) Validate() error {
 	if in.Kind != TrustPin && in.Kind != TrustUnpin && in.Kind != TrustInUse {
 		return invalid("kind", "want PIN, UNPIN or IN_USE")
 	}
+	if err := in.validateKeys(); err != nil {
+		return err
+	}
+	if err := in.validateKindFields(); err != nil {
+		return err
+	}
+	if err := checkText("detail", in.Detail, MaxDetailLen, false); err != nil {
+		return err
+	}
+	if err := checkNow(in.Now); err != nil {
+		return err
+	}
+	if in.Kind == TrustInUse {
+		if !in.Until.After(in.Now) {
+			return invalid("until", "must be after now")
+		}
+		if in.Until.Sub(in.Now) > MaxInUseAhead {
+			return invalid("until", "further than "+MaxInUseAhead.String()+" after now")
+		}
+	}
+	return nil
+}
+
+// validateKeys checks Keys: 1..MaxTrustedKeys of them, each kid once, a
+// thumbprint where given (and always for PIN), an algorithm only and
+// always for PIN.
+func (in TrustInput) validateKeys() error {
 	if len(in.Keys) == 0 || len(in.Keys) > MaxTrustedKeys {
 		return invalid("keys", "want 1.."+strconv.Itoa(MaxTrustedKeys)+" keys")
 	}
@@ -170,6 +197,28 @@ func (in TrustInput) Validate() error {
 			return invalid("keys.alg", "only with PIN")
 		}
 	}
+	return nil
+}
+
+// validateKindFields checks the fields that belong to one kind only (how,
+// detail and bundleSeq to PIN, force to UNPIN, until to IN_USE), in that
+// order.
+func (in TrustInput) validateKindFields() error {
+	if err := in.validatePinFields(); err != nil {
+		return err
+	}
+	switch {
+	case in.Kind != TrustUnpin && in.Force:
+		return invalid("force", "only with UNPIN")
+	case in.Kind != TrustInUse && !in.Until.IsZero():
+		return invalid("until", "only with IN_USE")
+	}
+	return in.validateBundleSeq()
+}
+
+// validatePinFields checks how (one of the ways to pin, with PIN only)
+// and detail (with PIN only).
+func (in TrustInput) validatePinFields() error {
 	switch {
 	case in.Kind == TrustPin && in.How != TrustFirstUse && in.How != TrustOperator && in.How != TrustSignedBundle:
 		return invalid("how", "want FIRST_USE, OPERATOR or SIGNED_BUNDLE")
@@ -177,28 +226,18 @@ func (in TrustInput) Validate() error {
 		return invalid("how", "only with PIN")
 	case in.Kind != TrustPin && in.Detail != "":
 		return invalid("detail", "only with PIN")
-	case in.Kind != TrustUnpin && in.Force:
-		return invalid("force", "only with UNPIN")
-	case in.Kind != TrustInUse && !in.Until.IsZero():
-		return invalid("until", "only with IN_USE")
+	}
+	return nil
+}
+
+// validateBundleSeq checks bundleSeq: required by a SIGNED_BUNDLE pin,
+// allowed with FIRST_USE, refused otherwise.
+func (in TrustInput) validateBundleSeq() error {
+	switch {
 	case in.How == TrustSignedBundle && in.BundleSeq == 0:
 		return invalid("bundleSeq", "a SIGNED_BUNDLE pin needs the bundle's sequence")
 	case in.How != TrustSignedBundle && in.How != TrustFirstUse && in.BundleSeq != 0:
 		return invalid("bundleSeq", "only with a PIN of SIGNED_BUNDLE or FIRST_USE")
-	}
-	if err := checkText("detail", in.Detail, MaxDetailLen, false); err != nil {
-		return err
-	}
-	if err := checkNow(in.Now); err != nil {
-		return err
-	}
-	if in.Kind == TrustInUse {
-		if !in.Until.After(in.Now) {
-			return invalid("until", "must be after now")
-		}
-		if in.Until.Sub(in.Now) > MaxInUseAhead {
-			return invalid("until", "further than "+MaxInUseAhead.String()+" after now")
-		}
 	}
 	return nil
 }
