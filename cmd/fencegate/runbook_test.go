@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -164,12 +165,38 @@ type runbook struct {
 	lastReceipt  string
 	unknownOp    string
 	lossListings []docCommand
+	// adminHost is where the sidecars' admin APIs listen: an address of
+	// this machine that is not loopback, so that, as for a caller from
+	// outside the pod, their admin token is required.
+	adminHost string
+}
+
+// nonLoopbackIP is an IPv4 address of an interface that is up and not
+// loopback ("" when there is none).
+func nonLoopbackIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			if ln, err := net.Listen("tcp", n.IP.String()+":0"); err == nil {
+				ln.Close()
+				return n.IP.String()
+			}
+		}
+	}
+	return ""
 }
 
 func newRunbook(t *testing.T, cmds []docCommand) *runbook {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	rb := &runbook{t: t, ca: tlsfilestest.NewCA(t, "fencegate-ca"), envs: map[session][]string{}}
+	rb := &runbook{t: t, ca: tlsfilestest.NewCA(t, "fencegate-ca"), envs: map[session][]string{}, adminHost: nonLoopbackIP()}
+	if rb.adminHost == "" {
+		rb.adminHost = "127.0.0.1"
+		t.Log("no non-loopback address: the sidecars' admin APIs listen on loopback, where their token is not asked for")
+	}
 	for _, dc := range cmds {
 		if dc.heading == "What runs where" && dc.text == "receipts --paused" {
 			rb.envs[rbSidecar] = dc.env
@@ -274,7 +301,7 @@ func (rb *runbook) startSidecar(backend, dataDir, bundle string) *rbPod {
 	}
 	path := filepath.Join(dataDir, "proxy.yaml")
 	writeTestFile(t, path, fmt.Sprintf(`listen: 127.0.0.1:0
-admin: {listen: 127.0.0.1:0, tokenFile: %q}
+admin: {listen: %q, tokenFile: %q}
 health: {listen: 127.0.0.1:0}
 backend: {url: %q, timeout: 300ms, maxApplyDelay: 2s}
 routes:
@@ -284,7 +311,7 @@ trust: {bundle: %q, reloadInterval: 50ms}
 registry: {url: %q, certFile: %q, keyFile: %q, caFile: %q}
 store: %s
 dataDir: %q
-`, rb.abs("sidecar-admin-token"), rb.back.srv.URL, bundle, rb.regLocal(), rb.abs("sidecar.crt"), rb.abs("sidecar.key"), rb.abs("ca.crt"), storeCfg, dataDir))
+`, rb.adminHost+":0", rb.abs("sidecar-admin-token"), rb.back.srv.URL, bundle, rb.regLocal(), rb.abs("sidecar.crt"), rb.abs("sidecar.key"), rb.abs("ca.crt"), storeCfg, dataDir))
 	cfg, err := proxyserver.Check(path)
 	if err != nil {
 		t.Fatal(err)
@@ -810,6 +837,14 @@ func (rb *runbook) storeStatus() adminapi.StoreStatus {
 }
 
 func (rb *runbook) storeStatusLost(dc docCommand) {
+	if rb.adminHost != "127.0.0.1" {
+		// Without the sidecar's token (off loopback): refused, and the
+		// hint names the flag of the sidecar's token, not the registry's.
+		r := runCLIEnv(rb.t, docWords(rb.addresses(dc.text)), nil)
+		if r.code != exitAuth || !strings.Contains(r.stderr, "--sidecar-token-file") {
+			rb.t.Errorf("store status without the sidecar's token: exit %d\n%s", r.code, r.stderr)
+		}
+	}
 	r := rb.exec(dc, rbSidecar, nil, exitOK)
 	var st adminapi.StoreStatus
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
