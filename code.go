@@ -94,7 +94,9 @@ const (
 	// and Fence-Replayed: true, and the problem's receiptId, operationId
 	// and backendStatus), only the backend's answer cannot be given again.
 	CodeReplayIncomplete Code = "REPLAY_INCOMPLETE"
-	// CodeConflict: an admin request conflicts with the resource's state.
+	// CodeConflict: an admin request conflicts with the resource's state
+	// (the sidecar's admin API), or, at the registry, an acknowledgement of
+	// a store loss names a generation the store never presented.
 	CodeConflict Code = "CONFLICT"
 	// CodeMayStillApply: an admin request to settle an unknown mutation as
 	// not applied before its quiet time: the backend may still apply it
@@ -104,8 +106,8 @@ const (
 	CodeMayStillApply Code = "MAY_STILL_APPLY"
 )
 
-// Codes of the registry API (IDENTITY_REQUIRED, BODY_TOO_LARGE and
-// BACKEND_UNAVAILABLE above are answered by both).
+// Codes of the registry API (IDENTITY_REQUIRED, BODY_TOO_LARGE,
+// BACKEND_UNAVAILABLE and CONFLICT above are answered by both).
 const (
 	// CodeInvalidRequest: a malformed field (resource, request ID, TTL, wait ...).
 	CodeInvalidRequest Code = "INVALID_REQUEST"

@@ -401,7 +401,11 @@ func ApplyLedger(ledger []fencegate.LedgerEntry, ev fencegate.LedgerBody, now ti
 // loss (admin; no policy check): the loss is counted as acknowledged and
 // the store's anchors and ledger stay, for every sidecar to repair its
 // store from. The generation already anchored changes nothing; a store
-// never registered is ErrNotFound.
+// never registered is ErrNotFound; a generation the store's registrations
+// did not present (its Presented) is a *NotPresentedError, nothing
+// changed: a store that reported no loss (a typo, the wrong store, a
+// generation read before another loss) must not be switched to a
+// generation no sidecar of it holds, which would refuse all its writes.
 func DecideAcknowledge(snap StoreSnapshot, in AcknowledgeInput) (AcknowledgeResult, Change, error) {
 	if err := fencegate.ValidateStoreName(in.Store); err != nil {
 		return AcknowledgeResult{}, Change{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
@@ -423,6 +427,9 @@ func DecideAcknowledge(snap StoreSnapshot, in AcknowledgeInput) (AcknowledgeResu
 	if err != nil {
 		return AcknowledgeResult{}, Change{}, err
 	}
+	if rec.Generation != in.Generation && rec.Presented != in.Generation {
+		return AcknowledgeResult{}, Change{}, &NotPresentedError{Store: in.Store, Generation: in.Generation, Anchored: rec.Generation, Presented: rec.Presented}
+	}
 	ch := Change{Meta: meta}
 	res := AcknowledgeResult{Previous: rec.Generation}
 	if rec.Generation != in.Generation {
@@ -430,9 +437,7 @@ func DecideAcknowledge(snap StoreSnapshot, in AcknowledgeInput) (AcknowledgeResu
 		rec.Generation = in.Generation
 		rec.Acknowledged++
 		rec.AcknowledgedAt = ms(in.Now)
-		if rec.Presented == in.Generation {
-			rec.Presented = ""
-		}
+		rec.Presented = ""
 		out := rec
 		ch.Store = &out
 	}

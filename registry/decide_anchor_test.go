@@ -486,10 +486,13 @@ func TestDecideAcknowledge(t *testing.T) {
 	if len(ch.Anchors) != 0 || ch.Ledger != nil || ch.Meta != nil || len(res.View.Ledger) != 1 {
 		t.Fatalf("an acknowledgement touched more than the record: %+v, view %+v", ch, res.View)
 	}
-	// Another generation than the presented one keeps Presented.
-	res, ch, err = registry.DecideAcknowledge(snap, ack("gen-3"))
-	if err != nil || !res.Adopted || ch.Store.Presented != gen2 {
-		t.Fatalf("acknowledge another generation: %+v %+v %v", res, ch.Store, err)
+	// Another generation than the presented one is refused, nothing
+	// changed: adopting it would refuse every anchor step of the store.
+	var np *registry.NotPresentedError
+	_, ch, err = registry.DecideAcknowledge(snap, ack("gen-3"))
+	if !errors.As(err, &np) || !errors.Is(err, registry.ErrNotPresented) || !ch.Empty() ||
+		np.Generation != "gen-3" || np.Anchored != gen1 || np.Presented != gen2 || np.Store != store {
+		t.Fatalf("acknowledge a generation not presented: %+v %v", ch, err)
 	}
 	// The anchored generation: a retry, nothing written.
 	res, ch, err = registry.DecideAcknowledge(snap, ack(gen1))
@@ -502,6 +505,7 @@ func TestDecideAcknowledge(t *testing.T) {
 		err  error
 	}{
 		"never registered": {storeSnap(""), ack(gen2), registry.ErrNotFound},
+		"no loss reported": {storeSnap(gen1), ack(gen2), registry.ErrNotPresented},
 		"no generation":    {storeSnap(gen1), ack(""), registry.ErrInvalidInput},
 		"bad store":        {storeSnap(gen1), func() registry.AcknowledgeInput { in := ack(gen2); in.Store = ".."; return in }(), registry.ErrInvalidInput},
 	} {

@@ -32,6 +32,10 @@ var (
 	// one anchored: it lost its data or is another data set. A
 	// *StoreLostError says which generations.
 	ErrStoreLost = errors.New("registry: fenced store lost (its generation is not the anchored one)")
+	// ErrNotPresented: an acknowledgement of a store loss names a
+	// generation that is neither the anchored one nor the one the store's
+	// sidecars presented. A *NotPresentedError says which generations.
+	ErrNotPresented = errors.New("registry: generation not presented by the store")
 )
 
 // StoreLostError is returned (wrapping ErrStoreLost) when a registration or
@@ -50,3 +54,27 @@ func (e *StoreLostError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrStoreLost) true.
 func (e *StoreLostError) Unwrap() error { return ErrStoreLost }
+
+// NotPresentedError is returned (wrapping ErrNotPresented) when an
+// acknowledgement of Store's loss names Generation, which no registration
+// of the store presented: Anchored is anchored, Presented the latest other
+// generation a registration presented (empty: none, the store has not
+// reported a loss). Nothing is changed: adopting a generation the store
+// does not present would refuse every anchor step of every sidecar of it
+// until the real one is acknowledged.
+type NotPresentedError struct {
+	Store      string
+	Generation string
+	Anchored   string
+	Presented  string
+}
+
+func (e *NotPresentedError) Error() string {
+	if e.Presented == "" {
+		return fmt.Sprintf("registry: fenced store %s has not presented generation %q: no loss of it is reported (the anchored generation is %q, no other presented); nothing was changed", e.Store, e.Generation, e.Anchored)
+	}
+	return fmt.Sprintf("registry: fenced store %s has not presented generation %q: the loss reported presents %q (the anchored generation is %q); nothing was changed", e.Store, e.Generation, e.Presented, e.Anchored)
+}
+
+// Unwrap makes errors.Is(err, ErrNotPresented) true.
+func (e *NotPresentedError) Unwrap() error { return ErrNotPresented }

@@ -270,6 +270,13 @@ func TestUnknownPausedReconcile(t *testing.T) {
 // regURL whose keys bundle holds, until the test ends.
 func runSidecarServer(t *testing.T, backend, regURL, bundle string) *proxyserver.Server {
 	t.Helper()
+	return runSidecarServerStore(t, backend, regURL, bundle, "{backend: memory}")
+}
+
+// runSidecarServerStore is runSidecarServer on the store block given
+// (YAML).
+func runSidecarServerStore(t *testing.T, backend, regURL, bundle, storeCfg string) *proxyserver.Server {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "proxy.yaml")
 	writeTestFile(t, path, `listen: 127.0.0.1:0
@@ -281,7 +288,7 @@ routes:
 identity: {mode: insecure-header}
 trust: {bundle: "`+bundle+`"}
 registry: {url: "`+regURL+`"}
-store: {backend: memory}
+store: `+storeCfg+`
 dataDir: "`+dir+`"
 `)
 	cfg, err := proxyserver.Check(path)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -149,10 +150,22 @@ func (s *sidecarFlags) status(cmd *cobra.Command) (adminapi.StoreStatus, error) 
 				"this sidecar's store does not support acknowledge-loss: it is not anchored at the registry (no store.service and registry.url, or a sidecar older than the anchor); nothing was sent to the registry", target), d},
 				"Point --sidecar at a sidecar whose store is anchored, or pass --store NAME and --generation G to acknowledge at the registry directly.")
 		}
-		return st, callFailed(d, target, "")
+		return st, sidecarRefused(d, target)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil {
 		return st, fmt.Errorf("GET /v1/store: %w", err)
 	}
 	return st, nil
+}
+
+// sidecarRefused is callFailed of a problem the sidecar answered GET
+// /v1/store with; without its admin token the lever is --sidecar-token-file
+// (--admin-token-file is the registry's, for acknowledge-loss).
+func sidecarRefused(p *fencegate.Problem, target string) error {
+	err := callFailed(p, target, "")
+	var ce *cliError
+	if p.Code == fencegate.CodeAdminRequired && errors.As(err, &ce) {
+		ce.hint = "Pass --sidecar-token-file FILE holding the sidecar's admin token (env FENCEGATE_SIDECAR_TOKEN_FILE); --admin-token-file is the registry's."
+	}
+	return err
 }

@@ -73,3 +73,15 @@ func (e *NotDurableError) Error() string {
 
 // Unwrap returns ErrNotDurable.
 func (e *NotDurableError) Unwrap() error { return ErrNotDurable }
+
+// WarnNonDurable logs, under who, that a server reporting d was accepted
+// although it may lose acknowledged writes, because the operator allowed
+// it (allowNonDurable): a development setting must not pass unseen.
+func WarnNonDurable(log *slog.Logger, who string, d Durability) {
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Warn(who+": the server may lose acknowledged writes (it runs with "+d.String()+
+		"), accepted because allowNonDurable is set: a write it loses in a restart can take a highest fence with it; never where a lost write matters",
+		"appendonly", d.AppendOnly, "appendfsync", d.AppendFsync)
+}

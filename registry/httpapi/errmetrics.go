@@ -51,7 +51,7 @@ var opCodes = map[string][]fencegate.Code{
 		fencegate.CodePolicyDenied, fencegate.CodeNotFound, fencegate.CodeStoreLost, fencegate.CodeMethodNotAllowed,
 		fencegate.CodeBackendUnavailable, fencegate.CodeInternal},
 	opAcknowledge: {fencegate.CodeIdentityRequired, fencegate.CodeAdminRequired, fencegate.CodeInvalidRequest, fencegate.CodeUnsupportedMedia,
-		fencegate.CodeBodyTooLarge, fencegate.CodeNotFound, fencegate.CodeMethodNotAllowed, fencegate.CodeBackendUnavailable, fencegate.CodeInternal},
+		fencegate.CodeBodyTooLarge, fencegate.CodeNotFound, fencegate.CodeConflict, fencegate.CodeMethodNotAllowed, fencegate.CodeBackendUnavailable, fencegate.CodeInternal},
 	opReady: {fencegate.CodeBackendUnavailable},
 	opOther: {fencegate.CodeIdentityRequired, fencegate.CodeNotFound, fencegate.CodeMethodNotAllowed, fencegate.CodeAdminRequired, fencegate.CodeInternal},
 }

@@ -16,6 +16,7 @@ import (
 func toProblem(err error) (*fencegate.Problem, time.Duration) {
 	var busy *registry.BusyError
 	var lost *registry.StoreLostError
+	var unpresented *registry.NotPresentedError
 	switch {
 	case errors.As(err, &busy):
 		retry := max(busy.HolderExpiresAt.Sub(busy.At), time.Second)
@@ -25,6 +26,10 @@ func toProblem(err error) (*fencegate.Problem, time.Duration) {
 	case errors.As(err, &lost):
 		return fencegate.NewProblem(fencegate.CodeStoreLost, err.Error()).
 			With("store", lost.Store).With("anchored", lost.Anchored).With("presented", lost.Presented), 0
+	case errors.As(err, &unpresented):
+		return fencegate.NewProblem(fencegate.CodeConflict, err.Error()).
+			With("store", unpresented.Store).With("generation", unpresented.Generation).
+			With("anchored", unpresented.Anchored).With("presented", unpresented.Presented), 0
 	case errors.Is(err, registry.ErrInvalidInput):
 		return fencegate.NewProblem(fencegate.CodeInvalidRequest, err.Error()), 0
 	case errors.Is(err, identity.ErrNoIdentity), errors.Is(err, identity.ErrUntrusted):

@@ -120,6 +120,13 @@ func TestStoreAPI(t *testing.T) {
 	if p.Code != fencegate.CodeAdminRequired {
 		t.Fatalf("acknowledge by the sidecar: %+v", p)
 	}
+	// A generation the store did not present: 409 CONFLICT, nothing changed.
+	npResp := f.do(t, "POST", "/v1/stores/billing-api/acknowledge", "", "application/json", `{"generation":"gen-3"}`, admin...)
+	p, err = fencegate.ReadProblem(npResp)
+	if err != nil || npResp.StatusCode != http.StatusConflict || p.Code != fencegate.CodeConflict ||
+		p.Extra["generation"] != "gen-3" || p.Extra["anchored"] != "gen-1" || p.Extra["presented"] != "gen-2" {
+		t.Fatalf("acknowledge a generation not presented: %d %+v %v", npResp.StatusCode, p, err)
+	}
 	ack := decodeAs[fencegate.StoreAnchor](t, f.do(t, "POST", "/v1/stores/billing-api/acknowledge", "", "application/json", `{"generation":"gen-2"}`, admin...), http.StatusOK)
 	if ack.Generation != "gen-2" || ack.Acknowledged != 1 || ack.Presented != "" || ack.Resources != 5 || len(ack.Ledger) != 1 {
 		t.Fatalf("acknowledged: %+v", ack)

@@ -42,17 +42,25 @@ func TestOpenRefusesNonDurableServer(t *testing.T) {
 	if _, err := redis.Open(ctx, redis.Options{Addr: srv.Addr()}); !errors.Is(err, redis.ErrNotDurable) || !strings.Contains(err.Error(), "appendfsync everysec") {
 		t.Errorf("Open on appendfsync everysec: %v, want ErrNotDurable naming it", err)
 	}
-	if s, err = redis.Open(ctx, redis.Options{Addr: srv.Addr(), AllowNonDurable: true}); err != nil {
+	var allowed bytes.Buffer
+	if s, err = redis.Open(ctx, redis.Options{Addr: srv.Addr(), AllowNonDurable: true, Logger: slog.New(slog.NewTextHandler(&allowed, nil))}); err != nil {
 		t.Fatalf("Open with AllowNonDurable: %v", err)
 	}
 	s.Close()
+	if l := allowed.String(); strings.Count(l, "level=WARN") != 1 || !strings.Contains(l, "appendfsync everysec") || !strings.Contains(l, "allowNonDurable") {
+		t.Errorf("Open with AllowNonDurable on appendfsync everysec logged %q, want one warning naming it and allowNonDurable", l)
+	}
 	if err := a.ConfigSet(ctx, "appendfsync", "always").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = redis.Open(ctx, redis.Options{Addr: srv.Addr()}); err != nil {
+	var durable bytes.Buffer
+	if s, err = redis.Open(ctx, redis.Options{Addr: srv.Addr(), AllowNonDurable: true, Logger: slog.New(slog.NewTextHandler(&durable, nil))}); err != nil {
 		t.Fatalf("Open on appendonly yes, appendfsync always: %v", err)
 	}
 	s.Close()
+	if strings.Contains(durable.String(), "allowNonDurable") {
+		t.Errorf("Open on a durable server warned %q", durable.String())
+	}
 
 	hidden := redistest.Start(t, "--rename-command", "CONFIG", "")
 	var log bytes.Buffer

@@ -71,9 +71,10 @@ type Options struct {
 	// volatile-* policy: the registry sets no TTL) and the server reports
 	// another policy. An evicted key forgets issued fences: fail-open.
 	AllowEviction bool
-	// AllowNonDurable skips Open's check that the server runs with
-	// appendonly yes and appendfsync always (see ErrNotDurable): for a
-	// scratch server in development, never where a lost write matters.
+	// AllowNonDurable lets Open accept a server that does not run with
+	// appendonly yes and appendfsync always (see ErrNotDurable), logging a
+	// warning that names what it reported: for a scratch server in
+	// development, never where a lost write matters.
 	AllowNonDurable bool
 	// StateFile, when set, is a local file where this process keeps its
 	// watermark (the highest revision, issuer epoch and policy generation
@@ -99,8 +100,9 @@ type Options struct {
 	// acquires again with the same request ID).
 	MinReplicas    int
 	ReplicaTimeout time.Duration
-	// Logger receives Open's warning when the server does not let it read
-	// maxmemory-policy (CONFIG disabled); slog.Default() when nil.
+	// Logger receives Open's warnings: a server that does not let it read
+	// maxmemory-policy or its persistence (CONFIG disabled), one accepted
+	// under AllowNonDurable; slog.Default() when nil.
 	Logger *slog.Logger
 }
 
@@ -192,11 +194,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	if !o.AllowNonDurable {
-		if err := checkDurable(ctx, s.c, o.Logger); err != nil {
-			s.c.Close()
-			return nil, err
-		}
+	if err := checkDurable(ctx, o.AllowNonDurable, s.c, o.Logger); err != nil {
+		s.c.Close()
+		return nil, err
 	}
 	if err := s.checkSchema(ctx); err != nil {
 		s.c.Close()

@@ -145,6 +145,7 @@ func testAnchorRegister(t *testing.T, e *env) {
 	if got := e.allAnchors(t, 0); len(got) != 0 {
 		t.Fatalf("a refused request anchored %v", got)
 	}
+	testAcknowledgeNotPresented(t, e, reg, "gen-two")
 	// The acknowledgement adopts it.
 	ack, err := reg.AcknowledgeLoss(e.ctx, anchorStore, "gen-two")
 	if err != nil || !ack.Adopted || ack.Previous != anchorGen || ack.View.Record.Generation != "gen-two" || ack.View.Record.Acknowledged != 1 || ack.View.Record.Presented != "" {
@@ -171,6 +172,18 @@ func testAnchorRegister(t *testing.T, e *env) {
 	wantErr(t, "anchor of an unregistered store", err, registry.ErrNotFound)
 	_, err = reg.RecordLedger(e.ctx, anchorCaller, "other-store", fencegate.LedgerBody{Shape: "PUT /x", Kind: fencegate.LedgerEnforce})
 	wantErr(t, "ledger of an unregistered store", err, registry.ErrNotFound)
+}
+
+// testAcknowledgeNotPresented: an acknowledgement of a generation no
+// registration presented (presented is the one that was) is refused,
+// nothing changed.
+func testAcknowledgeNotPresented(t *testing.T, e *env, reg *registry.Registry, presented string) {
+	t.Helper()
+	_, err := reg.AcknowledgeLoss(e.ctx, anchorStore, "gen-three")
+	wantErr(t, "acknowledge a generation not presented", err, registry.ErrNotPresented)
+	if v, err := reg.Store(e.ctx, anchorCaller, anchorStore); err != nil || v.Record.Generation != anchorGen || v.Record.Presented != presented || v.Record.Acknowledged != 0 {
+		t.Fatalf("store after a refused acknowledgement: %+v %v", v, err)
+	}
 }
 
 // testAnchorPolicy: the policy matching fencegate-store/<store> says who

@@ -20,11 +20,16 @@ import (
 var ErrNotDurable = errors.New("store/redis: the server may lose acknowledged writes (want appendonly yes and appendfsync always)")
 
 // checkDurable refuses a server that may lose acknowledged writes (see
-// redisconf.CheckDurable).
-func checkDurable(ctx context.Context, c goredis.UniversalClient, log *slog.Logger) error {
+// redisconf.CheckDurable), unless allow (Options.AllowNonDurable): then
+// such a server is accepted with a warning naming what it reported, so a
+// scratch setting that reached production shows in the start's log.
+func checkDurable(ctx context.Context, allow bool, c goredis.UniversalClient, log *slog.Logger) error {
 	var nd *redisconf.NotDurableError
 	err := redisconf.CheckDurable(ctx, c, log, "store/redis")
 	switch {
+	case errors.As(err, &nd) && allow:
+		redisconf.WarnNonDurable(log, "store/redis", nd.Reported)
+		return nil
 	case errors.As(err, &nd):
 		return fmt.Errorf("%w: it runs with %s; configure appendonly yes and appendfsync always (redis.conf or CONFIG SET), or set allowNonDurable for a scratch server", ErrNotDurable, nd.Reported)
 	case err != nil:

@@ -37,19 +37,25 @@ func TestOpenRefusesNonDurableServer(t *testing.T) {
 	if _, err := Open(ctx, Options{Addr: srv.Addr()}); !errors.Is(err, ErrNotDurable) || !strings.Contains(err.Error(), "appendfsync no") {
 		t.Errorf("Open on appendfsync no: %v, want ErrNotDurable naming it", err)
 	}
-	s, err = Open(ctx, Options{Addr: srv.Addr(), AllowNonDurable: true})
+	var allowed bytes.Buffer
+	s, err = Open(ctx, Options{Addr: srv.Addr(), AllowNonDurable: true, Logger: slog.New(slog.NewTextHandler(&allowed, nil))})
 	if err != nil {
 		t.Fatalf("Open with AllowNonDurable: %v", err)
 	}
 	_ = s.Close()
+	wantNonDurableWarning(t, allowed.String(), "appendfsync no")
 	if err := a.ConfigSet(ctx, "appendfsync", "always").Err(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(ctx, Options{Addr: srv.Addr()})
+	var durable bytes.Buffer
+	s, err = Open(ctx, Options{Addr: srv.Addr(), AllowNonDurable: true, Logger: slog.New(slog.NewTextHandler(&durable, nil))})
 	if err != nil {
 		t.Fatalf("Open on appendonly yes, appendfsync always: %v", err)
 	}
 	_ = s.Close()
+	if strings.Contains(durable.String(), "allowNonDurable") {
+		t.Errorf("Open on a durable server warned %q", durable.String())
+	}
 
 	hidden := redistest.Start(t, "--rename-command", "CONFIG", "")
 	var log bytes.Buffer
@@ -60,5 +66,14 @@ func TestOpenRefusesNonDurableServer(t *testing.T) {
 	_ = s.Close()
 	if !strings.Contains(log.String(), "appendfsync") {
 		t.Errorf("Open without CONFIG logged %q, want a warning about appendfsync", log.String())
+	}
+}
+
+// wantNonDurableWarning asserts that log holds one warning that a server
+// reporting reported was accepted only because allowNonDurable is set.
+func wantNonDurableWarning(t *testing.T, log, reported string) {
+	t.Helper()
+	if strings.Count(log, "level=WARN") != 1 || !strings.Contains(log, reported) || !strings.Contains(log, "allowNonDurable") {
+		t.Errorf("Open with AllowNonDurable on a server with %s logged %q, want one warning naming it and allowNonDurable", reported, log)
 	}
 }

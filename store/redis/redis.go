@@ -62,12 +62,14 @@ type Options struct {
 	// server that hides CONFIG's answer behind another policy name, say.
 	// An evicted record forgets its highest fence: fail-open.
 	AllowEviction bool
-	// AllowNonDurable skips Open's check that the server runs with
-	// appendonly yes and appendfsync always (see ErrNotDurable): for a
-	// scratch server in development, never where a lost write matters.
+	// AllowNonDurable lets Open accept a server that does not run with
+	// appendonly yes and appendfsync always (see ErrNotDurable), logging a
+	// warning that names what it reported: for a scratch server in
+	// development, never where a lost write matters.
 	AllowNonDurable bool
-	// Logger receives Open's warning when the server does not let it read
-	// maxmemory-policy (CONFIG disabled); slog.Default() when nil.
+	// Logger receives Open's warnings: a server that does not let it read
+	// maxmemory-policy or its persistence (CONFIG disabled), one accepted
+	// under AllowNonDurable; slog.Default() when nil.
 	Logger *slog.Logger
 
 	// MinReplicas, when positive, makes every call that wrote wait (WAIT,
@@ -192,11 +194,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	if !opts.AllowNonDurable {
-		if err := checkDurable(ctx, c, opts.Logger); err != nil {
-			_ = c.Close()
-			return nil, err
-		}
+	if err := checkDurable(ctx, opts.AllowNonDurable, c, opts.Logger); err != nil {
+		_ = c.Close()
+		return nil, err
 	}
 	if opts.GenerationFile != "" {
 		if err := s.initGeneration(ctx, opts.GenerationFile, opts.AcknowledgeGenerationChange); err != nil {
