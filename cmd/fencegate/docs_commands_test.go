@@ -51,7 +51,53 @@ func docCommands(t *testing.T, files ...string) []docCommand {
 var (
 	docCommandStart = regexp.MustCompile(`^\s*(?:\$ )?(?:\./)?fencegate ([a-z].*)$`)
 	docExport       = regexp.MustCompile(`^\s*export (.*)$`)
+	// docInline is a command quoted in running text: `fencegate trust list`.
+	docInline = regexp.MustCompile("`(?:\\./)?fencegate ([a-z][^`]*)`")
+	// docMessage is a quoted message: words then a colon.
+	docMessage = regexp.MustCompile(`^[a-z -]+: `)
+	// docLetter is a value named by capitals in running text.
+	docLetter = regexp.MustCompile(`\b([A-Z]{1,2})\b`)
 )
+
+// inlineCommands collects the commands quoted in running text (outside
+// code blocks) of files: parsed like the blocks' lines, never run.
+func inlineCommands(t *testing.T, files ...string) []docCommand {
+	t.Helper()
+	var out []docCommand
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inCode := false
+		for i, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "```") {
+				inCode = !inCode
+				continue
+			}
+			if inCode {
+				continue
+			}
+			for _, m := range docInline.FindAllStringSubmatch(l, -1) {
+				if docMessage.MatchString(m[1]) {
+					continue // a message the CLI prints ("fencegate grant acquire: <what happened>")
+				}
+				text, _ := cutShell(m[1])
+				text = strings.TrimSpace(strings.NewReplacer("…", "", "...", "").Replace(text))
+				// Running text names a value by a capital letter (--to N,
+				// --resource R: "1" parses as a number and as a name), or
+				// a flag alone (--sign-with).
+				text = docLetter.ReplaceAllString(text, "1")
+				if f := strings.Fields(text); len(f) > 0 && strings.HasPrefix(f[len(f)-1], "--") && !strings.Contains(f[len(f)-1], "=") {
+					text += " <value>"
+				}
+				out = append(out, docCommand{where: f + ":" + strconv.Itoa(i+1), text: text,
+					args: docWords(placeholder.ReplaceAllString(text, "PLACEHOLDER"))})
+			}
+		}
+	}
+	return out
+}
 
 // commandsOf is docCommands of one file's lines.
 func commandsOf(f string, lines []string) []docCommand {
@@ -145,8 +191,10 @@ func docWords(s string) []string {
 }
 
 // TestDocsCommandsParse: every fencegate command line of the README and
-// the docs names a command that exists and only flags it has (with
-// values that parse): the docs and the CLI do not drift apart.
+// the docs, and every fencegate command their running text quotes, names
+// a command that exists and only flags it has (with values that parse):
+// the docs and the CLI do not drift apart. (docs/operations.md's lines
+// are also run, by TestOperationsRunbooks.)
 func TestDocsCommandsParse(t *testing.T) {
 	files := []string{filepath.Join(repoRoot, "README.md")}
 	docs, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
@@ -156,7 +204,11 @@ func TestDocsCommandsParse(t *testing.T) {
 	if len(cmds) < 20 {
 		t.Fatalf("found only %d fencegate command lines in the docs", len(cmds))
 	}
-	for _, dc := range cmds {
+	inline := inlineCommands(t, files...)
+	if len(inline) < 20 {
+		t.Fatalf("found only %d fencegate commands quoted in the docs' text", len(inline))
+	}
+	for _, dc := range append(cmds, inline...) {
 		root := newRootCmd(&app{stdout: &strings.Builder{}, stderr: &strings.Builder{}})
 		root.InitDefaultHelpCmd()
 		root.InitDefaultCompletionCmd()
