@@ -39,13 +39,19 @@ func docCommands(t *testing.T, files ...string) []docCommand {
 	t.Helper()
 	var out []docCommand
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, commandsOf(f, strings.Split(string(b), "\n"))...)
+		out = append(out, commandsOf(f, docLines(t, f))...)
 	}
 	return out
+}
+
+// docLines reads the lines of the doc file f.
+func docLines(t *testing.T, f string) []string {
+	t.Helper()
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(string(b), "\n")
 }
 
 var (
@@ -65,12 +71,8 @@ func inlineCommands(t *testing.T, files ...string) []docCommand {
 	t.Helper()
 	var out []docCommand
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		inCode := false
-		for i, l := range strings.Split(string(b), "\n") {
+		for i, l := range docLines(t, f) {
 			if strings.HasPrefix(strings.TrimSpace(l), "```") {
 				inCode = !inCode
 				continue

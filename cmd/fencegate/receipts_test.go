@@ -291,17 +291,27 @@ registry: {url: "`+regURL+`"}
 store: `+storeCfg+`
 dataDir: "`+dir+`"
 `)
+	srv, _ := runSidecarFile(t, path)
+	return srv
+}
+
+// runSidecarFile runs the sidecar the config file at path describes
+// until stop is called or the test ends.
+func runSidecarFile(t *testing.T, path string) (srv *proxyserver.Server, stop func()) {
+	t.Helper()
 	cfg, err := proxyserver.Check(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := proxyserver.New(cfg, zap.NewNop(), nil)
+	srv, err = proxyserver.New(cfg, zap.NewNop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return srv
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return srv, stop
 }

@@ -312,20 +312,7 @@ registry: {url: %q, certFile: %q, keyFile: %q, caFile: %q}
 store: %s
 dataDir: %q
 `, rb.adminHost+":0", rb.abs("sidecar-admin-token"), rb.back.srv.URL, bundle, rb.regLocal(), rb.abs("sidecar.crt"), rb.abs("sidecar.key"), rb.abs("ca.crt"), storeCfg, dataDir))
-	cfg, err := proxyserver.Check(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := proxyserver.New(cfg, zap.NewNop(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
+	srv, stop := runSidecarFile(t, path)
 	return &rbPod{srv: srv, dataDir: dataDir, stop: stop}
 }
 
