@@ -217,18 +217,18 @@ func (s *Store) Close() error {
 // are valid only once their transaction commits) when fn wrote nothing,
 // or rolled back when it did.
 func (s *Store) Update(ctx context.Context, op string, fn func(store.Tx) error) error {
-	return s.run(ctx, op, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
+	return s.run(ctx, op, false, fn)
 }
 
 // View implements store.TxStore: fn runs in a SERIALIZABLE READ ONLY
 // transaction, retried as Update's.
 func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
-	return s.run(ctx, "view", pgx.TxOptions{IsoLevel: pgx.Serializable, AccessMode: pgx.ReadOnly}, fn)
+	return s.run(ctx, "view", true, fn)
 }
 
-// run runs fn in transactions of opts until one is not aborted for a
+// run runs fn in transactions until one is not aborted for a
 // serialization failure.
-func (s *Store) run(ctx context.Context, op string, opts pgx.TxOptions, fn func(store.Tx) error) error {
+func (s *Store) run(ctx context.Context, op string, readOnly bool, fn func(store.Tx) error) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func (s *Store) run(ctx context.Context, op string, opts pgx.TxOptions, fn func(
 			// Real time only spaces retries; nothing is decided by it.
 			clock.Sleep(clock.Real(), backoff(i-1), nil)
 		}
-		err := s.attempt(ctx, opts, fn)
+		err := s.attempt(ctx, readOnly, fn)
 		if !retryable(err) {
 			return s.wrap(op, err)
 		}
@@ -259,28 +259,79 @@ func (s *Store) enter(ctx context.Context) error {
 	return err
 }
 
-// attempt runs fn once in a transaction of opts.
-func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
-	ptx, err := s.pool.BeginTx(ctx, opts)
+// attempt runs fn once in a transaction on a connection of the pool.
+// BEGIN and the read of the generation marker go in one round trip; a
+// connection left in a transaction (a failed ROLLBACK) is closed by the
+// pool when released.
+func (s *Store) attempt(ctx context.Context, readOnly bool, fn func(store.Tx) error) error {
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = ptx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := s.checkIn(ctx, ptx); err != nil {
+	defer conn.Release()
+	if err := s.begin(ctx, conn, readOnly); err != nil {
 		return err
 	}
-	t := s.TxOn(ctx, ptx)
-	if err := fn(t); err != nil {
-		if t.wrote || isPostgres(err) {
-			return err
+	ended := false
+	defer func() {
+		if !ended {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
-		// A decision's error: its reads count once they commit.
-		if cerr := ptx.Commit(ctx); cerr != nil {
-			return cerr
-		}
-		return final{err}
+	}()
+	t := &Tx{ctx: ctx, tx: conn, q: &s.q, schema: s.schema, callerClock: s.callerClock}
+	ferr := fn(t)
+	if ferr != nil && (t.wrote || isPostgres(ferr)) {
+		return ferr
 	}
-	return ptx.Commit(ctx)
+	// A decision's error too: its reads count once they commit.
+	ended = true
+	tag, err := conn.Exec(ctx, "COMMIT")
+	if err != nil {
+		return err
+	}
+	if tag.String() == "ROLLBACK" {
+		return errors.New("the transaction was rolled back at COMMIT")
+	}
+	if ferr != nil {
+		return final{ferr}
+	}
+	return nil
+}
+
+// begin starts a SERIALIZABLE transaction on conn and, when a generation
+// is expected, reads and checks the marker in the same round trip.
+func (s *Store) begin(ctx context.Context, conn *pgxpool.Conn, readOnly bool) error {
+	expected, err := s.expect()
+	if err != nil {
+		return err
+	}
+	begin := "BEGIN ISOLATION LEVEL SERIALIZABLE"
+	if readOnly {
+		begin += " READ ONLY"
+	}
+	if expected == "" {
+		_, err := conn.Exec(ctx, begin)
+		return dbErr("begin", err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(begin)
+	b.Queue(s.q.generation)
+	br := conn.SendBatch(ctx, b)
+	var got string
+	ok := true
+	_, err = br.Exec()
+	if err == nil {
+		if err = br.QueryRow().Scan(&got); errors.Is(err, pgx.ErrNoRows) {
+			ok, err = false, nil
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return dbErr("begin", err)
+	}
+	return s.check(got, ok, expected)
 }
 
 // final carries fn's own error out of an attempt, returned unwrapped.

@@ -38,7 +38,8 @@ func newQueries(schema string) queries {
 				ON CONFLICT (resource, fence_key, seq_key) DO UPDATE SET operation_id = excluded.operation_id, body = excluded.body
 				RETURNING (xmax = 0) AS inserted)
 			INSERT INTO %[1]s.counts (resource, receipts) SELECT $1, 1 FROM put WHERE inserted
-			ON CONFLICT (resource) DO UPDATE SET receipts = %[1]s.counts.receipts + 1`),
+			ON CONFLICT (resource) DO UPDATE SET receipts = %[1]s.counts.receipts + 1
+			RETURNING receipts`),
 		quarantine: f(`SELECT body FROM %[1]s.quarantine WHERE resource = $1 AND id = $2`),
 		putQuarantine: f(`INSERT INTO %[1]s.quarantine (resource, id, body) VALUES ($1, $2, $3)
 			ON CONFLICT (resource, id) DO UPDATE SET body = excluded.body`),

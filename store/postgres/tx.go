@@ -34,6 +34,9 @@ type Tx struct {
 	callerClock bool
 	now         time.Time
 	wrote       bool
+	// counted is the receipt count PutReceipt's statement returned for a
+	// resource, until a deletion: TrimReceipts then needs no read.
+	counted map[string]int
 }
 
 var _ store.Tx = (*Tx)(nil)
@@ -144,8 +147,24 @@ func (t *Tx) PutRecord(r store.Record) error {
 	return t.exec("put record", t.q.putRecord, r.Resource, r.InFlight != nil, r.Pause != nil, codec.EncodeRecord(nil, r))
 }
 
+// PutReceipt stores the receipt and, when it is a new one, counts it in;
+// the count the statement returns is kept for TrimReceipts.
 func (t *Tx) PutReceipt(r store.Receipt) error {
-	return t.exec("put receipt", t.q.putReceipt, r.Resource, fenceKey(r.Fence), fenceKey(r.Seq), r.OperationID, codec.EncodeReceipt(nil, r))
+	t.wrote = true
+	delete(t.counted, r.Resource)
+	var n int64
+	err := t.tx.QueryRow(t.ctx, t.q.putReceipt, r.Resource, fenceKey(r.Fence), fenceKey(r.Seq), r.OperationID, codec.EncodeReceipt(nil, r)).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // a receipt replaced: the count is unchanged
+	}
+	if err != nil {
+		return dbErr("put receipt", err)
+	}
+	if t.counted == nil {
+		t.counted = map[string]int{}
+	}
+	t.counted[r.Resource] = int(n)
+	return nil
 }
 
 // getJSON reads one JSON value into v; false when there is no row.
@@ -453,6 +472,7 @@ func (t *Tx) stampPage(resource string, f, s int64, first bool) ([]store.Receipt
 }
 
 func (t *Tx) DeleteReceipt(st store.ReceiptStamp) error {
+	delete(t.counted, st.Key.Resource)
 	return t.exec("delete receipt", t.q.deleteReceipt, st.Key.Resource, fenceKey(st.Key.Fence), fenceKey(st.Key.Seq))
 }
 
@@ -460,11 +480,15 @@ func (t *Tx) DeleteQuarantine(resource string, ids []string) error {
 	return t.exec("delete quarantine", t.q.deleteQuarantine, resource, ids)
 }
 
-// TrimReceipts of store.Tx: store.TrimOldest with the stored count.
+// TrimReceipts of store.Tx: store.TrimOldest with the stored count (as
+// the receipt just written returned it, or read).
 func (t *Tx) TrimReceipts(rec store.Record, keep int) (int, error) {
-	n, err := t.count(rec.Resource)
-	if err != nil {
-		return 0, err
+	n, ok := t.counted[rec.Resource]
+	if !ok {
+		var err error
+		if n, err = t.count(rec.Resource); err != nil {
+			return 0, err
+		}
 	}
 	return store.TrimOldest(t, rec, n, keep)
 }
