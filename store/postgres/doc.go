@@ -75,10 +75,12 @@
 //
 // # Library mode
 //
-// TxOn returns the store's store.Tx over a transaction the caller began
-// on the same database (and CheckIn checks the generation marker in it),
-// so that a service decides with the store's pure functions (store.Decide,
-// ...) and writes the Change in the same transaction as its own rows: the
-// fence and the business write commit or roll back together. The
-// caller's transaction must be SERIALIZABLE, as Update's are.
+// Store.In returns a store.Store whose every call runs inside a
+// transaction the caller began on the same database (at SERIALIZABLE):
+// the store's own Begin, Commit, ... (validation, the pure decisions, the
+// quarantine merge) in the service's transaction, so the fence's record
+// and receipt commit or roll back with the service's rows. Nothing is
+// retried there: IsRetryable tells the caller to run its transaction
+// again. Lower down, TxOn is the store.Tx over such a transaction and
+// CheckIn checks the generation marker in it.
 package postgres

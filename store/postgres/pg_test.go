@@ -286,3 +286,77 @@ func TestContention(t *testing.T) {
 		t.Fatalf("%d Begins proceeded, want 1", proceed)
 	}
 }
+
+// TestInRunsTheStoreInTheCallersTransaction: library mode's shape. The
+// store's own Begin and Commit run inside a transaction the service began,
+// beside its business row: rolled back, neither the fence's record and
+// receipt nor the row exist; committed, both do; and a stale grant decided
+// in the next transaction is refused before the service writes.
+func TestInRunsTheStoreInTheCallersTransaction(t *testing.T) {
+	dsn := pgtest.Database(t)
+	ctx := context.Background()
+	s := open(t, Options{DSN: dsn, Schema: "lib"})
+	gen, err := s.Generation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ExpectGeneration(ctx, gen); err != nil {
+		t.Fatal(err)
+	}
+	p := pool(t, dsn)
+	if _, err := p.Exec(ctx, `CREATE TABLE invoices (batch text PRIMARY KEY, total int)`); err != nil {
+		t.Fatal(err)
+	}
+	errService := errors.New("the service's write failed")
+	write := func(fence uint64, batch string, fail bool) (store.Decision, error) {
+		var decision store.Decision
+		err := pgx.BeginTxFunc(ctx, p, pgx.TxOptions{IsoLevel: pgx.Serializable}, func(tx pgx.Tx) error {
+			st := s.In(tx)
+			in := storetest.Attempt("lib/r", fence, 1, batch)
+			now := clock.Real().Now()
+			in.Now, in.Deadline, in.QuietAt = now, now.Add(time.Minute), now.Add(2*time.Minute)
+			res, err := st.Begin(ctx, in)
+			if err != nil {
+				return err
+			}
+			if decision = res.Decision; decision != store.DecisionProceed {
+				return nil // refused: the service writes nothing
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO invoices VALUES ($1, 7)`, batch); err != nil {
+				return err
+			}
+			if fail {
+				return errService
+			}
+			_, err = st.Commit(ctx, storetest.Answer(in.Ref()))
+			return err
+		})
+		return decision, err
+	}
+	invoices := func() int {
+		var n int
+		if err := p.QueryRow(ctx, `SELECT count(*) FROM invoices`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if d, err := write(2, "b1", true); !errors.Is(err, errService) || d != store.DecisionProceed {
+		t.Fatalf("the failing transaction: %s %v", d, err)
+	}
+	if _, err := s.Record(ctx, "lib/r"); !errors.Is(err, store.ErrNotFound) || invoices() != 0 {
+		t.Fatalf("after the rollback: record %v, %d invoices; want neither", err, invoices())
+	}
+	if d, err := write(2, "b2", false); err != nil || d != store.DecisionProceed {
+		t.Fatalf("the committed transaction: %s %v", d, err)
+	}
+	rec, err := s.Record(ctx, "lib/r")
+	if err != nil || rec.LastSeq != 1 || rec.InFlight != nil || invoices() != 1 {
+		t.Fatalf("after the commit: %+v %v, %d invoices", rec, err, invoices())
+	}
+	if _, err := s.Receipt(ctx, store.ReceiptKey{Resource: "lib/r", Fence: 2, Seq: 1}); err != nil {
+		t.Fatalf("the receipt of the committed transaction: %v", err)
+	}
+	if d, err := write(1, "stale", false); err != nil || d != store.DecisionStaleOwner || invoices() != 1 {
+		t.Fatalf("a stale grant: %s %v, %d invoices; want STALE_OWNER and no write", d, err, invoices())
+	}
+}

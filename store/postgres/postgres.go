@@ -88,6 +88,7 @@ type Store struct {
 	q           queries
 	schema      string
 	maxAttempts int
+	maxBody     int
 	callerClock bool
 	closed      atomic.Bool
 	gen         generation
@@ -179,6 +180,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		q:           newQueries(schema),
 		schema:      schema,
 		maxAttempts: opts.MaxAttempts,
+		maxBody:     opts.MaxResponseBody,
 		callerClock: opts.CallerClock,
 	}
 	if s.maxAttempts <= 0 {
