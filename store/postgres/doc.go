@@ -22,7 +22,9 @@
 // times, then the call fails with ErrContention. A decision's error
 // (ErrNotInFlight, ...) is returned only after its transaction committed
 // its reads: a SERIALIZABLE read counts only once its transaction commits.
-// A View is SERIALIZABLE READ ONLY.
+// A View is SERIALIZABLE READ ONLY. Compaction runs one resource per
+// transaction (TxOptions.CompactEachResource), so that it conflicts only
+// with writes to the resource it compacts.
 //
 // # Time
 //

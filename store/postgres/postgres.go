@@ -187,7 +187,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		s.maxAttempts = DefaultMaxAttempts
 	}
 	s.gen.expected = opts.ExpectedGeneration
-	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody})
+	// Compaction one resource per transaction: a SERIALIZABLE transaction
+	// over every resource would conflict with any write meanwhile and run
+	// again from the start; a small one conflicts only with its resource's.
+	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody, CompactEachResource: true})
 	return s, nil
 }
 
