@@ -26,9 +26,15 @@ type worker struct {
 	resource string
 
 	committed []uint64 // seqs whose Commit returned a receipt, in order
-	errors    int
-	problems  []string
-	acked     *atomic.Int64 // shared by the workers: commits acknowledged
+	uncertain []uint64 // seqs whose Commit failed: applied or not, unknown to the worker
+	// pending is the seq of the last failed Commit until the record shows
+	// its outcome: applied (lastSeq reached it) or not (its marker still
+	// in flight), counted in applied and notApplied.
+	pending             uint64
+	applied, notApplied int
+	errors              int
+	problems            []string
+	acked               *atomic.Int64 // shared by the workers: commits acknowledged
 }
 
 func (w *worker) step(ctx context.Context, i int) {
@@ -37,6 +43,7 @@ func (w *worker) step(ctx context.Context, i int) {
 		w.fail(err)
 		return
 	}
+	w.settle(rec)
 	if m := rec.InFlight; m != nil {
 		if _, err := w.s.Abort(ctx, store.AbortInput{OpRef: m.Ref(), Now: storetest.T0}); err != nil {
 			w.fail(err)
@@ -60,11 +67,31 @@ func (w *worker) step(ctx context.Context, i int) {
 		w.problems = append(w.problems, "Begin of "+in.Ref().OperationID()+" proceeded after segment "+strconv.FormatUint(w.committed[n-1], 10)+" was committed")
 	}
 	if _, err := w.s.Commit(ctx, storetest.Answer(in.Ref())); err != nil {
+		w.uncertain = append(w.uncertain, in.Seq)
+		w.pending = in.Seq
 		w.fail(err)
 		return
 	}
 	w.committed = append(w.committed, in.Seq)
 	w.acked.Add(1)
+}
+
+// settle classifies the pending failed Commit by the record read after it:
+// applied whole (lastSeq reached it, no marker) or not at all (its marker
+// still in flight); anything else is a half-applied transition.
+func (w *worker) settle(rec store.Record) {
+	if w.pending == 0 {
+		return
+	}
+	switch m := rec.InFlight; {
+	case rec.LastSeq >= w.pending && (m == nil || m.Seq > w.pending):
+		w.applied++
+	case rec.LastSeq == w.pending-1 && m != nil && m.Seq == w.pending:
+		w.notApplied++
+	default:
+		w.problems = append(w.problems, "a failed Commit of segment "+strconv.FormatUint(w.pending, 10)+" left lastSeq "+strconv.FormatUint(rec.LastSeq, 10)+" and its marker half-applied")
+	}
+	w.pending = 0
 }
 
 // fail counts a store error: PostgreSQL's (STORE_UNAVAILABLE), never one
@@ -164,7 +191,14 @@ func TestPostmasterKilledMidLoad(t *testing.T) {
 				t.Errorf("%s: lastSeq %d without the receipt of segment %d: %v", w.resource, rec.LastSeq, seq, err)
 			}
 		}
-		t.Logf("%s: %d commits acknowledged, %d errors, lastSeq %d", w.resource, len(w.committed), w.errors, rec.LastSeq)
+		if _, err := check.Receipt(ctx, store.ReceiptKey{Resource: w.resource, Fence: 1, Seq: rec.LastSeq + 1}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: a receipt beyond lastSeq %d: %v", w.resource, rec.LastSeq, err)
+		}
+		if m := rec.InFlight; m != nil && m.Seq != rec.LastSeq+1 {
+			t.Errorf("%s: marker of segment %d under lastSeq %d", w.resource, m.Seq, rec.LastSeq)
+		}
+		t.Logf("%s: %d commits acknowledged, %d errors, %d failed commits (%d applied whole, %d not at all), lastSeq %d",
+			w.resource, len(w.committed), w.errors, len(w.uncertain), w.applied, w.notApplied, rec.LastSeq)
 	}
 }
 
