@@ -144,7 +144,7 @@ func (c *Cluster) Restart() {
 		// Backends of a killed postmaster may still hold its shared
 		// memory for a moment.
 		c.killAll()
-		clock.Sleep(clock.Real(), 250 * time.Millisecond, nil)
+		clock.Sleep(clock.Real(), 250*time.Millisecond, nil)
 	}
 	if err != nil {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
@@ -153,7 +153,8 @@ func (c *Cluster) Restart() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
-		conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+		// Over the socket: loopback TCP may require TLS (EnableTLS).
+		conn, err := pgx.Connect(ctx, "host="+c.dir+" port="+strconv.Itoa(c.port)+" user=postgres dbname=postgres")
 		if err == nil {
 			_ = conn.Close(ctx)
 			return
@@ -161,8 +162,50 @@ func (c *Cluster) Restart() {
 		if ctx.Err() != nil {
 			c.tb.Fatalf("pgtest: the restarted cluster does not answer: %v", err)
 		}
-		clock.Sleep(clock.Real(), 50 * time.Millisecond, nil)
+		clock.Sleep(clock.Real(), 50*time.Millisecond, nil)
 	}
+}
+
+// EnableTLS restarts the cluster serving TLS on loopback with the server
+// certificate and key given, and requiring it: a TCP connection without
+// TLS is rejected, and one with TLS must present a client certificate that
+// caPEM verifies (clientcert=verify-ca). The socket stays open, trusted.
+func (c *Cluster) EnableTLS(certPEM, keyPEM, caPEM []byte) {
+	c.tb.Helper()
+	if err := c.pgctl("stop", "-m", "fast"); err != nil {
+		c.tb.Fatal(err)
+	}
+	files := map[string][]byte{"server.crt": certPEM, "server.key": keyPEM, "root.crt": caPEM,
+		"pg_hba.conf": []byte("local all all trust\n" +
+			"hostssl all all 127.0.0.1/32 trust clientcert=verify-ca\n" +
+			"hostnossl all all 127.0.0.1/32 reject\n")}
+	for name, b := range files {
+		p := filepath.Join(c.dir, name)
+		if name == "pg_hba.conf" {
+			p = filepath.Join(c.data(), name)
+		}
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			c.tb.Fatal(err)
+		}
+		if c.cred != nil {
+			if err := os.Chown(p, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+				c.tb.Fatal(err)
+			}
+		}
+	}
+	conf, err := os.OpenFile(filepath.Join(c.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	_, err = fmt.Fprintf(conf, "\nssl = on\nssl_cert_file = '%s'\nssl_key_file = '%s'\nssl_ca_file = '%s'\n",
+		filepath.Join(c.dir, "server.crt"), filepath.Join(c.dir, "server.key"), filepath.Join(c.dir, "root.crt"))
+	if cerr := conf.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	c.Restart()
 }
 
 // PostmasterPID reads the running postmaster's PID from postmaster.pid
@@ -203,7 +246,7 @@ func (c *Cluster) killAll() {
 		for _, p := range pids {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
-		clock.Sleep(clock.Real(), 20 * time.Millisecond, nil)
+		clock.Sleep(clock.Real(), 20*time.Millisecond, nil)
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/storetest"
+	"github.com/fencegate/fencegate/tlsfiles"
+	"github.com/fencegate/fencegate/tlsfiles/tlsfilestest"
 )
 
 // dsnFile writes dsn into a file, as a mounted Secret holds it.
@@ -180,4 +182,55 @@ func TestPostgresSidecarAcceptsAndRefusesWrites(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return strings.Contains(string(b), `"lost": true`)
 	})
+}
+
+// TestPostgresStoreOverTLS: a private cluster that requires TLS on
+// loopback and a client certificate. With store.postgres.tls (the CA
+// file, the client certificate) the sidecar's store opens and decides;
+// without a client certificate, with another CA (the server not
+// verified: verify-full), or with a server certificate for another name,
+// it does not start; without tls the DSN's plaintext is refused.
+func TestPostgresStoreOverTLS(t *testing.T) {
+	ca := tlsfilestest.NewCA(t, "pg-ca")
+	cl := pgtest.StartCluster(t)
+	srv := ca.Server(t, "127.0.0.1")
+	cl.EnableTLS(srv.CertPEM, srv.KeyPEM, ca.PEM)
+	dir := t.TempDir()
+	files := tlsfilestest.WriteFiles(t, dir, ca.Client(t, "spiffe://test/sidecar"), ca.PEM)
+	otherCA := tlsfilestest.WriteFiles(t, t.TempDir(), tlsfilestest.Leaf{}, tlsfilestest.NewCA(t, "other").PEM)
+	cfg := testConfig(t, "http://127.0.0.1:1")
+	open := func(pc PostgresStoreConfig) (store.Store, error) {
+		pc.DSNFile = dsnFile(t, cl.DSN("postgres"))
+		pc.ConnectTimeout = 5 * time.Second
+		cfg.Store = StoreConfig{Backend: "postgres", Postgres: pc}
+		st, err := openStore(cfg, zap.NewNop())
+		if err == nil {
+			t.Cleanup(func() { _ = st.Close() })
+		}
+		return st, err
+	}
+	st, err := open(PostgresStoreConfig{TLS: tlsfiles.ClientConfig{Enabled: true, CAFile: files.CA, CertFile: files.Cert, KeyFile: files.Key}})
+	if err != nil {
+		t.Fatalf("over TLS with a client certificate: %v", err)
+	}
+	now := time.Now()
+	in := storetest.Attempt("item/1", 1, 1, "p")
+	in.Now, in.Deadline, in.QuietAt = now, now.Add(time.Minute), now.Add(2*time.Minute)
+	if res, err := st.Begin(context.Background(), in); err != nil || res.Decision != store.DecisionProceed {
+		t.Fatalf("Begin over TLS: %s %v", res.Decision, err)
+	}
+	for _, c := range []struct {
+		name string
+		pc   PostgresStoreConfig
+		want string
+	}{
+		{"no client certificate", PostgresStoreConfig{TLS: tlsfiles.ClientConfig{Enabled: true, CAFile: files.CA}}, "requires a valid client certificate"},
+		{"another CA", PostgresStoreConfig{TLS: tlsfiles.ClientConfig{Enabled: true, CAFile: otherCA.CA, CertFile: files.Cert, KeyFile: files.Key}}, "unknown authority"},
+		{"another server name", PostgresStoreConfig{TLS: tlsfiles.ClientConfig{Enabled: true, CAFile: files.CA, CertFile: files.Cert, KeyFile: files.Key, ServerName: "db.elsewhere"}}, "not valid for"},
+		{"no tls", PostgresStoreConfig{}, "no encryption"},
+	} {
+		if _, err := open(c.pc); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
 }
