@@ -336,7 +336,11 @@ func (s *Store) begin(ctx context.Context, conn *pgxpool.Conn, readOnly bool) er
 	if err != nil {
 		return dbErr("begin", err)
 	}
-	return s.check(got, ok, expected)
+	if err := s.check(got, ok, expected); err != nil {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		return err
+	}
+	return nil
 }
 
 // final carries fn's own error out of an attempt, returned unwrapped.
