@@ -48,6 +48,9 @@ type sidecarOpts struct {
 	idempotencyKey bool
 	// redisAddr: a Redis store shared by replicas; empty: bolt.
 	redisAddr, redisPrefix string
+	// postgresDSNFile: a PostgreSQL store (a file holding its DSN) shared
+	// by replicas; empty: bolt (or redis).
+	postgresDSNFile string
 	// dataDir is the sidecar's data dir (default: a new temp dir); a
 	// restart passes the same one to keep its bolt store.
 	dataDir string
@@ -97,6 +100,9 @@ func matrixSidecarConfig(reg *registry, backend string, o sidecarOpts, service s
 	storeCfg := `{backend: bolt, service: ` + service + `, claimIdentity: ` + service + `, claimTTL: ` + o.claimTTL + `}`
 	if o.redisAddr != "" {
 		storeCfg = `{backend: redis, service: ` + service + `, claimIdentity: ` + service + `, redis: {addr: "` + o.redisAddr + `", prefix: "` + o.redisPrefix + `"}}`
+	}
+	if o.postgresDSNFile != "" {
+		storeCfg = `{backend: postgres, service: ` + service + `, claimIdentity: ` + service + `, postgres: {dsnFile: "` + o.postgresDSNFile + `"}}`
 	}
 	return `
 listen: LISTEN

@@ -28,11 +28,17 @@ type replicaSet struct {
 
 func startReplicas(t *testing.T, n int, statusMode string) *replicaSet {
 	t.Helper()
+	redis := redistest.Start(t)
+	return startReplicasOn(t, n, statusMode, `{backend: redis, service: e2e-replicas, claimIdentity: sidecar, redis: {addr: "`+redis.Addr()+`", prefix: "replicas"}}`)
+}
+
+// startReplicasOn is startReplicas on the store section given (YAML).
+func startReplicasOn(t *testing.T, n int, statusMode, storeYAML string) *replicaSet {
+	t.Helper()
 	rs := &replicaSet{reg: startRegistry(t, ""), back: &legacy{stop: make(chan struct{})}}
 	srv := httptest.NewServer(rs.back)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(rs.back.stop) })
-	redis := redistest.Start(t)
 	for i := range n {
 		rs.sidecars = append(rs.sidecars, startSidecar(t, `
 listen: LISTEN
@@ -43,7 +49,7 @@ routes:
 identity: {mode: insecure-header}
 trust: {bundle: "`+filepath.Join(rs.reg.dataDir, "keys", "jwks.json")+`"}
 registry: {url: "`+rs.reg.url+`"}
-store: {backend: redis, service: e2e-replicas, claimIdentity: sidecar, redis: {addr: "`+redis.Addr()+`", prefix: "replicas"}}
+store: `+storeYAML+`
 dataDir: "`+t.TempDir()+`"
 log: {level: warn}
 `))

@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/internal/pgtest"
 )
 
 // TestSidecarKilledMidWrite: the sidecar (bolt store) is SIGKILLed while
@@ -17,13 +20,32 @@ import (
 // the backend did. Then the owner's writes flow again and the backend
 // holds exactly the receipts, each write once.
 func TestSidecarKilledMidWrite(t *testing.T) {
+	sidecarKilledMidWrite(t, func(*testing.T) sidecarOpts { return sidecarOpts{timeout: "1s"} })
+}
+
+// TestSidecarKilledMidWritePostgres is TestSidecarKilledMidWrite on a
+// store/postgres store: the marker Begin committed in PostgreSQL survives
+// the sidecar's SIGKILL, and the restarted sidecar finds it there.
+func TestSidecarKilledMidWritePostgres(t *testing.T) {
+	sidecarKilledMidWrite(t, func(t *testing.T) sidecarOpts {
+		dsn := filepath.Join(t.TempDir(), "dsn")
+		if err := os.WriteFile(dsn, []byte(pgtest.Database(t)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return sidecarOpts{timeout: "1s", postgresDSNFile: dsn}
+	})
+}
+
+// sidecarKilledMidWrite runs the scenario on the store opts returns, a
+// fresh one per subtest.
+func sidecarKilledMidWrite(t *testing.T, opts func(*testing.T) sidecarOpts) {
 	for _, wasApplied := range []bool{true, false} {
 		name := "not-applied"
 		if wasApplied {
 			name = "applied"
 		}
 		t.Run(name, func(t *testing.T) {
-			m := startMatrix(t, sidecarOpts{timeout: "1s"})
+			m := startMatrix(t, opts(t))
 			id := "kill-" + name
 			path := accountsPath(id)
 			a := m.acquire("worker-a", id, 120*time.Second, 0)

@@ -6,7 +6,8 @@
 //
 // The package holds domain types, validation, sentinel errors and the pure
 // decision logic; it imports no backend. Backends live in their own packages
-// (store/memory, store/bolt, store/redis) and all of them decide through the
+// (store/memory, store/bolt, store/redis, store/postgres) and all of them
+// decide through the
 // same pure functions in this package:
 //
 //   - Decide (Begin): the decision table of the acceptance pipeline (docs/design.md, "applyFencedMutation"
@@ -37,9 +38,10 @@
 // is what lets store/redis apply the very same functions to the values it
 // last saw of those keys and have a generic script check them and write
 // the Change in one round trip (WATCH and MULTI/EXEC for compaction), with
-// no second implementation of the rules to drift. A new backend
-// (Postgres, etcd) is one package implementing TxStore and Tx, checked by
-// storetest.
+// no second implementation of the rules to drift. A new backend is one
+// package implementing TxStore and Tx, checked by storetest: store/postgres
+// is one SERIALIZABLE transaction per operation, retried on serialization
+// failures.
 //
 // # Begin's decision table
 //

@@ -99,14 +99,18 @@ type RegistryConfig struct {
 // StoreConfig selects the fenced store.
 type StoreConfig struct {
 	// Backend is bolt (default, durable, one per pod), redis (shared by
-	// every replica; see package store/redis) or memory (tests only).
+	// every replica; see package store/redis), postgres (shared by every
+	// replica; see package store/postgres) or memory (tests only).
 	Backend string `yaml:"backend"`
 	// Path is the bolt file (default DataDir/store.db).
 	Path string `yaml:"path"`
 	// Redis is the redis backend's server (required for backend redis).
 	Redis RedisStoreConfig `yaml:"redis"`
-	// Service names the fenced store at the registry (required for bolt
-	// and redis; optional for memory, which is anchored when it and
+	// Postgres is the postgres backend's database (required for backend
+	// postgres).
+	Postgres PostgresStoreConfig `yaml:"postgres"`
+	// Service names the fenced store at the registry (required for bolt,
+	// redis and postgres; optional for memory, which is anchored when it and
 	// registry.url are set): 1..128 bytes of [A-Za-z0-9._-]. The registry
 	// keeps the store's generation, per resource the progress the store
 	// must cover, and its enforcement ledger under this name (the outside
@@ -136,7 +140,7 @@ type StoreConfig struct {
 
 // Anchored reports whether the store's progress is anchored at the
 // registry (store/anchor): whenever store.service and registry.url are
-// both set, which Validate requires for bolt and redis.
+// both set, which Validate requires for bolt, redis and postgres.
 func (c Config) Anchored() bool { return c.Store.Service != "" && c.Registry.URL != "" }
 
 // DefaultClaimTTL is the default store.claimTTL.
@@ -148,7 +152,7 @@ func (s StoreConfig) ClaimResource() string { return "fencegate-store/" + s.Serv
 
 // Claimed reports whether the sidecar claims store.service at the
 // registry: always for bolt, for memory (tests only) when store.service
-// is set, never for redis (shared by every replica).
+// is set, never for redis or postgres (shared by every replica).
 func (s StoreConfig) Claimed() bool {
 	return s.Backend == "bolt" || (s.Backend == "memory" && s.Service != "")
 }

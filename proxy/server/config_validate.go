@@ -115,9 +115,17 @@ func (s StoreConfig) validate(registryURL string) []error {
 		if !httpURL(registryURL) {
 			p.Add("registry.url: required (http(s)://host:port) by the redis store: its outside anchor (generation, progress, ledger) lives in the registry")
 		}
+	case "postgres":
+		p.Append(s.Postgres.validate("store.postgres")...)
+		if s.Service == "" {
+			p.Add("store.service: required for the postgres store: the registry anchors the store's generation, progress and enforcement ledger under that name, so that every sidecar, a new pod included, sees a database that lost data")
+		}
+		if !httpURL(registryURL) {
+			p.Add("registry.url: required (http(s)://host:port) by the postgres store: its outside anchor (generation, progress, ledger) lives in the registry")
+		}
 	case "memory":
 	default:
-		p.Add("store.backend: %q is not bolt, redis or memory", s.Backend)
+		p.Add("store.backend: %q is not bolt, redis, postgres or memory", s.Backend)
 	}
 	p.Append(s.validateClaim(registryURL)...)
 	if s.Service != "" {

@@ -4,7 +4,7 @@
 // validator per section, every problem at once, the pipeline's sections
 // checked by proxy.Config.Validate); Pipeline() is the part proxy.New
 // takes. From it New opens the fenced store (store.backend: bolt by
-// default, redis, memory for tests; store.go), the registry client, the
+// default, redis, postgres (pgconfig.go), memory for tests; store.go), the registry client, the
 // metrics registry, the proxy.Proxy, its inbound listener (TLS or mTLS
 // when configured), the admin listener serving proxy/adminapi (with the
 // admin token) and the health listener (adminapi.NewHealth: probes and
@@ -24,7 +24,7 @@
 // header-mode registry). When another sidecar holds the claim, New waits
 // up to one claim TTL (a restarted pod's old claim expires within it) and
 // then fails, naming the service; several replicas use store.backend
-// redis. While running, the store is wrapped (claim.Guard) so that Begin refuses
+// redis or postgres. While running, the store is wrapped (claim.Guard) so that Begin refuses
 // (STORE_UNAVAILABLE, nothing forwarded) whenever the Holder is not HELD
 // or RENEWING, and fencegate_proxy_store_claim_held is 0; a claim that
 // ended is claimed again every half TTL. A lost claim does not make the
@@ -36,8 +36,8 @@
 //
 // # The store's outside anchor
 //
-// When store.service and registry.url are set (always for bolt and
-// redis), New wraps the store in store/anchor before it claims a local
+// When store.service and registry.url are set (always for bolt, redis
+// and postgres), New wraps the store in store/anchor before it claims a local
 // store's service, then opens the anchor: the store's generation is
 // registered at the registry as store.identity (or the client
 // certificate), a registry that holds none is seeded, and the registry's

@@ -56,8 +56,10 @@ func openStore(cfg Config, log *zap.Logger) (store.Store, error) {
 		return st, nil
 	case "redis":
 		return openRedisStore(cfg.Store.Redis, maxBody, log)
+	case "postgres":
+		return openPostgresStore(cfg.Store.Postgres, maxBody, log)
 	}
-	return nil, fmt.Errorf("server: store.backend: %q is not bolt, redis or memory", cfg.Store.Backend)
+	return nil, fmt.Errorf("server: store.backend: %q is not bolt, redis, postgres or memory", cfg.Store.Backend)
 }
 
 // Files that earlier versions of the redis backend kept in dataDir: the

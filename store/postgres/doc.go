@@ -1,0 +1,88 @@
+// Package postgres is a fenced store backend on PostgreSQL (pgx/v5),
+// shared by every sidecar replica of a service, like store/redis, and the
+// store library mode builds on (a service's own transaction).
+//
+// # Transactions: SERIALIZABLE, retried
+//
+// Every Store operation is one transaction (store.NewTxBackend over
+// Update and View), run at SERIALIZABLE. PostgreSQL then guarantees that
+// the transitions of all replicas have the effect of some serial order,
+// whatever they read: the record and the receipt of a Begin, a ledger
+// entry, the whole pin set, the receipts a compaction walks, and a row
+// that does not exist yet (a resource's first Begin: two replicas that
+// both read "no record" cannot both insert one; the second is aborted).
+// Row locks at READ COMMITTED would give the same for the record row
+// alone, but every other read (the receipt of (fence, seq), the ledger,
+// the pins, the counts) and every absent row would need its own lock or
+// advisory lock, taken in one order to avoid deadlocks; SERIALIZABLE needs
+// none, and keeps the store's rules free of locking code. A transaction
+// PostgreSQL aborts for a serialization failure (40001) or a deadlock
+// (40P01) wrote nothing and runs again (the second run at once, later ones
+// after a jittered backoff, as store/redis), at most Options.MaxAttempts
+// times, then the call fails with ErrContention. A decision's error
+// (ErrNotInFlight, ...) is returned only after its transaction committed
+// its reads: a SERIALIZABLE read counts only once its transaction commits.
+// A View is SERIALIZABLE READ ONLY. Compaction runs one resource per
+// transaction (TxOptions.CompactEachResource), so that it conflicts only
+// with writes to the resource it compacts.
+//
+// # Time
+//
+// A transition decides at the server's clock_timestamp(), read by Load in
+// the same statement as the record and the receipt (one round trip), so
+// replicas whose clocks disagree judge deadlines, quiet times and
+// retention by one clock (see store/tx_time.go); there is no estimate, so
+// no lag (TxOptions.ClockLag 0). Options.CallerClock decides at the
+// caller's Now instead, for tests that drive a virtual clock.
+//
+// # Schema
+//
+// The tables live in one PostgreSQL schema (Options.Schema, DefaultSchema
+// "fencegate"; one per service sharing a database): records (resource,
+// in_flight and paused flags with partial indexes, the record as
+// store/codec bytes), receipts (primary key (resource, fence, seq), an
+// index on (resource, operation ID), the receipt as store/codec bytes),
+// counts (receipts per resource, kept by the writes so that a Commit's
+// trim never counts rows), quarantine, enforcement (the ledger) and trust
+// (the pins) as JSON, and meta (the generation marker). Records and
+// receipts keep the codec bolt and memory keep: one encoding of the
+// domain types everywhere, decoded by one tested codec, and the columns
+// beside them are only what a query selects or orders by. Resources are
+// COLLATE "C" (byte order, which RecordsAfter and compaction promise); a
+// uint64 fence or sequence is stored as the bigint of the same order
+// (v - 2^63).
+//
+// # Migrations
+//
+// Open applies the schema's migrations (schema.go) at start, in one
+// transaction under an advisory lock, so two sidecars starting together
+// migrate one after the other: the schema_version table holds the
+// version, each missing migration runs in order, and a version newer than
+// SchemaVersion is refused (ErrSchemaTooNew): an older sidecar never
+// writes under rules it does not know. Migrations only go forward; a
+// release that changes the schema adds one.
+//
+// # Data loss
+//
+// Store.Generation is the meta table's marker, written once (INSERT ... ON
+// CONFLICT DO NOTHING) when missing. The sidecar's outside anchor
+// (store/anchor) tells the store which marker to expect
+// (ExpectGeneration); every transaction then reads the marker in its own
+// snapshot and fails closed with ErrGenerationChanged (STORE_UNAVAILABLE,
+// /readyz failing through CheckGeneration) when it is missing or another:
+// an empty database in place of the old one, another service's, or one
+// restored from before the marker. A restore from a backup taken after
+// the marker keeps the marker; what such a restore set back is caught by
+// the anchor's per-resource progress (docs/design.md, section 16).
+//
+// # Library mode
+//
+// Store.In returns a store.Store whose every call runs inside a
+// transaction the caller began on the same database (at SERIALIZABLE):
+// the store's own Begin, Commit, ... (validation, the pure decisions, the
+// quarantine merge) in the service's transaction, so the fence's record
+// and receipt commit or roll back with the service's rows. Nothing is
+// retried there: IsRetryable tells the caller to run its transaction
+// again. Lower down, TxOn is the store.Tx over such a transaction and
+// CheckIn checks the generation marker in it.
+package postgres

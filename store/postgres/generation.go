@@ -1,0 +1,165 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegate/fencegate/store"
+)
+
+// ErrGenerationChanged is returned (wrapped) by every call of a store whose
+// database lost its data: the generation marker (the meta table's row
+// "generation") is missing or is not the one expected, as in a database
+// restored from a backup taken before the marker was written, an empty
+// database in place of the old one, or another service's. It wraps none of
+// the store's sentinel errors, so the proxy answers STORE_UNAVAILABLE; it
+// lasts until ExpectGeneration is called with the marker now in place
+// (the sidecar does that once an operator acknowledged the loss at its
+// outside anchor).
+var ErrGenerationChanged = errors.New("store/postgres: the PostgreSQL store lost data (its generation marker changed)")
+
+// generation tracks the marker this store expects: "" while none is
+// (no Options.ExpectedGeneration, no ExpectGeneration yet).
+type generation struct {
+	mu       sync.Mutex
+	expected string
+	lost     error
+}
+
+// expect returns the marker expected and the loss already detected.
+func (s *Store) expect() (string, error) {
+	s.gen.mu.Lock()
+	defer s.gen.mu.Unlock()
+	return s.gen.expected, s.gen.lost
+}
+
+// check compares the marker read (ok false: missing) with expected and, on
+// a mismatch, fails the store closed.
+func (s *Store) check(got string, ok bool, expected string) error {
+	if expected == "" || ok && got == expected {
+		return nil
+	}
+	s.gen.mu.Lock()
+	defer s.gen.mu.Unlock()
+	if s.gen.expected != expected {
+		return nil // ExpectGeneration moved on meanwhile
+	}
+	if s.gen.lost == nil {
+		if !ok {
+			s.gen.lost = fmt.Errorf("%w: marker missing, want %s (an empty or replaced database)", ErrGenerationChanged, expected)
+		} else {
+			s.gen.lost = fmt.Errorf("%w: marker %q, want %s (another data set)", ErrGenerationChanged, got, expected)
+		}
+	}
+	return s.gen.lost
+}
+
+// checkIn reads the marker in the transaction q and checks it, when one is
+// expected: every transaction of the store decides on a data set whose
+// marker it saw in the same snapshot.
+func (s *Store) checkIn(ctx context.Context, q querier) error {
+	expected, err := s.expect()
+	if err != nil || expected == "" {
+		return err
+	}
+	got, ok, err := s.readMarker(ctx, q)
+	if err != nil {
+		return err
+	}
+	return s.check(got, ok, expected)
+}
+
+// readMarker reads the generation marker (ok false when missing).
+func (s *Store) readMarker(ctx context.Context, q querier) (string, bool, error) {
+	var got string
+	err := q.QueryRow(ctx, s.q.generation).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, dbErr("read generation", err)
+	}
+	return got, true, nil
+}
+
+// Generation implements store.Store: the meta table's generation marker,
+// written (a store.NewGeneration) when it is missing, as in a new
+// database. It answers even while the store refuses calls for a loss (the
+// marker is what an operator acknowledges); a marker of another shape is
+// store.ErrCorrupt. Writing a marker anew does not hide a loss from a
+// store that expects the old one: that store sees another marker and
+// stays closed.
+func (s *Store) Generation(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if s.closed.Load() {
+		return "", store.ErrClosed
+	}
+	ctx = context.WithoutCancel(ctx)
+	if _, err := s.pool.Exec(ctx, s.q.initGeneration, store.NewGeneration()); err != nil {
+		return "", wrap("write generation", err)
+	}
+	got, ok, err := s.readMarker(ctx, s.pool)
+	if err != nil {
+		return "", wrap("generation", err)
+	}
+	if !ok {
+		return "", wrap("generation", errors.New("marker vanished"))
+	}
+	if err := store.ValidateGeneration(got); err != nil {
+		return "", fmt.Errorf("store/postgres: generation marker %q: %v: %w", got, err, store.ErrCorrupt)
+	}
+	return got, nil
+}
+
+// ExpectGeneration makes gen the marker every later call must see, and
+// reads the marker now: a missing or different one fails the store closed
+// with ErrGenerationChanged, which is also returned; a matching one lifts
+// an earlier loss. store/anchor calls it with the generation registered
+// at the registry.
+func (s *Store) ExpectGeneration(ctx context.Context, gen string) error {
+	if err := store.ValidateGeneration(gen); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	s.gen.mu.Lock()
+	s.gen.expected, s.gen.lost = gen, nil
+	s.gen.mu.Unlock()
+	return s.CheckGeneration(ctx)
+}
+
+// GenerationLoss returns the loss detected (wrapping ErrGenerationChanged),
+// or nil while the store trusts its database.
+func (s *Store) GenerationLoss() error {
+	_, err := s.expect()
+	return err
+}
+
+// ExpectedGeneration returns the marker the store expects ("" when none).
+func (s *Store) ExpectedGeneration() string {
+	g, _ := s.expect()
+	return g
+}
+
+// CheckGeneration reads the marker now and returns the loss, if any, as a
+// transition would: readiness probes call it, so a replaced database shows
+// before the next write is refused. A query error is returned as it is
+// (the database is unreachable, not known to have lost data).
+func (s *Store) CheckGeneration(ctx context.Context) error {
+	expected, err := s.expect()
+	if err != nil || expected == "" {
+		return err
+	}
+	got, ok, err := s.readMarker(ctx, s.pool)
+	if err != nil {
+		return wrap("check generation", err)
+	}
+	return s.check(got, ok, expected)
+}

@@ -1,0 +1,78 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegate/fencegate/store"
+)
+
+// In returns a store.Store whose every call runs inside tx, a transaction
+// the caller began on the store's database (at SERIALIZABLE) and commits
+// or rolls back: library mode's acceptance point. Its Begin, Commit, ...
+// are the very operations of the store (store.NewTxBackend: validate,
+// load, decide at the transaction's time, write the Change), so a
+// service's own writes in tx commit or roll back with the fence's record
+// and receipt. Each call first checks the generation marker in tx as
+// Update does. A call is not retried (the transaction is the caller's):
+// an error that IsRetryable says so (a serialization failure, a deadlock)
+// means the caller runs its whole transaction again, and any error of
+// PostgreSQL has aborted tx (PostgreSQL's rule), so the caller rolls it
+// back. A decision's error (store.ErrNotInFlight, ...) writes nothing.
+// Close does nothing: tx and the Store stay the caller's.
+func (s *Store) In(tx pgx.Tx) store.Store {
+	return store.NewTxBackend(&inTx{s: s, tx: tx}, store.TxOptions{MaxResponseBody: s.maxBody})
+}
+
+// IsRetryable reports whether err is PostgreSQL's serialization failure
+// (40001) or deadlock (40P01): the transaction was rolled back and runs
+// again.
+func IsRetryable(err error) bool { return retryable(err) }
+
+// inTx is the store.TxStore of In: every transaction is the caller's tx.
+type inTx struct {
+	s  *Store
+	tx pgx.Tx
+}
+
+func (b *inTx) Update(ctx context.Context, op string, fn func(store.Tx) error) error {
+	if err := b.s.enter(ctx); err != nil {
+		return err
+	}
+	if err := b.s.checkIn(ctx, b.tx); err != nil {
+		return b.s.wrap(op, err)
+	}
+	err := fn(b.s.TxOn(ctx, b.tx))
+	if err != nil && isPostgres(err) {
+		return wrap(op, err)
+	}
+	return err
+}
+
+func (b *inTx) View(ctx context.Context, fn func(store.Tx) error) error {
+	return b.Update(ctx, "view", fn)
+}
+
+// Generation reads the marker in tx (store.Store.Generation's rules: one
+// is written when missing).
+func (b *inTx) Generation(ctx context.Context) (string, error) {
+	if _, err := b.tx.Exec(ctx, b.s.q.initGeneration, store.NewGeneration()); err != nil {
+		return "", wrap("write generation", err)
+	}
+	got, ok, err := b.s.readMarker(ctx, b.tx)
+	if err != nil {
+		return "", wrap("generation", err)
+	}
+	if !ok {
+		return "", wrap("generation", errors.New("marker vanished"))
+	}
+	if err := store.ValidateGeneration(got); err != nil {
+		return "", fmt.Errorf("store/postgres: generation marker %q: %v: %w", got, err, store.ErrCorrupt)
+	}
+	return got, nil
+}
+
+func (b *inTx) Close() error { return nil }

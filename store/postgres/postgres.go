@@ -1,0 +1,408 @@
+package postgres
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/store"
+)
+
+// DefaultSchema is the PostgreSQL schema the tables live in when
+// Options.Schema is empty.
+const DefaultSchema = "fencegate"
+
+// DefaultMaxAttempts bounds the attempts of one call under serialization
+// failures when Options.MaxAttempts is zero.
+const DefaultMaxAttempts = 100
+
+// Backoff between attempts: full jitter, doubling from backoffBase up to
+// backoffMax (as store/redis).
+const (
+	backoffBase = 200 * time.Microsecond
+	backoffMax  = 20 * time.Millisecond
+)
+
+// ErrContention is returned (wrapped) when a call's transaction failed to
+// serialize Options.MaxAttempts times in a row. Nothing was written by
+// that call.
+var ErrContention = errors.New("store/postgres: too much contention on the resource")
+
+// Options configures a PostgreSQL store.
+type Options struct {
+	// DSN is the connection string (Open only; required there): a URL
+	// (postgres://...) or key=value pairs, as libpq reads them.
+	DSN string
+	// TLS, when set, replaces the TLS configuration the DSN's sslmode
+	// makes (Open only): the sidecar builds one that re-reads rotated
+	// files.
+	TLS *tls.Config
+	// MaxConns and MinConns bound the pool (Open only; pgxpool's defaults
+	// when zero).
+	MaxConns, MinConns int32
+	// ConnectTimeout bounds a connection's dial and handshake (Open only).
+	ConnectTimeout time.Duration
+	// StatementTimeout is the server's statement_timeout for the store's
+	// sessions (Open only; the server's setting when zero).
+	StatementTimeout time.Duration
+
+	// Schema is the PostgreSQL schema of the store's tables (DefaultSchema
+	// when empty), so that several services can share one database.
+	Schema string
+	// MaxResponseBody is the stored response body limit (see
+	// store.BodyLimit).
+	MaxResponseBody int
+	// MaxAttempts bounds the attempts of one call whose transaction fails
+	// to serialize (DefaultMaxAttempts when zero); past it the call fails
+	// with ErrContention.
+	MaxAttempts int
+	// CallerClock makes every call decide at its input's Now instead of
+	// the server's clock_timestamp(). Leave it off when several sidecars
+	// share the store (their skew would move when a mutation counts as
+	// expired); the conformance suite, which drives a virtual clock, sets
+	// it.
+	CallerClock bool
+	// ExpectedGeneration, when set, is the generation marker every call
+	// must see (the sidecar takes it from its outside anchor; see
+	// Store.ExpectGeneration).
+	ExpectedGeneration string
+}
+
+// Store is the PostgreSQL backend. It implements store.Store (the methods
+// of store.NewTxBackend over its transactions) and store.TxStore.
+type Store struct {
+	txBackend
+
+	pool        *pgxpool.Pool
+	owned       bool
+	q           queries
+	schema      string
+	maxAttempts int
+	maxBody     int
+	callerClock bool
+	closed      atomic.Bool
+	gen         generation
+	// retried counts the transactions run again after a serialization
+	// failure or a deadlock.
+	retried atomic.Int64
+}
+
+// txBackend is the store.Store that store.NewTxBackend makes of a Store,
+// embedded so that its methods are the Store's.
+type txBackend = store.Store
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.TxStore = (*Store)(nil)
+)
+
+// Open connects a pool to opts.DSN, checks the server answers, applies the
+// schema's migrations (schema.go) and returns a store over it; Close
+// closes the pool.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	cfg, err := poolConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store/postgres: open: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store/postgres: open %s: %w", cfg.ConnConfig.Host, err)
+	}
+	s, err := New(ctx, pool, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// poolConfig builds the pool's configuration from opts.
+func poolConfig(opts Options) (*pgxpool.Config, error) {
+	if opts.DSN == "" {
+		return nil, errors.New("store/postgres: open: DSN required")
+	}
+	cfg, err := pgxpool.ParseConfig(opts.DSN)
+	if err != nil {
+		// pgconn's parse error may quote the DSN, password included.
+		return nil, errors.New("store/postgres: open: the DSN does not parse")
+	}
+	if opts.TLS != nil {
+		cfg.ConnConfig.TLSConfig = opts.TLS
+		cfg.ConnConfig.Fallbacks = nil // no plaintext fallback
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.MinConns > 0 {
+		cfg.MinConns = opts.MinConns
+	}
+	if opts.ConnectTimeout > 0 {
+		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	}
+	if opts.StatementTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
+	}
+	return cfg, nil
+}
+
+// New returns a store over pool (which the caller keeps and closes),
+// applying the schema's migrations first.
+func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	schema := opts.Schema
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	if opts.ExpectedGeneration != "" {
+		if err := store.ValidateGeneration(opts.ExpectedGeneration); err != nil {
+			return nil, err
+		}
+	}
+	if err := migrate(ctx, pool, schema); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		pool:        pool,
+		q:           newQueries(schema),
+		schema:      schema,
+		maxAttempts: opts.MaxAttempts,
+		maxBody:     opts.MaxResponseBody,
+		callerClock: opts.CallerClock,
+	}
+	if s.maxAttempts <= 0 {
+		s.maxAttempts = DefaultMaxAttempts
+	}
+	s.gen.expected = opts.ExpectedGeneration
+	// Compaction one resource per transaction: a SERIALIZABLE transaction
+	// over every resource would conflict with any write meanwhile and run
+	// again from the start; a small one conflicts only with its resource's.
+	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody, CompactEachResource: true})
+	return s, nil
+}
+
+// Schema returns the PostgreSQL schema of the store's tables.
+func (s *Store) Schema() string { return s.schema }
+
+// Retried returns how many transactions ran again after a serialization
+// failure or a deadlock.
+func (s *Store) Retried() int64 { return s.retried.Load() }
+
+// Close implements store.Store: later calls return store.ErrClosed; the
+// pool is closed when Open made it.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.owned {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// Update implements store.TxStore: fn runs in one SERIALIZABLE
+// transaction, run again (with a jittered backoff after the second run)
+// when PostgreSQL aborts it for a serialization failure or a deadlock, at
+// most Options.MaxAttempts times, then the call fails with ErrContention.
+// An error of fn that is not PostgreSQL's (a decision's) is returned as
+// it is, after the transaction committed its reads (SERIALIZABLE reads
+// are valid only once their transaction commits) when fn wrote nothing,
+// or rolled back when it did.
+func (s *Store) Update(ctx context.Context, op string, fn func(store.Tx) error) error {
+	return s.run(ctx, op, false, fn)
+}
+
+// View implements store.TxStore: fn runs in a SERIALIZABLE READ ONLY
+// transaction, retried as Update's.
+func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
+	return s.run(ctx, "view", true, fn)
+}
+
+// run runs fn in transactions until one is not aborted for a
+// serialization failure.
+func (s *Store) run(ctx context.Context, op string, readOnly bool, fn func(store.Tx) error) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	for i := range s.maxAttempts {
+		if i > 1 {
+			// Real time only spaces retries; nothing is decided by it.
+			clock.Sleep(clock.Real(), backoff(i-1), nil)
+		}
+		err := s.attempt(ctx, readOnly, fn)
+		if !retryable(err) {
+			return s.wrap(op, err)
+		}
+		s.retried.Add(1)
+	}
+	return wrap(op, ErrContention)
+}
+
+// enter refuses a call on a closed store, a done ctx or a store that
+// detected a loss.
+func (s *Store) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	_, err := s.expect()
+	return err
+}
+
+// attempt runs fn once in a transaction on a connection of the pool.
+// BEGIN and the read of the generation marker go in one round trip; a
+// connection left in a transaction (a failed ROLLBACK) is closed by the
+// pool when released.
+func (s *Store) attempt(ctx context.Context, readOnly bool, fn func(store.Tx) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if err := s.begin(ctx, conn, readOnly); err != nil {
+		return err
+	}
+	ended := false
+	defer func() {
+		if !ended {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	t := &Tx{ctx: ctx, tx: conn, q: &s.q, schema: s.schema, callerClock: s.callerClock}
+	ferr := fn(t)
+	if ferr != nil && (t.wrote || isPostgres(ferr)) {
+		return ferr
+	}
+	// A decision's error too: its reads count once they commit.
+	ended = true
+	tag, err := conn.Exec(ctx, "COMMIT")
+	if err != nil {
+		return err
+	}
+	if tag.String() == "ROLLBACK" {
+		return errors.New("the transaction was rolled back at COMMIT")
+	}
+	if ferr != nil {
+		return final{ferr}
+	}
+	return nil
+}
+
+// begin starts a SERIALIZABLE transaction on conn and, when a generation
+// is expected, reads and checks the marker in the same round trip.
+func (s *Store) begin(ctx context.Context, conn *pgxpool.Conn, readOnly bool) error {
+	expected, err := s.expect()
+	if err != nil {
+		return err
+	}
+	begin := "BEGIN ISOLATION LEVEL SERIALIZABLE"
+	if readOnly {
+		begin += " READ ONLY"
+	}
+	if expected == "" {
+		_, err := conn.Exec(ctx, begin)
+		return dbErr("begin", err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(begin)
+	b.Queue(s.q.generation)
+	br := conn.SendBatch(ctx, b)
+	var got string
+	ok := true
+	_, err = br.Exec()
+	if err == nil {
+		if err = br.QueryRow().Scan(&got); errors.Is(err, pgx.ErrNoRows) {
+			ok, err = false, nil
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return dbErr("begin", err)
+	}
+	if err := s.check(got, ok, expected); err != nil {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		return err
+	}
+	return nil
+}
+
+// final carries fn's own error out of an attempt, returned unwrapped.
+type final struct{ err error }
+
+func (f final) Error() string { return f.err.Error() }
+func (f final) Unwrap() error { return f.err }
+
+// wrap names op in an error of PostgreSQL or of the connection; fn's own
+// errors and a detected loss are returned as they are.
+func (s *Store) wrap(op string, err error) error {
+	var f final
+	if errors.As(err, &f) {
+		return f.err
+	}
+	if err == nil || errors.Is(err, ErrGenerationChanged) {
+		return err
+	}
+	return wrap(op, err)
+}
+
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("store/postgres: %s: %w", op, err)
+}
+
+// dbError is an error of a query a Tx ran: PostgreSQL's, or the
+// connection's.
+type dbError struct {
+	what string
+	err  error
+}
+
+func (e *dbError) Error() string { return e.what + ": " + e.err.Error() }
+func (e *dbError) Unwrap() error { return e.err }
+
+// dbErr wraps a query's error (nil stays nil).
+func dbErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &dbError{what: what, err: err}
+}
+
+// isPostgres reports whether err came from a query (rather than from a
+// decision or the store's checks of what it read).
+func isPostgres(err error) bool {
+	var de *dbError
+	var pe *pgconn.PgError
+	return errors.As(err, &de) || errors.As(err, &pe)
+}
+
+// retryable reports a serialization failure (40001) or a deadlock
+// (40P01): PostgreSQL rolled the transaction back, so it runs again.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+func backoff(attempt int) time.Duration {
+	d := backoffBase << min(attempt, 16)
+	return time.Duration(rand.Int64N(int64(min(d, backoffMax)) + 1))
+}
