@@ -175,6 +175,24 @@ type soakSample struct {
 	// CPUPer1k is the proxy's core-seconds per 1,000 requests over the
 	// interval; NaN when not known.
 	CPUPer1k float64
+	// Slow counts, over the interval, the sidecar's operations that took
+	// longer than slowOver, by where the time went (soakSlowSources:
+	// its store, its anchor's registry calls, its backend), from its
+	// latency histograms; NaN when not known. A stalled window names its
+	// cause here.
+	Slow      [3]float64
+	slowTotal [3]float64 // the histograms' counts above slowOver so far
+}
+
+// slowOver is the duration above which Slow counts an operation: a bucket
+// bound of every latency histogram the sidecar exports.
+const slowOver = 0.4096
+
+// soakSlowSources are the histograms Slow reads, in its order.
+var soakSlowSources = [3]struct{ label, family string }{
+	{"store", "fencegate_proxy_store_seconds"},
+	{"anchor", "fencegate_proxy_anchor_call_seconds"},
+	{"backend", "fencegate_proxy_backend_seconds"},
 }
 
 // MarshalJSON writes NaN (not known) as null.
@@ -183,7 +201,8 @@ func (s soakSample) MarshalJSON() ([]byte, error) {
 		"non2xxAndErrors": s.Bad, "rssKiB": s.RSS.RSS, "rssAnonKiB": s.RSS.Anon, "rssFileKiB": s.RSS.File,
 		"rssShmemKiB": s.RSS.Shmem, "hwmKiB": s.RSS.HWM, "proxyCpuSeconds": jsonNum(s.CPU),
 		"proxyCoreSecondsPer1k": jsonNum(s.CPUPer1k), "storeReceipts": jsonNum(s.Receipts), "storeBytes": jsonNum(s.StoreBytes),
-		"p50Ms": jsonNum(s.P50), "p99Ms": jsonNum(s.P99), "addedP50Ms": jsonNum(s.AddP50), "addedP99Ms": jsonNum(s.AddP99)})
+		"p50Ms": jsonNum(s.P50), "p99Ms": jsonNum(s.P99), "addedP50Ms": jsonNum(s.AddP50), "addedP99Ms": jsonNum(s.AddP99),
+		"slowStoreOps": jsonNum(s.Slow[0]), "slowAnchorCalls": jsonNum(s.Slow[1]), "slowBackendCalls": jsonNum(s.Slow[2])})
 }
 
 // soakWindow is one fixed window of the soak: the requests that ended in
@@ -384,10 +403,11 @@ func (s *stack) soakArm(ctx context.Context, o options, f fgArm, direct *soakBas
 	start := s.ck.Now()
 	rec := newIntervalRecorder(start, soakWindowWidth)
 	prevCPU, prevElapsed := math.NaN(), 0.0
+	prevSlow := [3]float64{math.NaN(), math.NaN(), math.NaN()}
 	take := func() {
 		requests, total, bad, lat := rec.take()
 		sm := soakSample{Elapsed: clock.Since(s.ck, start).Seconds(), Requests: requests, Total: total, Bad: bad,
-			CPU: math.NaN(), Receipts: math.NaN(), StoreBytes: math.NaN()}
+			CPU: math.NaN(), Receipts: math.NaN(), StoreBytes: math.NaN(), slowTotal: [3]float64{math.NaN(), math.NaN(), math.NaN()}}
 		if m, err := readRSS(pid); err == nil {
 			sm.RSS = m
 		}
@@ -402,8 +422,13 @@ func (s *stack) soakArm(ctx context.Context, o options, f fgArm, direct *soakBas
 			if v, err := parseMetric(page, "fencegate_proxy_store_bytes"); err == nil {
 				sm.StoreBytes = v
 			}
+			sm.slowTotal = slowTotals(page)
 		}
 		cancel()
+		for i := range sm.Slow {
+			sm.Slow[i] = sm.slowTotal[i] - prevSlow[i]
+		}
+		prevSlow = sm.slowTotal
 		sm.CPUPer1k = perThousand(sm.CPU-prevCPU, requests)
 		if d := sm.Elapsed - prevElapsed; d > 0 {
 			sm.RPS = float64(requests) / d
@@ -454,9 +479,10 @@ func perThousand(cpu float64, requests int) float64 {
 
 // soakProgressLine is a sample's progress line on stderr.
 func soakProgressLine(arm string, sm soakSample, total time.Duration) string {
-	return fmt.Sprintf("soak %-22s %6.0fs/%.0fs  req %7d (%5.0f/s)  bad %d  RSS %6.1f MiB (anon %5.1f, file %5.1f)  core-s/1k %s  receipts %s (store %s MiB)  p50 %s ms  p99 %s ms",
+	return fmt.Sprintf("soak %-22s %6.0fs/%.0fs  req %7d (%5.0f/s)  bad %d  RSS %6.1f MiB (anon %5.1f, file %5.1f)  core-s/1k %s  receipts %s (store %s MiB)  p50 %s ms  p99 %s ms  slow>%.0fms store/anchor/backend %s/%s/%s",
 		arm, sm.Elapsed, total.Seconds(), sm.Total, sm.RPS, sm.Bad, mib(sm.RSS.RSS), mib(sm.RSS.Anon), mib(sm.RSS.File),
-		fmtNum(sm.CPUPer1k, 3), fmtNum(sm.Receipts, 0), fmtNum(sm.StoreBytes/(1<<20), 1), fmtNum(sm.P50, 2), fmtNum(sm.P99, 2))
+		fmtNum(sm.CPUPer1k, 3), fmtNum(sm.Receipts, 0), fmtNum(sm.StoreBytes/(1<<20), 1), fmtNum(sm.P50, 2), fmtNum(sm.P99, 2),
+		slowOver*1000, fmtNum(sm.Slow[0], 0), fmtNum(sm.Slow[1], 0), fmtNum(sm.Slow[2], 0))
 }
 
 // mib is KiB in MiB.

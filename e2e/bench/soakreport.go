@@ -11,6 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // soakTarget is issue 12's steady-state target and how a soak is judged
@@ -394,15 +398,17 @@ func renderSoakArm(p func(string, ...any), r *soakRun) {
 		ret.MaxPerResource, ret.MaxAge, ret.Interval, ret.BatchSize, ret.MaxPerResource*r.Workers, r.Workers)
 	p("`receipts` and `store MiB` are the sidecar's `fencegate_proxy_store_receipts` and `fencegate_proxy_store_bytes` gauges (bolt: the file's size; memory: the store's estimated heap), which it refreshes after each compaction pass (at start and every %s), so it lags by up to that. ", ret.Interval)
 	p("Requests, non-2xx, core-s/1k and latency are over the interval ending at the row's time; RSS columns are read at that time (`/proc/PID/status` VmRSS, RssAnon, RssFile).\n\n")
-	p("| elapsed s | requests | rps | non-2xx | RSS MiB | anon MiB | file MiB | core-s/1k | receipts | store MiB | p50 ms | p99 ms | +p50 ms | +p99 ms |\n")
-	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("`slow` columns count, over the interval, the sidecar's operations that took longer than %.0f ms, by where the time went: its store (`fencegate_proxy_store_seconds`), its anchor's registry calls (`fencegate_proxy_anchor_call_seconds`), its backend (`fencegate_proxy_backend_seconds`).\n\n", slowOver*1000)
+	p("| elapsed s | requests | rps | non-2xx | RSS MiB | anon MiB | file MiB | core-s/1k | receipts | store MiB | p50 ms | p99 ms | +p50 ms | +p99 ms | slow store | slow anchor | slow backend |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, sm := range r.Samples {
-		p("| %.0f | %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sm.Elapsed, sm.Requests, fmtNum(sm.RPS, 0), sm.Bad,
+		p("| %.0f | %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sm.Elapsed, sm.Requests, fmtNum(sm.RPS, 0), sm.Bad,
 			fmtNum(mib(sm.RSS.RSS), 1), fmtNum(mib(sm.RSS.Anon), 1), fmtNum(mib(sm.RSS.File), 1), fmtNum(sm.CPUPer1k, 3),
-			fmtNum(sm.Receipts, 0), fmtNum(sm.StoreBytes/(1<<20), 1), fmtNum(sm.P50, 2), fmtNum(sm.P99, 2), fmtNum(sm.AddP50, 2), fmtNum(sm.AddP99, 2))
+			fmtNum(sm.Receipts, 0), fmtNum(sm.StoreBytes/(1<<20), 1), fmtNum(sm.P50, 2), fmtNum(sm.P99, 2), fmtNum(sm.AddP50, 2), fmtNum(sm.AddP99, 2),
+			fmtNum(sm.Slow[0], 0), fmtNum(sm.Slow[1], 0), fmtNum(sm.Slow[2], 0))
 	}
 	s := r.Summary
-	p("| **summary** | %d | %s | %d | 1 min %s → end %s (slope %s/min) | end %s (%s/min) | end %s (%s/min) | **%s** (whole run) | | | | | | |\n\n",
+	p("| **summary** | %d | %s | %d | 1 min %s → end %s (slope %s/min) | end %s (%s/min) | end %s (%s/min) | **%s** (whole run) | | | | | | | | | |\n\n",
 		s.Requests, fmtNum(s.RPS, 0), s.Bad, fmtNum(s.RSSMinute1, 1), fmtNum(s.RSSEnd, 1), fmtSigned(s.Slope),
 		fmtNum(s.AnonEnd, 1), fmtSigned(s.AnonSlope), fmtNum(s.FileEnd, 1), fmtSigned(s.FileSlope), fmtNum(s.CPUPer1k, 3))
 	if len(r.Windows) > 0 {
@@ -440,6 +446,47 @@ var errMetric = errors.New("bench: metric")
 
 // parseMetric returns the value of the unlabelled sample name on a
 // Prometheus text-format page.
+// slowTotals reads, for each of soakSlowSources, how many observations of
+// its histogram (every label set) took longer than slowOver: its count
+// minus its bucket at slowOver. A histogram not on the page, or without
+// that bucket, is NaN.
+func slowTotals(page string) [3]float64 {
+	out := [3]float64{math.NaN(), math.NaN(), math.NaN()}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(page))
+	if err != nil {
+		return out
+	}
+	for i, src := range soakSlowSources {
+		if f := fams[src.family]; f != nil {
+			out[i] = slowIn(f)
+		}
+	}
+	return out
+}
+
+// slowIn is slowTotals of one histogram family (NaN without the bucket).
+func slowIn(f *dto.MetricFamily) float64 {
+	total := 0.0
+	for _, m := range f.GetMetric() {
+		h := m.GetHistogram()
+		if h == nil {
+			return math.NaN()
+		}
+		at := math.NaN()
+		for _, b := range h.GetBucket() {
+			if math.Abs(b.GetUpperBound()-slowOver) < 1e-9 {
+				at = float64(b.GetCumulativeCount())
+			}
+		}
+		if math.IsNaN(at) {
+			return math.NaN()
+		}
+		total += float64(h.GetSampleCount()) - at
+	}
+	return total
+}
+
 func parseMetric(page, name string) (float64, error) {
 	sc := bufio.NewScanner(strings.NewReader(page))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
