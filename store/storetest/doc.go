@@ -13,5 +13,8 @@
 // are tested in the backend's own package; BeginCommitLoop is the shared
 // driver for their benchmarks, and RunReopen checks what a durable backend
 // must keep across a reopen (the ledger, the pins, the generation,
-// compaction).
+// compaction). RunCrash (crash.go) is the crash-safety test every durable
+// backend runs: a child process writing the store is killed with SIGKILL
+// at random moments, and every commit it reported must have survived,
+// with no record half-written; CrashChild is that child's work.
 package storetest
