@@ -25,11 +25,11 @@ import (
 // tables (a store/postgres Store in schema fencegate) and an issuer of
 // real signed grants whose key the Fence's trust bundle holds.
 type world struct {
-	t     *testing.T
-	dsn   string
-	pool  *pgxpool.Pool
-	st    *postgres.Store
-	is    *verifytest.Issuer
+	t      *testing.T
+	dsn    string
+	pool   *pgxpool.Pool
+	st     *postgres.Store
+	is     *verifytest.Issuer
 	fence  *pgfence.Fence
 	bundle string
 	n      int
@@ -51,7 +51,8 @@ func newWorld(t *testing.T, opts ...pgfence.Option) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := pool.Exec(ctx, `CREATE TABLE invoices (batch text PRIMARY KEY, total bigint NOT NULL CHECK (total >= 0), applied int NOT NULL DEFAULT 0)`); err != nil {
+	if _, err := pool.Exec(ctx, `CREATE TABLE invoices (batch text PRIMARY KEY, total bigint NOT NULL CHECK (total >= 0), applied int NOT NULL DEFAULT 0);
+		CREATE TABLE racing (batch text PRIMARY KEY, value text NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
 	is := verifytest.NewIssuer(t, jwa.EdDSA)
@@ -70,6 +71,11 @@ type owner struct {
 	g            fencegate.Grant
 }
 
+// leaseOn is lease on another resource.
+func (w *world) leaseOn(res string, fence uint64) owner {
+	return w.lease(fence, func(g *fencegate.Grant) { g.Resource = res })
+}
+
 // lease issues a grant of fence (under a root of its own) to the default
 // owner, with a fresh HELD proof.
 func (w *world) lease(fence uint64, mut ...func(*fencegate.Grant)) owner {
@@ -84,7 +90,7 @@ func (w *world) lease(fence uint64, mut ...func(*fencegate.Grant)) owner {
 }
 
 func (o owner) request(seq uint64, payload string) pgfence.Request {
-	return pgfence.Request{Resource: resource, Caller: o.g.Owner, Grant: o.grant, Status: o.proof, Segment: seq, Payload: []byte(payload)}
+	return pgfence.Request{Resource: o.g.Resource, Caller: o.g.Owner, Grant: o.grant, Status: o.proof, Segment: seq, Payload: []byte(payload)}
 }
 
 // write is the service's fenced write: the fence, then the business
