@@ -63,7 +63,9 @@ func TestExampleRuns(t *testing.T) {
 	}
 	lease := func(n uint64) (grant, proof string) {
 		is.Now = clock.Real().Now()
-		g := is.Grant(func(g *fencegate.Grant) { g.Resource, g.FenceToken, g.OperationRoot = "invoice-batch/7", n, "root-"+string(rune('a'+n)) })
+		g := is.Grant(func(g *fencegate.Grant) {
+			g.Resource, g.FenceToken, g.OperationRoot = "invoice-batch/7", n, "root-"+string(rune('a'+n))
+		})
 		tok := is.Sign(g)
 		return string(tok), string(is.SignStatus(is.StatusFor(tok, g, is.Now)))
 	}
