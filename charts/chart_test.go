@@ -110,21 +110,16 @@ func checkScenario(t *testing.T, name string, objs []object, proxies, registries
 		if proxies != 1 {
 			t.Errorf("%d proxy.yaml, want 1", proxies)
 		}
-	case "sidecar-enforce-redis":
+	case "sidecar-enforce-redis", "sidecar-postgres":
 		count("StatefulSet", 0)
 		count("NetworkPolicy", 1)
 		count("PersistentVolumeClaim", 0) // a shared store needs no volume
 		if proxies != 1 {
 			t.Errorf("%d proxy.yaml, want 1", proxies)
 		}
-	case "sidecar-postgres":
-		count("StatefulSet", 0)
-		count("NetworkPolicy", 1)
-		count("PersistentVolumeClaim", 0) // a shared store needs no volume
-		if proxies != 1 {
-			t.Errorf("%d proxy.yaml, want 1", proxies)
+		if name == "sidecar-postgres" {
+			checkPostgresConfig(t, objs)
 		}
-		checkPostgresConfig(t, objs)
 	case "injector", "injector-no-cert-manager":
 		checkInjector(t, name, objs)
 	case "observability":

@@ -5,19 +5,11 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/fencegate/fencegate/client"
-	"github.com/fencegate/fencegate/identity"
-	"github.com/fencegate/fencegate/internal/pgtest"
-	"github.com/fencegate/fencegate/proxy"
 )
 
 const retriesSeries = `fencegate_proxy_store_retries_total{backend="postgres"}`
@@ -54,50 +46,12 @@ func scrape(t *testing.T, health, series string) (float64, bool) {
 // transaction took its snapshot, and committed while the write waited on
 // its lock) is run again and accepted, and the counter shows the rerun.
 func TestPostgresStoreRetriesMetric(t *testing.T) {
-	var forwarded atomic.Int64
-	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		forwarded.Add(1)
-		w.WriteHeader(http.StatusOK)
-	}))
-	defer back.Close()
-	dsn := pgtest.Database(t)
-	regURL, bundle := startRegistry(t)
-	cfg := Config{
-		Listen:   "127.0.0.1:0",
-		Backend:  proxy.BackendConfig{URL: back.URL, Timeout: 5 * time.Second},
-		Routes:   []proxy.RouteConfig{{Method: "PUT", Path: "/v1/items/{id}", Resource: "item/{id}", Status: proxy.RouteStatus{Mode: proxy.StatusRegistry}}},
-		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
-		Trust:    proxy.TrustConfig{Bundle: bundle},
-		Registry: RegistryConfig{URL: regURL},
-		Store:    StoreConfig{Backend: "postgres", Service: "pgretry", Identity: "sidecar", Postgres: PostgresStoreConfig{DSNFile: dsnFile(t, dsn), Schema: "pgretry"}},
-		Admin:    AdminConfig{Listen: "127.0.0.1:0"},
-		DataDir:  t.TempDir(),
-	}
-	s := serveUntilDone(t, cfg)
-	waitReady(t, s.AdminAddr(), true)
+	sc := startPostgresSidecar(t, "pgretry")
+	s, dsn, forwarded, put := sc.s, sc.dsn, sc.forwarded, sc.put
 	if v, ok := scrape(t, s.HealthAddr(), retriesSeries); !ok || v != 0 {
 		t.Fatalf("at start: %s = %v (present %v), want 0", retriesSeries, v, ok)
 	}
 	ctx := context.Background()
-	worker, err := client.New(regURL, client.WithIdentityHeader(identity.DefaultHeader, "worker"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := worker.Hold(ctx, "item/1", client.WithTTL(time.Minute), client.WithoutBackground())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Release(context.Background())
-	put := func(seq uint64) error {
-		req, _ := http.NewRequestWithContext(client.ContextWithSegment(ctx, seq), http.MethodPut, "http://"+s.Addr()+"/v1/items/1", strings.NewReader("x"))
-		req.Header.Set(identity.DefaultHeader, "worker")
-		resp, err := h.Transport().Client().Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		return client.ResponseError(resp)
-	}
 	if err := put(1); err != nil {
 		t.Fatalf("segment 1: %v", err)
 	}
