@@ -418,39 +418,17 @@ const stampPage = 256
 // time, so that the caller may write between pages (a connection runs
 // one statement at a time).
 func (t *Tx) Stamps(resource string) iter.Seq2[store.ReceiptStamp, error] {
-	return func(yield func(store.ReceiptStamp, error) bool) {
-		lastF, lastS := int64(-1<<63), int64(-1<<63)
-		first := true
-		for {
-			page, err := t.stampPage(resource, lastF, lastS, first)
-			if err != nil {
-				yield(store.ReceiptStamp{}, err)
-				return
-			}
-			for _, st := range page {
-				if !yield(st, nil) {
-					return
-				}
-			}
-			if len(page) < stampPage {
-				return
-			}
-			last := page[len(page)-1].Key
-			lastF, lastS, first = fenceKey(last.Fence), fenceKey(last.Seq), false
-		}
-	}
+	return store.PagedStamps(stampPage, func(_ int, last *store.ReceiptKey) ([]store.ReceiptStamp, error) {
+		return t.stampPage(resource, last)
+	})
 }
 
-// stampPage reads the receipts after (fence, seq) keys (f, s), or from
-// the first when first.
-func (t *Tx) stampPage(resource string, f, s int64, first bool) ([]store.ReceiptStamp, error) {
-	sql := t.q.stamps
-	if first {
-		sql = t.q.stampsFirst
-	}
-	args := []any{resource, f, s, stampPage}
-	if first {
-		args = []any{resource, stampPage}
+// stampPage reads the receipts after the key after, or from the first
+// when after is nil.
+func (t *Tx) stampPage(resource string, after *store.ReceiptKey) ([]store.ReceiptStamp, error) {
+	sql, args := t.q.stampsFirst, []any{resource, stampPage}
+	if after != nil {
+		sql, args = t.q.stamps, []any{resource, fenceKey(after.Fence), fenceKey(after.Seq), stampPage}
 	}
 	rows, err := t.tx.Query(t.ctx, sql, args...)
 	if err != nil {
