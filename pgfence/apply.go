@@ -209,20 +209,14 @@ func (f *Fence) refusal(ctx context.Context, req Request, r authn.Result, ref *a
 // the sidecar adds.
 func decisionProblem(res store.BeginResult) *fencegate.Problem {
 	p := fencegate.NewProblem(res.Code(), res.Detail)
-	switch res.Decision {
-	case store.DecisionMutationUnknown:
-		if res.Mutation != nil {
-			p.With("operationId", res.Mutation.OperationID)
-		}
-	case store.DecisionSegmentConflict:
-		if res.Quarantine != nil {
-			p.With("quarantineId", res.Quarantine.ID)
-		}
-	case store.DecisionStaleOwner, store.DecisionFenceRegression:
-		p.With("highestFence", res.Record.HighestFence)
-	case store.DecisionSegmentGap:
-		p.With("lastSegment", res.Record.LastSeq)
-	case store.DecisionBusy:
+	members, known := res.Members()
+	if !known {
+		p.Detail = fmt.Sprintf("unexpected store decision %q", res.Decision)
+	}
+	for k, v := range members {
+		p.With(k, v)
+	}
+	if res.Decision == store.DecisionBusy {
 		p.With("retryable", true)
 	}
 	return p
