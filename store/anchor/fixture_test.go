@@ -114,10 +114,11 @@ func (r *redisBackend) Restore(t testing.TB, snap string) {
 }
 func (r *redisBackend) Wipe(t testing.TB) { t.Helper(); r.srv.Wipe() }
 
-// backends are the stores with data that can be restored: bolt, and redis
-// when a redis-server is installed.
+// backends are the stores with data that can be restored: bolt,
+// postgres (the machine's PostgreSQL; pgtest fails the test when it does
+// not answer), and redis when a redis-server is installed.
 func backends(t *testing.T) []backend {
-	out := []backend{newBolt(t)}
+	out := []backend{newBolt(t), newPostgres(t)}
 	if _, err := redistest.Binary(); err == nil {
 		out = append(out, newRedis(t))
 	} else {
