@@ -40,7 +40,8 @@
 // the Change in one round trip (WATCH and MULTI/EXEC for compaction), with
 // no second implementation of the rules to drift. A new backend is one
 // package implementing TxStore and Tx, checked by storetest: store/postgres
-// is one SERIALIZABLE transaction per operation, retried on serialization
+// is one transaction per operation (the resource's record locked, or
+// SERIALIZABLE for whole sets), retried on serialization
 // failures.
 //
 // # Begin's decision table

@@ -9,14 +9,16 @@ import (
 )
 
 // In returns a store.Store whose every call runs inside tx, a transaction
-// the caller began on the store's database (at SERIALIZABLE) and commits
-// or rolls back: library mode's acceptance point. Its Begin, Commit, ...
+// the caller began on the store's database (at any isolation level: the
+// per-resource operations lock the record first, as Update's do) and
+// commits or rolls back. Its Begin, Commit, ...
 // are the very operations of the store (store.NewTxBackend: validate,
 // load, decide at the transaction's time, write the Change), so a
 // service's own writes in tx commit or roll back with the fence's record
 // and receipt. Each call first checks the generation marker in tx as
 // Update does. A call is not retried (the transaction is the caller's):
-// an error that IsRetryable says so (a serialization failure, a deadlock)
+// an error that IsRetryable says so (a serialization failure, a deadlock,
+// a record created concurrently)
 // means the caller runs its whole transaction again, and any error of
 // PostgreSQL has aborted tx (PostgreSQL's rule), so the caller rolls it
 // back. A decision's error (store.ErrNotInFlight, ...) writes nothing.
@@ -47,7 +49,9 @@ func (b *inTx) Update(ctx context.Context, op string, fn func(store.Tx) error) e
 	if err := b.s.checkIn(ctx, b.tx); err != nil {
 		return b.s.wrap(op, err)
 	}
-	err := fn(b.s.TxOn(ctx, b.tx))
+	t := b.s.TxOn(ctx, b.tx)
+	t.lockOnLoad = lockedOps[op] // safe at any isolation level, as Update's
+	err := fn(t)
 	if err != nil && isPostgres(err) {
 		return wrap(op, err)
 	}

@@ -40,22 +40,7 @@ var ErrRecordRace = errors.New("store/postgres: the resource's record was create
 func (s *Store) TxFor(ctx context.Context, tx pgx.Tx, resource string, key *store.ReceiptKey, savepoint string) (*Tx, error) {
 	t := s.TxOn(ctx, tx)
 	t.savepoint, t.deferred = savepoint, true
-	b := &pgx.Batch{}
-	if savepoint != "" {
-		b.Queue("SAVEPOINT " + pgx.Identifier{savepoint}.Sanitize())
-	}
-	b.Queue(s.q.lockRecord, resource)
-	if key == nil {
-		b.Queue(s.q.loadNoReceipt, resource)
-	} else {
-		b.Queue(s.q.load, resource, fenceKey(key.Fence), fenceKey(key.Seq))
-	}
-	br := tx.SendBatch(ctx, b)
-	err := t.readOpening(br, resource, key)
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = dbErr("lock record", cerr)
-	}
-	if err != nil {
+	if err := t.open(resource, key, savepoint); err != nil {
 		// The savepoint was set before the failing statement, or the
 		// transaction was already aborted (then this fails too).
 		_ = t.RollbackTo()
@@ -64,9 +49,38 @@ func (s *Store) TxFor(ctx context.Context, tx pgx.Tx, resource string, key *stor
 	return t, nil
 }
 
-// readOpening reads TxFor's batch: the savepoint, the lock, the load.
-func (t *Tx) readOpening(br pgx.BatchResults, resource string, key *store.ReceiptKey) error {
-	if t.savepoint != "" {
+// open locks resource's record and loads it with the receipt of key, in
+// one round trip (after setting savepoint, unless it is ""): the lock
+// statement first, so that under READ COMMITTED the load, a statement of
+// its own, sees what the last transaction to change the record left
+// (every receipt of the resource included). A missing record is noted
+// (absent) for the plain INSERT of its first write. Tx.Load then answers
+// from what open read.
+func (t *Tx) open(resource string, key *store.ReceiptKey, savepoint string) error {
+	b := &pgx.Batch{}
+	if savepoint != "" {
+		b.Queue("SAVEPOINT " + pgx.Identifier{savepoint}.Sanitize())
+	}
+	b.Queue(t.q.lockRecord, resource)
+	if key == nil {
+		b.Queue(t.q.loadNoReceipt, resource)
+	} else {
+		b.Queue(t.q.load, resource, fenceKey(key.Fence), fenceKey(key.Seq))
+	}
+	br := t.tx.SendBatch(t.ctx, b)
+	err := t.readOpening(br, resource, key, savepoint != "")
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = dbErr("lock record", cerr)
+	}
+	if err == nil {
+		t.lockedRes = resource
+	}
+	return err
+}
+
+// readOpening reads open's batch: the savepoint, the lock, the load.
+func (t *Tx) readOpening(br pgx.BatchResults, resource string, key *store.ReceiptKey, savepoint bool) error {
+	if savepoint {
 		if _, err := br.Exec(); err != nil {
 			return dbErr("savepoint", err)
 		}
@@ -110,7 +124,15 @@ func (t *Tx) loadOpened(resource string, key *store.ReceiptKey) (recB, rcB []byt
 // concurrent creation rather than overwriting it.
 func (t *Tx) putNewRecord(r store.Record) error {
 	t.absent = ""
-	return t.exec("insert record", t.q.insertRecord, r.Resource, r.InFlight != nil, r.Pause != nil, codec.EncodeRecord(nil, r))
+	args := []any{r.Resource, r.InFlight != nil, r.Pause != nil, codec.EncodeRecord(nil, r)}
+	if t.deferred {
+		return t.exec("insert record", t.q.insertRecord, args...)
+	}
+	t.wrote = true
+	if _, err := t.tx.Exec(t.ctx, t.q.insertRecord, args...); err != nil {
+		return writeErr("insert record", err)
+	}
+	return nil
 }
 
 // queued is a write a TxFor's Tx holds until Release.
@@ -134,7 +156,7 @@ func (t *Tx) flush(last string) error {
 	}
 	pending := t.pending
 	t.pending = nil
-	br := t.tx.(pgx.Tx).SendBatch(t.ctx, b)
+	br := t.tx.SendBatch(t.ctx, b)
 	var err error
 	for _, q := range pending {
 		if _, err = br.Exec(); err != nil {
@@ -187,5 +209,5 @@ func (t *Tx) RollbackTo() error {
 	b := &pgx.Batch{}
 	b.Queue("ROLLBACK TO SAVEPOINT " + sp)
 	b.Queue("RELEASE SAVEPOINT " + sp)
-	return dbErr("rollback to savepoint", t.tx.(pgx.Tx).SendBatch(t.ctx, b).Close())
+	return dbErr("rollback to savepoint", t.tx.SendBatch(t.ctx, b).Close())
 }

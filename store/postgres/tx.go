@@ -21,6 +21,7 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // Tx is a store.Tx over one PostgreSQL transaction. Its reads and writes
@@ -46,6 +47,11 @@ type Tx struct {
 	opened    *opened
 	deferred  bool
 	pending   []queued
+	// lockOnLoad makes Load lock the record first (open): a transaction
+	// at READ COMMITTED of Update's per-resource operations (lockedOps);
+	// lockedRes is the resource whose record it holds.
+	lockOnLoad bool
+	lockedRes  string
 }
 
 var _ store.Tx = (*Tx)(nil)
@@ -54,7 +60,7 @@ var _ store.Tx = (*Tx)(nil)
 // began (and commits or rolls back) on the store's database: library mode
 // decides with the store's pure functions (store.Decide, ...) and writes
 // their Change through it, in the same transaction as the service's own
-// writes. tx must run at SERIALIZABLE (as Update's do), or the caller
+// writes. tx must run at SERIALIZABLE, or the caller
 // must hold the resource's row lock (SELECT ... FOR UPDATE on its records
 // row, or an advisory lock) for as long as the transaction decides: the
 // store's rules assume no other transaction changes what it read before
@@ -97,6 +103,11 @@ func (t *Tx) Load(resource string, key *store.ReceiptKey) (store.Record, *store.
 	var recB, rcB []byte
 	var now time.Time
 	var err error
+	if t.lockOnLoad && t.lockedRes != resource {
+		if err := t.open(resource, key, ""); err != nil {
+			return store.Record{}, nil, err
+		}
+	}
 	if b1, b2, n, ok := t.loadOpened(resource, key); ok {
 		recB, rcB, now = b1, b2, n
 	} else if key == nil {
