@@ -79,7 +79,7 @@ func renderMarkdown(rep *report) string {
 		p("The default per-run times (2 s measured after 0.75 s warm-up) are shorter than before the open-own and open-1k phases were added, so that the whole default run, build included, stays under 10 minutes on 2 cores.\n\n")
 	}
 	p("## Targets\n\n")
-	p("Issue 22's targets, judged from this run's own data (targets.go; which arm each is judged on and why: doc.go). %s\n\n", rep.loadLine())
+	p("Issue 22's targets and issue 23's (the PostgreSQL store, library mode), judged from this run's own data (targets.go, targets23.go; which arm each is judged on and why: doc.go). %s\n\n", rep.loadLine())
 	renderTargets(p, rep.Targets, proxyProfiles(rep.Profiles))
 	rep.machineTable(p)
 	if rep.busy() {
@@ -94,6 +94,7 @@ func renderMarkdown(rep *report) string {
 	if len(rejected) > 0 {
 		p("**Invalid arms**: %s had runs with non-2xx answers or errors; their figures are not comparable. See [Notes](#notes).\n\n", strings.Join(rejected, ", "))
 	}
+	renderSkipped(p, rep.Skipped)
 	p("## Arms\n\n")
 	p("Every run sends 1 KiB PUTs; each worker owns one resource and sends segments 1, 2, 3, ... with its grant headers through the SDK's Transport (in proof mode it also refreshes the `Fence-Status` proof as the SDK does). ")
 	p("Each cell is the median of the repetitions, with the range in parentheses. `+p50` etc. are the arm's latency percentiles minus the direct arm's in the same repetition. ")
@@ -170,6 +171,7 @@ func renderMarkdown(rep *report) string {
 		}
 		p("\n")
 	}
+	renderLibrary(p, rep.Library)
 	renderProfileSummaries(p, rep.Profiles)
 	if len(rep.Notes) > 0 {
 		p("## Notes\n\n")

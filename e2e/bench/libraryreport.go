@@ -1,0 +1,49 @@
+package main
+
+import "strings"
+
+// renderLibrary writes RESULTS.md's library-mode section: per repetition
+// the plain and the fenced transactions' percentiles and their
+// differences, or why there are none.
+func renderLibrary(p func(string, ...any), lib *libraryResult) {
+	if lib == nil {
+		return
+	}
+	p("## Library mode: added latency per transaction\n\n")
+	p("The same business transaction (BEGIN ISOLATION LEVEL SERIALIZABLE; UPDATE of one row of a %d-row table in the run's database; COMMIT) on one connection from the load generator, with and without the fence call inside it, alternating, %d of each per repetition after %d unmeasured; added = the fenced percentile minus the plain one in the same repetition (library.go). ",
+		libraryRows, lib.Iterations, libraryWarmup)
+	if lib.Fence != "" {
+		p("Fence call: `%s`.\n\n", lib.Fence)
+	} else {
+		p("\n\n**%s**\n\n", lib.NotMeasured)
+	}
+	if len(lib.Reps) == 0 {
+		return
+	}
+	p("| rep | plain p50 ms | plain p99 ms | plain p99.9 ms | fenced p50 ms | fenced p99 ms | fenced p99.9 ms | added p50 ms | added p99 ms | errors |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range lib.Reps {
+		errs := fmtNum(float64(r.PlainErrors+r.FencedErrors), 0)
+		if r.FirstError != "" {
+			errs += ": " + tableCell(r.FirstError)
+		}
+		p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Rep,
+			fmtNum(r.Plain.P50, 3), fmtNum(r.Plain.P99, 3), fmtNum(r.Plain.P999, 3),
+			fmtNum(r.Fenced.P50, 3), fmtNum(r.Fenced.P99, 3), fmtNum(r.Fenced.P999, 3),
+			fmtNum(r.added(func(l latencySummary) float64 { return l.P50 }), 3),
+			fmtNum(r.added(func(l latencySummary) float64 { return l.P99 }), 3), errs)
+	}
+	p("\n")
+}
+
+// renderSkipped writes the line naming the arms the run skipped, and why.
+func renderSkipped(p func(string, ...any), sk []skippedArm) {
+	if len(sk) == 0 {
+		return
+	}
+	parts := make([]string, len(sk))
+	for i, a := range sk {
+		parts[i] = a.Arm + " (" + a.Reason + ")"
+	}
+	p("**Skipped arms**: %s. Their targets are \"not measured\".\n\n", tableCell(strings.Join(parts, "; ")))
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/internal/pgtest"
+	"github.com/fencegate/fencegate/proxy/server"
+)
+
+// databaseExists asks the admin server whether name exists.
+func databaseExists(t *testing.T, name string) bool {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.AdminDSN())
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s: %v", pgtest.AdminDSN(), err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// newBenchDatabase is a database made as a bench run makes it, dropped
+// when t ends if the test has not dropped it.
+func newBenchDatabase(t *testing.T) *benchDatabase {
+	t.Helper()
+	d, err := createBenchDatabase(context.Background(), pgtest.AdminDSN(), t.TempDir())
+	if err != nil {
+		t.Fatalf("createBenchDatabase: %v", err)
+	}
+	t.Cleanup(func() { _ = d.drop() })
+	return d
+}
+
+func TestBenchDatabaseCreatedAndDropped(t *testing.T) {
+	d := newBenchDatabase(t)
+	if !regexp.MustCompile(`^fgbench_[0-9a-f]{16}$`).MatchString(d.name) {
+		t.Errorf("database name %q", d.name)
+	}
+	b, err := os.ReadFile(d.dsnFile)
+	if err != nil || string(b) != d.dsn+"\n" {
+		t.Fatalf("DSN file %s: %q, %v; want %q", d.dsnFile, b, err, d.dsn+"\n")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, d.dsn)
+	if err != nil {
+		t.Fatalf("connect to the bench database: %v", err)
+	}
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil || db != d.name {
+		t.Errorf("connected to %q (%v), want %q", db, err, d.name)
+	}
+	// Left open: drop ends it (WITH (FORCE)), as a sidecar's pool at the end of a run.
+	if err := d.drop(); err != nil {
+		t.Fatalf("drop: %v", err)
+	}
+	_ = conn.Close(ctx)
+	if databaseExists(t, d.name) {
+		t.Errorf("database %s still exists after drop", d.name)
+	}
+}
+
+// closedPortDSN is a DSN of a loopback port nothing listens on.
+func closedPortDSN(t *testing.T) string {
+	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "postgres://postgres@127.0.0.1:" + strconv.Itoa(port) + "/postgres?sslmode=disable&connect_timeout=2"
+}
+
+func TestUnreachablePostgresSkipsItsArms(t *testing.T) {
+	t.Setenv("FENCEGATE_POSTGRES_DSN", closedPortDSN(t))
+	s := &stack{ck: clock.Real(), dir: t.TempDir(), registries: map[string]*registryProc{}}
+	s.startPostgres(context.Background())
+	if s.pg != nil || !strings.Contains(s.pgSkip, "PostgreSQL not reachable") {
+		t.Fatalf("pg %v, skip %q: want no database and why", s.pg, s.pgSkip)
+	}
+	arms, err := s.buildArms(regexp.MustCompile("postgres"))
+	if err != nil {
+		t.Fatalf("buildArms: %v", err)
+	}
+	if len(arms) != 2 || arms[0].Name != "direct" || arms[1].Name != "plain-proxy" {
+		t.Errorf("arms %v, want the baselines alone", arms)
+	}
+	lib := s.runLibrary(context.Background(), options{Reps: 1, LibraryIterations: 10}, regexp.MustCompile("postgres"), io.Discard)
+	if lib == nil || !strings.HasPrefix(lib.NotMeasured, "PostgreSQL skipped: ") || len(lib.Reps) != 0 {
+		t.Errorf("library phase without PostgreSQL: %+v", lib)
+	}
+	rep := &report{}
+	s.noteSkipped(rep, io.Discard)
+	var names []string
+	for _, sk := range rep.Skipped {
+		names = append(names, sk.Arm)
+		if sk.Reason != s.pgSkip {
+			t.Errorf("%s skipped for %q, want %q", sk.Arm, sk.Reason, s.pgSkip)
+		}
+	}
+	if got := strings.Join(names, " "); got != armPgRegistry+" "+armPgProof+" "+libraryArm {
+		t.Errorf("skipped %s", got)
+	}
+	if len(rep.Notes) != 3 || !strings.HasPrefix(rep.Notes[0], armPgRegistry+": skipped: ") {
+		t.Errorf("notes %q", rep.Notes)
+	}
+}
+
+func TestPostgresSidecarConfigValidates(t *testing.T) {
+	dir := t.TempDir()
+	dsn := dir + "/postgres.dsn"
+	if err := os.WriteFile(dsn, []byte("postgres://postgres@127.0.0.1:5432/x?sslmode=disable\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := &registryProc{alg: "EdDSA", keys: dir, url: "http://127.0.0.1:1"}
+	sp := sidecarSpec{name: armPgProof, store: "postgres", status: "proof", reg: reg, pgDSNFile: dsn}
+	cfg := dir + "/proxy.yaml"
+	if err := os.WriteFile(cfg, []byte(sidecarYAML(sp, "http://127.0.0.1:2", "", dir+"/data")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := server.Check(cfg)
+	if err != nil {
+		t.Fatalf("the postgres arm's configuration: %v", err)
+	}
+	if c.Store.Backend != "postgres" || c.Store.Postgres.DSNFile != dsn || c.Store.Postgres.Schema != "fg_postgres_proof_eddsa" || c.Store.Service != armPgProof {
+		t.Errorf("store section %+v", c.Store)
+	}
+}
+
+func TestLibraryPhaseOnPostgres(t *testing.T) {
+	d := newBenchDatabase(t)
+	s := &stack{ck: clock.Real(), pg: d}
+	ctx := context.Background()
+	// The fence stand-in writes a row per call in the business
+	// transaction, and fails on every 7th: those transactions must roll
+	// back whole, the business row's update with them.
+	conn, err := pgx.Connect(ctx, d.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	if _, err := conn.Exec(ctx, "CREATE TABLE fence_calls (i integer PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	errFence := errors.New("fence refused")
+	call := func(ctx context.Context, tx pgx.Tx, i int) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO fence_calls VALUES ($1)", i); err != nil {
+			return err
+		}
+		if i%7 == 6 {
+			return errFence
+		}
+		return nil
+	}
+	o := options{Reps: 2, LibraryIterations: 30}
+	res := &libraryResult{Iterations: o.LibraryIterations}
+	if err := s.libraryReps(ctx, o, call, res, io.Discard); err != nil {
+		t.Fatalf("libraryReps: %v", err)
+	}
+	perRep := libraryWarmup + o.LibraryIterations
+	calls, failed := 2*perRep, 0
+	for i := range calls {
+		if i%7 == 6 {
+			failed++
+		}
+	}
+	if len(res.Reps) != 2 {
+		t.Fatalf("%d repetitions, want 2", len(res.Reps))
+	}
+	gotFailed := 0
+	for _, r := range res.Reps {
+		gotFailed += r.FencedErrors
+		if r.PlainErrors != 0 || math.IsNaN(r.Plain.P50) || math.IsNaN(r.Fenced.P99) || r.Plain.P50 <= 0 {
+			t.Errorf("rep %d: %+v", r.Rep, r)
+		}
+		if !strings.Contains(r.FirstError, "fence refused") {
+			t.Errorf("rep %d: first error %q", r.Rep, r.FirstError)
+		}
+	}
+	if gotFailed != failed {
+		t.Errorf("%d fenced transactions failed, want %d", gotFailed, failed)
+	}
+	var committedCalls, distinct, updates int
+	if err := conn.QueryRow(ctx, "SELECT count(*), count(DISTINCT i) FROM fence_calls").Scan(&committedCalls, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if committedCalls != calls-failed || distinct != committedCalls {
+		t.Errorf("%d fence rows committed (%d distinct), want %d: one per fenced transaction that committed, each its own i", committedCalls, distinct, calls-failed)
+	}
+	if err := conn.QueryRow(ctx, "SELECT sum(n) FROM bench_business").Scan(&updates); err != nil {
+		t.Fatal(err)
+	}
+	if want := 2*calls - failed; updates != want {
+		t.Errorf("business rows updated %d times, want %d (every plain and every committed fenced transaction)", updates, want)
+	}
+}
+
+func TestLibraryPhaseWithoutFenceRunsPlainOnly(t *testing.T) {
+	s := &stack{ck: clock.Real(), pg: newBenchDatabase(t)}
+	res := s.runLibrary(context.Background(), options{Reps: 1, LibraryIterations: 10}, regexp.MustCompile(""), io.Discard)
+	if res == nil || res.Fence != "" || !strings.Contains(res.NotMeasured, "pgfence not landed") {
+		t.Fatalf("library phase: %+v, want not measured: pgfence not landed", res)
+	}
+	if len(res.Reps) != 1 || math.IsNaN(res.Reps[0].Plain.P50) || !math.IsNaN(res.Reps[0].Fenced.P50) {
+		t.Errorf("reps %+v: want the plain transactions measured and no fenced one", res.Reps)
+	}
+	if s.runLibrary(context.Background(), options{Reps: 1, LibraryIterations: 10}, regexp.MustCompile("^fg-bolt"), io.Discard) != nil {
+		t.Error("the library phase ran though -arms does not select it")
+	}
+}
