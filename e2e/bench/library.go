@@ -156,8 +156,9 @@ func (s *stack) libraryReps(ctx context.Context, o options, call fencedTx, res *
 	for r := 1; r <= o.Reps && ctx.Err() == nil; r++ {
 		lr := s.libraryRep(ctx, conn, call, r, o.LibraryIterations, &next)
 		res.Reps = append(res.Reps, lr)
-		fmt.Fprintf(progress, "rep %d/%d library      %-24s plain p50 %6.3f ms p99 %6.3f ms  fenced p50 %6.3f ms p99 %6.3f ms  errors %d+%d %s\n",
-			r, o.Reps, libraryArm, lr.Plain.P50, lr.Plain.P99, lr.Fenced.P50, lr.Fenced.P99, lr.PlainErrors, lr.FencedErrors, lr.FirstError)
+		fmt.Fprintf(progress, "rep %d/%d library      %-24s plain p50 %s ms p99 %s ms  fenced p50 %s ms p99 %s ms  errors %d+%d %s\n",
+			r, o.Reps, libraryArm, fmtNum(lr.Plain.P50, 3), fmtNum(lr.Plain.P99, 3), fmtNum(lr.Fenced.P50, 3), fmtNum(lr.Fenced.P99, 3),
+			lr.PlainErrors, lr.FencedErrors, lr.FirstError)
 	}
 	return nil
 }

@@ -425,7 +425,9 @@ func (s *stack) measure(ctx context.Context, a *arm, spec loadSpec, r int) runRe
 			}
 		}
 	}
-	res := runLoad(ctx, s.ck, a, spec, hooks{start: snap(cpu0, &mem0), end: snap(cpu1, &mem1)})
+	pgStart, pgDone := s.pgCPUHooks(ctx, a)
+	start := snap(cpu0, &mem0)
+	res := runLoad(ctx, s.ck, a, spec, hooks{start: func() { start(); pgStart() }, end: snap(cpu1, &mem1)})
 	rec := runRecord{Rep: r, Load: loadName(spec), Arm: a.Name, Workers: spec.Workers, TargetRate: spec.Rate,
 		Requests: len(res.Samples), Seconds: spec.Duration.Seconds(), Non2xx: res.Non2xx, Errors: res.Errors,
 		Missed: res.Missed, Answered: res.Answered, FirstError: res.FirstError, CPU: map[string]float64{}}
@@ -441,6 +443,7 @@ func (s *stack) measure(ctx context.Context, a *arm, spec loadSpec, r int) runRe
 			rec.LoadgenSeconds = e - d
 		}
 	}
+	pgDone(rec.Requests, rec.CPU)
 	if a.proxy != nil {
 		rec.ProxyRSSStart, rec.ProxyRSSEnd, rec.ProxyPeakRSS = mem0.RSS, mem1.RSS, mem1.HWM
 	}

@@ -117,6 +117,10 @@ func (s *stack) startPostgres(ctx context.Context) {
 
 // stopPostgres drops the run's database, if it made one.
 func (s *stack) stopPostgres(progress func(string, ...any)) {
+	if s.pgStat != nil {
+		_ = s.pgStat.Close(context.Background())
+		s.pgStat = nil
+	}
 	if s.pg == nil {
 		return
 	}

@@ -221,3 +221,68 @@ func TestLibraryPhaseWithoutFenceRunsPlainOnly(t *testing.T) {
 		t.Error("the library phase ran though -arms does not select it")
 	}
 }
+
+func TestPostgresBackendCPU(t *testing.T) {
+	d := newBenchDatabase(t)
+	s := &stack{ck: clock.Real(), pg: d}
+	defer s.stopPostgres(func(string, ...any) {})
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, d.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	var pid int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	pids, err := s.pgBackendPids(ctx)
+	if err != nil {
+		t.Fatalf("pgBackendPids: %v", err)
+	}
+	if len(pids) != 1 || pids[0] != pid {
+		t.Fatalf("backends of %s: %v, want the one connection's %d (not the monitoring connection's)", d.name, pids, pid)
+	}
+	start, done := s.pgCPUHooks(ctx, &arm{Store: "postgres"})
+	start()
+	// Work the backend until the kernel has charged it a tick.
+	cpu := map[string]float64{}
+	for range 200 {
+		if _, err := conn.Exec(ctx, "SELECT count(*) FROM generate_series(1, 200000)"); err != nil {
+			t.Fatal(err)
+		}
+		if done(1000, cpu); cpu["postgres"] > 0 {
+			break
+		}
+	}
+	if !(cpu["postgres"] > 0) {
+		t.Errorf("postgres CPU %v after work on its backend, want > 0", cpu)
+	}
+	other := map[string]float64{}
+	s2start, s2done := s.pgCPUHooks(ctx, &arm{Store: "redis"})
+	s2start()
+	s2done(1000, other)
+	if len(other) != 0 {
+		t.Errorf("a redis arm got %v", other)
+	}
+	var gone pgBackendCPU
+	gone.start = map[int]float64{1 << 30: 0}
+	if _, ok := gone.seconds(); ok {
+		t.Error("a process that is gone read as running")
+	}
+}
+
+func TestLoopbackServer(t *testing.T) {
+	for dsn, want := range map[string]bool{
+		"postgres://postgres@127.0.0.1:5432/x":     true,
+		"postgres://postgres@localhost/x":          true,
+		"postgres://postgres@[::1]:5432/x":         true,
+		"host=/var/run/postgresql user=postgres":   true,
+		"postgres://postgres@db.example.com:5432/": false,
+		"postgres://postgres@10.0.0.5:5432/x":      false,
+	} {
+		if got := loopbackServer(dsn); got != want {
+			t.Errorf("loopbackServer(%q) = %v, want %v", dsn, got, want)
+		}
+	}
+}

@@ -98,7 +98,7 @@ func renderMarkdown(rep *report) string {
 	p("## Arms\n\n")
 	p("Every run sends 1 KiB PUTs; each worker owns one resource and sends segments 1, 2, 3, ... with its grant headers through the SDK's Transport (in proof mode it also refreshes the `Fence-Status` proof as the SDK does). ")
 	p("Each cell is the median of the repetitions, with the range in parentheses. `+p50` etc. are the arm's latency percentiles minus the direct arm's in the same repetition. ")
-	p("CPU columns are core-seconds per 1,000 requests of each process (utime+stime from /proc): the proxy, the registry (fencegate arms: status reads in registry mode, proofs in proof mode), redis-server (redis store), the backend and the load generator itself. ")
+	p("CPU columns are core-seconds per 1,000 requests of each process (utime+stime from /proc): the proxy, the registry (fencegate arms: status reads in registry mode, proofs in proof mode), redis-server (redis store), the PostgreSQL backends serving the run's database (postgres store: those connected at the window's start, background processes not counted), the backend and the load generator itself. ")
 	p("The proxy's memory is in its own table below. A run with any non-2xx answer, error, or (open loop) a backlog at the end of more than 1%% of the window's schedule (the arm did not keep the rate: \"missed\") is invalid.\n\n")
 	p("The open loop runs at half the plain proxy's best closed-loop rate, %s requests/s, 64 workers each on a fixed schedule; latency counts from each request's intended start, and counts every request answered during the window, so an arm that cannot keep the rate shows its growing backlog as latency (and its rps is what it managed).\n\n", fmtNum(rep.OpenRate, 0))
 	var loadsSeen []string
@@ -118,8 +118,8 @@ func renderMarkdown(rep *report) string {
 			continue // their own tables below
 		}
 		p("### %s\n\n", load)
-		p("| arm | rps | × plain | +p50 ms | +p99 ms | +p99.9 ms | proxy | registry | redis | backend | loadgen | non-2xx | valid |\n")
-		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		p("| arm | rps | × plain | +p50 ms | +p99 ms | +p99.9 ms | proxy | registry | redis | postgres | backend | loadgen | non-2xx | valid |\n")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		var direct *armRow
 		for i, r := range rep.Rows {
 			if r.Load != load {
@@ -136,9 +136,9 @@ func renderMarkdown(rep *report) string {
 				return fmtNum(s.Median, 3)
 			}
 			valid := validCell(r)
-			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
 				r.Arm, fmtSpread(r.RPS, 0), fmtSpread(r.Ratio, 2), fmtSpread(r.AddP50, 2), fmtSpread(r.AddP99, 2), fmtSpread(r.AddP999, 2),
-				cpu("proxy"), cpu("registry"), cpu("redis"), cpu("backend"), cpu("loadgen"),
+				cpu("proxy"), cpu("registry"), cpu("redis"), cpu("postgres"), cpu("backend"), cpu("loadgen"),
 				r.Non2xx+r.Errors, valid)
 		}
 		if direct != nil {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/internal/redistest"
 )
@@ -39,6 +41,9 @@ type stack struct {
 	// created; pgSkip, when set, is why it could not be.
 	pg     *benchDatabase
 	pgSkip string
+	// pgStat is the connection the postgres arms' CPU readings list the
+	// database's backends on (pgcpu.go), nil until first used.
+	pgStat *pgx.Conn
 	// skipped are the arms selected but not measured, with why.
 	skipped []skippedArm
 }
