@@ -20,7 +20,11 @@
 // in a schema of its own, the pool at its defaults) and drops at the
 // end; when the server does not answer they are skipped, with the
 // reason in the progress, in RESULTS.md ("Skipped arms", Notes) and in
-// their targets ("not measured: arm skipped: ..."). The same load (1 KiB PUTs,
+// their targets ("not measured: arm skipped: ..."). At the end, once the
+// sidecars have stopped, RESULTS.md's "PostgreSQL transactions" gives
+// what pg_stat_database counted on that database (pgstats.go): the
+// transactions committed and rolled back, the latter mostly the
+// serialization failures the SERIALIZABLE store retried. The same load (1 KiB PUTs,
 // each worker owning one resource and sending segments 1, 2, 3, ... through
 // the SDK's Transport, which adds the grant headers and, in proof mode,
 // refreshes the Fence-Status proof as any worker would) goes to every arm,
@@ -199,7 +203,7 @@
 // profile sections), plot.go (SVG), profile.go (the profiles), targets.go
 // (issue 22's targets and their verdicts), targets23.go (issue 23's),
 // pgdb.go (the run's PostgreSQL database, skipped arms), pgcpu.go (its
-// backends' CPU), library.go and
+// backends' CPU), pgstats.go (its transaction counts), library.go and
 // libraryreport.go (the library phase and its section), soak.go (the soak and its
 // windows), soakreport.go (its summary, SOAK.md and soak.json),
 // soaktargets.go (the soak's targets), soakplot.go (soak.svg).

@@ -1,6 +1,10 @@
 package main
 
-import "strings"
+import (
+	"fmt"
+	"io"
+	"strings"
+)
 
 // renderLibrary writes RESULTS.md's library-mode section: per repetition
 // the plain and the fenced transactions' percentiles and their
@@ -46,4 +50,32 @@ func renderSkipped(p func(string, ...any), sk []skippedArm) {
 		parts[i] = a.Arm + " (" + a.Reason + ")"
 	}
 	p("**Skipped arms**: %s. Their targets are \"not measured\".\n\n", tableCell(strings.Join(parts, "; ")))
+}
+
+// line is the totals in one sentence.
+func (t *postgresTotals) line() string {
+	who := "the library phase"
+	if len(t.Arms) > 0 {
+		who = strings.Join(t.Arms, ", ") + " and " + who
+	}
+	if t.Err != "" {
+		return fmt.Sprintf("database %s (%s): counts not read: %s", t.Database, who, t.Err)
+	}
+	return fmt.Sprintf("database %s (%s, every phase and warm-up included): %d transactions committed, %d rolled back: %s%% of them aborted",
+		t.Database, who, t.Commits, t.Rollbacks, fmtNum(100*t.abortedShare(), 1))
+}
+
+// print writes the totals' progress line.
+func (t *postgresTotals) print(progress io.Writer) {
+	fmt.Fprintf(progress, "bench: PostgreSQL %s\n", t.line())
+}
+
+// renderPostgresTotals writes RESULTS.md's PostgreSQL section.
+func renderPostgresTotals(p func(string, ...any), t *postgresTotals) {
+	if t == nil {
+		return
+	}
+	p("## PostgreSQL transactions\n\n")
+	p("What PostgreSQL counted (pg_stat_database) on the run's %s, read after every sidecar stopped. ", tableCell(t.line()))
+	p("The store runs every transition in a SERIALIZABLE transaction and runs it again when PostgreSQL aborts it for a serialization failure or a deadlock (with a jittered backoff from the third attempt), so the aborted share is work redone; a decision that wrote and then failed also rolls back (a run with non-2xx answers says so above). The server's log names each failure (\"could not serialize access\").\n\n")
 }

@@ -180,6 +180,9 @@ type report struct {
 	// Library is the library phase's figures (library.go), when -arms
 	// selected it.
 	Library *libraryResult `json:"libraryMode,omitempty"`
+	// Postgres is what PostgreSQL counted on the run's database, when it
+	// had one (pgstats.go).
+	Postgres *postgresTotals `json:"postgres,omitempty"`
 	// Skipped are the arms selected but not run, with why (no PostgreSQL).
 	Skipped []skippedArm `json:"skippedArms,omitempty"`
 	// Targets are issue 22's targets judged from the runs above (targets.go).
@@ -231,6 +234,12 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if s.pg != nil {
+		// The sidecars stop first: their backends flush their counts.
+		s.procs.stopAll()
+		rep.Postgres = s.readPostgresTotals(ctx, pgArmNames(rep.Arms))
+		rep.Postgres.print(progress)
 	}
 	finishReport(rep, ck, began, progress)
 	if err := writeOutputs(o.Out, rep); err != nil {

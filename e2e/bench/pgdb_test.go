@@ -286,3 +286,65 @@ func TestLoopbackServer(t *testing.T) {
 		}
 	}
 }
+
+func TestReadPostgresTotals(t *testing.T) {
+	d := newBenchDatabase(t)
+	s := &stack{ck: clock.Real(), pg: d}
+	defer s.stopPostgres(func(string, ...any) {})
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, d.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := conn.Exec(ctx, "SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := conn.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tot := s.readPostgresTotals(ctx, []string{armPgProof})
+	if tot == nil || tot.Err != "" {
+		t.Fatalf("totals %+v", tot)
+	}
+	if tot.Rollbacks != 2 || tot.Commits < 5 {
+		t.Errorf("%d committed, %d rolled back; want at least 5 and exactly 2", tot.Commits, tot.Rollbacks)
+	}
+	line := tot.line()
+	for _, want := range []string{d.name, armPgProof + " and the library phase", "2 rolled back"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("line %q lacks %q", line, want)
+		}
+	}
+}
+
+func TestPostgresTotalsReport(t *testing.T) {
+	tot := &postgresTotals{Database: "fgbench_x", Arms: []string{armPgRegistry, armPgProof}, Commits: 300, Rollbacks: 100}
+	if got := tot.abortedShare(); got != 0.25 {
+		t.Errorf("aborted share %v, want 0.25", got)
+	}
+	if !math.IsNaN((&postgresTotals{}).abortedShare()) {
+		t.Error("no transactions: want NaN")
+	}
+	rep := sampleReport()
+	rep.Postgres = tot
+	md := renderMarkdown(rep)
+	want := "database fgbench_x (fg-postgres-registry-EdDSA, fg-postgres-proof-EdDSA and the library phase, every phase and warm-up included): 300 transactions committed, 100 rolled back: 25.0% of them aborted"
+	if !strings.Contains(md, "## PostgreSQL transactions") || !strings.Contains(md, want) {
+		t.Errorf("RESULTS.md lacks the PostgreSQL section with %q:\n%s", want, md)
+	}
+	failed := &postgresTotals{Database: "fgbench_x", Err: "bench: 2 backends still on fgbench_x after 10s"}
+	if got := failed.line(); !strings.Contains(got, "counts not read: bench: 2 backends") || strings.Contains(got, "committed") {
+		t.Errorf("unread totals: %q", got)
+	}
+}

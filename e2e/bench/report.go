@@ -172,6 +172,7 @@ func renderMarkdown(rep *report) string {
 		p("\n")
 	}
 	renderLibrary(p, rep.Library)
+	renderPostgresTotals(p, rep.Postgres)
 	renderProfileSummaries(p, rep.Profiles)
 	if len(rep.Notes) > 0 {
 		p("## Notes\n\n")
