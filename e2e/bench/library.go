@@ -54,7 +54,25 @@ type libraryFence struct {
 	Name string
 	// Setup prepares it on the run's database (its schema, its lease)
 	// and returns the call; close, when set, releases what Setup took.
-	Setup func(ctx context.Context, dsn string) (call fencedTx, close func(), err error)
+	Setup func(ctx context.Context, env libraryEnv) (call fencedTx, close func(), err error)
+}
+
+// libraryEnv is what a fence's Setup may use: the run's database and the
+// EdDSA registry (bolt) the sidecar arms take their grants from, with
+// its keys (signing.jwk, jwks.json).
+type libraryEnv struct {
+	DSN         string
+	RegistryURL string
+	KeysDir     string
+}
+
+// libraryEnv is the environment of this run's library phase.
+func (s *stack) libraryEnv() libraryEnv {
+	env := libraryEnv{DSN: s.pg.dsn}
+	if r := s.registries["EdDSA"]; r != nil {
+		env.RegistryURL, env.KeysDir = r.url, r.keys
+	}
+	return env
 }
 
 // errNoFence is libraryFenceCall's answer while no fence call exists to
@@ -119,7 +137,7 @@ func (s *stack) runLibrary(ctx context.Context, o options, only *regexp.Regexp, 
 	f, err := libraryFenceCall()
 	if err == nil {
 		var closeFence func()
-		call, closeFence, err = f.Setup(ctx, s.pg.dsn)
+		call, closeFence, err = f.Setup(ctx, s.libraryEnv())
 		if closeFence != nil {
 			defer closeFence()
 		}
