@@ -32,7 +32,7 @@ func (p *Proxy) admit(a *attempt) *rejection {
 	if !ok {
 		return reject(fencegate.CodeFenceHeaderInvalid, "Fence-Status appears more than once")
 	}
-	// Identity, grant, binding and status (proxy/authn): one trust
+	// Identity, grant, binding and status (authn): one trust
 	// bundle for the grant and its proof.
 	r, ref := p.auth.Check(a.req, a.resource, []byte(tok), []byte(proof), a.rt.status)
 	a.caller, a.grant, a.digest = r.Caller, r.Grant, r.Digest

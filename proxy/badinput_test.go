@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/proxy"
-	"github.com/fencegate/fencegate/proxy/authn"
 )
 
 func TestBadInput(t *testing.T) {

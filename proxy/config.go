@@ -1,7 +1,7 @@
 package proxy
 
 import (
-	"github.com/fencegate/fencegate/proxy/authn"
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/proxy/inbound"
 	"slices"
 	"time"

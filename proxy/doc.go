@@ -8,7 +8,7 @@
 // and outcome.go (render), the one place that answers it, counts it and
 // tells enforce from shadow mode. Beneath it, and never importing it:
 // proxy/inbound reads the request (read path, lenient path readings,
-// fence headers, Content-Digest), proxy/authn authenticates it (identity,
+// fence headers, Content-Digest), authn authenticates it (identity,
 // trust pins, verification cache, status, ended grants) and
 // proxy/outbound talks to the backend (outbound request, forwarding
 // headers, the sidecar's header namespace, send-once transport,
@@ -57,7 +57,7 @@
 // percent-encoding ...) is refused (lenient.go, inbound/lenientpath.go).
 //
 // The keys verified with are the trust bundle file's keys that are pinned
-// in the fenced store (proxy/authn, trust.go): the store pins the file on first use
+// in the fenced store (authn, trust.go): the store pins the file on first use
 // (when Options.FirstUseAllowed allows it); a key added later is pinned by
 // an operator (AcceptTrust) or by a signed bundle (a fencegate.BundleSchema
 // JWS signed by a pinned key, newer than the last one the store took); a
@@ -76,7 +76,7 @@
 // pure validator per section, every problem at once; it changes nothing,
 // and a route's extension method is registered with chi when New builds
 // the router). The admin API lives in proxy/adminapi (it uses the operator
-// surface in operator.go and proxy/authn). The sidecar's configuration file
+// surface in operator.go and authn). The sidecar's configuration file
 // (proxy/server.Config: its YAML schema, loading, defaults and validation,
 // whose Pipeline() New receives), the store choice, the registry client,
 // listeners, TLS, the admin token and the lifecycle live in proxy/server.

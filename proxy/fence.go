@@ -90,7 +90,7 @@ func (p *Proxy) inputRefusal(a *attempt, err error, byStore bool) *rejection {
 		p.log.Error("BUG: the store refused a Begin input the sidecar had validated; rejecting as bad input",
 			zap.String("resource", a.resource), zap.Error(err))
 	default:
-		if _, fromRequest := requestFields[ie.Field]; !fromRequest {
+		if _, fromRequest := ie.RequestCode(); !fromRequest {
 			p.log.Error("BUG: the sidecar formed a store input the store refuses; rejecting as bad input",
 				zap.String("resource", a.resource), zap.Error(err))
 		}
@@ -98,30 +98,12 @@ func (p *Proxy) inputRefusal(a *attempt, err error, byStore bool) *rejection {
 	return inputRejection(ie)
 }
 
-// requestFields are the BeginInput fields taken from the request or its
-// grant, with the code that refuses them: the Fence-Segment header, the
-// path's resource, the grant's claims (an oversized or malformed claim of
-// an authentic grant is GRANT_INVALID, as an oversized grant is) and the
-// caller's identity.
-var requestFields = map[string]fencegate.Code{
-	"seq":         fencegate.CodeFenceHeaderInvalid,
-	"resource":    fencegate.CodeInvalidResource,
-	"fence":       fencegate.CodeGrantInvalid,
-	"root":        fencegate.CodeGrantInvalid,
-	"lease":       fencegate.CodeGrantInvalid,
-	"grantDigest": fencegate.CodeGrantInvalid,
-	"owner":       fencegate.CodeIdentityRequired,
-}
-
 // inputRejection maps a store *InputError to the rejection of the request
 // field it came from. A field the sidecar computes (now, deadline, payload
 // digest) cannot be the client's fault; it is still answered as a 400
 // FENCE_HEADER_INVALID (the request cannot be fenced), never as an outage.
 func inputRejection(ie *store.InputError) *rejection {
-	code, ok := requestFields[ie.Field]
-	if !ok {
-		code = fencegate.CodeFenceHeaderInvalid
-	}
+	code, _ := ie.RequestCode()
 	return reject(code, "the request cannot be fenced: "+ie.Field+": "+ie.Reason).with("field", ie.Field)
 }
 

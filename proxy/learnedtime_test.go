@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/clock/clocktest"
-	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )
 

@@ -4,8 +4,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/internal/buildinfo"
-	"github.com/fencegate/fencegate/proxy/authn"
 )
 
 type metrics struct {

@@ -81,7 +81,7 @@ func (p *Proxy) Resume(ctx context.Context, resource string) (store.Record, erro
 }
 
 // ReloadTrust re-reads the trust bundle file and the trust pins now (see
-// proxy/authn, trust.go: first use, a signed bundle's keys, removals). It reports
+// authn, trust.go: first use, a signed bundle's keys, removals). It reports
 // whether the file or the keys verified with changed. A reload that drops
 // a key behind grants still held fails with authn.ErrKeyInUse unless force is
 // set.

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/proxy"
-	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/store"
 )
 

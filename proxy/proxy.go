@@ -14,9 +14,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
-	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/proxy/outbound"
 	"github.com/fencegate/fencegate/store"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/proxy/authn"
+	"github.com/fencegate/fencegate/authn"
 )
 
 // route is a configured, compiled route.

@@ -29,7 +29,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // TRACE, spelled exactly so, pass as reads) → route (route.go; a mutation
 // about to pass unchecked is checked for a lenient look-alike of a
 // stricter route, lenient.go) → admit (admit.go: the fence headers,
-// proxy/authn's identity, grant and status, the body; any failure here
+// authn's identity, grant and status, the body; any failure here
 // touches nothing in the store) → fence (fence.go: the store's Begin) →
 // forward (forward.go: proxy/outbound's send, then Commit, or
 // MarkUnknown, or Abort when nothing was sent).

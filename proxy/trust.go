@@ -3,7 +3,7 @@ package proxy
 import (
 	"context"
 
-	"github.com/fencegate/fencegate/proxy/authn"
+	"github.com/fencegate/fencegate/authn"
 )
 
 // authn.TrustList lists every key of the bundle file as loaded and every pin as

@@ -10,8 +10,8 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/proxy"
-	"github.com/fencegate/fencegate/proxy/authn"
 	storemem "github.com/fencegate/fencegate/store/memory"
 	"github.com/fencegate/fencegate/verify/verifytest"
 )

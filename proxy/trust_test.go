@@ -14,8 +14,8 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/keys"
-	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/store/bolt"
 	"github.com/fencegate/fencegate/verify/verifytest"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
-	"github.com/fencegate/fencegate/proxy/authn"
+	"github.com/fencegate/fencegate/authn"
 )
 
 // trustReload is the sidecars' trust.reloadInterval.

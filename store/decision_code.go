@@ -49,3 +49,30 @@ func ErrorCode(err error) fencegate.Code {
 		return fencegate.CodeStoreUnavailable
 	}
 }
+
+// requestFields are the BeginInput fields taken from a request or its
+// grant, with the code that refuses them: the segment, the resource, the
+// grant's claims (an oversized or malformed claim of an authentic grant is
+// GRANT_INVALID, as an oversized grant is) and the caller's identity.
+var requestFields = map[string]fencegate.Code{
+	"seq":         fencegate.CodeFenceHeaderInvalid,
+	"resource":    fencegate.CodeInvalidResource,
+	"fence":       fencegate.CodeGrantInvalid,
+	"root":        fencegate.CodeGrantInvalid,
+	"lease":       fencegate.CodeGrantInvalid,
+	"grantDigest": fencegate.CodeGrantInvalid,
+	"owner":       fencegate.CodeIdentityRequired,
+}
+
+// RequestCode is the problem code of a BeginInput the store's rules refuse
+// (BeginInput.Validate), by the field it came from; fromRequest is false
+// for a field the caller computes (times, the payload digest), which
+// cannot be the client's fault: it is still answered FENCE_HEADER_INVALID
+// (the request cannot be fenced), never as an outage.
+func (e *InputError) RequestCode() (code fencegate.Code, fromRequest bool) {
+	code, fromRequest = requestFields[e.Field]
+	if !fromRequest {
+		code = fencegate.CodeFenceHeaderInvalid
+	}
+	return code, fromRequest
+}

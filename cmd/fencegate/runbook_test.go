@@ -18,12 +18,12 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/client"
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/identity"
 	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy/adminapi"
-	"github.com/fencegate/fencegate/proxy/authn"
 	proxyserver "github.com/fencegate/fencegate/proxy/server"
 	regserver "github.com/fencegate/fencegate/registry/server"
 	"github.com/fencegate/fencegate/store"

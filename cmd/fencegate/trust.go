@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/proxy/adminapi"
-	"github.com/fencegate/fencegate/proxy/authn"
 )
 
 // The trust subcommands talk to a sidecar's admin API: the pins of its

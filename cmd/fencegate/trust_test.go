@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegate/fencegate/proxy/authn"
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/store"
 )
 

@@ -15,7 +15,7 @@
 // registry (docs/design.md, listeners).
 //
 // It talks to the sidecar only through the exported surface of
-// *proxy.Proxy (proxy/operator.go, proxy/trust.go; proxy/authn/trust_operator.go). The worker-facing
+// *proxy.Proxy (proxy/operator.go, proxy/trust.go; authn/trust_operator.go). The worker-facing
 // /.fencegate/v1/receipts stays on the inbound listener, in package proxy.
 // Every error is an RFC 9457 application/problem+json document with a
 // stable code. docs/sidecar-admin-api.md is its reference (checked

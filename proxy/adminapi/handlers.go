@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/proxy/authn"
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/store"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/proxy/adminapi"
-	"github.com/fencegate/fencegate/proxy/authn"
 	"github.com/fencegate/fencegate/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate"
-	"github.com/fencegate/fencegate/proxy/authn"
+	"github.com/fencegate/fencegate/authn"
 )
 
 // TrustAcceptRequest is the body of POST /v1/trust/accept.

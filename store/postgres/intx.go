@@ -28,9 +28,13 @@ func (s *Store) In(tx pgx.Tx) store.Store {
 }
 
 // IsRetryable reports whether err is PostgreSQL's serialization failure
-// (40001) or deadlock (40P01): the transaction was rolled back and runs
-// again.
+// (40001), a deadlock (40P01) or ErrRecordRace: the transaction was
+// rolled back and runs again.
 func IsRetryable(err error) bool { return retryable(err) }
+
+// TxOptions are the options the store's operations decide with (its
+// response body limit), for a caller deciding through TxOn or TxFor.
+func (s *Store) TxOptions() store.TxOptions { return store.TxOptions{MaxResponseBody: s.maxBody} }
 
 // inTx is the store.TxStore of In: every transaction is the caller's tx.
 type inTx struct {

@@ -399,7 +399,7 @@ func isPostgres(err error) bool {
 // (40P01): PostgreSQL rolled the transaction back, so it runs again.
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	return errors.Is(err, ErrRecordRace) || errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
 func backoff(attempt int) time.Duration {

@@ -20,6 +20,7 @@ type queries struct {
 	deleteReceipt                                string
 	deleteQuarantine, stats                      string
 	generation, initGeneration                   string
+	lockRecord, insertRecord                     string
 }
 
 func newQueries(schema string) queries {
@@ -75,6 +76,8 @@ func newQueries(schema string) queries {
 			(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 				WHERE n.nspname = $1 AND c.relkind = 'r')`),
 		generation:     f(`SELECT value FROM %[1]s.meta WHERE key = 'generation'`),
+		lockRecord:     f(`SELECT 1 FROM %[1]s.records WHERE resource = $1 FOR UPDATE`),
+		insertRecord:   f(`INSERT INTO %[1]s.records (resource, in_flight, paused, body) VALUES ($1, $2, $3, $4)`),
 		initGeneration: f(`INSERT INTO %[1]s.meta (key, value) VALUES ('generation', $1) ON CONFLICT (key) DO NOTHING`),
 	}
 }

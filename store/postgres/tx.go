@@ -37,6 +37,9 @@ type Tx struct {
 	// counted is the receipt count PutReceipt's statement returned for a
 	// resource, until a deletion: TrimReceipts then needs no read.
 	counted map[string]int
+	// absent is the resource whose record TxFor found missing: its first
+	// write inserts (putNewRecord).
+	absent string
 }
 
 var _ store.Tx = (*Tx)(nil)
@@ -144,6 +147,9 @@ func decodeReceipt(k store.ReceiptKey, b []byte) (store.Receipt, error) {
 }
 
 func (t *Tx) PutRecord(r store.Record) error {
+	if t.absent != "" && r.Resource == t.absent {
+		return t.putNewRecord(r)
+	}
 	return t.exec("put record", t.q.putRecord, r.Resource, r.InFlight != nil, r.Pause != nil, codec.EncodeRecord(nil, r))
 }
 

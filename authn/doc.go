@@ -1,10 +1,12 @@
-// Package authn is the sidecar's authentication of a protected write, the
-// step of the request path beneath the fence core (package proxy) that
-// says whether a grant is authentic, bound to this caller and resource,
-// and currently held; proxy calls it (Authenticator.Check) after reading
-// the request's fence headers and before anything touches the store, and
-// builds it from its configuration (Config, Deps: authn never imports
-// proxy).
+// Package authn is the authentication of a protected write: whether a
+// grant is authentic, bound to this caller and resource, and currently
+// held. The sidecar's fence core (package proxy) calls it
+// (Authenticator.Check) after reading the request's fence headers and
+// before anything touches the store; library mode (package pgfence) calls
+// it (CheckCaller) with the identity the service established, inside the
+// service's own transaction. Both build it from their configuration
+// (Config, Deps): authn imports neither, only the contract, verify,
+// store, identity and clock.
 //
 //   - identity: the caller's workload identity (package identity's
 //     Resolver) and the grant's binding to it and to the route's resource

@@ -178,12 +178,21 @@ func (au *Authenticator) Identify(req *http.Request) (string, error) { return au
 // grants, the keys in use); the Result holds what it established before
 // any refusal.
 func (au *Authenticator) Check(req *http.Request, resource string, token, proof []byte, rule Rule) (Result, *Refusal) {
-	var r Result
 	caller, err := au.ident.Identify(req)
 	if err != nil {
-		return r, refuse(fencegate.CodeIdentityRequired, err.Error())
+		return Result{}, refuse(fencegate.CodeIdentityRequired, err.Error())
 	}
-	r.Caller = caller
+	return au.CheckCaller(req.Context(), caller, resource, token, proof, rule)
+}
+
+// CheckCaller is Check for a caller whose workload identity the service
+// established itself (library mode: package pgfence's Apply); "" is
+// IDENTITY_REQUIRED.
+func (au *Authenticator) CheckCaller(ctx context.Context, caller, resource string, token, proof []byte, rule Rule) (Result, *Refusal) {
+	r := Result{Caller: caller}
+	if caller == "" {
+		return Result{}, refuse(fencegate.CodeIdentityRequired, "the caller's workload identity is required")
+	}
 
 	start := au.clk.Now()
 	// Only what depends on the token's bytes and the bundle is cached;
@@ -204,10 +213,10 @@ func (au *Authenticator) Check(req *http.Request, resource string, token, proof 
 	if err := verify.CheckBinding(g, resource, caller); err != nil {
 		return r, fromVerify(err)
 	}
-	if ref := au.status.check(req.Context(), rule, view, g, digest, proof, au.clk); ref != nil {
+	if ref := au.status.check(ctx, rule, view, g, digest, proof, au.clk); ref != nil {
 		return r, ref
 	}
-	au.trust.noteUse(req.Context(), kid, time.Duration(g.TTLMs)*time.Millisecond)
+	au.trust.noteUse(ctx, kid, time.Duration(g.TTLMs)*time.Millisecond)
 	return r, nil
 }
 
