@@ -374,12 +374,14 @@ func TestSmokeQuick(t *testing.T) {
 			Errors    int
 		} `json:"registryThroughput"`
 		Library struct {
+			Fence       string
 			NotMeasured string
 			Reps        []struct {
-				Plain struct {
+				Plain, Fenced struct {
 					P50 *float64 `json:"p50Ms"`
 				}
 				PlainErrors, FencedErrors int
+				FirstError                string
 			}
 		} `json:"libraryMode"`
 		Postgres struct {
@@ -430,12 +432,13 @@ func TestSmokeQuick(t *testing.T) {
 		t.Errorf("%d judged targets, want %d", judged, want)
 	}
 	// The PostgreSQL parts: the arms ran (no skip), the library phase ran
-	// its plain transactions, the database's counts were read.
+	// both kinds of transaction, the database's counts were read.
 	if len(rep.Skipped) != 0 {
 		t.Errorf("skipped %+v with PostgreSQL running", rep.Skipped)
 	}
-	if l := rep.Library; len(l.Reps) != 1 || l.Reps[0].Plain.P50 == nil || l.Reps[0].PlainErrors+l.Reps[0].FencedErrors != 0 {
-		t.Errorf("library phase %+v", l)
+	if l := rep.Library; l.Fence != "pgfence.Apply" || l.NotMeasured != "" || len(l.Reps) != 1 || l.Reps[0].Plain.P50 == nil || l.Reps[0].Fenced.P50 == nil ||
+		l.Reps[0].PlainErrors+l.Reps[0].FencedErrors != 0 {
+		t.Errorf("library phase: %+v, want pgfence.Apply measured without an error", l)
 	}
 	if rep.Postgres.Commits <= 0 || rep.Postgres.Err != "" {
 		t.Errorf("PostgreSQL totals %+v", rep.Postgres)

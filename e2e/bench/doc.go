@@ -67,11 +67,12 @@
 //
 // Library mode (library.go, the "library-postgres" phase, which -arms
 // selects like an arm): after the open-loop phases, on the same
-// database, the same business transaction (BEGIN ISOLATION LEVEL
-// SERIALIZABLE; UPDATE of one row; COMMIT) runs on one connection with
-// and without the fence call inside it (a fencedTx: pgfence.Apply once
-// that package exists; until then only the plain transactions run and
-// the section says "library mode: not measured (pgfence not landed)"),
+// database, the same business transaction (BEGIN at READ COMMITTED;
+// the fence call; UPDATE of one row; COMMIT) runs on one connection with
+// and without the fence call (a fencedTx: pgfence.Apply in proof mode
+// with a lease held at the EdDSA registry through the SDK,
+// pgfencecall.go; when its setup fails only the plain transactions run
+// and the section says "library mode: not measured (why)"),
 // the two alternating, -library-iterations (default 2000) of each per
 // repetition after 200 unmeasured; RESULTS.md's "Library mode: added
 // latency per transaction" gives both kinds' p50/p99/p99.9 and their
@@ -203,7 +204,8 @@
 // profile sections), plot.go (SVG), profile.go (the profiles), targets.go
 // (issue 22's targets and their verdicts), targets23.go (issue 23's),
 // pgdb.go (the run's PostgreSQL database, skipped arms), pgcpu.go (its
-// backends' CPU), pgstats.go (its transaction counts), library.go and
+// backends' CPU), pgstats.go (its transaction counts), library.go,
+// pgfencecall.go (the pgfence.Apply call it measures) and
 // libraryreport.go (the library phase and its section), soak.go (the soak and its
 // windows), soakreport.go (its summary, SOAK.md and soak.json),
 // soaktargets.go (the soak's targets), soakplot.go (soak.svg).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -18,15 +17,18 @@ import (
 // inside its own transaction (pgfence.Apply(ctx, tx, req)) instead of
 // behind a sidecar, and pays the fence's statements in that transaction.
 // The library phase measures what it adds: the same business transaction
-// (BEGIN ISOLATION LEVEL SERIALIZABLE; an UPDATE of one row of a table of
-// the run's database; COMMIT) with and without the fence call, on one
+// (BEGIN at the database's default isolation, READ COMMITTED, as
+// pgfence's documentation writes it; the fence call; an UPDATE of one
+// row of a table of the run's database; COMMIT) with and without the
+// fence call, on one
 // connection from the load generator, alternating the two (which one
 // goes first alternates too, so drift and caching hit both alike), each
 // -library-iterations times per repetition after a warm-up. The added
 // latency is the fenced transactions' percentile minus the plain ones'
 // in the same repetition, per percentile; its targets (issue23Targets)
 // take the median over the repetitions. The fence is a fencedTx, so that
-// the call measured is plugged in at one place (libraryFenceCall).
+// the call measured is plugged in at one place (libraryFenceCall:
+// pgfence.Apply, pgfencecall.go).
 
 // libraryArm names the library phase: -arms selects it like an arm.
 const libraryArm = "library-postgres"
@@ -43,9 +45,10 @@ const (
 )
 
 // fencedTx is library mode's fence call: it runs inside tx, the business
-// transaction of iteration i (i counts from 0 over the whole phase, so a
-// fence can derive increasing segments from it), after the business
-// write and before the commit. An error rolls the transaction back.
+// transaction of iteration i (i counts from 0 over the whole phase), first,
+// before the business write (pgfence's order: the fence decides and
+// locks the resource's record, then the service writes). An error rolls
+// the transaction back.
 type fencedTx func(ctx context.Context, tx pgx.Tx, i int) error
 
 // libraryFence is a fence call ready to measure.
@@ -75,14 +78,8 @@ func (s *stack) libraryEnv() libraryEnv {
 	return env
 }
 
-// errNoFence is libraryFenceCall's answer while no fence call exists to
-// measure.
-var errNoFence = errors.New("pgfence not landed")
-
 // libraryFenceCall is the fence the library phase measures.
-func libraryFenceCall() (*libraryFence, error) {
-	return nil, errNoFence
-}
+func libraryFenceCall() *libraryFence { return pgfenceApply() }
 
 // libraryResult is the library phase's figures.
 type libraryResult struct {
@@ -133,14 +130,10 @@ func (s *stack) runLibrary(ctx context.Context, o options, only *regexp.Regexp, 
 		s.skipped = append(s.skipped, skippedArm{Arm: libraryArm, Reason: s.pgSkip})
 		return res
 	}
-	var call fencedTx
-	f, err := libraryFenceCall()
-	if err == nil {
-		var closeFence func()
-		call, closeFence, err = f.Setup(ctx, s.libraryEnv())
-		if closeFence != nil {
-			defer closeFence()
-		}
+	f := libraryFenceCall()
+	call, closeFence, err := f.Setup(ctx, s.libraryEnv())
+	if closeFence != nil {
+		defer closeFence()
 	}
 	if err != nil {
 		res.NotMeasured = "library mode: not measured (" + err.Error() + "): the plain transactions alone ran"
@@ -242,11 +235,11 @@ func (s *stack) timeTx(ctx context.Context, conn *pgx.Conn, i int, f fencedTx) (
 	return int64(clock.Since(s.ck, start) / time.Nanosecond), err
 }
 
-// businessTx is the business transaction of iteration i: one row
-// updated at SERIALIZABLE (library mode's isolation), then f, then the
+// businessTx is the business transaction of iteration i at the
+// database's default isolation: f (when set), one row updated, the
 // commit; any error rolls it back.
 func businessTx(ctx context.Context, conn *pgx.Conn, i int, f fencedTx) (err error) {
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("bench: library: begin: %w", err)
 	}
@@ -255,13 +248,13 @@ func businessTx(ctx context.Context, conn *pgx.Conn, i int, f fencedTx) (err err
 			_ = tx.Rollback(context.Background())
 		}
 	}()
-	if _, err := tx.Exec(ctx, libraryUpdate, i%libraryRows, "iteration"); err != nil {
-		return fmt.Errorf("bench: library: update: %w", err)
-	}
 	if f != nil {
 		if err := f(ctx, tx, i); err != nil {
 			return fmt.Errorf("bench: library: fence: %w", err)
 		}
+	}
+	if _, err := tx.Exec(ctx, libraryUpdate, i%libraryRows, "iteration"); err != nil {
+		return fmt.Errorf("bench: library: update: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("bench: library: commit: %w", err)

@@ -14,7 +14,7 @@ func renderLibrary(p func(string, ...any), lib *libraryResult) {
 		return
 	}
 	p("## Library mode: added latency per transaction\n\n")
-	p("The same business transaction (BEGIN ISOLATION LEVEL SERIALIZABLE; UPDATE of one row of a %d-row table in the run's database; COMMIT) on one connection from the load generator, with and without the fence call inside it, alternating, %d of each per repetition after %d unmeasured; added = the fenced percentile minus the plain one in the same repetition (library.go). ",
+	p("The same business transaction (BEGIN at READ COMMITTED, the default; the fence call; UPDATE of one row of a %d-row table in the run's database; COMMIT) on one connection from the load generator, with and without the fence call, alternating, %d of each per repetition after %d unmeasured; added = the fenced percentile minus the plain one in the same repetition (library.go). ",
 		libraryRows, lib.Iterations, libraryWarmup)
 	if lib.Fence != "" {
 		p("Fence call: `%s`.\n\n", lib.Fence)
