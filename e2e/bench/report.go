@@ -75,6 +75,9 @@ func renderMarkdown(rep *report) string {
 	p("Options: %d repetition(s), %s measured after %s warm-up per run, %d handoffs, %s per registry throughput run%s.\n\n",
 		rep.Options.Reps, rep.Options.Duration, rep.Options.Warmup, rep.Options.Handoffs, rep.Options.TputDuration,
 		map[bool]string{true: " (-quick)", false: ""}[rep.Options.Quick])
+	if o := rep.Options; o.Arms != "" || o.NoRegistryPhases {
+		p("**A partial run**: %s.\n\n", partialRun(o))
+	}
 	if !rep.Options.Quick {
 		p("The default per-run times (2 s measured after 0.75 s warm-up) are shorter than before the open-own and open-1k phases were added, so that the whole default run, build included, stays under 10 minutes on 2 cores.\n\n")
 	}
@@ -254,4 +257,16 @@ func orDash(s string) string {
 // busy reports whether the machine was busy at the start or the end.
 func (ri runInfo) busy() bool {
 	return busy(ri.LoadAvgStart, ri.Machine.CPUs) || busy(ri.LoadAvgEnd, ri.Machine.CPUs)
+}
+
+// partialRun says what a run with -arms or -no-registry-phases left out.
+func partialRun(o options) string {
+	var parts []string
+	if o.Arms != "" {
+		parts = append(parts, fmt.Sprintf("only the arms and phases `-arms %s` matches, with the baselines (direct, plain-proxy)", o.Arms))
+	}
+	if o.NoRegistryPhases {
+		parts = append(parts, "no handoffs nor registry throughput (-no-registry-phases)")
+	}
+	return strings.Join(parts, "; ")
 }

@@ -208,3 +208,15 @@ func TestLibraryOrderAlternates(t *testing.T) {
 		t.Errorf("fenced first in %d of 10 iterations, want 5", fencedFirst)
 	}
 }
+
+func TestPartialRunSaid(t *testing.T) {
+	rep := sampleReport()
+	if strings.Contains(renderMarkdown(rep), "A partial run") {
+		t.Error("a full run called partial")
+	}
+	rep.Options.Arms, rep.Options.NoRegistryPhases = "postgres", true
+	want := "**A partial run**: only the arms and phases `-arms postgres` matches, with the baselines (direct, plain-proxy); no handoffs nor registry throughput (-no-registry-phases)."
+	if md := renderMarkdown(rep); !strings.Contains(md, want) {
+		t.Errorf("RESULTS.md lacks %q", want)
+	}
+}
