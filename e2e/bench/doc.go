@@ -83,7 +83,9 @@
 //	go run ./e2e/bench -arms postgres -no-registry-phases -out /tmp/pg   # the PostgreSQL arms, library mode and the baselines
 //
 // -no-registry-phases skips the handoffs and the registry throughput
-// (their targets: "not measured").
+// (their targets: "not measured"). postgres/ holds such a run (its
+// RESULTS.md, results.json, latency.svg and profiles), the committed
+// RESULTS.md staying the last full run's.
 //
 // Targets (targets.go): RESULTS.md opens with issue 22's targets, each
 // judged from the run's own data with PASS, MISS or "not measured" (with
