@@ -95,9 +95,13 @@ type libraryResult struct {
 
 // libraryRep is one repetition: Iterations transactions of each kind.
 type libraryRep struct {
-	Rep          int            `json:"rep"`
-	Plain        latencySummary `json:"plain"`
-	Fenced       latencySummary `json:"fenced"`
+	Rep    int            `json:"rep"`
+	Plain  latencySummary `json:"plain"`
+	Fenced latencySummary `json:"fenced"`
+	// Call is the fence call's own duration in the fenced transactions
+	// measured: what of the added latency is the call, the rest being
+	// the commit's.
+	Call         latencySummary `json:"fenceCall"`
 	PlainErrors  int            `json:"plainErrors"`
 	FencedErrors int            `json:"fencedErrors"`
 	FirstError   string         `json:"firstError,omitempty"`
@@ -167,9 +171,9 @@ func (s *stack) libraryReps(ctx context.Context, o options, call fencedTx, res *
 	for r := 1; r <= o.Reps && ctx.Err() == nil; r++ {
 		lr := s.libraryRep(ctx, conn, call, r, o.LibraryIterations, &next)
 		res.Reps = append(res.Reps, lr)
-		fmt.Fprintf(progress, "rep %d/%d library      %-24s plain p50 %s ms p99 %s ms  fenced p50 %s ms p99 %s ms  errors %d+%d %s\n",
+		fmt.Fprintf(progress, "rep %d/%d library      %-24s plain p50 %s ms p99 %s ms  fenced p50 %s ms p99 %s ms  fence call p50 %s ms p99 %s ms  errors %d+%d %s\n",
 			r, o.Reps, libraryArm, fmtNum(lr.Plain.P50, 3), fmtNum(lr.Plain.P99, 3), fmtNum(lr.Fenced.P50, 3), fmtNum(lr.Fenced.P99, 3),
-			lr.PlainErrors, lr.FencedErrors, lr.FirstError)
+			fmtNum(lr.Call.P50, 3), fmtNum(lr.Call.P99, 3), lr.PlainErrors, lr.FencedErrors, lr.FirstError)
 	}
 	return nil
 }
@@ -180,6 +184,11 @@ func (s *stack) libraryReps(ctx context.Context, o options, call fencedTx, res *
 func (s *stack) libraryRep(ctx context.Context, conn *pgx.Conn, call fencedTx, r, n int, next *int) libraryRep {
 	lr := libraryRep{Rep: r}
 	samples := map[bool][]int64{false: make([]int64, 0, n), true: make([]int64, 0, n)}
+	calls := make([]int64, 0, n)
+	var callNs int64
+	if call != nil {
+		call = s.timedCall(call, &callNs)
+	}
 	for j := 0; j < libraryWarmup+n && ctx.Err() == nil; j++ {
 		for _, fenced := range libraryOrder(j) {
 			if fenced && call == nil {
@@ -195,11 +204,24 @@ func (s *stack) libraryRep(ctx context.Context, conn *pgx.Conn, call fencedTx, r
 			lr.note(fenced, err)
 			if err == nil && j >= libraryWarmup {
 				samples[fenced] = append(samples[fenced], d)
+				if fenced {
+					calls = append(calls, callNs)
+				}
 			}
 		}
 	}
-	lr.Plain, lr.Fenced = summarize(samples[false]), summarize(samples[true])
+	lr.Plain, lr.Fenced, lr.Call = summarize(samples[false]), summarize(samples[true]), summarize(calls)
 	return lr
+}
+
+// timedCall is call, writing each call's duration into *ns.
+func (s *stack) timedCall(call fencedTx, ns *int64) fencedTx {
+	return func(ctx context.Context, tx pgx.Tx, i int) error {
+		start := s.ck.Now()
+		err := call(ctx, tx, i)
+		*ns = int64(clock.Since(s.ck, start) / time.Nanosecond)
+		return err
+	}
 }
 
 // libraryOrder is iteration j's two transactions, true for the fenced

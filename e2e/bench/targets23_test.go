@@ -107,7 +107,8 @@ func libraryFixture() *libraryResult {
 	for i, add := range []float64{0.2, 0.3, 0.4} {
 		lib.Reps = append(lib.Reps, libraryRep{Rep: i + 1,
 			Plain:  latencySummary{P50: 1, P99: 2, P999: 3},
-			Fenced: latencySummary{P50: 1 + add, P99: 3.5, P999: 5}})
+			Fenced: latencySummary{P50: 1 + add, P99: 3.5, P999: 5},
+			Call:   latencySummary{P50: 0.25, P99: 1.25}})
 	}
 	return lib
 }
@@ -163,7 +164,7 @@ func TestRenderLibraryAndSkipped(t *testing.T) {
 	for _, want := range []string{
 		"## Library mode: added latency per transaction",
 		"Fence call: `pgfence.Apply`.",
-		"| 2 | 1.000 | 2.000 | 3.000 | 1.300 | 3.500 | 5.000 | 0.300 | 1.500 | 0 |",
+		"| 2 | 1.000 | 2.000 | 3.000 | 1.300 | 3.500 | 5.000 | 0.300 | 1.500 | 0.250 | 1.250 | 0 |",
 		"**Skipped arms**: fg-postgres-proof-EdDSA (bench: PostgreSQL not reachable / down).",
 	} {
 		if !strings.Contains(md, want) {
@@ -171,9 +172,9 @@ func TestRenderLibraryAndSkipped(t *testing.T) {
 		}
 	}
 	rep.Library = &libraryResult{NotMeasured: "library mode: not measured (pgfence not landed): the plain transactions alone ran", Iterations: 5,
-		Reps: []libraryRep{{Rep: 1, Plain: latencySummary{P50: 1, P99: 2, P999: 3}, Fenced: summarize(nil), PlainErrors: 1, FirstError: "x"}}}
+		Reps: []libraryRep{{Rep: 1, Plain: latencySummary{P50: 1, P99: 2, P999: 3}, Fenced: summarize(nil), Call: summarize(nil), PlainErrors: 1, FirstError: "x"}}}
 	md = renderMarkdown(rep)
-	for _, want := range []string{"**library mode: not measured (pgfence not landed): the plain transactions alone ran**", "| 1 | 1.000 | 2.000 | 3.000 | – | – | – | – | – | 1: x |"} {
+	for _, want := range []string{"**library mode: not measured (pgfence not landed): the plain transactions alone ran**", "| 1 | 1.000 | 2.000 | 3.000 | – | – | – | – | – | – | – | 1: x |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("RESULTS.md lacks %q:\n%s", want, md)
 		}
