@@ -75,9 +75,7 @@ func renderMarkdown(rep *report) string {
 	p("Options: %d repetition(s), %s measured after %s warm-up per run, %d handoffs, %s per registry throughput run%s.\n\n",
 		rep.Options.Reps, rep.Options.Duration, rep.Options.Warmup, rep.Options.Handoffs, rep.Options.TputDuration,
 		map[bool]string{true: " (-quick)", false: ""}[rep.Options.Quick])
-	if o := rep.Options; o.Arms != "" || o.NoRegistryPhases {
-		p("**A partial run**: %s.\n\n", partialRun(o))
-	}
+	renderPartial(p, rep.Options)
 	if !rep.Options.Quick {
 		p("The default per-run times (2 s measured after 0.75 s warm-up) are shorter than before the open-own and open-1k phases were added, so that the whole default run, build included, stays under 10 minutes on 2 cores.\n\n")
 	}
@@ -257,6 +255,14 @@ func orDash(s string) string {
 // busy reports whether the machine was busy at the start or the end.
 func (ri runInfo) busy() bool {
 	return busy(ri.LoadAvgStart, ri.Machine.CPUs) || busy(ri.LoadAvgEnd, ri.Machine.CPUs)
+}
+
+// renderPartial writes, for a run with -arms or -no-registry-phases,
+// what it left out.
+func renderPartial(p func(string, ...any), o options) {
+	if o.Arms != "" || o.NoRegistryPhases {
+		p("**A partial run**: %s.\n\n", partialRun(o))
+	}
 }
 
 // partialRun says what a run with -arms or -no-registry-phases left out.
