@@ -76,7 +76,8 @@
 // the two alternating, -library-iterations (default 2000) of each per
 // repetition after 200 unmeasured; RESULTS.md's "Library mode: added
 // latency per transaction" gives both kinds' p50/p99/p99.9 and their
-// difference per repetition.
+// difference per repetition, the fence call's own p50/p99, and the round
+// trips to PostgreSQL per transaction of each kind (roundtrips.go).
 //
 // To measure some arms alone without touching the committed RESULTS.md:
 //
@@ -207,7 +208,7 @@
 // (issue 22's targets and their verdicts), targets23.go (issue 23's),
 // pgdb.go (the run's PostgreSQL database, skipped arms), pgcpu.go (its
 // backends' CPU), pgstats.go (its transaction counts), library.go,
-// pgfencecall.go (the pgfence.Apply call it measures) and
+// pgfencecall.go (the pgfence.Apply call it measures), roundtrips.go and
 // libraryreport.go (the library phase and its section), soak.go (the soak and its
 // windows), soakreport.go (its summary, SOAK.md and soak.json),
 // soaktargets.go (the soak's targets), soakplot.go (soak.svg).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -101,10 +102,14 @@ type libraryRep struct {
 	// Call is the fence call's own duration in the fenced transactions
 	// measured: what of the added latency is the call, the rest being
 	// the commit's.
-	Call         latencySummary `json:"fenceCall"`
-	PlainErrors  int            `json:"plainErrors"`
-	FencedErrors int            `json:"fencedErrors"`
-	FirstError   string         `json:"firstError,omitempty"`
+	Call latencySummary `json:"fenceCall"`
+	// PlainTrips and FencedTrips are the round trips to PostgreSQL per
+	// measured transaction of each kind (roundTrips).
+	PlainTrips   meanFigure `json:"plainRoundTrips"`
+	FencedTrips  meanFigure `json:"fencedRoundTrips"`
+	PlainErrors  int        `json:"plainErrors"`
+	FencedErrors int        `json:"fencedErrors"`
+	FirstError   string     `json:"firstError,omitempty"`
 }
 
 // added is the repetition's fenced percentile minus its plain one, by
@@ -154,8 +159,14 @@ func (s *stack) runLibrary(ctx context.Context, o options, only *regexp.Regexp, 
 // libraryReps creates the business table and runs o.Reps repetitions
 // into res.
 func (s *stack) libraryReps(ctx context.Context, o options, call fencedTx, res *libraryResult, progress io.Writer) error {
+	cfg, err := pgx.ParseConfig(s.pg.dsn)
+	if err != nil {
+		return fmt.Errorf("bench: library: %w", err)
+	}
+	trips := &roundTrips{}
+	cfg.Tracer = trips
 	cctx, cancel := context.WithTimeout(ctx, pgConnectTimeout)
-	conn, err := pgx.Connect(cctx, s.pg.dsn)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("bench: library: %w", err)
@@ -169,7 +180,7 @@ func (s *stack) libraryReps(ctx context.Context, o options, call fencedTx, res *
 	}
 	next := 0
 	for r := 1; r <= o.Reps && ctx.Err() == nil; r++ {
-		lr := s.libraryRep(ctx, conn, call, r, o.LibraryIterations, &next)
+		lr := s.libraryRep(ctx, conn, trips, call, r, o.LibraryIterations, &next)
 		res.Reps = append(res.Reps, lr)
 		fmt.Fprintf(progress, "rep %d/%d library      %-24s plain p50 %s ms p99 %s ms  fenced p50 %s ms p99 %s ms  fence call p50 %s ms p99 %s ms  errors %d+%d %s\n",
 			r, o.Reps, libraryArm, fmtNum(lr.Plain.P50, 3), fmtNum(lr.Plain.P99, 3), fmtNum(lr.Fenced.P50, 3), fmtNum(lr.Fenced.P99, 3),
@@ -181,10 +192,11 @@ func (s *stack) libraryReps(ctx context.Context, o options, call fencedTx, res *
 // libraryRep is repetition r: libraryWarmup unmeasured iterations, then n
 // measured, each a plain and (with call) a fenced transaction in
 // libraryOrder; *next counts the fence's calls over the phase.
-func (s *stack) libraryRep(ctx context.Context, conn *pgx.Conn, call fencedTx, r, n int, next *int) libraryRep {
+func (s *stack) libraryRep(ctx context.Context, conn *pgx.Conn, trips *roundTrips, call fencedTx, r, n int, next *int) libraryRep {
 	lr := libraryRep{Rep: r}
 	samples := map[bool][]int64{false: make([]int64, 0, n), true: make([]int64, 0, n)}
 	calls := make([]int64, 0, n)
+	tripsOf := map[bool]int{}
 	var callNs int64
 	if call != nil {
 		call = s.timedCall(call, &callNs)
@@ -200,9 +212,11 @@ func (s *stack) libraryRep(ctx context.Context, conn *pgx.Conn, call fencedTx, r
 				f = call
 				*next++
 			}
+			before := trips.n
 			d, err := s.timeTx(ctx, conn, i, f)
 			lr.note(fenced, err)
 			if err == nil && j >= libraryWarmup {
+				tripsOf[fenced] += trips.n - before
 				samples[fenced] = append(samples[fenced], d)
 				if fenced {
 					calls = append(calls, callNs)
@@ -211,7 +225,24 @@ func (s *stack) libraryRep(ctx context.Context, conn *pgx.Conn, call fencedTx, r
 		}
 	}
 	lr.Plain, lr.Fenced, lr.Call = summarize(samples[false]), summarize(samples[true]), summarize(calls)
+	lr.PlainTrips = perTx(tripsOf[false], len(samples[false]))
+	lr.FencedTrips = perTx(tripsOf[true], len(samples[true]))
 	return lr
+}
+
+// meanFigure is a mean, NaN when there was nothing to average (null in
+// JSON).
+type meanFigure float64
+
+// MarshalJSON writes NaN as null.
+func (m meanFigure) MarshalJSON() ([]byte, error) { return json.Marshal(jsonNum(float64(m))) }
+
+// perTx is trips over n transactions, NaN for none.
+func perTx(trips, n int) meanFigure {
+	if n == 0 {
+		return meanFigure(math.NaN())
+	}
+	return meanFigure(float64(trips) / float64(n))
 }
 
 // timedCall is call, writing each call's duration into *ns.

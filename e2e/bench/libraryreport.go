@@ -24,20 +24,20 @@ func renderLibrary(p func(string, ...any), lib *libraryResult) {
 	if len(lib.Reps) == 0 {
 		return
 	}
-	p("The fence call's own p50 and p99 (timed around it inside the fenced transactions) say what of the added latency is the call; the rest is the commit's.\n\n")
-	p("| rep | plain p50 ms | plain p99 ms | plain p99.9 ms | fenced p50 ms | fenced p99 ms | fenced p99.9 ms | added p50 ms | added p99 ms | fence call p50 ms | fence call p99 ms | errors |\n")
-	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	p("The fence call's own p50 and p99 (timed around it inside the fenced transactions) say what of the added latency is the call; the rest is the commit's. Round trips are the connection's to PostgreSQL per transaction (each statement, BEGIN, savepoint and COMMIT included, or batch: one).\n\n")
+	p("| rep | plain p50 ms | plain p99 ms | plain p99.9 ms | fenced p50 ms | fenced p99 ms | fenced p99.9 ms | added p50 ms | added p99 ms | fence call p50 ms | fence call p99 ms | round trips plain / fenced | errors |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range lib.Reps {
 		errs := fmtNum(float64(r.PlainErrors+r.FencedErrors), 0)
 		if r.FirstError != "" {
 			errs += ": " + tableCell(r.FirstError)
 		}
-		p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Rep,
+		p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |\n", r.Rep,
 			fmtNum(r.Plain.P50, 3), fmtNum(r.Plain.P99, 3), fmtNum(r.Plain.P999, 3),
 			fmtNum(r.Fenced.P50, 3), fmtNum(r.Fenced.P99, 3), fmtNum(r.Fenced.P999, 3),
 			fmtNum(r.added(func(l latencySummary) float64 { return l.P50 }), 3),
 			fmtNum(r.added(func(l latencySummary) float64 { return l.P99 }), 3),
-			fmtNum(r.Call.P50, 3), fmtNum(r.Call.P99, 3), errs)
+			fmtNum(r.Call.P50, 3), fmtNum(r.Call.P99, 3), fmtNum(float64(r.PlainTrips), 1), fmtNum(float64(r.FencedTrips), 1), errs)
 	}
 	p("\n")
 }

@@ -186,6 +186,10 @@ func TestLibraryPhaseOnPostgres(t *testing.T) {
 		if r.PlainErrors != 0 || math.IsNaN(r.Plain.P50) || math.IsNaN(r.Fenced.P99) || r.Plain.P50 <= 0 {
 			t.Errorf("rep %d: %+v", r.Rep, r)
 		}
+		// BEGIN, UPDATE, COMMIT; the stand-in fence adds its INSERT.
+		if r.PlainTrips != 3 || r.FencedTrips != 4 {
+			t.Errorf("rep %d: %v round trips per plain transaction, %v per fenced one; want 3 and 4", r.Rep, r.PlainTrips, r.FencedTrips)
+		}
 		// Each call is timed inside its transaction: never longer, at any percentile.
 		if !(r.Call.P50 > 0) || r.Call.P50 > r.Fenced.P50 || r.Call.P99 > r.Fenced.P99 {
 			t.Errorf("rep %d: fence call p50 %v p99 %v against its transactions' %v %v", r.Rep, r.Call.P50, r.Call.P99, r.Fenced.P50, r.Fenced.P99)

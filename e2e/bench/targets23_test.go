@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"regexp"
 	"strings"
@@ -108,7 +109,7 @@ func libraryFixture() *libraryResult {
 		lib.Reps = append(lib.Reps, libraryRep{Rep: i + 1,
 			Plain:  latencySummary{P50: 1, P99: 2, P999: 3},
 			Fenced: latencySummary{P50: 1 + add, P99: 3.5, P999: 5},
-			Call:   latencySummary{P50: 0.25, P99: 1.25}})
+			Call:   latencySummary{P50: 0.25, P99: 1.25}, PlainTrips: 3, FencedTrips: 11})
 	}
 	return lib
 }
@@ -164,7 +165,7 @@ func TestRenderLibraryAndSkipped(t *testing.T) {
 	for _, want := range []string{
 		"## Library mode: added latency per transaction",
 		"Fence call: `pgfence.Apply`.",
-		"| 2 | 1.000 | 2.000 | 3.000 | 1.300 | 3.500 | 5.000 | 0.300 | 1.500 | 0.250 | 1.250 | 0 |",
+		"| 2 | 1.000 | 2.000 | 3.000 | 1.300 | 3.500 | 5.000 | 0.300 | 1.500 | 0.250 | 1.250 | 3.0 / 11.0 | 0 |",
 		"**Skipped arms**: fg-postgres-proof-EdDSA (bench: PostgreSQL not reachable / down).",
 	} {
 		if !strings.Contains(md, want) {
@@ -172,9 +173,12 @@ func TestRenderLibraryAndSkipped(t *testing.T) {
 		}
 	}
 	rep.Library = &libraryResult{NotMeasured: "library mode: not measured (pgfence not landed): the plain transactions alone ran", Iterations: 5,
-		Reps: []libraryRep{{Rep: 1, Plain: latencySummary{P50: 1, P99: 2, P999: 3}, Fenced: summarize(nil), Call: summarize(nil), PlainErrors: 1, FirstError: "x"}}}
+		Reps: []libraryRep{{Rep: 1, Plain: latencySummary{P50: 1, P99: 2, P999: 3}, Fenced: summarize(nil), Call: summarize(nil), PlainTrips: 3, FencedTrips: meanFigure(math.NaN()), PlainErrors: 1, FirstError: "x"}}}
+	if b, err := json.Marshal(rep.Library); err != nil || !strings.Contains(string(b), `"fencedRoundTrips":null`) {
+		t.Errorf("results.json of a phase without fenced transactions: %s, %v", b, err)
+	}
 	md = renderMarkdown(rep)
-	for _, want := range []string{"**library mode: not measured (pgfence not landed): the plain transactions alone ran**", "| 1 | 1.000 | 2.000 | 3.000 | – | – | – | – | – | – | – | 1: x |"} {
+	for _, want := range []string{"**library mode: not measured (pgfence not landed): the plain transactions alone ran**", "| 1 | 1.000 | 2.000 | 3.000 | – | – | – | – | – | – | – | 3.0 / – | 1: x |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("RESULTS.md lacks %q:\n%s", want, md)
 		}
