@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	proxyserver "github.com/fencegate/fencegate/proxy/server"
 )
 
 const (
@@ -107,12 +110,15 @@ func checkScenario(t *testing.T, name string, objs []object, proxies, registries
 		if proxies != 1 {
 			t.Errorf("%d proxy.yaml, want 1", proxies)
 		}
-	case "sidecar-enforce-redis":
+	case "sidecar-enforce-redis", "sidecar-postgres":
 		count("StatefulSet", 0)
 		count("NetworkPolicy", 1)
 		count("PersistentVolumeClaim", 0) // a shared store needs no volume
 		if proxies != 1 {
 			t.Errorf("%d proxy.yaml, want 1", proxies)
+		}
+		if name == "sidecar-postgres" {
+			checkPostgresConfig(t, objs)
 		}
 	case "injector", "injector-no-cert-manager":
 		checkInjector(t, name, objs)
@@ -162,6 +168,11 @@ func TestChartRefusals(t *testing.T) {
 		{"sidecar certificate twice", append(sidecar, "sidecar.tls.spiffeCSI=true"), "set existingSecret or spiffeCSI, not both"},
 		{"sidecar without trust bundle", append(sidecar, "sidecar.trust.existingSecret="), "sidecar.trust.existingSecret (or existingConfigMap) is required"},
 		{"sidecar redis without address", append(sidecar, "sidecar.store.backend=redis"), "sidecar.store.redis.address is required"},
+		{"sidecar postgres without DSN Secret", append(sidecar, "sidecar.store.backend=postgres"), "sidecar.store.postgres.existingSecret is required"},
+		{"sidecar postgres pool inverted", append(sidecar, "sidecar.store.backend=postgres", "sidecar.store.postgres.existingSecret=pg", "sidecar.store.postgres.maxConns=2", "sidecar.store.postgres.minConns=3"), "sidecar.store.postgres.minConns: 3 is above maxConns 2"},
+		{"sidecar postgres client certificate without Secret", append(sidecar, "sidecar.store.backend=postgres", "sidecar.store.postgres.existingSecret=pg", "sidecar.store.postgres.tls.enabled=true", "sidecar.store.postgres.tls.clientCertificate=true"), "tls.clientCertificate needs tls.existingSecret"},
+		{"sidecar postgres schema pg_", append(sidecar, "sidecar.store.backend=postgres", "sidecar.store.postgres.existingSecret=pg", "sidecar.store.postgres.schema=pg_catalog"), "/sidecar/store/postgres/schema"},
+		{"sidecar postgres DSN inline", append(sidecar, "sidecar.store.backend=postgres", "sidecar.store.postgres.existingSecret=pg", "sidecar.store.postgres.dsn=postgres://u:p@h/db"), "additional properties 'dsn' not allowed"},
 		{"registry replicas on bolt", []string{"registry.replicaCount=2"}, "registry.replicaCount > 1 needs registry.redis.enabled"},
 		{"registry replicas without shared key", []string{"registry.replicaCount=2", "registry.redis.enabled=true", "registry.redis.address=r:6379"}, "registry.replicaCount > 1 needs registry.keys.existingSecret"},
 		{"registry listen from config", []string{"registry.config.listen=0.0.0.0:1"}, "registry.config.listen is set by the chart"},
@@ -171,7 +182,7 @@ func TestChartRefusals(t *testing.T) {
 		{"writable root file system", []string{"containerSecurityContext.readOnlyRootFilesystem=false"}, "readOnlyRootFilesystem"},
 		{"root", []string{"containerSecurityContext.runAsNonRoot=false"}, "runAsNonRoot"},
 		{"misspelled key", []string{"registry.replicaCont=2"}, "additional properties 'replicaCont' not allowed"},
-		{"unknown store backend", append(sidecar, "sidecar.store.backend=memory"), "value must be one of 'bolt', 'redis'"},
+		{"unknown store backend", append(sidecar, "sidecar.store.backend=memory"), "value must be one of 'bolt', 'redis', 'postgres'"},
 		{"privilege escalation", []string{"containerSecurityContext.allowPrivilegeEscalation=true"}, "allowPrivilegeEscalation"},
 		{"injector without cert-manager or a certificate", []string{"injector.enabled=true", "injector.tls.certManager.enabled=false"}, "set injector.tls.existingSecret"},
 		{"injector certificate twice", []string{"injector.enabled=true", "injector.tls.existingSecret=x"}, "with injector.tls.certManager.enabled the chart's Certificate writes the Secret"},
@@ -223,9 +234,23 @@ func TestExampleWorkload(t *testing.T) {
 			if len(workloads) != 1 {
 				t.Fatalf("%d workloads, want 1", len(workloads))
 			}
-			checkSidecarPod(t, name, workloads[0])
+			sidecar := checkSidecarPod(t, name, workloads[0])
+			for _, o := range find(objs, "ConfigMap") {
+				if text, ok := configMapFile(o, "proxy.yaml"); ok {
+					files := strings.Join(checkConfigFilesMounted(t, text, sidecar), " ")
+					if name == "postgres" && !strings.Contains(files, "store.postgres.dsnFile store.postgres.tls.caFile") {
+						t.Errorf("the postgres scenario's proxy.yaml names the files %s, want its DSN and CA", files)
+					}
+				}
+			}
 		})
 	}
+	t.Run("multi-replica on postgres renders", func(t *testing.T) {
+		if out, err := runHelm(t, tl, "template", release, dir, "-n", "billing", "--set", "replicaCount=4",
+			"--set", "fencegate.sidecar.store.backend=postgres", "--set", "fencegate.sidecar.store.postgres.existingSecret=pg"); err != nil {
+			t.Fatalf("4 replicas on a shared postgres store refused: %v\n%s", err, out)
+		}
+	})
 	t.Run("multi-replica on bolt is refused", func(t *testing.T) {
 		out, err := runHelm(t, tl, "template", release, dir, "-n", "billing", "--set", "replicaCount=2")
 		if err == nil || !strings.Contains(out, "several replicas must share sidecar.store.backend redis") {
@@ -235,8 +260,8 @@ func TestExampleWorkload(t *testing.T) {
 }
 
 // checkSidecarPod asserts where the sidecar sits in the example's pod
-// and where its data directory lives.
-func checkSidecarPod(t *testing.T, scenario string, workload object) {
+// and where its data directory lives, and returns the sidecar container.
+func checkSidecarPod(t *testing.T, scenario string, workload object) map[string]any {
 	t.Helper()
 	spec := podSpec(workload)
 	var sidecar map[string]any
@@ -265,6 +290,19 @@ func checkSidecarPod(t *testing.T, scenario string, workload object) {
 		}
 		if hasVolume(spec, "persistentVolumeClaim") {
 			t.Errorf("a shared Redis store needs no PersistentVolumeClaim")
+		}
+	case "postgres":
+		if !inInit || hasVolume(spec, "persistentVolumeClaim") {
+			t.Errorf("native %v, a PersistentVolumeClaim %v: want a native sidecar and no claim (a shared store)", inInit, hasVolume(spec, "persistentVolumeClaim"))
+		}
+		for name, secret := range map[string]string{"fencegate-postgres": "billing-postgres", "fencegate-postgres-tls": "billing-postgres-ca"} {
+			found := false
+			for _, v := range list(spec["volumes"]) {
+				found = found || (dig(v, "name") == name && dig(v, "secret", "secretName") == secret)
+			}
+			if !found {
+				t.Errorf("no volume %s of the Secret %s: %v", name, secret, spec["volumes"])
+			}
 		}
 	case "spiffe-csi":
 		found := false
@@ -301,6 +339,7 @@ func checkSidecarPod(t *testing.T, scenario string, workload object) {
 			t.Errorf("%s not on the health port: %v", probe, dig(sidecar, probe))
 		}
 	}
+	return sidecar
 }
 
 func hasVolume(spec map[string]any, source string) bool {
@@ -497,4 +536,44 @@ spec: {selfSigned: {}, ca: {secretName: ca}}
 			}
 		})
 	}
+}
+
+// checkPostgresConfig asserts the sidecar-postgres scenario's proxy.yaml:
+// the DSN is a file of the mounted Secret, never in the ConfigMap, and the
+// pool, timeouts and TLS files are the values'.
+func checkPostgresConfig(t *testing.T, objs []object) {
+	t.Helper()
+	for _, o := range find(objs, "ConfigMap") {
+		text, ok := configMapFile(o, "proxy.yaml")
+		if !ok {
+			continue
+		}
+		if strings.Contains(text, "postgres://") || strings.Contains(text, "password") {
+			t.Errorf("proxy.yaml holds a connection string:\n%s", text)
+		}
+		cfg, err := proxyserver.Load(writeTemp(t, text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pg := cfg.Store.Postgres
+		want := proxyserver.PostgresStoreConfig{DSNFile: "/etc/fencegate/postgres/dsn", Schema: "orders", MaxConns: 8, MinConns: 2,
+			ConnectTimeout: 3 * time.Second, StatementTimeout: 2 * time.Second}
+		want.TLS = pg.TLS
+		if pg != want || cfg.Store.Backend != "postgres" {
+			t.Errorf("store %s, postgres %+v, want %+v", cfg.Store.Backend, pg, want)
+		}
+		if tl := pg.TLS; !tl.Enabled || tl.CAFile != "/etc/fencegate/postgres-tls/ca.crt" || tl.CertFile != "/etc/fencegate/postgres-tls/tls.crt" ||
+			tl.KeyFile != "/etc/fencegate/postgres-tls/tls.key" || tl.ServerName != "pg.data.svc" {
+			t.Errorf("store.postgres.tls %+v", tl)
+		}
+	}
+}
+
+func writeTemp(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "proxy.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

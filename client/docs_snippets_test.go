@@ -69,19 +69,29 @@ func readSnippets(t *testing.T, path string) []snippet {
 	defer f.Close()
 	var out []snippet
 	var cur *snippet
-	var indent string
+	var indent, prev string
+	skip := false
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		m := fence.FindStringSubmatch(line)
 		switch {
+		case cur == nil && m != nil && m[2] == "go" && strings.HasPrefix(prev, "<!-- pgfence/example/"):
+			// A whole file of a compiled example package, compared with its
+			// source by that package's test: not a snippet of statements.
+			cur, indent, skip = &snippet{doc: path, line: n + 1}, m[1], true
 		case cur == nil && m != nil && m[2] == "go":
 			cur, indent = &snippet{doc: path, line: n + 1}, m[1]
 		case cur != nil && m != nil && m[2] == "" && m[1] == indent:
-			out = append(out, *cur)
-			cur = nil
+			if !skip {
+				out = append(out, *cur)
+			}
+			cur, skip = nil, false
 		case cur != nil:
 			cur.code += strings.TrimPrefix(line, indent) + "\n"
+		}
+		if strings.TrimSpace(line) != "" {
+			prev = strings.TrimSpace(line)
 		}
 	}
 	if err := sc.Err(); err != nil {

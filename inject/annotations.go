@@ -29,7 +29,8 @@ const (
 	// AnnotationData: the sidecar's data directory: "claim/NAME" (a
 	// PersistentVolumeClaim, what a bolt store needs), "volume/NAME" (a
 	// volume the pod already has, e.g. from a StatefulSet's
-	// volumeClaimTemplates) or "emptyDir" (a Redis store). Required.
+	// volumeClaimTemplates) or "emptyDir" (a Redis or PostgreSQL store).
+	// Required.
 	AnnotationData = Prefix + "data"
 	// AnnotationNative: "true" or "false" overrides the injector's
 	// native-sidecar decision for this pod.
@@ -40,6 +41,14 @@ const (
 	// AnnotationRedisSecret: a Secret mounted at /etc/fencegate/redis (the
 	// Redis password file proxy.yaml's store.redis.passwordFile names).
 	AnnotationRedisSecret = Prefix + "redis-secret"
+	// AnnotationPostgresSecret: a Secret mounted at /etc/fencegate/postgres
+	// (the DSN file proxy.yaml's store.postgres.dsnFile names, e.g.
+	// /etc/fencegate/postgres/dsn).
+	AnnotationPostgresSecret = Prefix + "postgres-secret"
+	// AnnotationPostgresTLS: a Secret mounted at
+	// /etc/fencegate/postgres-tls (ca.crt, and tls.crt/tls.key for a
+	// client certificate: the files proxy.yaml's store.postgres.tls names).
+	AnnotationPostgresTLS = Prefix + "postgres-tls"
 	// AnnotationInjected is set by the injector on the pods it changed
 	// (value: the image it injected); a pod carrying it is not injected
 	// again.
@@ -72,19 +81,22 @@ type Source struct {
 
 // Request is what a pod's annotations ask for.
 type Request struct {
-	ConfigMap   string
-	Trust       Source
-	TLS         Source
-	Data        Source
-	Native      *bool // nil: the injector decides
-	AdminSecret string
-	RedisSecret string
+	ConfigMap      string
+	Trust          Source
+	TLS            Source
+	Data           Source
+	Native         *bool // nil: the injector decides
+	AdminSecret    string
+	RedisSecret    string
+	PostgresSecret string
+	PostgresTLS    string
 }
 
 var known = map[string]bool{
 	AnnotationInject: true, AnnotationConfig: true, AnnotationTrust: true,
 	AnnotationTLS: true, AnnotationData: true, AnnotationNative: true,
 	AnnotationAdminSecret: true, AnnotationRedisSecret: true, AnnotationInjected: true,
+	AnnotationPostgresSecret: true, AnnotationPostgresTLS: true,
 }
 
 // Wanted reports whether the annotations ask for the sidecar: false
@@ -132,6 +144,13 @@ func ParseAnnotations(annotations map[string]string) (Request, error) {
 	bad(err)
 	r.RedisSecret, err = name(AnnotationRedisSecret, annotations[AnnotationRedisSecret], false)
 	bad(err)
+	r.PostgresSecret, err = name(AnnotationPostgresSecret, annotations[AnnotationPostgresSecret], false)
+	bad(err)
+	r.PostgresTLS, err = name(AnnotationPostgresTLS, annotations[AnnotationPostgresTLS], false)
+	bad(err)
+	if r.PostgresTLS != "" && r.PostgresSecret == "" {
+		bad(fmt.Errorf("%w: %s needs %s (the DSN of the database it is the certificates of)", ErrAnnotation, AnnotationPostgresTLS, AnnotationPostgresSecret))
+	}
 	return r, errors.Join(problems...)
 }
 

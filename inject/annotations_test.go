@@ -44,6 +44,16 @@ func TestParseAnnotations(t *testing.T) {
 	if r.Native == nil || *r.Native || r.Data != (inject.Source{Kind: inject.SourceVolume, Name: "fencegate-data"}) || r.TLS.Kind != inject.SourceNone {
 		t.Fatalf("got %+v", r)
 	}
+	a = base()
+	a[inject.AnnotationPostgresSecret] = "billing-postgres"
+	a[inject.AnnotationPostgresTLS] = "billing-postgres-ca"
+	r, err = inject.ParseAnnotations(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PostgresSecret != "billing-postgres" || r.PostgresTLS != "billing-postgres-ca" {
+		t.Fatalf("postgres annotations: got %+v", r)
+	}
 }
 
 func TestParseAnnotationsRefuses(t *testing.T) {
@@ -51,16 +61,18 @@ func TestParseAnnotationsRefuses(t *testing.T) {
 		key, value string // value "" with key: delete the key
 		want       string
 	}{
-		"unknown key":        {"fencegate.io/confg", "x", "fencegate.io/confg is not an annotation"},
-		"no config":          {inject.AnnotationConfig, "", "fencegate.io/config is required"},
-		"bad config name":    {inject.AnnotationConfig, "Bad Name", `"Bad Name" is not an object name`},
-		"bare secret":        {inject.AnnotationTLS, "secret", `"secret" is not one of`},
-		"emptyDir with name": {inject.AnnotationData, "emptyDir/x", `"emptyDir/x" is not one of`},
-		"claim without name": {inject.AnnotationData, "claim/", "fencegate.io/data is required"},
-		"volume not a label": {inject.AnnotationData, "volume/a.b", `"a.b" is not a volume name`},
-		"trust claim":        {inject.AnnotationTrust, "claim/x", `"claim/x" is not one of configmap/NAME, secret/NAME`},
-		"native yes":         {inject.AnnotationNative, "yes", `fencegate.io/native: "yes" is not "true" or "false"`},
-		"bad admin secret":   {inject.AnnotationAdminSecret, "-x", `fencegate.io/admin-secret: "-x" is not an object name`},
+		"unknown key":         {"fencegate.io/confg", "x", "fencegate.io/confg is not an annotation"},
+		"no config":           {inject.AnnotationConfig, "", "fencegate.io/config is required"},
+		"bad config name":     {inject.AnnotationConfig, "Bad Name", `"Bad Name" is not an object name`},
+		"bare secret":         {inject.AnnotationTLS, "secret", `"secret" is not one of`},
+		"emptyDir with name":  {inject.AnnotationData, "emptyDir/x", `"emptyDir/x" is not one of`},
+		"claim without name":  {inject.AnnotationData, "claim/", "fencegate.io/data is required"},
+		"volume not a label":  {inject.AnnotationData, "volume/a.b", `"a.b" is not a volume name`},
+		"trust claim":         {inject.AnnotationTrust, "claim/x", `"claim/x" is not one of configmap/NAME, secret/NAME`},
+		"native yes":          {inject.AnnotationNative, "yes", `fencegate.io/native: "yes" is not "true" or "false"`},
+		"bad admin secret":    {inject.AnnotationAdminSecret, "-x", `fencegate.io/admin-secret: "-x" is not an object name`},
+		"bad postgres secret": {inject.AnnotationPostgresSecret, "Pg", `fencegate.io/postgres-secret: "Pg" is not an object name`},
+		"postgres tls alone":  {inject.AnnotationPostgresTLS, "pg-ca", "fencegate.io/postgres-tls needs fencegate.io/postgres-secret"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package inject
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -14,7 +15,16 @@ const (
 	pathTLS    = "/etc/fencegate/tls"
 	pathAdmin  = "/etc/fencegate/admin"
 	pathRedis  = "/etc/fencegate/redis"
+	// pathPostgres holds the DSN file (store.postgres.dsnFile),
+	// pathPostgresTLS the database's CA and a client certificate
+	// (store.postgres.tls).
+	pathPostgres    = "/etc/fencegate/postgres"
+	pathPostgresTLS = "/etc/fencegate/postgres-tls"
 )
+
+// emptyDirSizeLimit bounds an emptyDir data directory (a shared store's:
+// it holds nothing the store's safety needs), as the chart does.
+const emptyDirSizeLimit = "64Mi"
 
 // sidecarContainer is the chart's "fencegate.sidecar.container".
 func sidecarContainer(cfg Config, req Request, native bool) corev1.Container {
@@ -85,6 +95,12 @@ func mounts(req Request) []corev1.VolumeMount {
 	if req.RedisSecret != "" {
 		m = append(m, corev1.VolumeMount{Name: volRedis, MountPath: pathRedis, ReadOnly: true})
 	}
+	if req.PostgresSecret != "" {
+		m = append(m, corev1.VolumeMount{Name: volPostgres, MountPath: pathPostgres, ReadOnly: true})
+	}
+	if req.PostgresTLS != "" {
+		m = append(m, corev1.VolumeMount{Name: volPostgresTLS, MountPath: pathPostgresTLS, ReadOnly: true})
+	}
 	return m
 }
 
@@ -100,7 +116,7 @@ func sidecarVolumes(req Request) []corev1.Volume {
 		}})
 	case SourceEmptyDir:
 		v = append(v, corev1.Volume{Name: volData, VolumeSource: corev1.VolumeSource{
-			EmptyDir: &corev1.EmptyDirVolumeSource{},
+			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse(emptyDirSizeLimit))},
 		}})
 	}
 	v = append(v, trustVolume(req.Trust))
@@ -117,6 +133,12 @@ func sidecarVolumes(req Request) []corev1.Volume {
 	}
 	if req.RedisSecret != "" {
 		v = append(v, secretVolume(volRedis, req.RedisSecret))
+	}
+	if req.PostgresSecret != "" {
+		v = append(v, secretVolume(volPostgres, req.PostgresSecret))
+	}
+	if req.PostgresTLS != "" {
+		v = append(v, secretVolume(volPostgresTLS, req.PostgresTLS))
 	}
 	return v
 }

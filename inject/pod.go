@@ -43,7 +43,10 @@ const (
 	volTLS      = "fencegate-tls"
 	volAdmin    = "fencegate-admin"
 	volRedis    = "fencegate-redis"
-	spiffeCSIDr = "spiffe.csi.cert-manager.io"
+	volPostgres = "fencegate-postgres"
+	// volPostgresTLS is the database's CA and client certificate.
+	volPostgresTLS = "fencegate-postgres-tls"
+	spiffeCSIDr    = "spiffe.csi.cert-manager.io"
 )
 
 // Plan decides whether the pod gets the sidecar and returns the JSON

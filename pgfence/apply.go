@@ -12,6 +12,7 @@ import (
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/authn"
 	"github.com/fencegate/fencegate/store"
+	"github.com/fencegate/fencegate/store/postgres"
 )
 
 // window is the nominal life of the marker an Accept decides with: it
@@ -127,34 +128,37 @@ func (f *Fence) acceptInput(req Request, r authn.Result) store.AcceptInput {
 	}
 }
 
-// decide runs store.Accept (or PreviewAccept) in a savepoint of tx, on the resource's
-// locked record: released on PROCEED (the record and the receipt are
-// tx's), rolled back otherwise, which releases the lock and leaves tx as
+// savepoint is the name of the savepoint a decision runs in.
+const savepoint = "fencegate_apply"
+
+// decide runs store.Accept (or PreviewAccept) in a savepoint of tx, on
+// the resource's locked record (postgres.Store.TxFor: the savepoint, the
+// lock and the load in one round trip): released on PROCEED with the
+// record and the receipt written (one more round trip), the lock staying
+// with tx; rolled back otherwise, which releases the lock and leaves tx as
 // it was.
 func (f *Fence) decide(ctx context.Context, tx pgx.Tx, in store.AcceptInput, preview bool) (store.BeginResult, store.Change, error) {
-	sp, err := tx.Begin(ctx)
+	key := store.ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}
+	t, err := f.st.TxFor(ctx, tx, in.Resource, &key, savepoint)
 	if err != nil {
 		return store.BeginResult{}, store.Change{}, err
 	}
-	res, ch, err := f.decideIn(ctx, sp, in, preview)
+	res, ch, err := f.decideIn(ctx, tx, t, in, preview)
 	if err == nil && res.Decision == store.DecisionProceed {
-		if err := sp.Commit(ctx); err != nil {
+		if err := t.Release(); err != nil {
+			_ = t.RollbackTo()
 			return store.BeginResult{}, store.Change{}, err
 		}
 		return res, ch, nil
 	}
-	if rbErr := sp.Rollback(ctx); rbErr != nil && err == nil {
+	if rbErr := t.RollbackTo(); rbErr != nil && err == nil {
 		err = rbErr
 	}
 	return res, ch, err
 }
 
-func (f *Fence) decideIn(ctx context.Context, sp pgx.Tx, in store.AcceptInput, preview bool) (store.BeginResult, store.Change, error) {
-	if err := f.st.CheckIn(ctx, sp); err != nil {
-		return store.BeginResult{}, store.Change{}, err
-	}
-	t, err := f.st.TxFor(ctx, sp, in.Resource)
-	if err != nil {
+func (f *Fence) decideIn(ctx context.Context, tx pgx.Tx, t *postgres.Tx, in store.AcceptInput, preview bool) (store.BeginResult, store.Change, error) {
+	if err := f.st.CheckIn(ctx, tx); err != nil {
 		return store.BeginResult{}, store.Change{}, err
 	}
 	if preview {
@@ -209,20 +213,14 @@ func (f *Fence) refusal(ctx context.Context, req Request, r authn.Result, ref *a
 // the sidecar adds.
 func decisionProblem(res store.BeginResult) *fencegate.Problem {
 	p := fencegate.NewProblem(res.Code(), res.Detail)
-	switch res.Decision {
-	case store.DecisionMutationUnknown:
-		if res.Mutation != nil {
-			p.With("operationId", res.Mutation.OperationID)
-		}
-	case store.DecisionSegmentConflict:
-		if res.Quarantine != nil {
-			p.With("quarantineId", res.Quarantine.ID)
-		}
-	case store.DecisionStaleOwner, store.DecisionFenceRegression:
-		p.With("highestFence", res.Record.HighestFence)
-	case store.DecisionSegmentGap:
-		p.With("lastSegment", res.Record.LastSeq)
-	case store.DecisionBusy:
+	members, known := res.Members()
+	if !known {
+		p.Detail = fmt.Sprintf("unexpected store decision %q", res.Decision)
+	}
+	for k, v := range members {
+		p.With(k, v)
+	}
+	if res.Decision == store.DecisionBusy {
 		p.With("retryable", true)
 	}
 	return p

@@ -49,7 +49,9 @@
 // the transaction and stores its response as the receipt, answering
 // replays from it, and refusals as the sidecar does (problem+json).
 //
-// pgfence imports the contract, verify (through authn), authn, identity,
-// store, store/postgres and the sidecar's request-contract parsers
-// (proxy/inbound, which import only the contract); never the sidecar.
+// pgfence imports the contract, authn (with verify, identity and clock),
+// store (with its codec), store/postgres and the sidecar's
+// request-contract packages proxy/inbound and proxy/outbound (the header
+// parsers, the stored-response rules: they import the contract and store
+// only); never the sidecar or the registry (TestLibraryModeImportsNoServer).
 package pgfence

@@ -25,7 +25,7 @@ import (
 // tables (a store/postgres Store in schema fencegate) and an issuer of
 // real signed grants whose key the Fence's trust bundle holds.
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	dsn    string
 	pool   *pgxpool.Pool
 	st     *postgres.Store
@@ -37,7 +37,7 @@ type world struct {
 
 const resource = "invoice-batch/7"
 
-func newWorld(t *testing.T, opts ...pgfence.Option) *world {
+func newWorld(t testing.TB, opts ...pgfence.Option) *world {
 	t.Helper()
 	ctx := context.Background()
 	dsn := pgtest.Database(t)
@@ -74,6 +74,13 @@ type owner struct {
 // leaseOn is lease on another resource.
 func (w *world) leaseOn(res string, fence uint64) owner {
 	return w.lease(fence, func(g *fencegate.Grant) { g.Resource = res })
+}
+
+// refresh signs o a fresh proof of its grant.
+func (w *world) refresh(o owner) owner {
+	w.is.Now = clock.Real().Now()
+	o.proof = string(w.is.SignStatus(w.is.StatusFor([]byte(o.grant), o.g, w.is.Now)))
+	return o
 }
 
 // lease issues a grant of fence (under a root of its own) to the default

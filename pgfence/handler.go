@@ -73,11 +73,15 @@ func (f *Fence) serveIn(tx pgx.Tx, r *http.Request, req Request, rec *recorder, 
 		return store.Receipt{}, &handlerError{err: err}
 	}
 	in.Response = (&outbound.Response{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}).Stored(store.BodyLimit(f.st.TxOptions().MaxResponseBody))
-	t, err := f.st.TxFor(ctx, tx, in.Resource)
+	key := store.ReceiptKey{Resource: in.Resource, Fence: in.Fence, Seq: in.Seq}
+	t, err := f.st.TxFor(ctx, tx, in.Resource, &key, "")
 	if err != nil {
 		return store.Receipt{}, failure(err)
 	}
 	res, _, err = store.Accept(t, in, f.st.TxOptions())
+	if err == nil {
+		err = t.Release()
+	}
 	switch {
 	case err != nil:
 		return store.Receipt{}, failure(err)

@@ -51,7 +51,11 @@ func raceRounds(t *testing.T, staleFirst bool) {
 				start := make(chan struct{})
 				var staleErr, freshErr error
 				wg.Add(2)
-				go func() { defer wg.Done(); <-start; staleErr = w.writeIn(iso, stale.request(staleSeq, "stale"), batch, "stale") }()
+				go func() {
+					defer wg.Done()
+					<-start
+					staleErr = w.writeIn(iso, stale.request(staleSeq, "stale"), batch, "stale")
+				}()
 				go func() { defer wg.Done(); <-start; freshErr = w.writeIn(iso, fresh.request(1, "fresh"), batch, "fresh") }()
 				close(start)
 				wg.Wait()

@@ -158,22 +158,12 @@ func (p *Proxy) begin(a *attempt, in store.BeginInput) (res store.BeginResult, s
 // explain it.
 func decisionRejection(res store.BeginResult) *rejection {
 	r := reject(res.Code(), res.Detail)
-	switch res.Decision {
-	case store.DecisionMutationUnknown:
-		if res.Mutation != nil {
-			r.with("operationId", res.Mutation.OperationID)
-		}
-	case store.DecisionSegmentConflict:
-		if res.Quarantine != nil {
-			r.with("quarantineId", res.Quarantine.ID)
-		}
-	case store.DecisionStaleOwner, store.DecisionFenceRegression:
-		r.with("highestFence", res.Record.HighestFence)
-	case store.DecisionSegmentGap:
-		r.with("lastSegment", res.Record.LastSeq)
-	case store.DecisionPaused:
-	default:
+	members, known := res.Members()
+	if !known {
 		r.detail = fmt.Sprintf("unexpected store decision %q", res.Decision)
+	}
+	for k, v := range members {
+		r.with(k, v)
 	}
 	return r
 }

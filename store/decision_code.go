@@ -76,3 +76,31 @@ func (e *InputError) RequestCode() (code fencegate.Code, fromRequest bool) {
 	}
 	return code, fromRequest
 }
+
+// Members are the problem members that explain a refusal, as the sidecar
+// and library mode answer it: the operation ID of a mutation whose outcome
+// is unknown, the quarantine entry of a conflict, the highest fence of a
+// stale owner or a regression, the last segment of a gap. Known reports
+// whether the decision is one the contract knows (Code maps any other to
+// STORE_UNAVAILABLE).
+func (r BeginResult) Members() (members map[string]any, known bool) {
+	members = map[string]any{}
+	switch r.Decision {
+	case DecisionMutationUnknown:
+		if r.Mutation != nil {
+			members["operationId"] = r.Mutation.OperationID
+		}
+	case DecisionSegmentConflict:
+		if r.Quarantine != nil {
+			members["quarantineId"] = r.Quarantine.ID
+		}
+	case DecisionStaleOwner, DecisionFenceRegression:
+		members["highestFence"] = r.Record.HighestFence
+	case DecisionSegmentGap:
+		members["lastSegment"] = r.Record.LastSeq
+	case DecisionPaused, DecisionBusy, DecisionProceed, DecisionReplay:
+	default:
+		return members, false
+	}
+	return members, true
+}

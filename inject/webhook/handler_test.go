@@ -150,6 +150,65 @@ func TestInjectOtherSources(t *testing.T) {
 	validate(t, raw)
 }
 
+// TestInjectPostgres: a pod on a shared PostgreSQL store gets the Secret
+// of its DSN and the one of the database's certificates as volumes,
+// mounted read-only where proxy.yaml's store.postgres.dsnFile and
+// store.postgres.tls name them (the chart's paths); without the TLS
+// annotation only the DSN is mounted.
+func TestInjectPostgres(t *testing.T) {
+	h := webhook.New(config(t), webhook.WithNative(true))
+	cases := map[string]struct {
+		tls  string
+		want map[string]string // mount path: the Secret behind it
+	}{
+		"DSN and TLS": {"billing-postgres-ca", map[string]string{
+			"/etc/fencegate/postgres": "billing-postgres", "/etc/fencegate/postgres-tls": "billing-postgres-ca"}},
+		"DSN only": {"", map[string]string{"/etc/fencegate/postgres": "billing-postgres"}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			body := review(t, func(_, pod map[string]any) {
+				a := annotations(pod)
+				a[inject.AnnotationData] = "emptyDir"
+				a[inject.AnnotationPostgresSecret] = "billing-postgres"
+				if c.tls != "" {
+					a[inject.AnnotationPostgresTLS] = c.tls
+				}
+			})
+			pod, raw := patched(t, body, answer(t, h, body))
+			ct, _, _ := findContainer(pod, inject.ContainerName)
+			if ct == nil {
+				t.Fatal("no fencegate container")
+			}
+			vols := map[string]corev1.Volume{}
+			for _, v := range pod.Spec.Volumes {
+				vols[v.Name] = v
+			}
+			got := map[string]string{}
+			for _, m := range ct.VolumeMounts {
+				if !strings.HasPrefix(m.MountPath, "/etc/fencegate/postgres") {
+					continue
+				}
+				if !m.ReadOnly {
+					t.Errorf("%s mounted writable", m.MountPath)
+				}
+				if v := vols[m.Name]; v.Secret != nil {
+					got[m.MountPath] = v.Secret.SecretName
+				}
+			}
+			if len(got) != len(c.want) {
+				t.Errorf("postgres mounts %v, want %v", got, c.want)
+			}
+			for path, secret := range c.want {
+				if got[path] != secret {
+					t.Errorf("%s: Secret %q mounted, want %q", path, got[path], secret)
+				}
+			}
+			validate(t, raw)
+		})
+	}
+}
+
 // TestInjectOnce: a pod that already has the sidecar (the patched pod
 // sent again, as a re-invocation does, or a container named fencegate of
 // its own) is allowed unchanged.

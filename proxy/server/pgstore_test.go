@@ -102,21 +102,26 @@ func TestPostgresStoreUnreachableFailsStart(t *testing.T) {
 	}
 }
 
-// TestPostgresSidecarAcceptsAndRefusesWrites runs a real sidecar on the
-// postgres store, anchored at a real registry: a worker's write is
-// accepted and forwarded, its receipt is in the database; once the
-// database loses its data (the store's tables emptied behind the
-// sidecar's back, as a replaced database would be) the sidecar is not
-// ready, and the next write is refused with STORE_UNAVAILABLE and never
-// forwarded.
-func TestPostgresSidecarAcceptsAndRefusesWrites(t *testing.T) {
-	var forwarded atomic.Int64
+// pgSidecar is a real sidecar on the postgres store (schema and service
+// named alike), anchored at a real registry, in front of a backend that
+// counts what it is forwarded; put sends a worker's write of segment seq
+// of item/1, whose lock the worker holds.
+type pgSidecar struct {
+	s         *Server
+	dsn       string
+	forwarded *atomic.Int64
+	put       func(seq uint64) error
+}
+
+func startPostgresSidecar(t *testing.T, schema string) pgSidecar {
+	t.Helper()
+	sc := pgSidecar{forwarded: new(atomic.Int64)}
 	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		forwarded.Add(1)
+		sc.forwarded.Add(1)
 		w.WriteHeader(http.StatusOK)
 	}))
-	defer back.Close()
-	dsn := pgtest.Database(t)
+	t.Cleanup(back.Close)
+	sc.dsn = pgtest.Database(t)
 	regURL, bundle := startRegistry(t)
 	cfg := Config{
 		Listen:   "127.0.0.1:0",
@@ -125,19 +130,24 @@ func TestPostgresSidecarAcceptsAndRefusesWrites(t *testing.T) {
 		Identity: identity.Config{Mode: identity.ModeInsecureHeader},
 		Trust:    proxy.TrustConfig{Bundle: bundle},
 		Registry: RegistryConfig{URL: regURL},
-		Store:    StoreConfig{Backend: "postgres", Service: "pgsvc", Identity: "sidecar", Postgres: PostgresStoreConfig{DSNFile: dsnFile(t, dsn), Schema: "pgsvc"}},
+		Store:    StoreConfig{Backend: "postgres", Service: schema, Identity: "sidecar", Postgres: PostgresStoreConfig{DSNFile: dsnFile(t, sc.dsn), Schema: schema}},
 		Admin:    AdminConfig{Listen: "127.0.0.1:0"},
 		DataDir:  t.TempDir(),
 	}
-	s := serveUntilDone(t, cfg)
-	waitReady(t, s.AdminAddr(), true)
+	sc.s = serveUntilDone(t, cfg)
+	waitReady(t, sc.s.AdminAddr(), true)
 	ctx := context.Background()
 	worker, err := client.New(regURL, client.WithIdentityHeader(identity.DefaultHeader, "worker"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	put := func(h *client.Holder, seq uint64) error {
-		req, _ := http.NewRequestWithContext(client.ContextWithSegment(ctx, seq), http.MethodPut, "http://"+s.Addr()+"/v1/items/1", strings.NewReader("x"))
+	h, err := worker.Hold(ctx, "item/1", client.WithTTL(time.Minute), client.WithoutBackground())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Release(context.Background()) })
+	sc.put = func(seq uint64) error {
+		req, _ := http.NewRequestWithContext(client.ContextWithSegment(ctx, seq), http.MethodPut, "http://"+sc.s.Addr()+"/v1/items/1", strings.NewReader("x"))
 		req.Header.Set(identity.DefaultHeader, "worker")
 		resp, err := h.Transport().Client().Do(req)
 		if err != nil {
@@ -146,12 +156,21 @@ func TestPostgresSidecarAcceptsAndRefusesWrites(t *testing.T) {
 		defer resp.Body.Close()
 		return client.ResponseError(resp)
 	}
-	h, err := worker.Hold(ctx, "item/1", client.WithTTL(time.Minute), client.WithoutBackground())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Release(context.Background())
-	if err := put(h, 1); err != nil || forwarded.Load() != 1 {
+	return sc
+}
+
+// TestPostgresSidecarAcceptsAndRefusesWrites runs a real sidecar on the
+// postgres store, anchored at a real registry: a worker's write is
+// accepted and forwarded, its receipt is in the database; once the
+// database loses its data (the store's tables emptied behind the
+// sidecar's back, as a replaced database would be) the sidecar is not
+// ready, and the next write is refused with STORE_UNAVAILABLE and never
+// forwarded.
+func TestPostgresSidecarAcceptsAndRefusesWrites(t *testing.T) {
+	sc := startPostgresSidecar(t, "pgsvc")
+	s, dsn, forwarded, put := sc.s, sc.dsn, sc.forwarded, sc.put
+	ctx := context.Background()
+	if err := put(1); err != nil || forwarded.Load() != 1 {
 		t.Fatalf("a write on the postgres store: %v, forwarded %d", err, forwarded.Load())
 	}
 	conn, err := pgx.Connect(ctx, dsn)
@@ -167,7 +186,7 @@ func TestPostgresSidecarAcceptsAndRefusesWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(t, s.AdminAddr(), false)
-	if err := put(h, 2); !errors.Is(err, fencegate.CodeStoreUnavailable) {
+	if err := put(2); !errors.Is(err, fencegate.CodeStoreUnavailable) {
 		t.Fatalf("a write after the database lost its data: %v, want STORE_UNAVAILABLE", err)
 	}
 	if n := forwarded.Load(); n != 1 {

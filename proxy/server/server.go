@@ -92,6 +92,7 @@ func build(cfg Config, log *zap.Logger, forceDowngrade []string,
 	s.store = st
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerStoreMetrics(promReg, cfg.Store.Backend, st)
 	ready, err := s.guardStore(cfg, log, promReg, timeBound)
 	if err != nil {
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,47 +21,20 @@ import (
 // outside anchor).
 var ErrGenerationChanged = errors.New("store/postgres: the PostgreSQL store lost data (its generation marker changed)")
 
-// generation tracks the marker this store expects: "" while none is
-// (no Options.ExpectedGeneration, no ExpectGeneration yet).
-type generation struct {
-	mu       sync.Mutex
-	expected string
-	lost     error
-}
-
-// expect returns the marker expected and the loss already detected.
-func (s *Store) expect() (string, error) {
-	s.gen.mu.Lock()
-	defer s.gen.mu.Unlock()
-	return s.gen.expected, s.gen.lost
-}
-
-// check compares the marker read (ok false: missing) with expected and, on
-// a mismatch, fails the store closed.
-func (s *Store) check(got string, ok bool, expected string) error {
-	if expected == "" || ok && got == expected {
-		return nil
+// lossError is the loss of a store that expected the marker want and
+// read got (ok false: none).
+func lossError(got string, ok bool, want string) error {
+	if !ok {
+		return fmt.Errorf("%w: marker missing, want %s (an empty or replaced database)", ErrGenerationChanged, want)
 	}
-	s.gen.mu.Lock()
-	defer s.gen.mu.Unlock()
-	if s.gen.expected != expected {
-		return nil // ExpectGeneration moved on meanwhile
-	}
-	if s.gen.lost == nil {
-		if !ok {
-			s.gen.lost = fmt.Errorf("%w: marker missing, want %s (an empty or replaced database)", ErrGenerationChanged, expected)
-		} else {
-			s.gen.lost = fmt.Errorf("%w: marker %q, want %s (another data set)", ErrGenerationChanged, got, expected)
-		}
-	}
-	return s.gen.lost
+	return fmt.Errorf("%w: marker %q, want %s (another data set)", ErrGenerationChanged, got, want)
 }
 
 // checkIn reads the marker in the transaction q and checks it, when one is
 // expected: every transaction of the store decides on a data set whose
 // marker it saw in the same snapshot.
 func (s *Store) checkIn(ctx context.Context, q querier) error {
-	expected, err := s.expect()
+	expected, err := s.gen.Expected()
 	if err != nil || expected == "" {
 		return err
 	}
@@ -70,7 +42,7 @@ func (s *Store) checkIn(ctx context.Context, q querier) error {
 	if err != nil {
 		return err
 	}
-	return s.check(got, ok, expected)
+	return s.gen.Check(got, ok, expected, lossError)
 }
 
 // readMarker reads the generation marker (ok false when missing).
@@ -100,11 +72,16 @@ func (s *Store) Generation(ctx context.Context) (string, error) {
 	if s.closed.Load() {
 		return "", store.ErrClosed
 	}
-	ctx = context.WithoutCancel(ctx)
-	if _, err := s.pool.Exec(ctx, s.q.initGeneration, store.NewGeneration()); err != nil {
+	return s.generationOn(context.WithoutCancel(ctx), s.pool)
+}
+
+// generationOn writes the marker on q when it is missing, then reads and
+// validates it: Generation's, on the pool or in a caller's transaction.
+func (s *Store) generationOn(ctx context.Context, q querier) (string, error) {
+	if _, err := q.Exec(ctx, s.q.initGeneration, store.NewGeneration()); err != nil {
 		return "", wrap("write generation", err)
 	}
-	got, ok, err := s.readMarker(ctx, s.pool)
+	got, ok, err := s.readMarker(ctx, q)
 	if err != nil {
 		return "", wrap("generation", err)
 	}
@@ -129,22 +106,17 @@ func (s *Store) ExpectGeneration(ctx context.Context, gen string) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	s.gen.mu.Lock()
-	s.gen.expected, s.gen.lost = gen, nil
-	s.gen.mu.Unlock()
+	s.gen.Expect(gen)
 	return s.CheckGeneration(ctx)
 }
 
 // GenerationLoss returns the loss detected (wrapping ErrGenerationChanged),
 // or nil while the store trusts its database.
-func (s *Store) GenerationLoss() error {
-	_, err := s.expect()
-	return err
-}
+func (s *Store) GenerationLoss() error { return s.gen.Loss() }
 
 // ExpectedGeneration returns the marker the store expects ("" when none).
 func (s *Store) ExpectedGeneration() string {
-	g, _ := s.expect()
+	g, _ := s.gen.Expected()
 	return g
 }
 
@@ -153,7 +125,7 @@ func (s *Store) ExpectedGeneration() string {
 // before the next write is refused. A query error is returned as it is
 // (the database is unreachable, not known to have lost data).
 func (s *Store) CheckGeneration(ctx context.Context) error {
-	expected, err := s.expect()
+	expected, err := s.gen.Expected()
 	if err != nil || expected == "" {
 		return err
 	}
@@ -161,5 +133,5 @@ func (s *Store) CheckGeneration(ctx context.Context) error {
 	if err != nil {
 		return wrap("check generation", err)
 	}
-	return s.check(got, ok, expected)
+	return s.gen.Check(got, ok, expected, lossError)
 }

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -63,20 +61,7 @@ func (b *inTx) View(ctx context.Context, fn func(store.Tx) error) error {
 // Generation reads the marker in tx (store.Store.Generation's rules: one
 // is written when missing).
 func (b *inTx) Generation(ctx context.Context) (string, error) {
-	if _, err := b.tx.Exec(ctx, b.s.q.initGeneration, store.NewGeneration()); err != nil {
-		return "", wrap("write generation", err)
-	}
-	got, ok, err := b.s.readMarker(ctx, b.tx)
-	if err != nil {
-		return "", wrap("generation", err)
-	}
-	if !ok {
-		return "", wrap("generation", errors.New("marker vanished"))
-	}
-	if err := store.ValidateGeneration(got); err != nil {
-		return "", fmt.Errorf("store/postgres: generation marker %q: %v: %w", got, err, store.ErrCorrupt)
-	}
-	return got, nil
+	return b.s.generationOn(ctx, b.tx)
 }
 
 func (b *inTx) Close() error { return nil }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,40 +18,174 @@ import (
 // serialization failure (IsRetryable).
 var ErrRecordRace = errors.New("store/postgres: the resource's record was created concurrently")
 
-// TxFor locks resource's record in tx (SELECT ... FOR UPDATE, held until
-// tx ends) and returns the store.Tx over tx for deciding on resource at
-// any isolation level: under READ COMMITTED the lock makes every later
-// statement of tx see the record as the last transaction to change it
-// left it, and no other can change it before tx ends; under REPEATABLE
-// READ or SERIALIZABLE a record changed since tx's snapshot fails the
-// lock with a serialization failure. A record that does not exist yet
-// cannot be locked: the Tx then writes it with a plain INSERT, which
-// fails (ErrRecordRace, a unique violation) when another transaction
-// created it meanwhile, instead of overwriting what that one decided.
-func (s *Store) TxFor(ctx context.Context, tx pgx.Tx, resource string) (*Tx, error) {
+// TxFor opens a decision on resource in tx, a transaction of the caller's
+// at any isolation level, in one round trip: it sets the savepoint named
+// savepoint (none when ""), locks resource's record (SELECT ... FOR
+// UPDATE, held until tx ends, or until the savepoint is rolled back) and
+// loads it with the receipt of key (as Tx.Load, which then answers from
+// what it read). Under READ COMMITTED the lock makes every later
+// statement of tx see the record as the last transaction to change it left
+// it, and no other can change it before tx ends; under REPEATABLE READ or
+// SERIALIZABLE a record changed since tx's snapshot fails the lock with a
+// serialization failure. A record that does not exist yet cannot be
+// locked: the Tx then writes it with a plain INSERT, which fails
+// (ErrRecordRace, a unique violation) when another transaction created it
+// meanwhile, instead of overwriting what that one decided.
+//
+// The Tx's writes are queued and sent together by Release (which also
+// releases the savepoint); RollbackTo drops them and rolls the savepoint
+// back. When TxFor fails it has rolled its savepoint back itself; on a
+// later error the caller calls RollbackTo (when it set a savepoint) or
+// abandons tx.
+func (s *Store) TxFor(ctx context.Context, tx pgx.Tx, resource string, key *store.ReceiptKey, savepoint string) (*Tx, error) {
 	t := s.TxOn(ctx, tx)
+	t.savepoint, t.deferred = savepoint, true
+	b := &pgx.Batch{}
+	if savepoint != "" {
+		b.Queue("SAVEPOINT " + pgx.Identifier{savepoint}.Sanitize())
+	}
+	b.Queue(s.q.lockRecord, resource)
+	if key == nil {
+		b.Queue(s.q.loadNoReceipt, resource)
+	} else {
+		b.Queue(s.q.load, resource, fenceKey(key.Fence), fenceKey(key.Seq))
+	}
+	br := tx.SendBatch(ctx, b)
+	err := t.readOpening(br, resource, key)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = dbErr("lock record", cerr)
+	}
+	if err != nil {
+		// The savepoint was set before the failing statement, or the
+		// transaction was already aborted (then this fails too).
+		_ = t.RollbackTo()
+		return nil, err
+	}
+	return t, nil
+}
+
+// readOpening reads TxFor's batch: the savepoint, the lock, the load.
+func (t *Tx) readOpening(br pgx.BatchResults, resource string, key *store.ReceiptKey) error {
+	if t.savepoint != "" {
+		if _, err := br.Exec(); err != nil {
+			return dbErr("savepoint", err)
+		}
+	}
 	var one int
-	err := tx.QueryRow(ctx, s.q.lockRecord, resource).Scan(&one)
-	switch {
+	switch err := br.QueryRow().Scan(&one); {
 	case errors.Is(err, pgx.ErrNoRows):
 		t.absent = resource
 	case err != nil:
-		return nil, dbErr("lock record", err)
+		return dbErr("lock record", err)
 	}
-	return t, nil
+	var recB, rcB []byte
+	var now time.Time
+	if err := br.QueryRow().Scan(&recB, &rcB, &now); err != nil {
+		return dbErr("load", err)
+	}
+	t.opened = &opened{resource: resource, key: key, rec: recB, rc: rcB, now: now}
+	return nil
+}
+
+// opened is what TxFor read, for the Tx's first Load.
+type opened struct {
+	resource string
+	key      *store.ReceiptKey
+	rec, rc  []byte
+	now      time.Time
+}
+
+// loadOpened answers Load from what TxFor read, once, when it asks the
+// same.
+func (t *Tx) loadOpened(resource string, key *store.ReceiptKey) (recB, rcB []byte, now time.Time, ok bool) {
+	o := t.opened
+	if o == nil || o.resource != resource || (o.key == nil) != (key == nil) || (key != nil && *o.key != *key) {
+		return nil, nil, time.Time{}, false
+	}
+	t.opened = nil
+	return o.rec, o.rc, o.now, true
 }
 
 // putNewRecord writes the record TxFor found absent, failing on a
 // concurrent creation rather than overwriting it.
 func (t *Tx) putNewRecord(r store.Record) error {
-	t.wrote = true
-	_, err := t.tx.Exec(t.ctx, t.q.insertRecord, r.Resource, r.InFlight != nil, r.Pause != nil, codec.EncodeRecord(nil, r))
+	t.absent = ""
+	return t.exec("insert record", t.q.insertRecord, r.Resource, r.InFlight != nil, r.Pause != nil, codec.EncodeRecord(nil, r))
+}
+
+// queued is a write a TxFor's Tx holds until Release.
+type queued struct {
+	what, sql string
+	args      []any
+}
+
+// flush sends the queued writes (and then, if given, one more statement)
+// in one round trip.
+func (t *Tx) flush(last string) error {
+	if len(t.pending) == 0 && last == "" {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, q := range t.pending {
+		b.Queue(q.sql, q.args...)
+	}
+	if last != "" {
+		b.Queue(last)
+	}
+	pending := t.pending
+	t.pending = nil
+	br := t.tx.(pgx.Tx).SendBatch(t.ctx, b)
+	var err error
+	for _, q := range pending {
+		if _, err = br.Exec(); err != nil {
+			err = writeErr(q.what, err)
+			break
+		}
+	}
+	if err == nil && last != "" {
+		if _, err = br.Exec(); err != nil {
+			err = dbErr("release savepoint", err)
+		}
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = dbErr("write", cerr)
+	}
+	return err
+}
+
+// writeErr is the error of a queued write: a unique violation of the
+// record's insert is ErrRecordRace.
+func writeErr(what string, err error) error {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		return &dbError{what: "insert record", err: errors.Join(ErrRecordRace, err)}
+	if what == "insert record" && errors.As(err, &pe) && pe.Code == "23505" {
+		return &dbError{what: what, err: errors.Join(ErrRecordRace, err)}
 	}
-	if err == nil {
-		t.absent = ""
+	return dbErr(what, err)
+}
+
+// Release sends the Tx's queued writes and releases its savepoint, in one
+// round trip: what it wrote is the caller's transaction's from now on,
+// and the record's lock stays with it.
+func (t *Tx) Release() error {
+	last := ""
+	if t.savepoint != "" {
+		last = "RELEASE SAVEPOINT " + pgx.Identifier{t.savepoint}.Sanitize()
 	}
-	return dbErr("insert record", err)
+	return t.flush(last)
+}
+
+// RollbackTo drops the Tx's queued writes and rolls its savepoint back
+// (and releases it), which undoes whatever it wrote and releases the
+// record's lock: the caller's transaction is as it was before TxFor, even
+// after an error of PostgreSQL's.
+func (t *Tx) RollbackTo() error {
+	t.pending = nil
+	if t.savepoint == "" {
+		return nil
+	}
+	sp := pgx.Identifier{t.savepoint}.Sanitize()
+	b := &pgx.Batch{}
+	b.Queue("ROLLBACK TO SAVEPOINT " + sp)
+	b.Queue("RELEASE SAVEPOINT " + sp)
+	return dbErr("rollback to savepoint", t.tx.(pgx.Tx).SendBatch(t.ctx, b).Close())
 }

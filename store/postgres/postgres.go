@@ -91,7 +91,7 @@ type Store struct {
 	maxBody     int
 	callerClock bool
 	closed      atomic.Bool
-	gen         generation
+	gen         store.GenerationCheck // the marker expected, the loss detected
 	// retried counts the transactions run again after a serialization
 	// failure or a deadlock.
 	retried atomic.Int64
@@ -186,7 +186,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if s.maxAttempts <= 0 {
 		s.maxAttempts = DefaultMaxAttempts
 	}
-	s.gen.expected = opts.ExpectedGeneration
+	s.gen.Expect(opts.ExpectedGeneration)
 	// Compaction one resource per transaction: a SERIALIZABLE transaction
 	// over every resource would conflict with any write meanwhile and run
 	// again from the start; a small one conflicts only with its resource's.
@@ -260,7 +260,7 @@ func (s *Store) enter(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	_, err := s.expect()
+	_, err := s.gen.Expected()
 	return err
 }
 
@@ -306,7 +306,7 @@ func (s *Store) attempt(ctx context.Context, readOnly bool, fn func(store.Tx) er
 // begin starts a SERIALIZABLE transaction on conn and, when a generation
 // is expected, reads and checks the marker in the same round trip.
 func (s *Store) begin(ctx context.Context, conn *pgxpool.Conn, readOnly bool) error {
-	expected, err := s.expect()
+	expected, err := s.gen.Expected()
 	if err != nil {
 		return err
 	}
@@ -336,7 +336,7 @@ func (s *Store) begin(ctx context.Context, conn *pgxpool.Conn, readOnly bool) er
 	if err != nil {
 		return dbErr("begin", err)
 	}
-	if err := s.check(got, ok, expected); err != nil {
+	if err := s.gen.Check(got, ok, expected, lossError); err != nil {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		return err
 	}

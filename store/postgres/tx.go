@@ -40,6 +40,12 @@ type Tx struct {
 	// absent is the resource whose record TxFor found missing: its first
 	// write inserts (putNewRecord).
 	absent string
+	// A Tx of TxFor: its savepoint, what it read, and its writes, queued
+	// until Release (deferred).
+	savepoint string
+	opened    *opened
+	deferred  bool
+	pending   []queued
 }
 
 var _ store.Tx = (*Tx)(nil)
@@ -77,6 +83,10 @@ func fenceOf(k int64) uint64 { return uint64(k) ^ 1<<63 }
 
 func (t *Tx) exec(what, sql string, args ...any) error {
 	t.wrote = true
+	if t.deferred {
+		t.pending = append(t.pending, queued{what: what, sql: sql, args: args})
+		return nil
+	}
 	_, err := t.tx.Exec(t.ctx, sql, args...)
 	return dbErr(what, err)
 }
@@ -87,7 +97,9 @@ func (t *Tx) Load(resource string, key *store.ReceiptKey) (store.Record, *store.
 	var recB, rcB []byte
 	var now time.Time
 	var err error
-	if key == nil {
+	if b1, b2, n, ok := t.loadOpened(resource, key); ok {
+		recB, rcB, now = b1, b2, n
+	} else if key == nil {
 		err = t.tx.QueryRow(t.ctx, t.q.loadNoReceipt, resource).Scan(&recB, &rcB, &now)
 	} else {
 		err = t.tx.QueryRow(t.ctx, t.q.load, resource, fenceKey(key.Fence), fenceKey(key.Seq)).Scan(&recB, &rcB, &now)
@@ -158,6 +170,9 @@ func (t *Tx) PutRecord(r store.Record) error {
 func (t *Tx) PutReceipt(r store.Receipt) error {
 	t.wrote = true
 	delete(t.counted, r.Resource)
+	if t.deferred {
+		return t.exec("put receipt", t.q.putReceipt, r.Resource, fenceKey(r.Fence), fenceKey(r.Seq), r.OperationID, codec.EncodeReceipt(nil, r))
+	}
 	var n int64
 	err := t.tx.QueryRow(t.ctx, t.q.putReceipt, r.Resource, fenceKey(r.Fence), fenceKey(r.Seq), r.OperationID, codec.EncodeReceipt(nil, r)).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -418,39 +433,17 @@ const stampPage = 256
 // time, so that the caller may write between pages (a connection runs
 // one statement at a time).
 func (t *Tx) Stamps(resource string) iter.Seq2[store.ReceiptStamp, error] {
-	return func(yield func(store.ReceiptStamp, error) bool) {
-		lastF, lastS := int64(-1<<63), int64(-1<<63)
-		first := true
-		for {
-			page, err := t.stampPage(resource, lastF, lastS, first)
-			if err != nil {
-				yield(store.ReceiptStamp{}, err)
-				return
-			}
-			for _, st := range page {
-				if !yield(st, nil) {
-					return
-				}
-			}
-			if len(page) < stampPage {
-				return
-			}
-			last := page[len(page)-1].Key
-			lastF, lastS, first = fenceKey(last.Fence), fenceKey(last.Seq), false
-		}
-	}
+	return store.PagedStamps(stampPage, func(_ int, last *store.ReceiptKey) ([]store.ReceiptStamp, error) {
+		return t.stampPage(resource, last)
+	})
 }
 
-// stampPage reads the receipts after (fence, seq) keys (f, s), or from
-// the first when first.
-func (t *Tx) stampPage(resource string, f, s int64, first bool) ([]store.ReceiptStamp, error) {
-	sql := t.q.stamps
-	if first {
-		sql = t.q.stampsFirst
-	}
-	args := []any{resource, f, s, stampPage}
-	if first {
-		args = []any{resource, stampPage}
+// stampPage reads the receipts after the key after, or from the first
+// when after is nil.
+func (t *Tx) stampPage(resource string, after *store.ReceiptKey) ([]store.ReceiptStamp, error) {
+	sql, args := t.q.stampsFirst, []any{resource, stampPage}
+	if after != nil {
+		sql, args = t.q.stamps, []any{resource, fenceKey(after.Fence), fenceKey(after.Seq), stampPage}
 	}
 	rows, err := t.tx.Query(t.ctx, sql, args...)
 	if err != nil {
@@ -489,6 +482,13 @@ func (t *Tx) DeleteQuarantine(resource string, ids []string) error {
 // TrimReceipts of store.Tx: store.TrimOldest with the stored count (as
 // the receipt just written returned it, or read).
 func (t *Tx) TrimReceipts(rec store.Record, keep int) (int, error) {
+	if t.deferred { // the count is the queued writes' result: send them
+		if err := t.flush(""); err != nil {
+			return 0, err
+		}
+		t.deferred = false
+		defer func() { t.deferred = true }()
+	}
 	n, ok := t.counted[rec.Resource]
 	if !ok {
 		var err error

@@ -113,27 +113,12 @@ func (t *tx) DeleteQuarantine(resource string, ids []string) error {
 // receipts index CompactSnapshot set), and records each one's stored
 // length.
 func (t *tx) Stamps(resource string) iter.Seq2[store.ReceiptStamp, error] {
-	return func(yield func(store.ReceiptStamp, error) bool) {
+	return store.PagedStamps(receiptPage, func(n int, _ *store.ReceiptKey) ([]store.ReceiptStamp, error) {
 		if t.watchOnly() {
-			yield(store.ReceiptStamp{}, errNeedsWatch)
-			return
+			return nil, errNeedsWatch
 		}
-		for start := int64(0); ; start += receiptPage {
-			page, err := t.stampPage(resource, start)
-			if err != nil {
-				yield(store.ReceiptStamp{}, err)
-				return
-			}
-			for _, st := range page {
-				if !yield(st, nil) {
-					return
-				}
-			}
-			if len(page) < receiptPage {
-				return
-			}
-		}
-	}
+		return t.stampPage(resource, int64(n))
+	})
 }
 
 // stampPage reads the receipts of resource from index position start on,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -23,60 +22,34 @@ import (
 // AcknowledgeGeneration).
 var ErrGenerationChanged = errors.New("store/redis: the Redis store lost data (its generation marker changed)")
 
-// generation tracks the generation marker this store expects: "" when
-// generation checks are off (no Options.GenerationFile).
-type generation struct {
-	mu       sync.Mutex
-	path     string
-	expected string
-	lost     error
-}
-
 // genFile is the local generation file's JSON shape.
 type genFile struct {
 	Generation string `json:"generation"`
 }
 
-// expect returns the generation marker expected, "" if checks are off,
-// or the loss already detected.
-func (s *Store) expect() (string, error) {
-	s.gen.mu.Lock()
-	defer s.gen.mu.Unlock()
-	return s.gen.expected, s.gen.lost
-}
-
 // checkGeneration compares the marker read from Redis (nil: missing) with
 // the one expected and, on a mismatch, fails the store closed.
 func (s *Store) checkGeneration(got []byte, expected string) error {
-	if expected == "" || string(got) == expected {
-		return nil
-	}
-	s.gen.mu.Lock()
-	defer s.gen.mu.Unlock()
-	if s.gen.lost == nil {
-		s.gen.lost = lossError(expected, got)
-	}
-	return s.gen.lost
+	return s.gen.Check(string(got), got != nil, expected, lossError)
 }
 
-func lossError(expected string, got []byte) error {
-	if got == nil {
-		return fmt.Errorf("%w: marker missing, want %s (Redis restarted empty or was flushed)", ErrGenerationChanged, expected)
+// lossError is the loss of a store that expected the marker want and
+// read got (ok false: none).
+func lossError(got string, ok bool, want string) error {
+	if !ok {
+		return fmt.Errorf("%w: marker missing, want %s (Redis restarted empty or was flushed)", ErrGenerationChanged, want)
 	}
-	return fmt.Errorf("%w: marker %q, want %s (another data set)", ErrGenerationChanged, got, expected)
+	return fmt.Errorf("%w: marker %q, want %s (another data set)", ErrGenerationChanged, got, want)
 }
 
 // GenerationLoss returns the loss detected (wrapping ErrGenerationChanged),
 // or nil while the store trusts its Redis.
-func (s *Store) GenerationLoss() error {
-	_, err := s.expect()
-	return err
-}
+func (s *Store) GenerationLoss() error { return s.gen.Loss() }
 
 // ExpectedGeneration returns the generation marker the store expects (""
 // when generation checks are off).
 func (s *Store) ExpectedGeneration() string {
-	g, _ := s.expect()
+	g, _ := s.gen.Expected()
 	return g
 }
 
@@ -131,13 +104,10 @@ func (s *Store) ExpectGeneration(ctx context.Context, gen string) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	s.gen.mu.Lock()
-	if s.gen.path != "" {
-		s.gen.mu.Unlock()
+	if s.genPath != "" {
 		return errors.New("store/redis: the generation is kept in a local generation file")
 	}
-	s.gen.expected, s.gen.lost = gen, nil
-	s.gen.mu.Unlock()
+	s.gen.Expect(gen)
 	got, err := raw(s.c.Get(context.WithoutCancel(ctx), s.k.generation()), "read generation")
 	if err != nil {
 		return err
@@ -154,17 +124,13 @@ func (s *Store) initGeneration(ctx context.Context, path string, ack bool) error
 	if err != nil {
 		return err
 	}
-	s.gen.mu.Lock()
-	s.gen.path = path
-	s.gen.mu.Unlock()
+	s.genPath = path
 	if local != "" && !ack {
 		got, err := raw(s.c.Get(ctx, s.k.generation()), "read generation")
 		if err != nil {
 			return err
 		}
-		s.gen.mu.Lock()
-		s.gen.expected = local
-		s.gen.mu.Unlock()
+		s.gen.Expect(local)
 		_ = s.checkGeneration(got, local) // a loss fails every call, not Open
 		return nil
 	}
@@ -177,9 +143,7 @@ func (s *Store) initGeneration(ctx context.Context, path string, ack bool) error
 // acknowledgement that Redis lost data; the per-resource checkpoints of
 // store/guard keep refusing fences below what was accepted before.
 func (s *Store) AcknowledgeGeneration(ctx context.Context) error {
-	s.gen.mu.Lock()
-	path := s.gen.path
-	s.gen.mu.Unlock()
+	path := s.genPath
 	if path == "" {
 		return errors.New("store/redis: generation checks are off (no generation file)")
 	}
@@ -196,9 +160,7 @@ func (s *Store) AcknowledgeGeneration(ctx context.Context) error {
 	if err := writeGenFile(path, string(got)); err != nil {
 		return err
 	}
-	s.gen.mu.Lock()
-	defer s.gen.mu.Unlock()
-	s.gen.expected, s.gen.lost = string(got), nil
+	s.gen.Expect(string(got))
 	return nil
 }
 
@@ -253,7 +215,7 @@ func (s *Store) confirmGeneration(cmd *goredis.StringCmd, expected string) error
 // restarted empty shows before the next write is refused. A Redis error is
 // returned as it is (the store is unreachable, not known to have lost data).
 func (s *Store) CheckGeneration(ctx context.Context) error {
-	expected, err := s.expect()
+	expected, err := s.gen.Expected()
 	if err != nil || expected == "" {
 		return err
 	}

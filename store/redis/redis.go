@@ -129,7 +129,11 @@ type Store struct {
 	minReplicas int
 	replicaWait time.Duration
 	closed      atomic.Bool
-	gen         generation
+	// gen is the generation marker expected and the loss detected;
+	// genPath the local generation file (Options.GenerationFile) that
+	// records the expectation, set by Open.
+	gen     store.GenerationCheck
+	genPath string
 	// cache holds the values the transitions last read or wrote, for the
 	// next transitions to decide on (checked by the step script); clock
 	// estimates the server's clock between replies.
@@ -244,7 +248,7 @@ func New(c goredis.UniversalClient, opts Options) (*Store, error) {
 	s := &Store{c: c, k: keys{prefix: prefix}, maxAttempts: attempts, callerClock: opts.CallerClock,
 		minReplicas: opts.MinReplicas, replicaWait: opts.ReplicaTimeout, cache: newCache(),
 		slots: make(chan struct{}, poolSize(c))}
-	s.gen.expected = opts.ExpectedGeneration
+	s.gen.Expect(opts.ExpectedGeneration)
 	s.txBackend = store.NewTxBackend(s, store.TxOptions{MaxResponseBody: opts.MaxResponseBody, CompactEachResource: true, ClockLag: StepBehind})
 	return s, nil
 }
@@ -296,7 +300,7 @@ func (s *Store) enter(ctx context.Context) (context.Context, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	if _, lost := s.expect(); lost != nil {
+	if _, lost := s.gen.Expected(); lost != nil {
 		return nil, lost
 	}
 	return context.WithoutCancel(ctx), nil

@@ -225,7 +225,7 @@ func (t *tx) Load(resource string, key *store.ReceiptKey) (store.Record, *store.
 // with the generation marker (checked) when checks are on, in one round
 // trip (a WATCH of watch first in modeWatch).
 func (t *tx) loadRaw(watch []string, recKey, rcKey string) (recRaw, rcRaw []byte, err error) {
-	expected, err := t.s.expect()
+	expected, err := t.s.gen.Expected()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -570,7 +570,7 @@ func (t *tx) recordsOf(resources []string, op string) ([]store.Record, error) {
 	if len(resources) == 0 {
 		return nil, nil
 	}
-	expected, err := t.s.expect()
+	expected, err := t.s.gen.Expected()
 	if err != nil {
 		return nil, err
 	}

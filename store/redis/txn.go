@@ -101,7 +101,7 @@ func (s *Store) runStep(ctx context.Context, op string, fn func(store.Tx) error,
 // keys leave the cache: an error after the script was sent leaves its
 // outcome unknown), ErrCorrupt, or the loss of the generation.
 func (s *Store) commitStep(ctx context.Context, name string, t *tx, discard bool) (done bool, err error) {
-	expected, lost := s.expect()
+	expected, lost := s.gen.Expected()
 	if lost != nil {
 		return false, lost
 	}

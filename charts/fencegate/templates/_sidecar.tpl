@@ -19,12 +19,13 @@ and, for a workload whose replica count is not sidecar.workload.replicas:
 fencegate.sidecar.checkReplicas fails the render when a workload of more
 than one replica would run sidecars on a local (bolt) store: each pod would
 keep its own highest fences, so a stale owner refused by one pod would be
-accepted by another. Called with (dict "ctx" ROOT "replicas" N).
+accepted by another. Redis and PostgreSQL stores are shared by every
+replica. Called with (dict "ctx" ROOT "replicas" N).
 */}}
 {{- define "fencegate.sidecar.checkReplicas" -}}
 {{- $backend := .ctx.Values.sidecar.store.backend | default "bolt" -}}
-{{- if and (gt (int .replicas) 1) (ne $backend "redis") -}}
-{{- fail (printf "sidecar: the workload runs %d replicas but sidecar.store.backend is %q: a local store keeps the fences of one pod only, so several replicas must share sidecar.store.backend redis" (int .replicas) $backend) -}}
+{{- if and (gt (int .replicas) 1) (not (has $backend (list "redis" "postgres"))) -}}
+{{- fail (printf "sidecar: the workload runs %d replicas but sidecar.store.backend is %q: a local store keeps the fences of one pod only, so several replicas must share sidecar.store.backend redis or postgres" (int .replicas) $backend) -}}
 {{- end -}}
 {{- end -}}
 
@@ -35,11 +36,23 @@ accepted by another. Called with (dict "ctx" ROOT "replicas" N).
 {{- fail "sidecar.workload.name is required: it names the sidecar's objects and the service a bolt store claims" -}}
 {{- end -}}
 {{- include "fencegate.sidecar.checkReplicas" (dict "ctx" . "replicas" $s.workload.replicas) -}}
-{{- if not (has $s.store.backend (list "bolt" "redis")) -}}
-{{- fail (printf "sidecar.store.backend: %q is not bolt or redis" $s.store.backend) -}}
+{{- if not (has $s.store.backend (list "bolt" "redis" "postgres")) -}}
+{{- fail (printf "sidecar.store.backend: %q is not bolt, redis or postgres" $s.store.backend) -}}
 {{- end -}}
 {{- if and (eq $s.store.backend "redis") (not $s.store.redis.address) -}}
 {{- fail "sidecar.store.redis.address is required with sidecar.store.backend redis (host:port of the Redis primary)" -}}
+{{- end -}}
+{{- if eq $s.store.backend "postgres" -}}
+{{- $pg := $s.store.postgres -}}
+{{- if not $pg.existingSecret -}}
+{{- fail "sidecar.store.postgres.existingSecret is required with sidecar.store.backend postgres (a Secret holding the DSN, mounted as the file store.postgres.dsnFile names; the chart never writes the DSN into the ConfigMap)" -}}
+{{- end -}}
+{{- if and (gt (int $pg.maxConns) 0) (gt (int $pg.minConns) (int $pg.maxConns)) -}}
+{{- fail (printf "sidecar.store.postgres.minConns: %d is above maxConns %d" (int $pg.minConns) (int $pg.maxConns)) -}}
+{{- end -}}
+{{- if and $pg.tls.clientCertificate (not $pg.tls.existingSecret) -}}
+{{- fail "sidecar.store.postgres.tls.clientCertificate needs tls.existingSecret (the Secret holding tls.crt and tls.key)" -}}
+{{- end -}}
 {{- end -}}
 {{- if not (or $s.trust.existingSecret $s.trust.existingConfigMap) -}}
 {{- fail "sidecar.trust.existingSecret (or existingConfigMap) is required: the trust bundle (the registry's JWK set) that grants are verified against" -}}
@@ -115,6 +128,8 @@ The admin listener is always on 127.0.0.1.
 {{- if eq $s.store.backend "bolt" -}}
 {{- $_ = set $store "path" "/var/lib/fencegate/store.db" -}}
 {{- $_ = set $store "claimTTL" $s.store.claimTTL -}}
+{{- else if eq $s.store.backend "postgres" -}}
+{{- $_ = set $store "postgres" (include "fencegate.sidecar.postgresConfig" $s.store.postgres | fromYaml) -}}
 {{- else -}}
 {{- $rd := $s.store.redis -}}
 {{- $redis := dict "addr" $rd.address "db" (int $rd.db) "prefix" $rd.prefix "minReplicas" (int $rd.minReplicas) "replicaTimeout" $rd.replicaTimeout -}}
@@ -139,6 +154,34 @@ The admin listener is always on 127.0.0.1.
 {{- end -}}
 {{- $_ = set $c "store" $store -}}
 {{- toYaml $c -}}
+{{- end -}}
+
+{{/*
+proxy.yaml's store.postgres from sidecar.store.postgres (its argument): the
+DSN and the TLS files where fencegate.sidecar.container mounts their
+Secrets (the injector mounts fencegate.io/postgres-secret and
+fencegate.io/postgres-tls at the same paths).
+*/}}
+{{- define "fencegate.sidecar.postgresConfig" -}}
+{{- $pg := dict "dsnFile" (printf "/etc/fencegate/postgres/%s" .existingSecretKey) -}}
+{{- with .schema }}{{ $_ := set $pg "schema" . }}{{ end -}}
+{{- if gt (int .maxConns) 0 }}{{ $_ := set $pg "maxConns" (int .maxConns) }}{{ end -}}
+{{- if gt (int .minConns) 0 }}{{ $_ := set $pg "minConns" (int .minConns) }}{{ end -}}
+{{- with .connectTimeout }}{{ $_ := set $pg "connectTimeout" . }}{{ end -}}
+{{- with .statementTimeout }}{{ $_ := set $pg "statementTimeout" . }}{{ end -}}
+{{- if .tls.enabled -}}
+{{- $tls := dict "enabled" true -}}
+{{- if .tls.existingSecret -}}
+{{- $_ := set $tls "caFile" "/etc/fencegate/postgres-tls/ca.crt" -}}
+{{- if .tls.clientCertificate -}}
+{{- $_ := set $tls "certFile" "/etc/fencegate/postgres-tls/tls.crt" -}}
+{{- $_ := set $tls "keyFile" "/etc/fencegate/postgres-tls/tls.key" -}}
+{{- end -}}
+{{- end -}}
+{{- with .tls.serverName }}{{ $_ := set $tls "serverName" . }}{{ end -}}
+{{- $_ := set $pg "tls" $tls -}}
+{{- end -}}
+{{- toYaml $pg -}}
 {{- end -}}
 
 {{/* Pod annotations that roll the workload when proxy.yaml changes. */}}
@@ -225,6 +268,16 @@ The sidecar container: one list item for the workload's initContainers
       mountPath: /etc/fencegate/redis-tls
       readOnly: true
     {{- end }}
+    {{- if eq $s.store.backend "postgres" }}
+    - name: fencegate-postgres
+      mountPath: /etc/fencegate/postgres
+      readOnly: true
+    {{- if and $s.store.postgres.tls.enabled $s.store.postgres.tls.existingSecret }}
+    - name: fencegate-postgres-tls
+      mountPath: /etc/fencegate/postgres-tls
+      readOnly: true
+    {{- end }}
+    {{- end }}
     {{- with $s.extraVolumeMounts }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -285,6 +338,18 @@ The sidecar container: one list item for the workload's initContainers
   secret:
     secretName: {{ $s.store.redis.tls.existingSecret }}
     defaultMode: 0444
+{{- end }}
+{{- if eq $s.store.backend "postgres" }}
+- name: fencegate-postgres
+  secret:
+    secretName: {{ $s.store.postgres.existingSecret }}
+    defaultMode: 0444
+{{- if and $s.store.postgres.tls.enabled $s.store.postgres.tls.existingSecret }}
+- name: fencegate-postgres-tls
+  secret:
+    secretName: {{ $s.store.postgres.tls.existingSecret }}
+    defaultMode: 0444
+{{- end }}
 {{- end }}
 {{- with $s.extraVolumes }}
 {{ toYaml . }}
