@@ -84,7 +84,9 @@ func WithProofStatus(maxAge time.Duration) Option {
 // bounded by timeout (0: DefaultRegistryTimeout).
 func WithRegistryStatus(src authn.StatusSource, timeout time.Duration) Option {
 	return func(o *options) {
-		o.rule = authn.Rule{Mode: authn.StatusRegistry}
+		// The registry's answer is a proof too, judged by the same age
+		// bound (the sidecar's status.maxAge applies in both modes).
+		o.rule = authn.Rule{Mode: authn.StatusRegistry, MaxAge: DefaultProofMaxAge}
 		o.registry = src
 		if timeout > 0 {
 			o.registryTimeout = timeout
