@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -114,7 +115,8 @@ func (a *arm) release(ctx context.Context) {
 }
 
 // buildArms starts every proxy and returns the arms in their round-robin
-// order. The direct and plain arms send the same requests (grant headers
+// order. A postgres arm without the run's database (s.pgSkip says why)
+// is not started but recorded in s.skipped. The direct and plain arms send the same requests (grant headers
 // included, which the backend ignores) so that the load generator does the
 // same work for every arm.
 func (s *stack) buildArms(only *regexp.Regexp) ([]*arm, error) {
@@ -129,7 +131,15 @@ func (s *stack) buildArms(only *regexp.Regexp) ([]*arm, error) {
 			continue
 		}
 		reg := s.registries[f.alg]
-		c, url, admin, err := s.startSidecar(sidecarSpec{name: name, store: f.store, status: f.status, reg: reg})
+		sp := sidecarSpec{name: name, store: f.store, status: f.status, reg: reg}
+		if f.store == "postgres" {
+			if s.pg == nil {
+				s.skipped = append(s.skipped, skippedArm{Arm: name, Reason: s.pgSkip})
+				continue
+			}
+			sp.pgDSNFile = s.pg.dsnFile
+		}
+		c, url, admin, err := s.startSidecar(sp)
 		if err != nil {
 			return nil, err
 		}
@@ -146,11 +156,12 @@ type fgArm struct{ store, status, alg string }
 func (f fgArm) name() string { return "fg-" + f.store + "-" + f.status + "-" + f.alg }
 
 // fencegateArms are the sidecar configurations in their round-robin
-// order: every store in registry and proof status modes with EdDSA, then
-// bolt registry mode with ES256 and HS256.
+// order: every store (memory, bolt, Redis, PostgreSQL) in registry and
+// proof status modes with EdDSA, then bolt registry mode with ES256 and
+// HS256.
 func fencegateArms() []fgArm {
 	var fgs []fgArm
-	for _, st := range []string{"memory", "bolt", "redis"} {
+	for _, st := range []string{"memory", "bolt", "redis", "postgres"} {
 		for _, mode := range []string{"registry", "proof"} {
 			fgs = append(fgs, fgArm{st, mode, "EdDSA"})
 		}
@@ -186,4 +197,35 @@ func crashSummary(out string) string {
 		}
 	}
 	return tail(out)
+}
+
+// needsPostgres reports whether a run whose -arms is only selects
+// anything that runs on PostgreSQL: a postgres arm or the library phase.
+func needsPostgres(only *regexp.Regexp) bool {
+	for _, f := range fencegateArms() {
+		if f.store == "postgres" && only.MatchString(f.name()) {
+			return true
+		}
+	}
+	return only.MatchString(libraryArm)
+}
+
+// noteSkipped moves the arms skipped so far into rep: its Skipped list, a
+// note and a progress line each.
+func (s *stack) noteSkipped(rep *report, progress io.Writer) {
+	for _, sk := range s.skipped {
+		rep.Skipped = append(rep.Skipped, sk)
+		rep.Notes = append(rep.Notes, sk.Arm+": skipped: "+sk.Reason)
+		fmt.Fprintf(progress, "bench: %s skipped: %s\n", sk.Arm, sk.Reason)
+	}
+	s.skipped = nil
+}
+
+// skippedReasons maps each skipped arm to why.
+func skippedReasons(sk []skippedArm) map[string]string {
+	m := make(map[string]string, len(sk))
+	for _, a := range sk {
+		m[a.Arm] = a.Reason
+	}
+	return m
 }

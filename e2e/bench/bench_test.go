@@ -340,7 +340,7 @@ func TestSmokeQuick(t *testing.T) {
 	}
 	out := t.TempDir()
 	o := options{Quick: true, Reps: 1, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
-		Handoffs: 20, TputDuration: 200 * time.Millisecond, Out: out, Profile: time.Second, ProfileArms: "^fg-bolt-proof-EdDSA$"}
+		Handoffs: 20, TputDuration: 200 * time.Millisecond, Out: out, Profile: time.Second, ProfileArms: "^fg-bolt-proof-EdDSA$", LibraryIterations: 50}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var progress strings.Builder
@@ -373,6 +373,22 @@ func TestSmokeQuick(t *testing.T) {
 			PerSecond float64 `json:"pairsPerSecond"`
 			Errors    int
 		} `json:"registryThroughput"`
+		Library struct {
+			Fence       string
+			NotMeasured string
+			Reps        []struct {
+				Plain, Fenced struct {
+					P50 *float64 `json:"p50Ms"`
+				}
+				PlainErrors, FencedErrors int
+				FirstError                string
+			}
+		} `json:"libraryMode"`
+		Postgres struct {
+			Commits int64  `json:"xactCommit"`
+			Err     string `json:"error"`
+		}
+		Skipped []skippedArm `json:"skippedArms"`
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
@@ -381,8 +397,8 @@ func TestSmokeQuick(t *testing.T) {
 	for _, r := range rep.Runs {
 		perLoad[r.Load]++
 	}
-	if perLoad["closed-16"] != 10 || perLoad["closed-64"] != 10 || perLoad[openOwnLoad] != 10 || perLoad[openFixedLoad] < 2 || len(perLoad) != 5 {
-		t.Errorf("runs per load %v, want 10 arms under closed-16, closed-64, the plain-rate open loop and open-own, and at least direct and plain-proxy under open-1k", perLoad)
+	if perLoad["closed-16"] != 12 || perLoad["closed-64"] != 12 || perLoad[openOwnLoad] != 12 || perLoad[openFixedLoad] < 2 || len(perLoad) != 5 {
+		t.Errorf("runs per load %v, want 12 arms under closed-16, closed-64, the plain-rate open loop and open-own, and at least direct and plain-proxy under open-1k", perLoad)
 	}
 	for _, r := range rep.Runs {
 		if r.Non2xx+r.Errors > 0 {
@@ -412,8 +428,20 @@ func TestSmokeQuick(t *testing.T) {
 			t.Errorf("target %s: %s without a soak", tg.ID, tg.Verdict)
 		}
 	}
-	if judged != len(issue22Targets()) {
-		t.Errorf("%d judged targets, want %d", judged, len(issue22Targets()))
+	if want := len(issue22Targets()) + len(issue23Targets()); judged != want {
+		t.Errorf("%d judged targets, want %d", judged, want)
+	}
+	// The PostgreSQL parts: the arms ran (no skip), the library phase ran
+	// both kinds of transaction, the database's counts were read.
+	if len(rep.Skipped) != 0 {
+		t.Errorf("skipped %+v with PostgreSQL running", rep.Skipped)
+	}
+	if l := rep.Library; l.Fence != "pgfence.Apply" || l.NotMeasured != "" || len(l.Reps) != 1 || l.Reps[0].Plain.P50 == nil || l.Reps[0].Fenced.P50 == nil ||
+		l.Reps[0].PlainErrors+l.Reps[0].FencedErrors != 0 {
+		t.Errorf("library phase: %+v, want pgfence.Apply measured without an error", l)
+	}
+	if rep.Postgres.Commits <= 0 || rep.Postgres.Err != "" {
+		t.Errorf("PostgreSQL totals %+v", rep.Postgres)
 	}
 	if len(rep.Throughput) != 6 {
 		t.Errorf("throughput rows: %+v", rep.Throughput)
@@ -430,7 +458,7 @@ func TestSmokeQuick(t *testing.T) {
 	if !strings.Contains(string(md), "## Targets") || !strings.Contains(string(md), "## CPU profiles") {
 		t.Error("RESULTS.md lacks the Targets or the CPU profiles section")
 	}
-	for _, arm := range []string{"direct", "plain-proxy", "fg-memory-registry-EdDSA", "fg-bolt-proof-EdDSA", "fg-redis-registry-EdDSA", "fg-bolt-registry-ES256", "fg-bolt-registry-HS256"} {
+	for _, arm := range []string{"direct", "plain-proxy", "fg-memory-registry-EdDSA", "fg-bolt-proof-EdDSA", "fg-redis-registry-EdDSA", "fg-bolt-registry-ES256", "fg-bolt-registry-HS256", "fg-postgres-proof-EdDSA", "fg-postgres-registry-EdDSA"} {
 		if !strings.Contains(string(md), "| "+arm+" |") {
 			t.Errorf("RESULTS.md lacks a row for %s", arm)
 		}

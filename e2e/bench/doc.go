@@ -10,9 +10,21 @@
 // the start line; only redis-server, which cannot bind port 0, gets a port
 // picked free just before): a small Go backend ("bench backend", this binary
 // re-executed), a tuned httputil.ReverseProxy ("bench plainproxy") and
-// "fencegate proxy" sidecars in enforce mode over the memory, bolt and
-// Redis stores, in registry and proof status modes, with EdDSA grants and
-// one registry-mode row each for ES256 and HS256. The same load (1 KiB PUTs,
+// "fencegate proxy" sidecars in enforce mode over the memory, bolt,
+// Redis and PostgreSQL stores, in registry and proof status modes, with
+// EdDSA grants and one registry-mode row each for ES256 and HS256. The
+// PostgreSQL arms (fg-postgres-*) run on the machine's server
+// (127.0.0.1:5432, user postgres, or FENCEGATE_POSTGRES_DSN; pgdb.go) in
+// a database the run creates (fgbench_<random>, its DSN in a file in the
+// run's temporary directory as store.postgres.dsnFile reads it, each arm
+// in a schema of its own, the pool at its defaults) and drops at the
+// end; when the server does not answer they are skipped, with the
+// reason in the progress, in RESULTS.md ("Skipped arms", Notes) and in
+// their targets ("not measured: arm skipped: ..."). At the end, once the
+// sidecars have stopped, RESULTS.md's "PostgreSQL transactions" gives
+// what pg_stat_database counted on that database (pgstats.go): the
+// transactions committed and rolled back, the latter mostly the
+// serialization failures the SERIALIZABLE store retried. The same load (1 KiB PUTs,
 // each worker owning one resource and sending segments 1, 2, 3, ... through
 // the SDK's Transport, which adds the grant headers and, in proof mode,
 // refreshes the Fence-Status proof as any worker would) goes to every arm,
@@ -35,7 +47,8 @@
 //
 // What is measured per arm: requests per second; p50/p99/p99.9 latency and
 // the same added over the direct arm of the same repetition; core-seconds
-// per 1,000 requests of the proxy, of the registry and of redis-server
+// per 1,000 requests of the proxy, of the registry, of redis-server and
+// of the PostgreSQL backends serving the run's database (pgcpu.go)
 // (utime+stime from /proc/PID/stat around the measured window), of the
 // backend and of the load generator itself; non-2xx answers (a run with
 // any is marked invalid); and per proxy, its peak RSS (VmHWM) and its VmRSS
@@ -48,9 +61,32 @@
 // acquire+release throughput on every registry backend; then the
 // profiles (profile.go: -profile, default 3 s, of each arm -profile-arms
 // matches, by default the durable ones: bolt and Redis stores in proof
-// and registry modes, EdDSA), written to profiles/ and summed up in
+// and registry modes, EdDSA, and PostgreSQL's), written to profiles/ and summed up in
 // RESULTS.md with each one's top 10 functions by flat and by cumulative
 // time.
+//
+// Library mode (library.go, the "library-postgres" phase, which -arms
+// selects like an arm): after the open-loop phases, on the same
+// database, the same business transaction (BEGIN at READ COMMITTED;
+// the fence call; UPDATE of one row; COMMIT) runs on one connection with
+// and without the fence call (a fencedTx: pgfence.Apply in proof mode
+// with a lease held at the EdDSA registry through the SDK,
+// pgfencecall.go; when its setup fails only the plain transactions run
+// and the section says "library mode: not measured (why)"),
+// the two alternating, -library-iterations (default 2000) of each per
+// repetition after 200 unmeasured; RESULTS.md's "Library mode: added
+// latency per transaction" gives both kinds' p50/p99/p99.9 and their
+// difference per repetition, the fence call's own p50/p99, and the round
+// trips to PostgreSQL per transaction of each kind (roundtrips.go).
+//
+// To measure some arms alone without touching the committed RESULTS.md:
+//
+//	go run ./e2e/bench -arms postgres -no-registry-phases -out /tmp/pg   # the PostgreSQL arms, library mode and the baselines
+//
+// -no-registry-phases skips the handoffs and the registry throughput
+// (their targets: "not measured"). postgres/ holds such a run (its
+// RESULTS.md, results.json, latency.svg and profiles), the committed
+// RESULTS.md staying the last full run's.
 //
 // Targets (targets.go): RESULTS.md opens with issue 22's targets, each
 // judged from the run's own data with PASS, MISS or "not measured" (with
@@ -92,6 +128,14 @@
 //     one run of -handoffs handoffs, so its range is that one figure.
 //   - bolt registry >= 3,000 acquire+release pairs/s at 16 clients: the
 //     throughput run on the bolt registry (one run: no range).
+//
+// Issue 23's (targets23.go): the PostgreSQL store is held to the Redis
+// store's targets (>= 0.5x plain at 64 workers, added p99 <= 3 ms and
+// proxy CPU <= 0.1 core-s/1k over the plain proxy's at 1,000 req/s) on
+// fg-postgres-proof-EdDSA (fg-postgres-registry-EdDSA shown); library
+// mode's added latency per transaction <= 0.3 ms at p50 and <= 1 ms at
+// p99, the median over the repetitions of the fenced percentile minus
+// the plain one.
 //
 // Where taskset exists and the machine has two CPUs or more, the load
 // generator runs on the last CPU and every server on the others, so the
@@ -161,7 +205,11 @@
 // report.go (markdown and JSON), openown.go (the open-own and open-1k
 // phases and their rates), reportopen.go (their tables, the handoff and
 // profile sections), plot.go (SVG), profile.go (the profiles), targets.go
-// (issue 22's targets and their verdicts), soak.go (the soak and its
+// (issue 22's targets and their verdicts), targets23.go (issue 23's),
+// pgdb.go (the run's PostgreSQL database, skipped arms), pgcpu.go (its
+// backends' CPU), pgstats.go (its transaction counts), library.go,
+// pgfencecall.go (the pgfence.Apply call it measures), roundtrips.go and
+// libraryreport.go (the library phase and its section), soak.go (the soak and its
 // windows), soakreport.go (its summary, SOAK.md and soak.json),
 // soaktargets.go (the soak's targets), soakplot.go (soak.svg).
 package main

@@ -74,6 +74,11 @@ type options struct {
 	Out          string        `json:"-"`
 	Pin          bool          `json:"pin"`
 	Arms         string        `json:"arms,omitempty"`
+	// NoRegistryPhases is -no-registry-phases.
+	NoRegistryPhases bool `json:"noRegistryPhases,omitempty"`
+	// LibraryIterations is the library phase's transactions of each kind
+	// per repetition (library.go).
+	LibraryIterations int `json:"libraryIterations,omitempty"`
 	// Profile, when positive, adds the profile phase (profile.go) on the
 	// arms ProfileArms matches.
 	Profile     time.Duration `json:"profile,omitempty"`
@@ -101,8 +106,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.Out, "out", "", "output directory for RESULTS.md, results.json and latency.svg (default: e2e/bench of the module)")
 	fs.BoolVar(&o.Pin, "pin", true, "pin the load generator and the servers to different CPUs with taskset where possible")
 	fs.DurationVar(&o.Profile, "profile", defaultProfile, "after the measured phases, a CPU profile of this length of every sidecar -profile-arms matches (and of its registry in registry mode) under 64 workers, written to profiles/ with the top functions in profiles/README.md and RESULTS.md (0: none)")
-	fs.StringVar(&o.ProfileArms, "profile-arms", defaultProfileArms, "the profiled arms: the fencegate arms whose name matches this regular expression (default: the durable ones, bolt and Redis in proof and registry modes)")
-	fs.StringVar(&o.Arms, "arms", "", "only the arms whose name matches this regular expression (direct and plain-proxy always run: they are the baselines)")
+	fs.StringVar(&o.ProfileArms, "profile-arms", defaultProfileArms, "the profiled arms: the fencegate arms whose name matches this regular expression (default: the durable ones, bolt, Redis and PostgreSQL in proof and registry modes)")
+	fs.StringVar(&o.Arms, "arms", "", "only the arms whose name matches this regular expression (direct and plain-proxy always run: they are the baselines); "+libraryArm+" is the library phase")
+	fs.IntVar(&o.LibraryIterations, "library-iterations", defaultLibraryIterations, "library phase: business transactions with and without the fence call per repetition")
+	fs.BoolVar(&o.NoRegistryPhases, "no-registry-phases", false, "skip the handoffs and the registry throughput (their targets: not measured), e.g. with -arms to measure some arms alone")
 	addSoakFlags(fs, &o)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -122,12 +129,13 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		quick := map[string]func(){
-			"reps":          func() { o.Reps = 1 },
-			"duration":      func() { o.Duration = time.Second },
-			"warmup":        func() { o.Warmup = 300 * time.Millisecond },
-			"handoffs":      func() { o.Handoffs = 100 },
-			"tput-duration": func() { o.TputDuration = time.Second },
-			"profile":       func() { o.Profile = time.Second },
+			"reps":               func() { o.Reps = 1 },
+			"duration":           func() { o.Duration = time.Second },
+			"warmup":             func() { o.Warmup = 300 * time.Millisecond },
+			"handoffs":           func() { o.Handoffs = 100 },
+			"tput-duration":      func() { o.TputDuration = time.Second },
+			"profile":            func() { o.Profile = time.Second },
+			"library-iterations": func() { o.LibraryIterations = quickLibraryIterations },
 		}
 		for name, f := range quick {
 			if !set[name] {
@@ -143,11 +151,17 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintln(stderr, "bench: -profile-arms:", err)
 		return o, err
 	}
-	if o.Reps < 1 || o.Duration <= 0 || o.Warmup < 0 || o.Handoffs < 1 || o.TputDuration <= 0 || o.Profile < 0 {
-		fmt.Fprintln(stderr, "bench: -reps, -duration, -handoffs and -tput-duration must be positive")
+	if !o.sizesPositive() {
+		fmt.Fprintln(stderr, "bench: -reps, -duration, -handoffs, -tput-duration and -library-iterations must be positive")
 		return o, fmt.Errorf("bench: bad flags")
 	}
 	return o, nil
+}
+
+// sizesPositive reports whether the counts and durations are positive
+// (the warm-up and the profile may be zero).
+func (o options) sizesPositive() bool {
+	return o.Reps >= 1 && o.Duration > 0 && o.Warmup >= 0 && o.Handoffs >= 1 && o.TputDuration > 0 && o.Profile >= 0 && o.LibraryIterations >= 1
 }
 
 // report is everything a run produced: results.json, and RESULTS.md
@@ -163,6 +177,14 @@ type report struct {
 	Handoffs   []handoffResult    `json:"handoffs,omitempty"`
 	Throughput []throughputResult `json:"registryThroughput,omitempty"`
 	Profiles   []profiled         `json:"profiles,omitempty"`
+	// Library is the library phase's figures (library.go), when -arms
+	// selected it.
+	Library *libraryResult `json:"libraryMode,omitempty"`
+	// Postgres is what PostgreSQL counted on the run's database, when it
+	// had one (pgstats.go).
+	Postgres *postgresTotals `json:"postgres,omitempty"`
+	// Skipped are the arms selected but not run, with why (no PostgreSQL).
+	Skipped []skippedArm `json:"skippedArms,omitempty"`
 	// Targets are issue 22's targets judged from the runs above (targets.go).
 	Targets []targetResult `json:"targets"`
 	Notes   []string       `json:"notes,omitempty"`
@@ -195,7 +217,11 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 	}
 	s := &stack{ck: ck, dir: dir, root: root, self: self, registries: map[string]*registryProc{},
 		procs: &children{pin: rep.Pinning, ck: ck}}
-	defer s.procs.stopAll()
+	defer func() {
+		// The sidecars first: then the database they used is dropped.
+		s.procs.stopAll()
+		s.stopPostgres(func(f string, a ...any) { fmt.Fprintf(progress, f, a...) })
+	}()
 	fmt.Fprintln(progress, "bench: building fencegate")
 	if s.bin, err = buildFencegate(root, dir); err != nil {
 		return err
@@ -208,6 +234,12 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if s.pg != nil {
+		// The sidecars stop first: their backends flush their counts.
+		s.procs.stopAll()
+		rep.Postgres = s.readPostgresTotals(ctx, pgArmNames(rep.Arms))
+		rep.Postgres.print(progress)
 	}
 	finishReport(rep, ck, began, progress)
 	if err := writeOutputs(o.Out, rep); err != nil {
@@ -224,11 +256,16 @@ func (s *stack) runPhases(ctx context.Context, o options, rep *report, progress 
 	if err := s.startAll(); err != nil {
 		return err
 	}
-	arms, err := s.buildArms(regexp.MustCompile(o.Arms))
+	only := regexp.MustCompile(o.Arms)
+	if needsPostgres(only) {
+		s.startPostgres(ctx)
+	}
+	arms, err := s.buildArms(only)
 	if err != nil {
 		return err
 	}
 	rep.Arms = arms
+	s.noteSkipped(rep, progress)
 	base := loadTransport()
 	if err := s.runArms(ctx, o, arms, base, rep, progress); err != nil {
 		return err
@@ -236,6 +273,8 @@ func (s *stack) runPhases(ctx context.Context, o options, rep *report, progress 
 	if err := s.runOpenPhases(ctx, o, arms, base, rep, progress); err != nil {
 		return err
 	}
+	rep.Library = s.runLibrary(ctx, o, only, progress)
+	s.noteSkipped(rep, progress)
 	s.runRegistryPhases(ctx, o, arms, base, rep, progress)
 	return nil
 }
@@ -244,7 +283,7 @@ func (s *stack) runPhases(ctx context.Context, o options, rep *report, progress 
 // throughput and (with -profile) the profiles into rep; a failed handoff
 // or profile phase leaves a note.
 func (s *stack) runRegistryPhases(ctx context.Context, o options, arms []*arm, base http.RoundTripper, rep *report, progress io.Writer) {
-	if ctx.Err() == nil {
+	if ctx.Err() == nil && !o.NoRegistryPhases {
 		rep.Handoffs = s.runHandoffs(ctx, o, base, progress)
 		for _, h := range rep.Handoffs {
 			if h.FirstError != "" {
@@ -252,7 +291,7 @@ func (s *stack) runRegistryPhases(ctx context.Context, o options, arms []*arm, b
 			}
 		}
 	}
-	if ctx.Err() == nil {
+	if ctx.Err() == nil && !o.NoRegistryPhases {
 		rep.Throughput = s.runThroughput(ctx, o, base, progress)
 	}
 	if o.Profile > 0 && ctx.Err() == nil {
@@ -269,7 +308,8 @@ func (s *stack) runRegistryPhases(ctx context.Context, o options, arms []*arm, b
 // the time since began.
 func finishReport(rep *report, ck clock.Clock, began time.Time, progress io.Writer) {
 	rep.Rows, rep.Memory = buildRows(rep.Runs), buildMemory(rep.Runs)
-	rep.Targets = evaluateTargets(issue22Targets(), targetInput{Runs: rep.Runs, Plan: rep.OpenPlan, Handoffs: rep.Handoffs, Throughput: rep.Throughput})
+	rep.Targets = evaluateTargets(append(issue22Targets(), issue23Targets()...), targetInput{Runs: rep.Runs, Plan: rep.OpenPlan,
+		Handoffs: rep.Handoffs, Throughput: rep.Throughput, Library: rep.Library, Skipped: skippedReasons(rep.Skipped)})
 	printTargets(progress, rep.Targets)
 	rep.LoadAvgEnd, rep.PressureEnd = loadAvg(), cpuPressure()
 	rep.Elapsed = clock.Since(ck, began).Seconds()
@@ -394,7 +434,9 @@ func (s *stack) measure(ctx context.Context, a *arm, spec loadSpec, r int) runRe
 			}
 		}
 	}
-	res := runLoad(ctx, s.ck, a, spec, hooks{start: snap(cpu0, &mem0), end: snap(cpu1, &mem1)})
+	pgStart, pgDone := s.pgCPUHooks(ctx, a)
+	start := snap(cpu0, &mem0)
+	res := runLoad(ctx, s.ck, a, spec, hooks{start: func() { start(); pgStart() }, end: snap(cpu1, &mem1)})
 	rec := runRecord{Rep: r, Load: loadName(spec), Arm: a.Name, Workers: spec.Workers, TargetRate: spec.Rate,
 		Requests: len(res.Samples), Seconds: spec.Duration.Seconds(), Non2xx: res.Non2xx, Errors: res.Errors,
 		Missed: res.Missed, Answered: res.Answered, FirstError: res.FirstError, CPU: map[string]float64{}}
@@ -410,6 +452,7 @@ func (s *stack) measure(ctx context.Context, a *arm, spec loadSpec, r int) runRe
 			rec.LoadgenSeconds = e - d
 		}
 	}
+	pgDone(rec.Requests, rec.CPU)
 	if a.proxy != nil {
 		rec.ProxyRSSStart, rec.ProxyRSSEnd, rec.ProxyPeakRSS = mem0.RSS, mem1.RSS, mem1.HWM
 	}

@@ -100,7 +100,7 @@ func TestRenderOpenTables(t *testing.T) {
 		"| plain-proxy | 10000 | 5000 | 5000 | 2.75 (2.50–3.00) |",
 		"| fg-a | 2500 | 1250 | 1250 | 3.75 (3.50–4.00) | 31.50 (31.00–32.00) | 60.00 | 0.250 |",
 		"| fg-b | 1600 | 800 | 800 |",
-		"| fg-c | – | – | – | – | – | – | – | – | – | – | – | " + skipNoMax + " |",
+		"| fg-c | – | – | – | – | – | – | – | – | – | – | – | – | " + skipNoMax + " |",
 	} {
 		if !strings.Contains(ownTable, want) {
 			t.Errorf("open-own table lacks %q:\n%s", want, ownTable)
@@ -111,7 +111,7 @@ func TestRenderOpenTables(t *testing.T) {
 		"| fg-a | 2500 | 1000 | 1000 | 2.00 | 20.00 | 40.00 | 131.50 (131.00–132.00) | 0.250 |",
 		"| direct | 30000 | 1000 | 1000 | 0.00 | 0.00 | 0.00 |",
 		"| fg-b | 1600 | 1000 | 1000 |",
-		"| fg-d | 900 | – | – | – | – | – | – | – | – | – | – | " + skipBelowRate + " |",
+		"| fg-d | 900 | – | – | – | – | – | – | – | – | – | – | – | " + skipBelowRate + " |",
 		"| fg-c | – | – |",
 		"Direct at 1000/s (absolute): p50 1.75 (1.50–2.00) ms, p99 111.50 (111.00–112.00) ms",
 	} {

@@ -24,11 +24,11 @@ import (
 // time; RESULTS.md links every profile with its top functions by flat and
 // by cumulative time. These runs are not part of the results.
 
-// Profile defaults: every durable arm (bolt and Redis stores, proof and
-// registry modes), 3 s each.
+// Profile defaults: every durable arm (bolt, Redis and PostgreSQL
+// stores, proof and registry modes), 3 s each.
 const (
 	defaultProfile     = 3 * time.Second
-	defaultProfileArms = `^fg-(bolt|redis)-(proof|registry)-EdDSA$`
+	defaultProfileArms = `^fg-(bolt|redis|postgres)-(proof|registry)-EdDSA$`
 )
 
 // profileSummaryTop is how many functions RESULTS.md lists per profile,

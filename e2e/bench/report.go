@@ -75,11 +75,12 @@ func renderMarkdown(rep *report) string {
 	p("Options: %d repetition(s), %s measured after %s warm-up per run, %d handoffs, %s per registry throughput run%s.\n\n",
 		rep.Options.Reps, rep.Options.Duration, rep.Options.Warmup, rep.Options.Handoffs, rep.Options.TputDuration,
 		map[bool]string{true: " (-quick)", false: ""}[rep.Options.Quick])
+	renderPartial(p, rep.Options)
 	if !rep.Options.Quick {
 		p("The default per-run times (2 s measured after 0.75 s warm-up) are shorter than before the open-own and open-1k phases were added, so that the whole default run, build included, stays under 10 minutes on 2 cores.\n\n")
 	}
 	p("## Targets\n\n")
-	p("Issue 22's targets, judged from this run's own data (targets.go; which arm each is judged on and why: doc.go). %s\n\n", rep.loadLine())
+	p("Issue 22's targets and issue 23's (the PostgreSQL store, library mode), judged from this run's own data (targets.go, targets23.go; which arm each is judged on and why: doc.go). %s\n\n", rep.loadLine())
 	renderTargets(p, rep.Targets, proxyProfiles(rep.Profiles))
 	rep.machineTable(p)
 	if rep.busy() {
@@ -94,10 +95,11 @@ func renderMarkdown(rep *report) string {
 	if len(rejected) > 0 {
 		p("**Invalid arms**: %s had runs with non-2xx answers or errors; their figures are not comparable. See [Notes](#notes).\n\n", strings.Join(rejected, ", "))
 	}
+	renderSkipped(p, rep.Skipped)
 	p("## Arms\n\n")
 	p("Every run sends 1 KiB PUTs; each worker owns one resource and sends segments 1, 2, 3, ... with its grant headers through the SDK's Transport (in proof mode it also refreshes the `Fence-Status` proof as the SDK does). ")
 	p("Each cell is the median of the repetitions, with the range in parentheses. `+p50` etc. are the arm's latency percentiles minus the direct arm's in the same repetition. ")
-	p("CPU columns are core-seconds per 1,000 requests of each process (utime+stime from /proc): the proxy, the registry (fencegate arms: status reads in registry mode, proofs in proof mode), redis-server (redis store), the backend and the load generator itself. ")
+	p("CPU columns are core-seconds per 1,000 requests of each process (utime+stime from /proc): the proxy, the registry (fencegate arms: status reads in registry mode, proofs in proof mode), redis-server (redis store), the PostgreSQL backends serving the run's database (postgres store: those connected at the window's start, background processes not counted), the backend and the load generator itself. ")
 	p("The proxy's memory is in its own table below. A run with any non-2xx answer, error, or (open loop) a backlog at the end of more than 1%% of the window's schedule (the arm did not keep the rate: \"missed\") is invalid.\n\n")
 	p("The open loop runs at half the plain proxy's best closed-loop rate, %s requests/s, 64 workers each on a fixed schedule; latency counts from each request's intended start, and counts every request answered during the window, so an arm that cannot keep the rate shows its growing backlog as latency (and its rps is what it managed).\n\n", fmtNum(rep.OpenRate, 0))
 	var loadsSeen []string
@@ -117,8 +119,8 @@ func renderMarkdown(rep *report) string {
 			continue // their own tables below
 		}
 		p("### %s\n\n", load)
-		p("| arm | rps | × plain | +p50 ms | +p99 ms | +p99.9 ms | proxy | registry | redis | backend | loadgen | non-2xx | valid |\n")
-		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		p("| arm | rps | × plain | +p50 ms | +p99 ms | +p99.9 ms | proxy | registry | redis | postgres | backend | loadgen | non-2xx | valid |\n")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		var direct *armRow
 		for i, r := range rep.Rows {
 			if r.Load != load {
@@ -135,9 +137,9 @@ func renderMarkdown(rep *report) string {
 				return fmtNum(s.Median, 3)
 			}
 			valid := validCell(r)
-			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
 				r.Arm, fmtSpread(r.RPS, 0), fmtSpread(r.Ratio, 2), fmtSpread(r.AddP50, 2), fmtSpread(r.AddP99, 2), fmtSpread(r.AddP999, 2),
-				cpu("proxy"), cpu("registry"), cpu("redis"), cpu("backend"), cpu("loadgen"),
+				cpu("proxy"), cpu("registry"), cpu("redis"), cpu("postgres"), cpu("backend"), cpu("loadgen"),
 				r.Non2xx+r.Errors, valid)
 		}
 		if direct != nil {
@@ -170,6 +172,8 @@ func renderMarkdown(rep *report) string {
 		}
 		p("\n")
 	}
+	renderLibrary(p, rep.Library)
+	renderPostgresTotals(p, rep.Postgres)
 	renderProfileSummaries(p, rep.Profiles)
 	if len(rep.Notes) > 0 {
 		p("## Notes\n\n")
@@ -251,4 +255,24 @@ func orDash(s string) string {
 // busy reports whether the machine was busy at the start or the end.
 func (ri runInfo) busy() bool {
 	return busy(ri.LoadAvgStart, ri.Machine.CPUs) || busy(ri.LoadAvgEnd, ri.Machine.CPUs)
+}
+
+// renderPartial writes, for a run with -arms or -no-registry-phases,
+// what it left out.
+func renderPartial(p func(string, ...any), o options) {
+	if o.Arms != "" || o.NoRegistryPhases {
+		p("**A partial run**: %s.\n\n", partialRun(o))
+	}
+}
+
+// partialRun says what a run with -arms or -no-registry-phases left out.
+func partialRun(o options) string {
+	var parts []string
+	if o.Arms != "" {
+		parts = append(parts, fmt.Sprintf("only the arms and phases `-arms %s` matches, with the baselines (direct, plain-proxy)", o.Arms))
+	}
+	if o.NoRegistryPhases {
+		parts = append(parts, "no handoffs nor registry throughput (-no-registry-phases)")
+	}
+	return strings.Join(parts, "; ")
 }

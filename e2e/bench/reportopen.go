@@ -41,36 +41,36 @@ func renderOpenTables(p func(string, ...any), rep *report) {
 	p("### %s: each arm at half its own maximum\n\n", openOwnLoad)
 	p("Each arm at half the median rps of its own closed-64 runs, %d workers on a fixed schedule, latency from each request's intended start; the same validity rule (a backlog above 1%% of the schedule: rate not kept). ", openWorkers)
 	p("The arms run at different rates, so the latencies here are absolute, not added over the direct arm.\n\n")
-	p("| arm | closed-64 rps | rate /s | rps | p50 ms | p99 ms | p99.9 ms | proxy | registry | redis | loadgen | non-2xx | valid |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	p("| arm | closed-64 rps | rate /s | rps | p50 ms | p99 ms | p99.9 ms | proxy | registry | redis | postgres | loadgen | non-2xx | valid |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, pl := range rep.OpenPlan {
 		r := findRow(rep.Rows, openOwnLoad, pl.Arm)
 		if pl.OwnRate == 0 || r == nil {
-			p("| %s | %s | – | – | – | – | – | – | – | – | – | – | %s |\n", pl.Arm, fmtMax(pl.MaxRPS), skipOr(pl.OwnSkip))
+			p("| %s | %s | – | – | – | – | – | – | – | – | – | – | – | %s |\n", pl.Arm, fmtMax(pl.MaxRPS), skipOr(pl.OwnSkip))
 			continue
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
 			pl.Arm, fmtMax(pl.MaxRPS), fmtNum(r.Rate, 0), fmtSpread(r.RPS, 0), fmtSpread(r.P50, 2), fmtSpread(r.P99, 2), fmtSpread(r.P999, 2),
-			cpu(r, "proxy"), cpu(r, "registry"), cpu(r, "redis"), cpu(r, "loadgen"), r.Non2xx+r.Errors, validCell(*r))
+			cpu(r, "proxy"), cpu(r, "registry"), cpu(r, "redis"), cpu(r, "postgres"), cpu(r, "loadgen"), r.Non2xx+r.Errors, validCell(*r))
 	}
 	p("\n### %s: every arm at %.0f requests/s\n\n", openFixedLoad, openFixedRate)
 	p("The issue's headline figure: added latency at a fixed %.0f requests/s, %d workers on a fixed schedule, latency from each request's intended start, added over the direct arm at the same rate in the same repetition. ", openFixedRate, openWorkers)
 	p("Every arm whose closed-64 maximum is at least the rate runs it; one whose maximum is below the rate, or that falls behind the schedule, did not keep the rate, and its targets at %.0f/s are a MISS.\n\n", openFixedRate)
-	p("| arm | closed-64 rps | rate /s | rps | +p50 ms | +p99 ms | +p99.9 ms | p99 ms | proxy | registry | redis | non-2xx | valid |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	p("| arm | closed-64 rps | rate /s | rps | +p50 ms | +p99 ms | +p99.9 ms | p99 ms | proxy | registry | redis | postgres | non-2xx | valid |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	var direct *armRow
 	for _, pl := range rep.OpenPlan {
 		r := findRow(rep.Rows, openFixedLoad, pl.Arm)
 		if pl.FixedRate == 0 || r == nil {
-			p("| %s | %s | – | – | – | – | – | – | – | – | – | – | %s |\n", pl.Arm, fmtMax(pl.MaxRPS), skipOr(pl.FixedSkip))
+			p("| %s | %s | – | – | – | – | – | – | – | – | – | – | – | %s |\n", pl.Arm, fmtMax(pl.MaxRPS), skipOr(pl.FixedSkip))
 			continue
 		}
 		if pl.Arm == "direct" {
 			direct = r
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
 			pl.Arm, fmtMax(pl.MaxRPS), fmtNum(r.Rate, 0), fmtSpread(r.RPS, 0), fmtSpread(r.AddP50, 2), fmtSpread(r.AddP99, 2), fmtSpread(r.AddP999, 2),
-			fmtSpread(r.P99, 2), cpu(r, "proxy"), cpu(r, "registry"), cpu(r, "redis"), r.Non2xx+r.Errors, validCell(*r))
+			fmtSpread(r.P99, 2), cpu(r, "proxy"), cpu(r, "registry"), cpu(r, "redis"), cpu(r, "postgres"), r.Non2xx+r.Errors, validCell(*r))
 	}
 	if direct != nil {
 		p("\nDirect at %.0f/s (absolute): p50 %s ms, p99 %s ms, p99.9 %s ms.\n", openFixedRate,

@@ -309,18 +309,8 @@ func (s *stack) runSoak(ctx context.Context, o options, main *report, progress i
 	if err := s.startBackend(); err != nil {
 		return err
 	}
-	for _, f := range fgs {
-		if f.store == "redis" && s.redis == nil {
-			if err := s.startRedis(); err != nil {
-				return err
-			}
-		}
-		if s.registries[f.alg] == nil {
-			// The normal run's registries of these arms: bolt, named by alg.
-			if _, err := s.startRegistry(f.alg, "bolt", f.alg); err != nil {
-				return err
-			}
-		}
+	if err := s.startSoakServers(ctx, fgs); err != nil {
+		return err
 	}
 	base := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -363,6 +353,31 @@ func (s *stack) runSoak(ctx context.Context, o options, main *report, progress i
 	return ctx.Err()
 }
 
+// startSoakServers starts what the soak's arms fgs need besides the
+// backend: redis-server, the run's PostgreSQL database (the soak of a
+// postgres arm fails without it), their registries.
+func (s *stack) startSoakServers(ctx context.Context, fgs []fgArm) error {
+	for _, f := range fgs {
+		if f.store == "postgres" {
+			if s.startPostgres(ctx); s.pg == nil {
+				return fmt.Errorf("%w: %s: %s", errSoak, f.name(), s.pgSkip)
+			}
+		}
+		if f.store == "redis" && s.redis == nil {
+			if err := s.startRedis(); err != nil {
+				return err
+			}
+		}
+		if s.registries[f.alg] == nil {
+			// The normal run's registries of these arms: bolt, named by alg.
+			if _, err := s.startRegistry(f.alg, "bolt", f.alg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // soakDirect runs the direct arm at the soak's rate for one sample
 // interval (at most 30 s) after a 1 s warm-up: the latency the sidecars'
 // is added to.
@@ -385,7 +400,7 @@ func (s *stack) soakDirect(ctx context.Context, o options, f fgArm, base http.Ro
 func (s *stack) soakArm(ctx context.Context, o options, f fgArm, direct *soakBaseline, base http.RoundTripper, progress io.Writer) (*soakRun, error) {
 	ret := newSoakRetention(o.SoakRetention, o.SoakRetentionInterval)
 	reg := s.registries[f.alg]
-	c, url, admin, err := s.startSoakSidecar(sidecarSpec{name: f.name(), store: f.store, status: f.status, reg: reg}, ret)
+	c, url, admin, err := s.startSoakSidecar(sidecarSpec{name: f.name(), store: f.store, status: f.status, reg: reg, pgDSNFile: s.pgDSNFile()}, ret)
 	if err != nil {
 		return nil, err
 	}

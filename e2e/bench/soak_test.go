@@ -411,7 +411,7 @@ func TestFencegateArmsOrder(t *testing.T) {
 		names = append(names, f.name())
 	}
 	want := "fg-memory-registry-EdDSA fg-memory-proof-EdDSA fg-bolt-registry-EdDSA fg-bolt-proof-EdDSA " +
-		"fg-redis-registry-EdDSA fg-redis-proof-EdDSA fg-bolt-registry-ES256 fg-bolt-registry-HS256"
+		"fg-redis-registry-EdDSA fg-redis-proof-EdDSA fg-postgres-registry-EdDSA fg-postgres-proof-EdDSA fg-bolt-registry-ES256 fg-bolt-registry-HS256"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("arms %s, want %s", got, want)
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/internal/redistest"
 )
@@ -34,6 +36,16 @@ type stack struct {
 	redis      *child
 	redisAddr  string
 	registries map[string]*registryProc
+
+	// pg is the run's own PostgreSQL database (pgdb.go), nil until
+	// created; pgSkip, when set, is why it could not be.
+	pg     *benchDatabase
+	pgSkip string
+	// pgStat is the connection the postgres arms' CPU readings list the
+	// database's backends on (pgcpu.go), nil until first used.
+	pgStat *pgx.Conn
+	// skipped are the arms selected but not measured, with why.
+	skipped []skippedArm
 }
 
 // registryProc is a running "fencegate registry".
@@ -211,9 +223,18 @@ func (s *stack) startRegistry(name, backend, alg string) (*registryProc, error) 
 // sidecarSpec shapes one "fencegate proxy".
 type sidecarSpec struct {
 	name   string // also its service name and resource prefix
-	store  string // memory, bolt, redis
+	store  string // memory, bolt, redis, postgres
 	status string // registry, proof
 	reg    *registryProc
+	// pgDSNFile is the postgres store's store.postgres.dsnFile.
+	pgDSNFile string
+}
+
+// pgSchema is a postgres arm's store.postgres.schema: its name in lower
+// case with '_' for '-', so that the arms share the run's database, each
+// in a schema of its own.
+func pgSchema(name string) string {
+	return strings.ToLower(strings.ReplaceAll(name, "-", "_"))
 }
 
 // itemsPath is the protected route; the resource is bench/{id}.
@@ -231,6 +252,8 @@ func sidecarYAML(sp sidecarSpec, backendURL, redisAddr, dataDir string) string {
 		store = "{backend: bolt, service: " + sp.name + ", claimIdentity: " + sp.name + "}"
 	case "redis":
 		store = "{backend: redis, service: " + sp.name + ", claimIdentity: " + sp.name + ", redis: {addr: " + strconv.Quote(redisAddr) + ", prefix: " + sp.name + "}}"
+	case "postgres":
+		store = "{backend: postgres, service: " + sp.name + ", claimIdentity: " + sp.name + ", postgres: {dsnFile: " + strconv.Quote(sp.pgDSNFile) + ", schema: " + pgSchema(sp.name) + "}}"
 	default:
 		store = "{backend: memory}"
 	}

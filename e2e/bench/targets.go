@@ -43,6 +43,11 @@ const (
 	kindRegistryPairs = "registryPairsPerSecond"
 	// kindSoak is measured by the soak only (-soak, SOAK.md).
 	kindSoak = "soak"
+	// kindLibraryAddedP50 and kindLibraryAddedP99 are library mode's
+	// fenced transactions' percentile minus the plain ones', per
+	// repetition (library.go).
+	kindLibraryAddedP50 = "libraryAddedP50Ms"
+	kindLibraryAddedP99 = "libraryAddedP99Ms"
 )
 
 // Comparisons.
@@ -82,6 +87,8 @@ const (
 	armRedisRegistry = "fg-redis-registry-EdDSA"
 	armMemProof      = "fg-memory-proof-EdDSA"
 	armMemRegistry   = "fg-memory-registry-EdDSA"
+	armPgProof       = "fg-postgres-proof-EdDSA"
+	armPgRegistry    = "fg-postgres-registry-EdDSA"
 )
 
 // issue22Targets are the issue's targets in its order.
@@ -139,6 +146,10 @@ type targetInput struct {
 	Plan       []openPlan
 	Handoffs   []handoffResult
 	Throughput []throughputResult
+	// Library is the library phase's figures, nil when it did not run.
+	Library *libraryResult
+	// Skipped maps an arm selected but not run to why.
+	Skipped map[string]string
 }
 
 // targetResult is one target on one arm.
@@ -194,7 +205,13 @@ func evaluateTarget(sp targetSpec, armName string, judged bool, in targetInput) 
 }
 
 // difference tells the kinds that subtract a baseline arm's figure.
-func difference(kind string) bool { return kind == kindAddedP99 || kind == kindProxyCPUOverPlain }
+func difference(kind string) bool {
+	switch kind {
+	case kindAddedP99, kindProxyCPUOverPlain, kindLibraryAddedP50, kindLibraryAddedP99:
+		return true
+	}
+	return false
+}
 
 // judge compares v with threshold: PASS or MISS; a NaN never passes (it
 // compares false).
@@ -228,8 +245,12 @@ func missed(v spread, format string, args ...any) measurement {
 	return measurement{value: v, miss: true, why: fmt.Sprintf(format, args...)}
 }
 
-// measureTarget dispatches on the spec's kind.
+// measureTarget dispatches on the spec's kind; an arm the run skipped is
+// not measured, with why.
 func measureTarget(sp targetSpec, armName string, in targetInput) measurement {
+	if why, ok := in.Skipped[armName]; ok {
+		return notMeasured("arm skipped: %s", why)
+	}
 	switch sp.Kind {
 	case kindRatio:
 		return measureRuns(sp.Load, armName, "plain-proxy", in, func(r, base runRecord) float64 {
@@ -250,6 +271,10 @@ func measureTarget(sp targetSpec, armName string, in targetInput) measurement {
 		return measurePairs(armName, sp.Concurrency, in.Throughput)
 	case kindSoak:
 		return notMeasured("run -soak: judged in SOAK.md")
+	case kindLibraryAddedP50:
+		return measureLibrary(in.Library, "p50", func(l latencySummary) float64 { return l.P50 })
+	case kindLibraryAddedP99:
+		return measureLibrary(in.Library, "p99", func(l latencySummary) float64 { return l.P99 })
 	}
 	return notMeasured("unknown target kind %q", sp.Kind)
 }
