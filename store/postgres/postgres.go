@@ -233,7 +233,8 @@ func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 }
 
 // lockedOps are the operations of NewTxBackend on one resource's rows
-// (its record, its receipts, its quarantine entries), which every one of
+// (its record, its receipts, its quarantine entries; with library mode's
+// "keep refusal", store.KeepRejection), which every one of
 // them reaches through Tx.Load of the record first: they run at READ
 // COMMITTED with the record's row lock taken by that Load (Tx.open), so
 // that writers of one resource queue on its record while writers of
@@ -245,7 +246,7 @@ func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 // SERIALIZABLE.
 var lockedOps = map[string]bool{
 	"begin": true, "commit": true, "mark unknown": true, "resolve": true, "abort": true,
-	"pause": true, "resume": true, "repair": true, "compact": true,
+	"pause": true, "resume": true, "repair": true, "compact": true, "keep refusal": true,
 }
 
 // run runs fn in transactions until one is not aborted for a
