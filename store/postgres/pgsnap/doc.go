@@ -10,9 +10,9 @@
 // generation marker in meta included, so a restore keeps the saved
 // marker, as a restored backup does) into tables of the same shape in a
 // backup schema, in one transaction; Restore replaces the store's rows by
-// the saved ones in one transaction; Empty truncates them and writes a new
+// the saved ones in one transaction; Empty deletes them and writes a new
 // generation marker. The schema's version table is the shape, not the
-// data, and is left alone. The callers must have the store quiet (no
-// transaction of it under way) while they run: TRUNCATE waits for, and
-// then excludes, every other transaction on the tables.
+// data, and is left alone. The callers should have the store quiet (no
+// transaction of it under way) while they run, as a restore of a
+// database would.
 package pgsnap
