@@ -182,7 +182,9 @@
 //     or a lower fence issued later, never applied after the higher one.
 //   - Conflicting payloads accepted = 0: a segment sent again with another
 //     payload is answered SEGMENT_CONFLICT with a quarantine entry holding
-//     that payload, never answered as accepted, never applied.
+//     that payload, never answered as accepted, never applied, and never
+//     answered SEGMENT_GAP while the store holds the segment's receipt (a
+//     store that loses track of its receipts takes a conflict for a gap).
 //   - Writes the SDK sent after its lease ended = 0: when a write leaves
 //     an SDK worker, its lease has not expired or been released by the
 //     registry's truth (the SDK's own promise; a revocation or a registry
