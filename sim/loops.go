@@ -151,7 +151,7 @@ func (r *round) rotate(e event) {
 
 // storeSave keeps a copy of the fenced store's state (a backup, an RDB).
 func (r *round) storeSave(e event) {
-	if err := r.st.save(); err != nil {
+	if err := r.st.save(); err != nil && r.err == nil {
 		r.err = err
 	}
 }
@@ -165,7 +165,9 @@ func (r *round) loseStore(restore bool, when string) {
 		what = "put back to its saved state"
 	}
 	if err := r.st.lose(restore); err != nil {
-		r.err = err
+		if r.err == nil {
+			r.err = err
+		}
 		return
 	}
 	r.trustVersion++ // the pins went with the store

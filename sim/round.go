@@ -76,8 +76,8 @@ type round struct {
 	rs    *memory.Store
 	rnd   io.Reader // the registry's random source (kept across restarts)
 	st    sharedStore
-	// err is a failure of the simulation's own parts mid-round (the
-	// shared store's database): the round ends with it as its error.
+	// err is the first failure of the simulation's own parts mid-round
+	// (the shared store's database): the round's error.
 	err      error
 	sidecars []*sidecar
 	back     *backend
@@ -237,8 +237,10 @@ func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hi
 	return r.res, nil
 }
 
-// loop runs the queue's steps in order until none is left, or one fails
-// the simulation itself (r.err).
+// loop runs the queue's steps in order until none is left, and returns
+// the first failure of the simulation itself (r.err). A round whose step
+// failed runs on to its end all the same (its result is not used): an SDK
+// worker's goroutine ends only with its last step.
 func (r *round) loop() error {
 	for r.q.Len() > 0 {
 		it := r.q.pop()
@@ -249,12 +251,9 @@ func (r *round) loop() error {
 			r.clk.AdvanceTo(t)
 		}
 		it.fn()
-		if r.err != nil {
-			return r.err
-		}
 		r.trackUnknown()
 	}
-	return nil
+	return r.err
 }
 
 // writeBundle writes the round's bundle file from bundleKeys.
