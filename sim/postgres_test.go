@@ -49,8 +49,9 @@ const (
 
 // TestPostgresGate runs the gate's invariants on store/postgres: every
 // fault, then the faults that meet the store most; the oracle and the
-// verdict are the memory gate's (Report.Gate), and the store losses, the
-// unknown outcomes and the operator's settlements really happened.
+// verdict are the memory gate's (Report.Gate), the store losses, the
+// unknown outcomes and the operator's settlements really happened, and
+// store/memory gives the same table and histories.
 func TestPostgresGate(t *testing.T) {
 	dsn := pgtest.Database(t)
 	for _, c := range []struct {
@@ -63,9 +64,14 @@ func TestPostgresGate(t *testing.T) {
 		{"store", pgLossRounds, 12, []Fault{FaultStoreLoss, FaultLostAck, FaultCrash, FaultLate, FaultNet}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rep, out := run(t, Options{Rounds: c.rounds, Seed: c.seed, Faults: c.faults, Replicas: 3, Postgres: dsn, MaxShrinkRuns: 60})
+			o := Options{Rounds: c.rounds, Seed: c.seed, Faults: c.faults, Replicas: 3, Postgres: dsn, MaxShrinkRuns: 60, History: true}
+			rep, out := run(t, o)
 			if g := rep.Gate(); g != "" {
 				t.Fatalf("gate failed on store/postgres: %s\n%s", g, out)
+			}
+			o.Postgres = ""
+			if _, mem := run(t, o); mem != out {
+				t.Errorf("the same run on store/memory differs:\n%s\n---\n%s", mem, out)
 			}
 			if !strings.HasSuffix(out, "gate: PASS\n") {
 				t.Errorf("last line is not gate: PASS:\n%s", out)
