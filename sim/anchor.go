@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -56,40 +55,24 @@ func (g roundRegistry) StoreAnchors(ctx context.Context, st, after string, limit
 	return g.reg().StoreAnchors(ctx, st, after, limit)
 }
 
-// errGenerationChanged is what a process's store answers once the shared
-// store's generation is not the one it expects, as store/redis does when
-// its generation marker changed (Redis restarted empty).
-var errGenerationChanged = errors.New("sim: the fenced store's generation changed (it lost its data)")
-
-// The generation check of a process's store (store/redis's marker check):
-// once the anchor told it the generation to expect, every call fails while
-// the shared store holds another one, until the wrapper expects the new
-// one (after an operator acknowledged the loss at the registry).
+// The generation check of a process's store: once the anchor told it the
+// generation to expect, every call fails while the shared store holds
+// another one, until the wrapper expects the new one (after an operator
+// acknowledged the loss at the registry). On store/memory it is the
+// simulation's (markerCheck, store/redis's marker check); on
+// store/postgres it is the store's own (its marker read in every
+// transaction).
 
 // ExpectGeneration is what store/anchor calls after a registration.
 func (s *processStore) ExpectGeneration(ctx context.Context, gen string) error {
-	s.expected, s.lost = gen, nil
-	return s.checkGen()
+	return s.gen.ExpectGeneration(ctx, gen)
 }
 
 // GenerationLoss is the loss this process's store detected, if any.
-func (s *processStore) GenerationLoss() error { return s.lost }
+func (s *processStore) GenerationLoss() error { return s.gen.GenerationLoss() }
 
 // CheckGeneration reads the shared store's generation now.
-func (s *processStore) CheckGeneration(context.Context) error { return s.checkGen() }
-
-func (s *processStore) checkGen() error {
-	if s.lost != nil {
-		return s.lost
-	}
-	if s.expected == "" {
-		return nil
-	}
-	if g := s.r.st.generation(); g != s.expected {
-		s.lost = fmt.Errorf("%w: %s, expected %s", errGenerationChanged, g, s.expected)
-	}
-	return s.lost
-}
+func (s *processStore) CheckGeneration(ctx context.Context) error { return s.gen.CheckGeneration(ctx) }
 
 // enter is the check before every call: a dead process, or a store whose
 // generation changed.
@@ -97,104 +80,113 @@ func (s *processStore) enter() error {
 	if s.dead {
 		return errProcessDead
 	}
-	return s.checkGen()
+	return s.gen.enter()
 }
 
 func (s *processStore) Pause(ctx context.Context, in store.PauseInput) (store.Record, error) {
 	if err := s.enter(); err != nil {
 		return store.Record{}, err
 	}
-	return s.Store.Pause(ctx, in)
+	v, err := s.Store.Pause(ctx, in)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) Resume(ctx context.Context, resource string) (store.Record, error) {
 	if err := s.enter(); err != nil {
 		return store.Record{}, err
 	}
-	return s.Store.Resume(ctx, resource)
+	v, err := s.Store.Resume(ctx, resource)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) Repair(ctx context.Context, in store.RepairInput) (store.Record, error) {
 	if err := s.enter(); err != nil {
 		return store.Record{}, err
 	}
-	return s.Store.Repair(ctx, in)
+	v, err := s.Store.Repair(ctx, in)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) Receipt(ctx context.Context, key store.ReceiptKey) (store.Receipt, error) {
 	if err := s.enter(); err != nil {
 		return store.Receipt{}, err
 	}
-	return s.Store.Receipt(ctx, key)
+	v, err := s.Store.Receipt(ctx, key)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) ReceiptsByOperation(ctx context.Context, resource, op string) ([]store.Receipt, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	return s.Store.ReceiptsByOperation(ctx, resource, op)
+	v, err := s.Store.ReceiptsByOperation(ctx, resource, op)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) ReceiptsOf(ctx context.Context, q store.ReceiptsQuery) ([]store.Receipt, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	return s.Store.ReceiptsOf(ctx, q)
+	v, err := s.Store.ReceiptsOf(ctx, q)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) ReceiptByID(ctx context.Context, resource, id string) (store.Receipt, error) {
 	if err := s.enter(); err != nil {
 		return store.Receipt{}, err
 	}
-	return s.Store.ReceiptByID(ctx, resource, id)
+	v, err := s.Store.ReceiptByID(ctx, resource, id)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) ListUnknown(ctx context.Context, now time.Time) ([]store.Mutation, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	return s.Store.ListUnknown(ctx, now)
+	v, err := s.Store.ListUnknown(ctx, now)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) ListPaused(ctx context.Context) ([]store.Record, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	return s.Store.ListPaused(ctx)
+	v, err := s.Store.ListPaused(ctx)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) ListQuarantined(ctx context.Context, resource string) ([]store.Quarantine, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	return s.Store.ListQuarantined(ctx, resource)
+	v, err := s.Store.ListQuarantined(ctx, resource)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) Records(ctx context.Context, q store.RecordsQuery) ([]store.Record, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	return s.Store.Records(ctx, q)
+	v, err := s.Store.Records(ctx, q)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) Enforcements(ctx context.Context) ([]store.Enforcement, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	return s.Store.Enforcements(ctx)
+	v, err := s.Store.Enforcements(ctx)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) RecordEnforcement(ctx context.Context, in store.EnforcementInput) (store.Enforcement, error) {
 	if err := s.enter(); err != nil {
 		return store.Enforcement{}, err
 	}
-	return s.Store.RecordEnforcement(ctx, in)
+	v, err := s.Store.RecordEnforcement(ctx, in)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) RecordTrust(ctx context.Context, in store.TrustInput) ([]store.TrustedKey, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	return s.Store.RecordTrust(ctx, in)
+	v, err := s.Store.RecordTrust(ctx, in)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) Compact(ctx context.Context, in store.CompactInput) (store.CompactResult, error) {
 	if err := s.enter(); err != nil {
 		return store.CompactResult{}, err
 	}
-	return s.Store.Compact(ctx, in)
-}
-
-// generation is the shared store's generation now.
-func (s *sharedStore) generation() string {
-	g, _ := s.mem.Generation(context.Background())
-	return g
+	v, err := s.Store.Compact(ctx, in)
+	return v, s.gen.explain(err)
 }
 
 // openAnchor wraps replica i's new process store ps in its outside anchor

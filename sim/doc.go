@@ -17,10 +17,11 @@
 // A round builds a world: a registry (registry.New over a snapshotting
 // registry.TxStore, with a seeded random source and the virtual clock;
 // real Ed25519 keys derived from the seed, whose signatures are
-// deterministic), one fenced store (store/memory, which a store loss
-// empties or puts back to a saved state; shared by the replicas as a
-// Redis is, it decides every transition on its own clock, the registry's,
-// as store/redis does on the server's TIME), one to three sidecar replicas
+// deterministic), one fenced store (store/memory, or store/postgres with
+// Options.Postgres, which a store loss empties or puts back to a saved
+// state; shared by the replicas as a Redis or a PostgreSQL is, it decides
+// every transition on one clock, the registry's, as store/redis does on
+// the server's TIME and store/postgres on clock_timestamp()), one to three sidecar replicas
 // sharing it (proxy.New, driven by calling ServeHTTP), each with its own
 // clock offset from the registry's, a recording backend that is the
 // sidecars' http.RoundTripper, and two to four workers. One goroutine runs
@@ -181,7 +182,9 @@
 //     or a lower fence issued later, never applied after the higher one.
 //   - Conflicting payloads accepted = 0: a segment sent again with another
 //     payload is answered SEGMENT_CONFLICT with a quarantine entry holding
-//     that payload, never answered as accepted, never applied.
+//     that payload, never answered as accepted, never applied, and never
+//     answered SEGMENT_GAP while the store holds the segment's receipt (a
+//     store that loses track of its receipts takes a conflict for a gap).
 //   - Writes the SDK sent after its lease ended = 0: when a write leaves
 //     an SDK worker, its lease has not expired or been released by the
 //     registry's truth (the SDK's own promise; a revocation or a registry
@@ -232,12 +235,24 @@
 //     between concurrent requests inside one sidecar process, or between
 //     replicas at the same instant, are not explored (the store's own
 //     linearizability tests, store/storetest, cover its atomicity).
-//   - Only the memory store: not bbolt, not Redis. It stands for a Redis
-//     shared by the replicas (one clock for its decisions); a store per
-//     replica (bbolt), deciding on each sidecar's own clock, is not
-//     modelled. A Redis that loses or rolls back its data is modelled by
-//     emptying or restoring the memory store's state; Redis replication,
-//     failover, appendfsync and WAIT (minReplicas) are not modelled. The registry runs on registry/memory
+//   - The memory store or PostgreSQL: not bbolt, not Redis. The memory
+//     store stands for a Redis shared by the replicas (one clock for its
+//     decisions, the generation check store/redis makes, markerCheck); a
+//     store per replica (bbolt), deciding on each sidecar's own clock, is
+//     not modelled. A Redis that loses or rolls back its data is modelled
+//     by emptying or restoring the memory store's state; Redis
+//     replication, failover, appendfsync and WAIT (minReplicas) are not
+//     modelled. On PostgreSQL (Options.Postgres) each round has a schema
+//     of its own, every sidecar process a postgres.Store of its own over
+//     it (CallerClock, given the round's clock) whose own generation check
+//     meets the losses, which are made in SQL (store/postgres/pgsnap: the
+//     data tables copied to a backup schema, emptied with a new generation
+//     marker, or put back, marker included); a database restored by
+//     point-in-time recovery, replication and failover are not modelled.
+//     A seed gives the same history on both (TestPostgresDeterministic):
+//     the decisions are the same functions, the markers are the
+//     simulation's, and a loss postgres.Store detects is worded as the
+//     memory check words it. The registry runs on registry/memory
 //     (restored from snapshots), not on bolt or Redis (whose watermark
 //     meets a restore by itself).
 //   - Clocks have fixed offsets, never different rates: a clock that runs

@@ -8,7 +8,7 @@ import (
 
 func run(t *testing.T, o Options) (*Report, string) {
 	t.Helper()
-	rep, err := Run(context.Background(), o)
+	rep, err := Run(context.Background(), withStore(t, o))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -16,6 +16,12 @@ func run(t *testing.T, o Options) (*Report, string) {
 	rep.Write(&b)
 	return rep, b.String()
 }
+
+// gateRows are rows the gate's table must have.
+var gateRows = []string{"rounds", "writes attempted", "accepted", "stale accepted", "forged accepted",
+	"auth failures that changed a highest fence", "protected mutations that skipped authentication or the fence check",
+	"segment gaps accepted", "regressions accepted", "conflicting payloads accepted", "backend data that differs from the receipts",
+	"unknown outcomes", "max virtual time in UNKNOWN (settleable)", "unknown outcomes no evidence can settle (left UNKNOWN)", "handoff latency p50/p99 (virtual)"}
 
 // TestGatePasses runs a few hundred rounds with every fault and checks the
 // table, the verdict, and that the faults were really met: each answer
@@ -28,10 +34,7 @@ func TestGatePasses(t *testing.T) {
 	if !strings.HasSuffix(out, "gate: PASS\n") {
 		t.Errorf("last line is not gate: PASS:\n%s", out)
 	}
-	for _, row := range []string{"rounds", "writes attempted", "accepted", "stale accepted", "forged accepted",
-		"auth failures that changed a highest fence", "protected mutations that skipped authentication or the fence check",
-		"segment gaps accepted", "regressions accepted", "conflicting payloads accepted", "backend data that differs from the receipts",
-		"unknown outcomes", "max virtual time in UNKNOWN (settleable)", "unknown outcomes no evidence can settle (left UNKNOWN)", "handoff latency p50/p99 (virtual)"} {
+	for _, row := range gateRows {
 		if !strings.Contains(out, "\n"+row+"  ") && !strings.HasPrefix(out, row+"  ") {
 			t.Errorf("table lacks the row %q:\n%s", row, out)
 		}

@@ -151,7 +151,9 @@ func (r *round) rotate(e event) {
 
 // storeSave keeps a copy of the fenced store's state (a backup, an RDB).
 func (r *round) storeSave(e event) {
-	r.st.save()
+	if err := r.st.save(); err != nil && r.err == nil {
+		r.err = err
+	}
 }
 
 // storeLoss empties the fenced store, or puts back its saved state.
@@ -159,10 +161,15 @@ func (r *round) storeLoss(e event) { r.loseStore(e.Restore, "") }
 
 func (r *round) loseStore(restore bool, when string) {
 	what := "emptied (restarted without its data)"
-	if restore && r.st.saved != nil {
+	if restore && r.st.saved() {
 		what = "put back to its saved state"
 	}
-	r.st.lose(restore)
+	if err := r.st.lose(restore); err != nil {
+		if r.err == nil {
+			r.err = err
+		}
+		return
+	}
 	r.trustVersion++ // the pins went with the store
 	r.lost, r.lostAt = true, r.now()
 	r.res.Seen[seenStoreLoss]++

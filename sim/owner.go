@@ -361,6 +361,13 @@ func (o *owner) conflict(e event, seq uint64) {
 			}) {
 				r.violate(&r.res.Conflicts, fmt.Sprintf("SEGMENT_CONFLICT for segment %d of fence %d but no quarantine entry holds its payload (%v)", seq, o.fence, err))
 			}
+		case out.code == fencegate.CodeSegmentGap:
+			// A gap is the answer for a segment out of order; one the
+			// store holds a receipt of was accepted, and is a conflict.
+			key := store.ReceiptKey{Resource: mainResource, Fence: o.fence, Seq: seq}
+			if _, err := r.st.Receipt(context.Background(), key); err == nil {
+				r.violate(&r.res.Conflicts, fmt.Sprintf("segment %d of fence %d sent again with another payload was answered SEGMENT_GAP, though the store holds its receipt", seq, o.fence))
+			}
 		}
 	})
 }

@@ -70,12 +70,15 @@ type round struct {
 	sabotage Sabotage
 	trace    bool
 
-	clk      simClock
-	start    time.Time
-	reg      *registry.Registry
-	rs       *memory.Store
-	rnd      io.Reader // the registry's random source (kept across restarts)
-	st       *sharedStore
+	clk   simClock
+	start time.Time
+	reg   *registry.Registry
+	rs    *memory.Store
+	rnd   io.Reader // the registry's random source (kept across restarts)
+	st    sharedStore
+	// err is the first failure of the simulation's own parts mid-round
+	// (the shared store's database): the round's error.
+	err      error
 	sidecars []*sidecar
 	back     *backend
 	or       *oracle
@@ -183,7 +186,7 @@ func (r *round) background(t time.Duration, what string, fn func()) {
 }
 
 // runRound builds a world for sc and runs it to the end.
-func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hist bool) (roundResult, error) {
+func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hist bool) (_ roundResult, err error) {
 	r := &round{m: m, sc: sc, sabotage: sab, trace: trace, clk: newSimClock(), or: newOracle(),
 		tie: rand.New(rand.NewPCG(seed, 0x71e)), receipts: map[receiptKey]store.Receipt{}, bundle: m.bundlePath, seed: seed,
 		noted: map[receiptKey]time.Duration{}}
@@ -194,7 +197,6 @@ func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hi
 	r.start = r.clk.Now()
 	r.rnd = rand.NewChaCha8(seedBytes(seed))
 	r.rs = memory.New()
-	var err error
 	if r.reg, err = newRegistry(m.signer, r.rs, r.clk, r.rnd); err != nil {
 		return r.res, err
 	}
@@ -210,7 +212,14 @@ func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hi
 		}
 		defer os.Remove(r.bundle)
 	}
-	r.st = newSharedStore(r.clk, seed)
+	if r.st, err = newSharedStoreOf(m, r.clk, seed); err != nil {
+		return r.res, err
+	}
+	defer func() {
+		if cerr := r.st.close(); err == nil {
+			err = cerr
+		}
+	}()
 	r.back = newBackend(r)
 	for i := range sc.Config.Replicas {
 		r.sidecars = append(r.sidecars, &sidecar{clk: offsetClock{base: r.clk, off: sc.Config.Offsets[i]}})
@@ -221,6 +230,18 @@ func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hi
 		return r.res, err
 	}
 	r.schedule()
+	if err := r.loop(); err != nil {
+		return r.res, err
+	}
+	r.finish()
+	return r.res, nil
+}
+
+// loop runs the queue's steps in order until none is left, and returns
+// the first failure of the simulation itself (r.err). A round whose step
+// failed runs on to its end all the same (its result is not used): an SDK
+// worker's goroutine ends only with its last step.
+func (r *round) loop() error {
 	for r.q.Len() > 0 {
 		it := r.q.pop()
 		if !it.bg {
@@ -232,8 +253,7 @@ func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hi
 		it.fn()
 		r.trackUnknown()
 	}
-	r.finish()
-	return r.res, nil
+	return r.err
 }
 
 // writeBundle writes the round's bundle file from bundleKeys.
@@ -283,7 +303,11 @@ func (r *round) restartSidecar(i int) error {
 		sc.st.dead = true
 		r.checkCoverage(i)
 	}
-	ps := &processStore{Store: r.st, r: r, sab: r.sabotage}
+	st, gen, err := r.st.process()
+	if err != nil {
+		return err
+	}
+	ps := &processStore{Store: st, r: r, sab: r.sabotage, gen: gen}
 	cfg := proxyConfig(r.m, r.sc.Config, r.sabotage, r.bundle)
 	cfg.Trust.ReloadInterval = trustReload
 	bound := authn.NewTimeBound(sc.clk, cfg.Trust.ClockSkew)

@@ -99,6 +99,12 @@ type Options struct {
 	// MaxShrinkRuns bounds the re-runs spent shrinking a failing round
 	// (default 400).
 	MaxShrinkRuns int
+	// Postgres, when set, is the DSN of a PostgreSQL database the rounds'
+	// shared fenced stores run on (store/postgres, each round in a schema
+	// of its own, created and dropped by the round) instead of
+	// store/memory. The decisions are the same, and so is a seed's
+	// history.
+	Postgres string
 }
 
 // Report is what a run measured.
@@ -199,7 +205,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	m, err := newMaterials(o.Seed)
+	m, err := materialsOf(o, o.Workers)
 	if err != nil {
 		return nil, err
 	}
@@ -302,6 +308,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
+// materialsOf is the run's materials for o, on its PostgreSQL (with a
+// connection for each of workers) when o names one.
+func materialsOf(o Options, workers int) (*materials, error) {
+	m, err := newMaterials(o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.usePostgres(o.Postgres, workers); err != nil {
+		m.close()
+		return nil, err
+	}
+	return m, nil
+}
+
 func quantile(sorted []time.Duration, q float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
@@ -390,7 +410,7 @@ func Replay(o Options, i int) (history, violations []string, err error) {
 	if i < 0 {
 		return nil, nil, fmt.Errorf("%w: round %d", ErrOptions, i)
 	}
-	m, err := newMaterials(o.Seed)
+	m, err := materialsOf(o, 1)
 	if err != nil {
 		return nil, nil, err
 	}

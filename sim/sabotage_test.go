@@ -3,6 +3,8 @@ package sim
 import (
 	"strings"
 	"testing"
+
+	"github.com/fencegate/fencegate/internal/pgtest"
 )
 
 // failCase is one way to break the gate: a sabotage or a pending fault,
@@ -17,6 +19,10 @@ type failCase struct {
 	// mark is what the shrunk history must show (VIOLATION, or OVER
 	// BUDGET for the hand-off budget, which fails in number).
 	mark string
+	// postgres runs c on store/postgres (a database of the test's own),
+	// shrinking with fewer re-runs (shrinkRuns).
+	postgres   bool
+	shrinkRuns int
 }
 
 // checkFails runs c and checks that the gate fails on c's counter, with a
@@ -31,7 +37,11 @@ func checkFails(t *testing.T, c failCase) {
 	if mark == "" {
 		mark = "VIOLATION"
 	}
-	rep, out := run(t, Options{Rounds: rounds, Seed: 3, Faults: c.faults, Modes: c.modes, Replicas: 2, Sabotage: c.sab})
+	o := Options{Rounds: rounds, Seed: 3, Faults: c.faults, Modes: c.modes, Replicas: 2, Sabotage: c.sab, MaxShrinkRuns: c.shrinkRuns}
+	if c.postgres {
+		o.Postgres = pgtest.Database(t)
+	}
+	rep, out := run(t, o)
 	if rep.Gate() == "" || !strings.Contains(out, "\ngate: FAIL ") || !strings.HasSuffix(strings.TrimSpace(out), rep.Gate()) {
 		t.Fatalf("the gate did not fail:\n%s", out)
 	}

@@ -26,7 +26,6 @@ import (
 	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/anchor"
-	storemem "github.com/fencegate/fencegate/store/memory"
 )
 
 // materials are what every round of a run shares and never changes: the
@@ -45,6 +44,9 @@ type materials struct {
 	trustKey, rotatedKey, forgerKey jwk.Key
 	dir                             string
 	jwks                            jwk.Set // the registry's published bundle
+	// pg is the run's PostgreSQL, when the shared stores are on it
+	// (usePostgres).
+	pg *pgRun
 }
 
 // newMaterials derives the keys from seed (Ed25519 key generation reads
@@ -114,7 +116,26 @@ func newMaterials(seed uint64) (*materials, error) {
 	return m, nil
 }
 
-func (m *materials) close() { os.RemoveAll(m.dir) }
+func (m *materials) close() {
+	if m.pg != nil {
+		_ = m.pg.close()
+	}
+	os.RemoveAll(m.dir)
+}
+
+// usePostgres puts the run's shared stores on the PostgreSQL database dsn
+// names (nothing when dsn is empty), with a pool of conns connections.
+func (m *materials) usePostgres(dsn string, conns int) error {
+	if dsn == "" {
+		return nil
+	}
+	pg, err := openPostgres(context.Background(), dsn, conns)
+	if err != nil {
+		return err
+	}
+	m.pg = pg
+	return nil
+}
 
 // mix is SplitMix64 over (a, b): independent streams from one seed.
 func mix(a, b uint64) uint64 {
@@ -152,10 +173,9 @@ type processStore struct {
 	r    *round
 	dead bool
 	sab  Sabotage
-	// expected is the generation the anchor told this process to expect
-	// ("" before), lost the change it saw (anchor.go).
-	expected string
-	lost     error
+	// gen is the process's check of the store's generation marker, which
+	// the anchor tells it to expect (anchor.go).
+	gen generationCheck
 }
 
 // Record is the store's read; under SabotageReadWrites it also pauses the
@@ -168,7 +188,8 @@ func (s *processStore) Record(ctx context.Context, resource string) (store.Recor
 	if s.sab == SabotageReadWrites {
 		_, _ = s.Store.Pause(ctx, store.PauseInput{Resource: resource, Reason: store.PauseOperator, Detail: "sabotage", Now: time.UnixMilli(0)})
 	}
-	return s.Store.Record(ctx, resource)
+	v, err := s.Store.Record(ctx, resource)
+	return v, s.gen.explain(err)
 }
 
 var errProcessDead = errors.New("sim: the sidecar process died")
@@ -184,13 +205,15 @@ func (s *processStore) Begin(ctx context.Context, in store.BeginInput) (store.Be
 			in.PayloadDigest = rc.PayloadDigest
 		}
 	}
-	return s.Store.Begin(ctx, in)
+	v, err := s.Store.Begin(ctx, in)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) Commit(ctx context.Context, in store.CommitInput) (store.Receipt, error) {
 	if err := s.enter(); err != nil {
 		return store.Receipt{}, err
 	}
 	rc, err := s.Store.Commit(ctx, in)
+	err = s.gen.explain(err)
 	if err == nil {
 		s.r.noteReceipt(rc)
 	}
@@ -202,6 +225,7 @@ func (s *processStore) Resolve(ctx context.Context, in store.ResolveInput) (stor
 	}
 	s.resolveSabotage(&in)
 	res, err := s.Store.Resolve(ctx, in)
+	err = s.gen.explain(err)
 	if err == nil && res.Receipt != nil {
 		s.r.noteReceipt(*res.Receipt)
 	}
@@ -215,6 +239,7 @@ func (s *processStore) TrustedKeys(ctx context.Context) ([]store.TrustedKey, err
 		return nil, err
 	}
 	pins, err := s.Store.TrustedKeys(ctx)
+	err = s.gen.explain(err)
 	if err != nil || s.sab != SabotageFilePins {
 		return pins, err
 	}
@@ -243,98 +268,15 @@ func (s *processStore) MarkUnknown(ctx context.Context, in store.MarkUnknownInpu
 	if err := s.enter(); err != nil {
 		return store.Mutation{}, err
 	}
-	return s.Store.MarkUnknown(ctx, in)
+	v, err := s.Store.MarkUnknown(ctx, in)
+	return v, s.gen.explain(err)
 }
 func (s *processStore) Abort(ctx context.Context, in store.AbortInput) (store.Record, error) {
 	if err := s.enter(); err != nil {
 		return store.Record{}, err
 	}
-	return s.Store.Abort(ctx, in)
-}
-
-// sharedStore is the fenced store every replica of a round shares (one
-// store/memory), which a store loss (FaultStoreLoss) empties or puts back
-// to a saved state under the running sidecars.
-//
-// A store shared by replicas is, in production, a Redis, which decides
-// every transition at the server's TIME (store/redis, "Time"): a Begin's
-// Now becomes TIME and its Deadline and QuietAt TIME plus the windows the
-// sidecar asked for, and the other calls take TIME for their Now, so a
-// marker written by one replica expires and becomes quiet at the same
-// moment for all of them whatever their clocks. sharedStore does the same
-// with the round's virtual clock (the registry's): the sidecars' clock
-// offsets then matter where they do in production.
-type sharedStore struct {
-	store.Store // the current contents
-	mem         *storemem.Store
-	saved       *storemem.Snapshot
-	clk         simClock
-	gen         string // the round's generation prefix; a loss makes the next
-	losses      int
-}
-
-func newSharedStore(clk simClock, seed uint64) *sharedStore {
-	gen := fmt.Sprintf("sim%016x", seed)
-	m := storemem.New(storemem.Options{Generation: gen + "g0"})
-	return &sharedStore{Store: m, mem: m, clk: clk, gen: gen}
-}
-
-// save keeps a copy of the state now (a backup, an RDB).
-func (s *sharedStore) save() { s.saved = s.mem.Snapshot() }
-
-// lose empties the store (a Redis restarted without persistence, a new
-// pod on an empty disk: another generation), or with restore puts back
-// the saved state.
-func (s *sharedStore) lose(restore bool) {
-	if restore && s.saved != nil {
-		s.mem.Restore(s.saved)
-		return
-	}
-	s.losses++
-	s.mem.Restore(storemem.New(storemem.Options{Generation: fmt.Sprintf("%sg%d", s.gen, s.losses)}).Snapshot())
-}
-
-func (s *sharedStore) now() time.Time { return s.clk.Now() }
-
-func (s *sharedStore) Begin(ctx context.Context, in store.BeginInput) (store.BeginResult, error) {
-	srv := s.now()
-	window := in.Deadline.Sub(in.Now)
-	if !in.QuietAt.IsZero() {
-		in.QuietAt = srv.Add(in.QuietAt.Sub(in.Now))
-	}
-	in.Now, in.Deadline = srv, srv.Add(window)
-	return s.Store.Begin(ctx, in)
-}
-func (s *sharedStore) Commit(ctx context.Context, in store.CommitInput) (store.Receipt, error) {
-	in.Now = s.now()
-	return s.Store.Commit(ctx, in)
-}
-func (s *sharedStore) MarkUnknown(ctx context.Context, in store.MarkUnknownInput) (store.Mutation, error) {
-	in.Now = s.now()
-	return s.Store.MarkUnknown(ctx, in)
-}
-func (s *sharedStore) Resolve(ctx context.Context, in store.ResolveInput) (store.ResolveResult, error) {
-	in.Now = s.now() // the evidence is placed at TIME minus its age
-	return s.Store.Resolve(ctx, in)
-}
-func (s *sharedStore) Abort(ctx context.Context, in store.AbortInput) (store.Record, error) {
-	in.Now = s.now()
-	return s.Store.Abort(ctx, in)
-}
-func (s *sharedStore) Pause(ctx context.Context, in store.PauseInput) (store.Record, error) {
-	in.Now = s.now()
-	return s.Store.Pause(ctx, in)
-}
-func (s *sharedStore) Repair(ctx context.Context, in store.RepairInput) (store.Record, error) {
-	in.Now = s.now()
-	return s.Store.Repair(ctx, in)
-}
-func (s *sharedStore) ListUnknown(ctx context.Context, _ time.Time) ([]store.Mutation, error) {
-	return s.Store.ListUnknown(ctx, s.now())
-}
-func (s *sharedStore) Compact(ctx context.Context, in store.CompactInput) (store.CompactResult, error) {
-	in.Now = s.now()
-	return s.Store.Compact(ctx, in)
+	v, err := s.Store.Abort(ctx, in)
+	return v, s.gen.explain(err)
 }
 
 // Route and resource names of a round.

@@ -24,7 +24,7 @@ type simReport struct {
 // runSim runs the simulation as the flags in args say and writes its
 // report to out (progress lines go to stderr).
 func runSim(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("[--rounds N] [--seed S] [--faults LIST] [--replicas N] [--modes proof,registry] [--seeds K] [--json]")
+	fs := newFlags("[--rounds N] [--seed S] [--faults LIST] [--replicas N] [--modes proof,registry] [--seeds K] [--postgres DSN] [--json]")
 	rounds := fs.Int("rounds", 1000, "rounds to run (each: one resource handed off between workers, a few writes, faults and attacks drawn from the seed)")
 	seed := fs.Uint64("seed", 1, "seed: the same seed replays exactly")
 	faults := fs.String("faults", "all", "fault kinds, comma-separated: "+sim.FaultNames()+"; all (the gate's kinds, which may be combined with pending ones: all,storeloss) or none")
@@ -36,6 +36,7 @@ func runSim(ctx context.Context, args []string, out io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	only := fs.Int("round", -1, "replay only this round of the seed and print its script and history")
+	pgDSN := fs.String("postgres", "", "run every round's shared fenced store on store/postgres, in a schema of its own (dropped at the end) of the PostgreSQL database this DSN names; empty: store/memory (a seed's history is the same on both)")
 	sabotage := fs.String("sabotage", "", "break one part on purpose to see the gate fail: "+sabotageNames()+" (a check of the gate itself)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -58,7 +59,7 @@ func runSim(ctx context.Context, args []string, out io.Writer) error {
 		return &exitError{2, errors.New("--rounds, --replicas and --seeds must be at least 1, --workers at least 0")}
 	}
 	if *only >= 0 {
-		o := sim.Options{Rounds: 1, Seed: *seed, Faults: fl, Replicas: *replicas, Modes: ml, Sabotage: sab}
+		o := sim.Options{Rounds: 1, Seed: *seed, Faults: fl, Replicas: *replicas, Modes: ml, Sabotage: sab, Postgres: *pgDSN}
 		history, violations, err := sim.Replay(o, *only)
 		if errors.Is(err, sim.ErrOptions) {
 			return &exitError{2, err}
@@ -84,7 +85,7 @@ func runSim(ctx context.Context, args []string, out io.Writer) error {
 	// about a tenth of the run's CPU (the 100,000-round gate's budget).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	for i := range *seeds {
-		o := sim.Options{Rounds: *rounds, Seed: *seed + uint64(i), Faults: fl, Replicas: *replicas, Modes: ml,
+		o := sim.Options{Rounds: *rounds, Seed: *seed + uint64(i), Faults: fl, Replicas: *replicas, Modes: ml, Postgres: *pgDSN,
 			Workers: *workers, History: *history, Sabotage: sab}
 		if !*quiet {
 			o.Progress = os.Stderr
