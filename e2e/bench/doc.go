@@ -23,8 +23,9 @@
 // their targets ("not measured: arm skipped: ..."). At the end, once the
 // sidecars have stopped, RESULTS.md's "PostgreSQL transactions" gives
 // what pg_stat_database counted on that database (pgstats.go): the
-// transactions committed and rolled back, the latter mostly the
-// serialization failures the SERIALIZABLE store retried. The same load (1 KiB PUTs,
+// transactions committed and rolled back, the latter the transactions the
+// store ran again (a serialization failure of a SERIALIZABLE pin or
+// ledger change, a deadlock, a record created concurrently). The same load (1 KiB PUTs,
 // each worker owning one resource and sending segments 1, 2, 3, ... through
 // the SDK's Transport, which adds the grant headers and, in proof mode,
 // refreshes the Fence-Status proof as any worker would) goes to every arm,

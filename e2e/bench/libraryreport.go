@@ -79,5 +79,5 @@ func renderPostgresTotals(p func(string, ...any), t *postgresTotals) {
 	}
 	p("## PostgreSQL transactions\n\n")
 	p("What PostgreSQL counted (pg_stat_database) on the run's %s, read after every sidecar stopped. ", tableCell(t.line()))
-	p("The store runs every transition in a SERIALIZABLE transaction and runs it again when PostgreSQL aborts it for a serialization failure or a deadlock (with a jittered backoff from the third attempt), so the aborted share is work redone; a decision that wrote and then failed also rolls back (a run with non-2xx answers says so above). The server's log names each failure (\"could not serialize access\").\n\n")
+	p("The store runs a transition on one resource at READ COMMITTED with the resource's record row locked, and the pin set and the ledger at SERIALIZABLE; it runs a transaction again when PostgreSQL aborts it (a serialization failure, a deadlock, a record created concurrently), with a jittered backoff from the third attempt, so the aborted share is work redone; a decision that wrote and then failed also rolls back (a run with non-2xx answers says so above).\n\n")
 }

@@ -14,9 +14,8 @@ import (
 // and its backends have flushed their counts): the transactions
 // committed and rolled back by the postgres arms' stores (warm-ups,
 // every phase and the profiles included) and the library phase. The
-// stores run at SERIALIZABLE and retry a transaction PostgreSQL aborts
-// for a serialization failure, so the share rolled back is the figure
-// that says how much of their work was redone.
+// stores run a transaction again when PostgreSQL aborts it, so the share
+// rolled back is the figure that says how much of their work was redone.
 type postgresTotals struct {
 	Database  string   `json:"database"`
 	Arms      []string `json:"arms"`

@@ -34,8 +34,8 @@ type PostgresStoreConfig struct {
 	// client certificate; the files are re-read when they rotate. Without
 	// it the DSN's own sslmode applies.
 	TLS tlsfiles.ClientConfig `yaml:"tls"`
-	// MaxConns and MinConns bound the connection pool (default: pgxpool's,
-	// max(4, CPUs) and 0).
+	// MaxConns and MinConns bound the connection pool (default:
+	// postgres.DefaultMaxConns, 16, and 0).
 	MaxConns int32 `yaml:"maxConns"`
 	MinConns int32 `yaml:"minConns"`
 	// ConnectTimeout bounds a connection's dial and handshake (default

@@ -22,7 +22,8 @@ import (
 func BenchmarkBeginCommitParallel(b *testing.B) {
 	dsn := pgtest.Database(b) + os.Getenv("PGBENCH_DSN_SUFFIX")
 	ctx := context.Background()
-	s, err := Open(ctx, Options{DSN: dsn, Schema: "bench"})
+	conns, _ := strconv.Atoi(os.Getenv("PGBENCH_CONNS"))
+	s, err := Open(ctx, Options{DSN: dsn, Schema: "bench", MaxConns: int32(conns)})
 	if err != nil {
 		b.Fatal(err)
 	}
