@@ -406,12 +406,22 @@ func (rb *runbook) writeAccepted(h *client.Holder, seq uint64) string {
 
 // writeUnknown writes seq while the backend holds writes: answered 504
 // MUTATION_UNKNOWN; it returns the operation's ID.
+// A 503 (refused before anything was forwarded: the store or the
+// registry did not answer in time on a loaded machine) is sent again, as
+// a worker would, for at most 20 s.
 func (rb *runbook) writeUnknown(h *client.Holder, seq uint64) string {
 	rb.back.holdWrites()
-	if code, _ := rb.write(h, seq); code != http.StatusGatewayTimeout {
-		rb.t.Fatalf("write %d with the backend holding it: %d, want 504", seq, code)
+	deadline := clock.Real().Now().Add(20 * time.Second)
+	for {
+		code, _ := rb.write(h, seq)
+		if code == http.StatusGatewayTimeout {
+			return fmt.Sprintf("%s/%d", h.OperationRoot(), seq)
+		}
+		if code != http.StatusServiceUnavailable || clock.Real().Now().After(deadline) {
+			rb.t.Fatalf("write %d with the backend holding it: %d, want 504", seq, code)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Sprintf("%s/%d", h.OperationRoot(), seq)
 }
 
 // exec runs dc as the guide writes it, with each of subs (old, new, ...)
