@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
 
 	"github.com/fencegate/fencegate/internal/confcheck"
 	storepg "github.com/fencegate/fencegate/store/postgres"
@@ -44,6 +46,11 @@ type PostgresStoreConfig struct {
 	// a write (STORE_UNAVAILABLE) instead of holding it.
 	ConnectTimeout   time.Duration `yaml:"connectTimeout"`
 	StatementTimeout time.Duration `yaml:"statementTimeout"`
+	// AllowNonDurable starts even when the store's sessions run with
+	// fsync off or synchronous_commit off or local (refused otherwise:
+	// the server can lose a write it acknowledged, and a highest fence
+	// with it), logging a warning: a scratch database in development.
+	AllowNonDurable bool `yaml:"allowNonDurable"`
 }
 
 // The postgres section's defaults.
@@ -134,6 +141,8 @@ func (c PostgresStoreConfig) storeOptions(maxBody int, log *zap.Logger) (storepg
 		MinConns:         c.MinConns,
 		ConnectTimeout:   orDefault(c.ConnectTimeout, defaultPostgresConnectTimeout),
 		StatementTimeout: orDefault(c.StatementTimeout, defaultPostgresStatementTimeout),
+		AllowNonDurable:  c.AllowNonDurable,
+		Logger:           slog.New(zapslog.NewHandler(log.Core())),
 	}
 	opts.TLS, err = c.TLS.Reloading(parsed.Host, tlsfiles.Reload{OnError: func(err error) {
 		log.Warn(section+".tls: rotated files not loaded", zap.Error(err))

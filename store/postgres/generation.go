@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencegate/fencegate/store"
 )
@@ -45,17 +46,29 @@ func (s *Store) checkIn(ctx context.Context, q querier) error {
 	return s.gen.Check(got, ok, expected, lossError)
 }
 
-// readMarker reads the generation marker (ok false when missing).
+// readMarker reads the generation marker (ok false when missing, its
+// table included: see markerGone).
 func (s *Store) readMarker(ctx context.Context, q querier) (string, bool, error) {
 	var got string
 	err := q.QueryRow(ctx, s.q.generation).Scan(&got)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) || markerGone(err) {
 		return "", false, nil
 	}
 	if err != nil {
 		return "", false, dbErr("read generation", err)
 	}
 	return got, true, nil
+}
+
+// markerGone reports the error of reading the marker from a table (or a
+// schema) that does not exist (SQLSTATE 42P01, 3F000): a new, empty
+// database behind the DSN, or a dropped schema. With a generation
+// expected that is the marker missing, a loss, as an emptied meta table
+// is; the migration that would create the tables runs only at the next
+// start.
+func markerGone(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000")
 }
 
 // Generation implements store.Store: the meta table's generation marker,
