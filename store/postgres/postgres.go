@@ -100,7 +100,7 @@ type Store struct {
 	maxBody     int
 	callerClock bool
 	closed      atomic.Bool
-	commits     *commitWatch // Open's: the warnings a COMMIT received
+	commits     *commitWatch          // Open's: the warnings a COMMIT received
 	gen         store.GenerationCheck // the marker expected, the loss detected
 	// retried counts the transactions run again after a serialization
 	// failure or a deadlock.
