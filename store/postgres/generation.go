@@ -73,8 +73,10 @@ func markerGone(err error) bool {
 
 // Generation implements store.Store: the meta table's generation marker,
 // written (a store.NewGeneration) when it is missing, as in a new
-// database. It answers even while the store refuses calls for a loss (the
-// marker is what an operator acknowledges); a marker of another shape is
+// database, and in tables migrated anew when they are gone (the role then
+// needs CREATE, as at a first start). It answers even while the store
+// refuses calls for a loss (the marker is what an operator acknowledges);
+// a marker of another shape is
 // store.ErrCorrupt. Writing a marker anew does not hide a loss from a
 // store that expects the old one: that store sees another marker and
 // stays closed.
@@ -85,7 +87,17 @@ func (s *Store) Generation(ctx context.Context) (string, error) {
 	if s.closed.Load() {
 		return "", store.ErrClosed
 	}
-	return s.generationOn(context.WithoutCancel(ctx), s.pool)
+	ctx = context.WithoutCancel(ctx)
+	got, err := s.generationOn(ctx, s.pool)
+	if markerGone(err) {
+		// The tables are gone (a dropped schema, a new database): migrate
+		// as a start would, so that the new marker is presented now.
+		if err := migrate(ctx, s.pool, s.schema); err != nil {
+			return "", err
+		}
+		got, err = s.generationOn(ctx, s.pool)
+	}
+	return got, err
 }
 
 // generationOn writes the marker on q when it is missing, then reads and
