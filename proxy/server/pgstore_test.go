@@ -38,6 +38,41 @@ func dsnFile(t *testing.T, dsn string) string {
 	return p
 }
 
+// A sidecar does not start on a PostgreSQL store whose sessions run with
+// synchronous_commit off (here set for its database) unless
+// store.postgres.allowNonDurable says so.
+func TestPostgresStoreNonDurableRefusedUnlessAllowed(t *testing.T) {
+	dsn := pgtest.Database(t)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(context.Background(), pgtest.AdminDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = admin.Exec(context.Background(), "ALTER DATABASE "+cfg.Database+" SET synchronous_commit = off")
+	_ = admin.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := PostgresStoreConfig{DSNFile: dsnFile(t, dsn)}
+	st, err := openPostgresStore(pc, 1<<16, zap.NewNop())
+	if err == nil {
+		_ = st.Close()
+		t.Fatal("opened a postgres store whose sessions run with synchronous_commit off")
+	}
+	if !strings.Contains(err.Error(), "synchronous_commit is off") || !strings.Contains(err.Error(), "allowNonDurable") {
+		t.Fatalf("refusal %q does not name the setting and the key that allows it", err)
+	}
+	pc.AllowNonDurable = true
+	st, err = openPostgresStore(pc, 1<<16, zap.NewNop())
+	if err != nil {
+		t.Fatalf("store.postgres.allowNonDurable: %v", err)
+	}
+	_ = st.Close()
+}
+
 // Two sidecars configured with store.backend postgres and the same
 // database share one fenced store: a fence one of them accepted makes the
 // other's older fence STALE_OWNER, and its mutation in flight makes a
