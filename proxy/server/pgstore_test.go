@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -286,5 +287,31 @@ func TestPostgresStoreOverTLS(t *testing.T) {
 		if _, err := open(c.pc); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
 		}
+	}
+
+	// A DSN of two hosts, the first one down: the store reaches the
+	// second over TLS, verified against its own name (127.0.0.1, not the
+	// first host's localhost).
+	pcfg, err := pgx.ParseConfig(cl.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	twoHosts := "postgres://postgres@localhost:" + strconv.Itoa(down) + ",127.0.0.1:" + strconv.Itoa(int(pcfg.Port)) + "/postgres?sslmode=prefer"
+	pc := PostgresStoreConfig{DSNFile: dsnFile(t, twoHosts), ConnectTimeout: 5 * time.Second,
+		TLS: tlsfiles.ClientConfig{Enabled: true, CAFile: files.CA, CertFile: files.Cert, KeyFile: files.Key}}
+	cfg.Store = StoreConfig{Backend: "postgres", Postgres: pc}
+	st2, err := openStore(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatalf("two hosts, the first down, over TLS: %v", err)
+	}
+	defer st2.Close()
+	if res, err := st2.Begin(context.Background(), storetest.Attempt("item/2", 1, 1, "p")); err != nil || res.Decision != store.DecisionProceed {
+		t.Fatalf("Begin on the second host: %s %v", res.Decision, err)
 	}
 }

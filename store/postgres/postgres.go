@@ -48,6 +48,11 @@ type Options struct {
 	// makes (Open only): the sidecar builds one that re-reads rotated
 	// files.
 	TLS *tls.Config
+	// HostTLS, with TLS set, gives the TLS configuration of the DSN's
+	// hosts it names (Open only), in TLS's place: each host's name to
+	// verify. A host it does not name gets a copy of TLS whose ServerName,
+	// when TLS has none, is the host.
+	HostTLS map[string]*tls.Config
 	// MaxConns and MinConns bound the pool (Open only; pgxpool's defaults
 	// when zero).
 	MaxConns, MinConns int32
@@ -156,7 +161,7 @@ func poolConfig(opts Options) (*pgxpool.Config, error) {
 		return nil, errors.New("store/postgres: open: the DSN does not parse")
 	}
 	if opts.TLS != nil {
-		withTLS(&cfg.ConnConfig.Config, opts.TLS)
+		withTLS(&cfg.ConnConfig.Config, opts.TLS, opts.HostTLS)
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns

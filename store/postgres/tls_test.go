@@ -32,6 +32,17 @@ func TestTLSKeepsEveryHost(t *testing.T) {
 			}
 		})
 	}
+	t.Run("per host", func(t *testing.T) {
+		b := &tls.Config{ServerName: "b.verified"}
+		cfg, err := poolConfig(Options{DSN: "host=db-a,db-b dbname=fg", TLS: &tls.Config{}, HostTLS: map[string]*tls.Config{"db-b": b}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cfg.ConnConfig
+		if len(c.Fallbacks) != 1 || c.TLSConfig.ServerName != "db-a" || c.Fallbacks[0].TLSConfig != b {
+			t.Fatalf("hosts %s %+v: want db-a from TLS, db-b from HostTLS", c.Host, c.Fallbacks)
+		}
+	})
 	t.Run("server name given", func(t *testing.T) {
 		cfg, err := poolConfig(Options{DSN: "host=db-a,db-b dbname=fg", TLS: &tls.Config{ServerName: "pg.internal"}})
 		if err != nil {
