@@ -73,8 +73,8 @@ func checkDurable(ctx context.Context, q querier, allow bool, log *slog.Logger) 
 	}
 	if d.standbyNames == "" {
 		log.Warn("store/postgres: synchronous_standby_names is empty: no standby must confirm a COMMIT, so a failover to an " +
-			"asynchronous standby can lose acknowledged writes (the outside anchor finds each resource set back and pauses it, " +
-			"STORE_LOSS); name the standby a failover promotes in synchronous_standby_names, or run a single node")
+			"asynchronous standby can lose acknowledged writes (a sidecar's outside anchor then finds each resource set back " +
+			"and pauses it, STORE_LOSS); name the standby a failover promotes in synchronous_standby_names, or run a single node")
 	}
 	return nil
 }
