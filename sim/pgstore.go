@@ -136,7 +136,7 @@ func newPGShared(run *pgRun, clk simClock, seed uint64) (*pgShared, error) {
 // open opens a store over the round's schema (migrating it the first
 // time), closed with the round.
 func (s *pgShared) open() (*postgres.Store, error) {
-	st, err := postgres.New(context.Background(), s.pool, postgres.Options{Schema: s.schema, CallerClock: true})
+	st, err := postgres.New(context.Background(), s.pool, postgres.Options{Schema: s.schema, CallerClock: true, AllowNonDurable: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}

@@ -2,13 +2,16 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
 
 	"github.com/fencegate/fencegate/internal/confcheck"
 	storepg "github.com/fencegate/fencegate/store/postgres"
@@ -28,11 +31,12 @@ type PostgresStoreConfig struct {
 	// Schema is the PostgreSQL schema of the store's tables (default
 	// fencegate): several services can share a database, each in its own.
 	Schema string `yaml:"schema"`
-	// TLS, when enabled, connects with sslmode verify-full: the server's
-	// certificate verified against caFile (default: the system roots) and
-	// its name against the DSN's host (or serverName), with an optional
-	// client certificate; the files are re-read when they rotate. Without
-	// it the DSN's own sslmode applies.
+	// TLS, when enabled, connects with sslmode verify-full to every host of
+	// the DSN, no plaintext fallback: the server's certificate verified
+	// against caFile (default: the system roots) and its name against the
+	// host's (or serverName), with an optional client certificate; the
+	// files are re-read when they rotate. Without it the DSN's own sslmode
+	// applies.
 	TLS tlsfiles.ClientConfig `yaml:"tls"`
 	// MaxConns and MinConns bound the connection pool (default:
 	// postgres.DefaultMaxConns, 16, and 0).
@@ -44,6 +48,11 @@ type PostgresStoreConfig struct {
 	// a write (STORE_UNAVAILABLE) instead of holding it.
 	ConnectTimeout   time.Duration `yaml:"connectTimeout"`
 	StatementTimeout time.Duration `yaml:"statementTimeout"`
+	// AllowNonDurable starts even when the store's sessions run with
+	// fsync off or synchronous_commit off or local (refused otherwise:
+	// the server can lose a write it acknowledged, and a highest fence
+	// with it), logging a warning: a scratch database in development.
+	AllowNonDurable bool `yaml:"allowNonDurable"`
 }
 
 // The postgres section's defaults.
@@ -134,14 +143,41 @@ func (c PostgresStoreConfig) storeOptions(maxBody int, log *zap.Logger) (storepg
 		MinConns:         c.MinConns,
 		ConnectTimeout:   orDefault(c.ConnectTimeout, defaultPostgresConnectTimeout),
 		StatementTimeout: orDefault(c.StatementTimeout, defaultPostgresStatementTimeout),
+		AllowNonDurable:  c.AllowNonDurable,
+		Logger:           slog.New(zapslog.NewHandler(log.Core())),
 	}
-	opts.TLS, err = c.TLS.Reloading(parsed.Host, tlsfiles.Reload{OnError: func(err error) {
-		log.Warn(section+".tls: rotated files not loaded", zap.Error(err))
-	}})
-	if err != nil {
+	if opts.TLS, opts.HostTLS, err = c.hostTLS(parsed, log); err != nil {
 		return storepg.Options{}, fmt.Errorf("%s.tls: %w", section, err)
 	}
 	return opts, nil
+}
+
+// hostTLS builds the TLS configuration of the DSN's first host and of each
+// of its hosts (re-read when the files rotate), each verifying the host's
+// own name unless serverName is set; nil when TLS is not enabled.
+func (c PostgresStoreConfig) hostTLS(parsed *pgconn.Config, log *zap.Logger) (*tls.Config, map[string]*tls.Config, error) {
+	if !c.TLS.Enabled {
+		return nil, nil, nil
+	}
+	reload := tlsfiles.Reload{OnError: func(err error) {
+		log.Warn("store.postgres.tls: rotated files not loaded", zap.Error(err))
+	}}
+	hosts := map[string]*tls.Config{}
+	names := []string{parsed.Host}
+	for _, f := range parsed.Fallbacks {
+		names = append(names, f.Host)
+	}
+	for _, h := range names {
+		if hosts[h] != nil {
+			continue
+		}
+		tc, err := c.TLS.Reloading(h, reload)
+		if err != nil {
+			return nil, nil, err
+		}
+		hosts[h] = tc
+	}
+	return hosts[parsed.Host], hosts, nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -81,6 +81,7 @@ store:
     minConns: 2
     connectTimeout: 3s
     statementTimeout: 4s
+    allowNonDurable: true
     tls: {enabled: true, caFile: /etc/fencegate/postgres/ca.pem, certFile: /c.pem, keyFile: /k.pem, serverName: db.internal}
 `), 0o600); err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ store:
 		t.Fatal(err)
 	}
 	want := server.PostgresStoreConfig{DSNFile: "/etc/fencegate/postgres/dsn", Schema: "payments", MaxConns: 12, MinConns: 2,
-		ConnectTimeout: 3 * time.Second, StatementTimeout: 4 * time.Second,
+		ConnectTimeout: 3 * time.Second, StatementTimeout: 4 * time.Second, AllowNonDurable: true,
 		TLS: tlsfiles.ClientConfig{Enabled: true, CAFile: "/etc/fencegate/postgres/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem", ServerName: "db.internal"}}
 	if c.Store.Backend != "postgres" || c.Store.Postgres != want {
 		t.Fatalf("store: %+v", c.Store)

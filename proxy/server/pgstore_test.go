@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -36,6 +37,41 @@ func dsnFile(t *testing.T, dsn string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A sidecar does not start on a PostgreSQL store whose sessions run with
+// synchronous_commit off (here set for its database) unless
+// store.postgres.allowNonDurable says so.
+func TestPostgresStoreNonDurableRefusedUnlessAllowed(t *testing.T) {
+	dsn := pgtest.Database(t)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(context.Background(), pgtest.AdminDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = admin.Exec(context.Background(), "ALTER DATABASE "+cfg.Database+" SET synchronous_commit = off")
+	_ = admin.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := PostgresStoreConfig{DSNFile: dsnFile(t, dsn)}
+	st, err := openPostgresStore(pc, 1<<16, zap.NewNop())
+	if err == nil {
+		_ = st.Close()
+		t.Fatal("opened a postgres store whose sessions run with synchronous_commit off")
+	}
+	if !strings.Contains(err.Error(), "synchronous_commit is off") || !strings.Contains(err.Error(), "allowNonDurable") {
+		t.Fatalf("refusal %q does not name the setting and the key that allows it", err)
+	}
+	pc.AllowNonDurable = true
+	st, err = openPostgresStore(pc, 1<<16, zap.NewNop())
+	if err != nil {
+		t.Fatalf("store.postgres.allowNonDurable: %v", err)
+	}
+	_ = st.Close()
 }
 
 // Two sidecars configured with store.backend postgres and the same
@@ -251,5 +287,31 @@ func TestPostgresStoreOverTLS(t *testing.T) {
 		if _, err := open(c.pc); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
 		}
+	}
+
+	// A DSN of two hosts, the first one down: the store reaches the
+	// second over TLS, verified against its own name (127.0.0.1, not the
+	// first host's localhost).
+	pcfg, err := pgx.ParseConfig(cl.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	twoHosts := "postgres://postgres@localhost:" + strconv.Itoa(down) + ",127.0.0.1:" + strconv.Itoa(int(pcfg.Port)) + "/postgres?sslmode=prefer"
+	pc := PostgresStoreConfig{DSNFile: dsnFile(t, twoHosts), ConnectTimeout: 5 * time.Second,
+		TLS: tlsfiles.ClientConfig{Enabled: true, CAFile: files.CA, CertFile: files.Cert, KeyFile: files.Key}}
+	cfg.Store = StoreConfig{Backend: "postgres", Postgres: pc}
+	st2, err := openStore(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatalf("two hosts, the first down, over TLS: %v", err)
+	}
+	defer st2.Close()
+	if res, err := st2.Begin(context.Background(), storetest.Attempt("item/2", 1, 1, "p")); err != nil || res.Decision != store.DecisionProceed {
+		t.Fatalf("Begin on the second host: %s %v", res.Decision, err)
 	}
 }

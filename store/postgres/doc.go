@@ -59,13 +59,28 @@
 //
 // # Migrations
 //
-// Open applies the schema's migrations (schema.go) at start, in one
+// Open reads the schema's version (schema_version) with a plain SELECT
+// and runs no DDL when it is current, so a role with only USAGE on the
+// schema and SELECT, INSERT, UPDATE, DELETE on its tables runs the store;
+// such a role on a schema that needs migrating is ErrNotMigrated.
+// Otherwise it applies the schema's migrations (schema.go), in one
 // transaction under an advisory lock, so two sidecars starting together
-// migrate one after the other: the schema_version table holds the
-// version, each missing migration runs in order, and a version newer than
-// SchemaVersion is refused (ErrSchemaTooNew): an older sidecar never
-// writes under rules it does not know. Migrations only go forward; a
-// release that changes the schema adds one.
+// migrate one after the other: each missing migration runs in order, and
+// a version newer than SchemaVersion is refused (ErrSchemaTooNew): an
+// older sidecar never writes under rules it does not know. Migrations only
+// go forward; a release that changes the schema adds one.
+//
+// # Durability
+//
+// Open and New read fsync, synchronous_commit and
+// synchronous_standby_names on a session of the store's pool (durable.go)
+// and refuse sessions that may lose an acknowledged COMMIT
+// (ErrNotDurable) unless Options.AllowNonDurable; an empty
+// synchronous_standby_names is logged as a warning. A COMMIT that
+// PostgreSQL answers with a warning (a wait for a synchronous standby
+// cancelled: committed locally, maybe not replicated) is ErrCommitUnknown,
+// never success (commitwatch.go; Open's pools only). With Options.TLS
+// every host of the DSN is kept, each over TLS (tls.go).
 //
 // # Data loss
 //
@@ -74,9 +89,9 @@
 // (store/anchor) tells the store which marker to expect
 // (ExpectGeneration); every transaction then reads the marker in its own
 // snapshot and fails closed with ErrGenerationChanged (STORE_UNAVAILABLE,
-// /readyz failing through CheckGeneration) when it is missing or another:
-// an empty database in place of the old one, another service's, or one
-// restored from before the marker. A restore from a backup taken after
+// /readyz failing through CheckGeneration) when it is missing (its table
+// too: a dropped schema) or another: an empty database in place of the old
+// one, another service's, or one restored from before the marker. A restore from a backup taken after
 // the marker keeps the marker; what such a restore set back is caught by
 // the anchor's per-resource progress (docs/design.md, section 16).
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencegate/fencegate/store"
 )
@@ -45,11 +46,12 @@ func (s *Store) checkIn(ctx context.Context, q querier) error {
 	return s.gen.Check(got, ok, expected, lossError)
 }
 
-// readMarker reads the generation marker (ok false when missing).
+// readMarker reads the generation marker (ok false when missing, its
+// table included: see markerGone).
 func (s *Store) readMarker(ctx context.Context, q querier) (string, bool, error) {
 	var got string
 	err := q.QueryRow(ctx, s.q.generation).Scan(&got)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) || markerGone(err) {
 		return "", false, nil
 	}
 	if err != nil {
@@ -58,10 +60,23 @@ func (s *Store) readMarker(ctx context.Context, q querier) (string, bool, error)
 	return got, true, nil
 }
 
+// markerGone reports the error of reading the marker from a table (or a
+// schema) that does not exist (SQLSTATE 42P01, 3F000): a new, empty
+// database behind the DSN, or a dropped schema. With a generation
+// expected that is the marker missing, a loss, as an emptied meta table
+// is; the migration that would create the tables runs only at the next
+// start.
+func markerGone(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000")
+}
+
 // Generation implements store.Store: the meta table's generation marker,
 // written (a store.NewGeneration) when it is missing, as in a new
-// database. It answers even while the store refuses calls for a loss (the
-// marker is what an operator acknowledges); a marker of another shape is
+// database, and in tables migrated anew when they are gone (the role then
+// needs CREATE, as at a first start). It answers even while the store
+// refuses calls for a loss (the marker is what an operator acknowledges);
+// a marker of another shape is
 // store.ErrCorrupt. Writing a marker anew does not hide a loss from a
 // store that expects the old one: that store sees another marker and
 // stays closed.
@@ -72,7 +87,17 @@ func (s *Store) Generation(ctx context.Context) (string, error) {
 	if s.closed.Load() {
 		return "", store.ErrClosed
 	}
-	return s.generationOn(context.WithoutCancel(ctx), s.pool)
+	ctx = context.WithoutCancel(ctx)
+	got, err := s.generationOn(ctx, s.pool)
+	if markerGone(err) {
+		// The tables are gone (a dropped schema, a new database): migrate
+		// as a start would, so that the new marker is presented now.
+		if err := migrate(ctx, s.pool, s.schema); err != nil {
+			return "", err
+		}
+		got, err = s.generationOn(ctx, s.pool)
+	}
+	return got, err
 }
 
 // generationOn writes the marker on q when it is missing, then reads and

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
@@ -56,6 +57,11 @@ type Options struct {
 	// makes (Open only): the sidecar builds one that re-reads rotated
 	// files.
 	TLS *tls.Config
+	// HostTLS, with TLS set, gives the TLS configuration of the DSN's
+	// hosts it names (Open only), in TLS's place: each host's name to
+	// verify. A host it does not name gets a copy of TLS whose ServerName,
+	// when TLS has none, is the host.
+	HostTLS map[string]*tls.Config
 	// MaxConns and MinConns bound the pool (Open only; DefaultMaxConns
 	// and pgxpool's 0 when zero).
 	MaxConns, MinConns int32
@@ -85,6 +91,14 @@ type Options struct {
 	// must see (the sidecar takes it from its outside anchor; see
 	// Store.ExpectGeneration).
 	ExpectedGeneration string
+	// AllowNonDurable lets Open and New accept sessions that run with
+	// fsync off or synchronous_commit off or local (ErrNotDurable
+	// otherwise), with a warning: a scratch database in development only.
+	AllowNonDurable bool
+	// Logger receives Open's and New's warnings (a server accepted under
+	// AllowNonDurable, a primary without synchronous standbys);
+	// slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // Store is the PostgreSQL backend. It implements store.Store (the methods
@@ -100,6 +114,7 @@ type Store struct {
 	maxBody     int
 	callerClock bool
 	closed      atomic.Bool
+	commits     *commitWatch          // Open's: the warnings a COMMIT received
 	gen         store.GenerationCheck // the marker expected, the loss detected
 	// retried counts the transactions run again after a serialization
 	// failure or a deadlock.
@@ -117,12 +132,15 @@ var (
 
 // Open connects a pool to opts.DSN, checks the server answers, applies the
 // schema's migrations (schema.go) and returns a store over it; Close
-// closes the pool.
+// closes the pool. Unlike New's, its transactions notice a COMMIT that
+// PostgreSQL answered with a warning (ErrCommitUnknown).
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	cfg, err := poolConfig(opts)
 	if err != nil {
 		return nil, err
 	}
+	w := &commitWatch{}
+	cfg.ConnConfig.OnNotice = w.onNotice(cfg.ConnConfig.OnNotice)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store/postgres: open: %w", err)
@@ -137,6 +155,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.owned = true
+	s.commits = w
 	return s, nil
 }
 
@@ -151,8 +170,7 @@ func poolConfig(opts Options) (*pgxpool.Config, error) {
 		return nil, errors.New("store/postgres: open: the DSN does not parse")
 	}
 	if opts.TLS != nil {
-		cfg.ConnConfig.TLSConfig = opts.TLS
-		cfg.ConnConfig.Fallbacks = nil // no plaintext fallback
+		withTLS(&cfg.ConnConfig.Config, opts.TLS, opts.HostTLS)
 	}
 	cfg.MaxConns = DefaultMaxConns
 	if opts.MaxConns > 0 {
@@ -170,8 +188,12 @@ func poolConfig(opts Options) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// New returns a store over pool (which the caller keeps and closes),
-// applying the schema's migrations first.
+// New returns a store over pool (which the caller keeps and closes): it
+// checks the durability settings the pool's sessions run with
+// (ErrNotDurable, see Options.AllowNonDurable), then reads the schema's
+// version and applies the migrations it lacks (schema.go). A COMMIT of
+// its own that PostgreSQL answers with a warning goes unnoticed unless
+// the store was made by Open (ErrCommitUnknown).
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
 	schema := opts.Schema
 	if schema == "" {
@@ -181,6 +203,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		if err := store.ValidateGeneration(opts.ExpectedGeneration); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkDurable(ctx, pool, opts.AllowNonDurable, opts.Logger); err != nil {
+		return nil, err
 	}
 	if err := migrate(ctx, pool, schema); err != nil {
 		return nil, err
@@ -318,15 +343,31 @@ func (s *Store) attempt(ctx context.Context, readOnly, locked bool, fn func(stor
 	}
 	// A decision's error too: its reads count once they commit.
 	ended = true
-	tag, err := conn.Exec(ctx, "COMMIT")
-	if err != nil {
+	if err := s.commit(ctx, conn); err != nil {
 		return err
-	}
-	if tag.String() == "ROLLBACK" {
-		return errors.New("the transaction was rolled back at COMMIT")
 	}
 	if ferr != nil {
 		return final{ferr}
+	}
+	return nil
+}
+
+// commit commits conn's transaction. A COMMIT answered with a warning (a
+// wait for a synchronous standby cancelled) committed locally, maybe not
+// on the standby: ErrCommitUnknown, not retried, never success.
+func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn) error {
+	pgc := conn.Conn().PgConn()
+	n := s.commits.watch(pgc)
+	tag, err := conn.Exec(ctx, "COMMIT")
+	warned := s.commits.done(pgc, n)
+	if err != nil {
+		return err
+	}
+	if warned != nil {
+		return fmt.Errorf("%w: %s: %s (SQLSTATE %s)", ErrCommitUnknown, warned.Message, warned.Detail, warned.Code)
+	}
+	if tag.String() == "ROLLBACK" {
+		return errors.New("the transaction was rolled back at COMMIT")
 	}
 	return nil
 }
@@ -355,15 +396,17 @@ func (s *Store) begin(ctx context.Context, conn *pgxpool.Conn, readOnly, locked 
 	b.Queue(s.q.generation)
 	br := conn.SendBatch(ctx, b)
 	var got string
-	ok := true
 	_, err = br.Exec()
 	if err == nil {
-		if err = br.QueryRow().Scan(&got); errors.Is(err, pgx.ErrNoRows) {
-			ok, err = false, nil
-		}
+		err = br.QueryRow().Scan(&got)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
+	}
+	// No row, or no table (markerGone): the marker is missing.
+	ok := err == nil
+	if errors.Is(err, pgx.ErrNoRows) || markerGone(err) {
+		err = nil
 	}
 	if err != nil {
 		return dbErr("begin", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegate/fencegate/store"
@@ -71,11 +72,43 @@ var migrations = [][]string{
 	},
 }
 
-// migrate brings the schema to SchemaVersion under the advisory lock, in
-// one transaction: the schema and its schema_version table are created
-// when missing, each missing migration runs, and a version newer than
-// SchemaVersion is refused.
+// ErrNotMigrated is returned (wrapped) by Open and New when the schema
+// needs migrating and the store's role may not do it (PostgreSQL refused
+// the DDL for lack of privilege, SQLSTATE 42501): run one start with a
+// role that has CREATE on the database (or owns the schema), then the
+// least-privileged role runs on the migrated schema.
+var ErrNotMigrated = errors.New("store/postgres: the schema needs migrating and the store's role may not migrate it")
+
+// migrate brings the schema to SchemaVersion. It first reads the recorded
+// version with a plain SELECT: a current schema needs no DDL, so a role
+// with only USAGE on the schema and SELECT, INSERT, UPDATE, DELETE on its
+// tables runs the store. Otherwise, under the advisory lock, in one
+// transaction, the schema and its schema_version table are created when
+// missing and each missing migration runs. A version newer than
+// SchemaVersion is refused either way.
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	q := pgx.Identifier{schema}.Sanitize()
+	v, err := schemaVersion(ctx, pool, q)
+	if err != nil {
+		return err
+	}
+	if v > SchemaVersion {
+		return fmt.Errorf("%w: schema %s is at version %d, this fencegate knows %d", ErrSchemaTooNew, q, v, SchemaVersion)
+	}
+	if v == SchemaVersion {
+		return nil
+	}
+	err = migrateLocked(ctx, pool, schema)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return fmt.Errorf("%w: schema %s is at version %d, this fencegate needs %d: %w", ErrNotMigrated, q, v, SchemaVersion, err)
+	}
+	return err
+}
+
+// migrateLocked is migrate's DDL under the advisory lock: the version is
+// read again there, so that two sidecars starting together migrate once.
+func migrateLocked(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, migrationLockKey, schema); err != nil {
 			return fmt.Errorf("store/postgres: migration lock: %w", err)
@@ -105,11 +138,12 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	})
 }
 
-// schemaVersion reads the schema's version, 0 when it has none yet.
-func schemaVersion(ctx context.Context, tx pgx.Tx, q string) (int, error) {
+// schemaVersion reads the schema's version, 0 when it has none yet (no
+// row, no table, no schema).
+func schemaVersion(ctx context.Context, tx querier, q string) (int, error) {
 	var v int
 	err := tx.QueryRow(ctx, `SELECT version FROM `+q+`.schema_version`).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) || markerGone(err) {
 		return 0, nil
 	}
 	if err != nil {
