@@ -122,8 +122,11 @@ type Store struct {
 	mu     sync.RWMutex
 	closed bool
 	// cursor is where the next compaction's SCAN resumes (guarded by mu,
-	// held exclusively by Update).
-	cursor uint64
+	// held exclusively by Update); examined are the keys of the SCAN
+	// reply at cursor that the last walk examined before it reached its
+	// limit, which the next one, scanning that reply again, skips.
+	cursor   uint64
+	examined map[string]bool
 
 	// origin marks this Store's notifications (see Notify); subs are its
 	// subscriptions, closed by Close (guarded by mu).

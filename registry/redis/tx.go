@@ -234,37 +234,36 @@ func (t *tx) PutPolicy(p fencegate.Policy) error {
 // EachLease walks the lease keys with SCAN, from where the previous walk
 // of this Store stopped (wrapping around once), examining at most
 // ScanLimit leases: then it returns without error, and the next walk
-// continues there. Each lease passed to fn was read with a WATCHed GET, so
-// a compaction deleting it fails and retries if it changed since. A lease
-// created during the walk may be missed; it is young and not compactable
-// anyway.
+// continues there. A walk that reaches its limit inside a SCAN reply
+// leaves the cursor at that reply, and the next walk skips the keys of it
+// this one examined: a reply's keys past the limit are examined next time,
+// not a whole cycle later. Each lease passed to fn was read with a
+// WATCHed GET, so a compaction deleting it fails and retries if it
+// changed since. A lease created during the walk may be missed; it is
+// young and not compactable anyway.
 func (t *tx) EachLease(fn func(registry.LeaseRecord) error) error {
 	seen := map[string]bool{}
 	start := t.s.cursor
 	cursor, wrapped := start, start == 0
+	examined := t.s.examined // of the reply at start only
 	for len(seen) < t.s.scanLimit {
 		keys, next, err := t.rtx.Scan(t.ctx, cursor, t.s.keys.leasePattern(), int64(t.s.scanBatch)).Result()
 		if err != nil {
 			return t.s.wrap(err)
 		}
-		for _, key := range keys {
-			if seen[key] || len(seen) >= t.s.scanLimit {
-				continue
-			}
-			seen[key] = true
-			l, found, err := getJSON[registry.LeaseRecord](t, key)
-			if err != nil {
-				return err
-			}
-			if !found {
-				continue // deleted since the SCAN
-			}
-			if err := fn(l); err != nil {
-				return err // the batch is scanned again next time
-			}
+		full, err := t.examine(keys, seen, examined, fn)
+		if err != nil {
+			return err // the batch is scanned again next time
 		}
+		if !full {
+			if t.writable { // only an Update holds mu exclusively
+				t.s.cursor, t.s.examined = cursor, union(examined, keys, seen)
+			}
+			return nil
+		}
+		examined = nil
 		if t.writable {
-			t.s.cursor = next // only an Update holds mu exclusively
+			t.s.cursor, t.s.examined = next, nil
 		}
 		cursor = next
 		if cursor == 0 {
@@ -275,6 +274,43 @@ func (t *tx) EachLease(fn func(registry.LeaseRecord) error) error {
 		}
 	}
 	return nil
+}
+
+// examine hands the leases of a SCAN reply to fn, up to the walk's limit,
+// skipping the keys seen in this walk or examined in the last one; full
+// reports whether it got through the whole reply.
+func (t *tx) examine(keys []string, seen, examined map[string]bool, fn func(registry.LeaseRecord) error) (full bool, err error) {
+	for _, key := range keys {
+		if seen[key] || examined[key] {
+			continue
+		}
+		if len(seen) >= t.s.scanLimit {
+			return false, nil
+		}
+		seen[key] = true
+		l, found, err := getJSON[registry.LeaseRecord](t, key)
+		if err != nil {
+			return false, err
+		}
+		if !found {
+			continue // deleted since the SCAN
+		}
+		if err := fn(l); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// union is the keys of a reply examined by the last walk or this one.
+func union(examined map[string]bool, keys []string, seen map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, k := range keys {
+		if examined[k] || seen[k] {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // DeleteLease deletes a lease and its two index entries.
