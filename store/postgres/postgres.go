@@ -295,7 +295,7 @@ func (s *Store) run(ctx context.Context, op string, readOnly bool, fn func(store
 			// Real time only spaces retries; nothing is decided by it.
 			clock.Sleep(clock.Real(), backoff(i-1), nil)
 		}
-		err := s.attempt(ctx, readOnly, !readOnly && lockedOps[op], fn)
+		err := s.attempt(ctx, readOnly, !readOnly && lockedOps[op], !readOnly && lockedOps[op] && op != "compact", fn)
 		if !retryable(err) {
 			return s.wrap(op, err)
 		}
@@ -321,7 +321,7 @@ func (s *Store) enter(ctx context.Context) error {
 // BEGIN and the read of the generation marker go in one round trip; a
 // connection left in a transaction (a failed ROLLBACK) is closed by the
 // pool when released.
-func (s *Store) attempt(ctx context.Context, readOnly, locked bool, fn func(store.Tx) error) error {
+func (s *Store) attempt(ctx context.Context, readOnly, locked, deferWrites bool, fn func(store.Tx) error) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -336,29 +336,32 @@ func (s *Store) attempt(ctx context.Context, readOnly, locked bool, fn func(stor
 			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
-	t := &Tx{ctx: ctx, tx: conn, q: &s.q, schema: s.schema, callerClock: s.callerClock, lockOnLoad: locked}
+	t := &Tx{ctx: ctx, tx: conn, q: &s.q, schema: s.schema, callerClock: s.callerClock, lockOnLoad: locked, deferred: deferWrites}
 	ferr := fn(t)
 	if ferr != nil && (t.wrote || isPostgres(ferr)) {
 		return ferr
 	}
 	// A decision's error too: its reads count once they commit.
-	ended = true
-	if err := s.commit(ctx, conn); err != nil {
-		return err
+	if err := s.commit(ctx, conn, t.pending); err != nil {
+		return err // the deferred ROLLBACK ends a transaction a write failed in
 	}
+	ended = true
 	if ferr != nil {
 		return final{ferr}
 	}
 	return nil
 }
 
-// commit commits conn's transaction. A COMMIT answered with a warning (a
-// wait for a synchronous standby cancelled) committed locally, maybe not
-// on the standby: ErrCommitUnknown, not retried, never success.
-func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn) error {
+// commit sends the transaction's queued writes (a Tx's deferred ones)
+// and COMMIT in one round trip. A COMMIT answered with a warning (a wait
+// for a synchronous standby cancelled) committed locally, maybe not on the
+// standby: ErrCommitUnknown, not retried, never success. A write that
+// fails leaves the transaction aborted (the COMMIT is not run), for the
+// caller to roll back.
+func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn, pending []queued) error {
 	pgc := conn.Conn().PgConn()
 	n := s.commits.watch(pgc)
-	tag, err := conn.Exec(ctx, "COMMIT")
+	tag, err := sendCommit(ctx, conn, pending)
 	warned := s.commits.done(pgc, n)
 	if err != nil {
 		return err
@@ -370,6 +373,30 @@ func (s *Store) commit(ctx context.Context, conn *pgxpool.Conn) error {
 		return errors.New("the transaction was rolled back at COMMIT")
 	}
 	return nil
+}
+
+// sendCommit runs pending and COMMIT, pipelined, and returns COMMIT's tag.
+func sendCommit(ctx context.Context, conn *pgxpool.Conn, pending []queued) (pgconn.CommandTag, error) {
+	if len(pending) == 0 {
+		return conn.Exec(ctx, "COMMIT")
+	}
+	b := &pgx.Batch{}
+	for _, q := range pending {
+		b.Queue(q.sql, q.args...)
+	}
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, b)
+	defer br.Close()
+	for _, q := range pending {
+		if _, err := br.Exec(); err != nil {
+			return pgconn.CommandTag{}, writeErr(q.what, err)
+		}
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return tag, err
+	}
+	return tag, br.Close()
 }
 
 // begin starts a transaction on conn (READ COMMITTED when locked, else
