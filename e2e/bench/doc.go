@@ -1,7 +1,7 @@
 // Command bench measures fencegate side by side with what a user would run
 // without it (issue 12):
 //
-//	go run ./e2e/bench            # default run: about 10 minutes on 2 cores, plus about 2 for a cold build
+//	go run ./e2e/bench            # default run: about 10 minutes on 2 cores, plus about 3 for the PostgreSQL arms and library mode (issue 23) and 2 for a cold build
 //	go run ./e2e/bench -quick     # about a minute: a smoke run
 //	go run ./e2e/bench -arms redis -reps 1   # the baselines and the matching arms only
 //

@@ -77,7 +77,7 @@ func renderMarkdown(rep *report) string {
 		map[bool]string{true: " (-quick)", false: ""}[rep.Options.Quick])
 	renderPartial(p, rep.Options)
 	if !rep.Options.Quick {
-		p("The default per-run times (2 s measured after 0.75 s warm-up) are shorter than before the open-own and open-1k phases were added, so that the whole default run, build included, stays under 10 minutes on 2 cores.\n\n")
+		p("The default per-run times (2 s measured after 0.75 s warm-up) are shorter than before the open-own and open-1k phases were added, so that the default run, build included, stays near 10 minutes on 2 cores before the PostgreSQL arms and the library phase, which add about 3.\n\n")
 	}
 	p("## Targets\n\n")
 	p("Issue 22's targets and issue 23's (the PostgreSQL store, library mode), judged from this run's own data (targets.go, targets23.go; which arm each is judged on and why: doc.go). %s\n\n", rep.loadLine())
