@@ -17,10 +17,11 @@ type Cluster struct {
 const startAttempts = 5
 
 // Start starts an n-member cluster (n is 1 or 3, or any positive count)
-// for tb and registers the kill of every member with tb.Cleanup. It
+// for tb, each member with args appended to its command line (etcdserver's
+// flags, e.g. "-max-txn-ops", "128"), and registers the kill of every member with tb.Cleanup. It
 // returns once every member serves clients; it fails tb when the server
 // cannot be built or the cluster does not come up.
-func Start(tb testing.TB, n int) *Cluster {
+func Start(tb testing.TB, n int, args ...string) *Cluster {
 	tb.Helper()
 	if n < 1 {
 		tb.Fatalf("etcdtest: a cluster of %d members", n)
@@ -31,7 +32,7 @@ func Start(tb testing.TB, n int) *Cluster {
 	}
 	var last error
 	for range startAttempts {
-		c, err := tryStart(tb, bin, n)
+		c, err := tryStart(tb, bin, n, args)
 		if err == nil {
 			return c
 		}
@@ -46,7 +47,7 @@ func Start(tb testing.TB, n int) *Cluster {
 
 // tryStart starts n members on fresh ports and data directories; on an
 // error every member it started is killed.
-func tryStart(tb testing.TB, bin string, n int) (*Cluster, error) {
+func tryStart(tb testing.TB, bin string, n int, args []string) (*Cluster, error) {
 	c := &Cluster{}
 	var initial []string
 	for i := range n {
@@ -59,6 +60,7 @@ func tryStart(tb testing.TB, bin string, n int) (*Cluster, error) {
 			return nil, err
 		}
 		m := newMember(tb, bin, fmt.Sprintf("m%d", i), client, peer)
+		m.args = args
 		c.members = append(c.members, m)
 		initial = append(initial, m.name+"="+m.peerURL())
 	}

@@ -37,6 +37,7 @@ type Member struct {
 	clientPort     int
 	peerPort       int
 	initialCluster string
+	args           []string
 	// started is set once the member first served: a later start joins
 	// the cluster recorded in its data directory.
 	started bool
@@ -127,6 +128,7 @@ func (m *Member) spawn() error {
 		"-initial-cluster-state", state,
 		"-log", m.logFile(),
 	)
+	cmd.Args = append(cmd.Args, m.args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return fmt.Errorf("etcdtest: %w", err)

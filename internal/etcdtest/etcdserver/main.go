@@ -39,6 +39,7 @@ func run(args []string) error {
 	state := fs.String("initial-cluster-state", "new", "new or existing")
 	token := fs.String("initial-cluster-token", "etcdtest", "cluster token")
 	logFile := fs.String("log", "", "log file (stderr when empty)")
+	maxTxnOps := fs.Uint("max-txn-ops", 2048, "most operations in one transaction (etcd's default is 128; the registry needs more)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -58,6 +59,7 @@ func run(args []string) error {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
 	cfg.InitialCluster, cfg.ClusterState, cfg.InitialClusterToken = *cluster, *state, *token
+	cfg.MaxTxnOps = *maxTxnOps
 	cfg.LogLevel = "warn"
 	if *logFile != "" {
 		cfg.LogOutputs = []string{*logFile}

@@ -1,0 +1,353 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/registry"
+)
+
+// tx is one attempt of a step: a registry.Tx over an STM. A read through
+// the STM records the key's mod revision (0 for an absent key) for the
+// commit's comparison and, after the first (linearizable) read, is made
+// at that read's revision; writes are buffered by the STM, and a later
+// read sees them.
+type tx struct {
+	ctx      context.Context
+	s        *Store
+	stm      concurrency.STM
+	writable bool
+	seen     mark
+
+	// known are the keys this attempt read or wrote: the STM serves them
+	// without a round trip, and a batched read (getMany) must not include
+	// them (the STM's multi-key read stops at the first one it holds).
+	known map[string]bool
+	// meta is the meta this step writes (nil if none): the watermark
+	// learns it once the transaction committed.
+	meta *registry.Meta
+	// ended are the resources of leases this step ends (a lease written
+	// in a state other than HELD) and held those of leases it writes HELD:
+	// the commit writes the wake-up key of each resource ended and not
+	// held again by the same step (finish).
+	ended, held map[string]bool
+}
+
+func newTx(ctx context.Context, s *Store, stm concurrency.STM, writable bool, seen mark) *tx {
+	return &tx{ctx: ctx, s: s, stm: stm, writable: writable, seen: seen, known: map[string]bool{}}
+}
+
+// get reads key through the STM; found is false for an absent (or
+// deleted in this step) key. The registry never stores an empty value.
+func (t *tx) get(key string) (string, bool) {
+	t.known[key] = true
+	v := t.stm.Get(key)
+	return v, v != ""
+}
+
+// getMany reads keys through the STM in one round trip (those not known
+// yet), then each from the STM.
+func (t *tx) getMany(keys []string) []string {
+	var fetch []string
+	for _, k := range keys {
+		if !t.known[k] {
+			fetch = append(fetch, k)
+			t.known[k] = true
+		}
+	}
+	if len(fetch) > 0 {
+		t.stm.Get(fetch...)
+	}
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = t.stm.Get(k)
+	}
+	return out
+}
+
+func decode[V any](key, raw string) (V, error) {
+	var v V
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return v, fmt.Errorf("%w: registry/etcd: corrupt %q: %v", registry.ErrBackend, key, err)
+	}
+	return v, nil
+}
+
+func getJSON[V any](t *tx, key string) (V, bool, error) {
+	raw, found := t.get(key)
+	if !found {
+		var v V
+		return v, false, nil
+	}
+	v, err := decode[V](key, raw)
+	return v, err == nil, err
+}
+
+func (t *tx) put(key, val string) error {
+	if !t.writable {
+		return fmt.Errorf("%w: registry/etcd: write in a read-only transaction", registry.ErrBackend)
+	}
+	t.known[key] = true
+	t.stm.Put(key, val)
+	return nil
+}
+
+func (t *tx) putJSON(key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("registry/etcd: encode: %w", err)
+	}
+	return t.put(key, string(raw))
+}
+
+func (t *tx) del(key string) error {
+	if !t.writable {
+		return fmt.Errorf("%w: registry/etcd: write in a read-only transaction", registry.ErrBackend)
+	}
+	t.known[key] = true
+	t.stm.Del(key)
+	return nil
+}
+
+// Meta reads the meta and checks it against the process's watermark as it
+// was before the step's first read: a meta below it is ErrRolledBack,
+// before any decision is taken on it.
+func (t *tx) Meta() (registry.Meta, error) {
+	if t.meta != nil {
+		return *t.meta, nil
+	}
+	m, found, err := getJSON[registry.Meta](t, t.s.keys.meta())
+	if err != nil {
+		return m, err
+	}
+	return m, t.s.wm.check(t.seen, m, found)
+}
+
+func (t *tx) PutMeta(m registry.Meta) error {
+	if err := t.putJSON(t.s.keys.meta(), m); err != nil {
+		return err
+	}
+	t.meta = &m
+	return nil
+}
+
+func (t *tx) Resource(id string) (registry.ResourceRecord, bool, error) {
+	return getJSON[registry.ResourceRecord](t, t.s.keys.resource(id))
+}
+
+func (t *tx) PutResource(r registry.ResourceRecord) error {
+	return t.putJSON(t.s.keys.resource(r.Resource), r)
+}
+
+func (t *tx) Lease(id string) (registry.LeaseRecord, bool, error) {
+	return getJSON[registry.LeaseRecord](t, t.s.keys.lease(id))
+}
+
+func (t *tx) PutLease(l registry.LeaseRecord) error {
+	if err := t.putJSON(t.s.keys.lease(l.Lease), l); err != nil {
+		return err
+	}
+	m := &t.ended
+	if l.State == fencegate.StateHeld {
+		m = &t.held
+	}
+	if *m == nil {
+		*m = map[string]bool{}
+	}
+	(*m)[l.Resource] = true
+	return nil
+}
+
+func (t *tx) LeaseByRequest(owner, requestID string) (string, bool, error) {
+	v, found := t.get(t.s.keys.request(owner, requestID))
+	return v, found, nil
+}
+
+func (t *tx) PutRequest(owner, requestID, leaseID string) error {
+	return t.put(t.s.keys.request(owner, requestID), leaseID)
+}
+
+func (t *tx) LeaseByDigest(d string) (string, bool, error) {
+	v, found := t.get(t.s.keys.digest(d))
+	return v, found, nil
+}
+
+func (t *tx) PutDigest(d, leaseID string) error { return t.put(t.s.keys.digest(d), leaseID) }
+
+// Policies reads the one policies key, then the step's own writes over it.
+func (t *tx) Policies() ([]fencegate.Policy, error) {
+	key := t.s.keys.policies()
+	merged := map[string]fencegate.Policy{}
+	if raw, found := t.get(key); found {
+		var err error
+		if merged, err = decode[map[string]fencegate.Policy](key, raw); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]fencegate.Policy, 0, len(merged))
+	for _, p := range merged {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// PutPolicy rewrites the policies key with p: the key is read first, so
+// a concurrent policy write conflicts.
+func (t *tx) PutPolicy(p fencegate.Policy) error {
+	ps, err := t.Policies()
+	if err != nil {
+		return err
+	}
+	all := make(map[string]fencegate.Policy, len(ps)+1)
+	for _, q := range ps {
+		all[q.Pattern] = q
+	}
+	all[p.Pattern] = p
+	return t.putJSON(t.s.keys.policies(), all)
+}
+
+// EachLease walks the lease keys in key order, from after where the
+// previous walk of this Store stopped (wrapping around once), examining
+// at most ScanLimit leases. The keys are listed outside the transaction
+// (one range read, keys only); each lease passed to fn is then read
+// through the STM, so a compaction deleting it fails and retries if it
+// changed since. A lease created during the walk may be missed; it is
+// young and not compactable anyway.
+func (t *tx) EachLease(fn func(registry.LeaseRecord) error) error {
+	keys, err := t.leaseKeys()
+	if err != nil {
+		return err
+	}
+	const batch = 256
+	for len(keys) > 0 {
+		n := min(batch, len(keys))
+		vals := t.getMany(keys[:n])
+		for i, raw := range vals {
+			if t.writable {
+				t.s.cursor = keys[i] // only an Update holds mu exclusively
+			}
+			if raw == "" {
+				continue // deleted since the listing
+			}
+			l, err := decode[registry.LeaseRecord](keys[i], raw)
+			if err != nil {
+				return err
+			}
+			if err := fn(l); err != nil {
+				return err
+			}
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
+// leaseKeys lists up to ScanLimit lease keys after the cursor, then from
+// the first lease key up to the cursor.
+func (t *tx) leaseKeys() ([]string, error) {
+	prefix := t.s.keys.leases()
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	from := prefix
+	if t.s.cursor != "" {
+		from = t.s.cursor + "\x00"
+	}
+	keys, err := t.rangeKeys(from, end, t.s.scanLimit)
+	if err != nil || t.s.cursor == "" || len(keys) >= t.s.scanLimit {
+		return keys, err
+	}
+	more, err := t.rangeKeys(prefix, t.s.cursor+"\x00", t.s.scanLimit-len(keys))
+	return append(keys, more...), err
+}
+
+func (t *tx) rangeKeys(from, end string, limit int) ([]string, error) {
+	resp, err := t.s.c.Get(t.ctx, from, clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(int64(limit)))
+	if err != nil {
+		return nil, t.s.wrap(err)
+	}
+	keys := make([]string, len(resp.Kvs))
+	for i, kv := range resp.Kvs {
+		keys[i] = string(kv.Key)
+	}
+	return keys, nil
+}
+
+// ListLeases walks every lease in pages of range reads, outside the
+// transaction: a listing.
+func (t *tx) ListLeases(fn func(registry.LeaseRecord) error) error {
+	prefix := t.s.keys.leases()
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	const page = 512
+	for from := prefix; ; {
+		resp, err := t.s.c.Get(t.ctx, from, clientv3.WithRange(end), clientv3.WithLimit(page))
+		if err != nil {
+			return t.s.wrap(err)
+		}
+		for _, kv := range resp.Kvs {
+			l, err := decode[registry.LeaseRecord](string(kv.Key), string(kv.Value))
+			if err != nil {
+				return err
+			}
+			if err := fn(l); err != nil {
+				return err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// DeleteLease deletes a lease and its two index entries.
+func (t *tx) DeleteLease(l registry.LeaseRecord) error {
+	for _, key := range []string{t.s.keys.lease(l.Lease), t.s.keys.request(l.Owner, l.RequestID), t.s.keys.digest(l.Digest)} {
+		if err := t.del(key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endedResources are the resources whose lease this step ends without
+// granting them again (an acquire that closes an expired holder grants
+// it).
+func (t *tx) endedResources() []string {
+	var out []string
+	for r := range t.ended {
+		if !t.held[r] {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// finish adds to the step's writes the wake-up key of every resource it
+// ends: the other processes' watches see it exactly when the end commits
+// (notify.go).
+func (t *tx) finish() error {
+	if !t.writable {
+		return nil
+	}
+	for _, r := range t.endedResources() {
+		if err := t.put(t.s.keys.ended(r), t.s.origin); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// valueOf is the value of a one-key range read, for messages.
+func valueOf(kvs []*mvccpb.KeyValue) string {
+	if len(kvs) == 0 {
+		return ""
+	}
+	return string(kvs[0].Value)
+}
