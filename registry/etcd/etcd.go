@@ -13,7 +13,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
 	"github.com/fencegate/fencegate/clock"
@@ -254,34 +253,26 @@ func backoff(ctx context.Context, i int) error {
 	}
 }
 
-// step is one attempt: one STM whose apply function runs fn once. The
-// STM would run it again on a conflict, itself, without bound and on
-// reads prefetched before the attempt began; the second call returns
-// errConflict instead, so attempt bounds the runs and each one starts
-// with a fresh watermark snapshot and linearizable first read.
+// step is one attempt: fn over a fresh transaction (watermark snapshot
+// first, then the first read, linearizable), then the commit.
 func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) error) error {
 	seen := s.wm.snapshot() // before the first read: see watermark.check
-	var t *tx
-	var fnErr error
-	calls := 0
-	_, err := concurrency.NewSTM(s.c, func(stm concurrency.STM) error {
-		if calls++; calls > 1 {
-			return errConflict
-		}
-		t = newTx(ctx, s, stm, writable, seen)
-		if fnErr = fn(t); fnErr != nil {
-			return fnErr
-		}
-		return t.finish()
-	}, concurrency.WithAbortContext(ctx), concurrency.WithIsolation(concurrency.Serializable))
+	t := newTx(ctx, s, writable, seen)
+	if err := fn(t); err != nil {
+		return err
+	}
+	if err := t.finish(); err != nil {
+		return err
+	}
+	ok, err := t.kv.commit()
 	switch {
-	case fnErr != nil:
-		return fnErr
 	case err != nil && ctx.Err() != nil:
 		// gRPC reports an ended context as a status of its own.
 		return ctx.Err()
 	case err != nil:
 		return s.wrap(err)
+	case !ok:
+		return errConflict
 	}
 	if writable && t.meta != nil {
 		s.wm.see(*t.meta)
@@ -299,6 +290,8 @@ func (s *Store) wrap(err error) error {
 		return nil
 	case errors.Is(err, errConflict), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
+	case retryable(err):
+		return errConflict
 	case errors.Is(err, rpctypes.ErrTooManyOps):
 		return fmt.Errorf("%w: %w: %w", registry.ErrBackend, ErrTxnTooLarge, err)
 	default:

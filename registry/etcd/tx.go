@@ -8,28 +8,22 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
 )
 
-// tx is one attempt of a step: a registry.Tx over an STM. A read through
-// the STM records the key's mod revision (0 for an absent key) for the
-// commit's comparison and, after the first (linearizable) read, is made
-// at that read's revision; writes are buffered by the STM, and a later
-// read sees them.
+// tx is one attempt of a step: a registry.Tx over a kv (kv.go). A read
+// records the key's mod revision for the commit's comparison and, after
+// the first, is made at the first read's revision; writes are buffered,
+// and a later read sees them.
 type tx struct {
 	ctx      context.Context
 	s        *Store
-	stm      concurrency.STM
+	kv       *kv
 	writable bool
 	seen     mark
 
-	// known are the keys this attempt read or wrote: the STM serves them
-	// without a round trip, and a batched read (getMany) must not include
-	// them (the STM's multi-key read stops at the first one it holds).
-	known map[string]bool
 	// meta is the meta this step writes (nil if none): the watermark
 	// learns it once the transaction committed.
 	meta *registry.Meta
@@ -40,36 +34,36 @@ type tx struct {
 	ended, held map[string]bool
 }
 
-func newTx(ctx context.Context, s *Store, stm concurrency.STM, writable bool, seen mark) *tx {
-	return &tx{ctx: ctx, s: s, stm: stm, writable: writable, seen: seen, known: map[string]bool{}}
+func newTx(ctx context.Context, s *Store, writable bool, seen mark) *tx {
+	return &tx{ctx: ctx, s: s, kv: newKV(ctx, s.c), writable: writable, seen: seen}
 }
 
-// get reads key through the STM; found is false for an absent (or
-// deleted in this step) key. The registry never stores an empty value.
-func (t *tx) get(key string) (string, bool) {
-	t.known[key] = true
-	v := t.stm.Get(key)
-	return v, v != ""
-}
-
-// getMany reads keys through the STM in one round trip (those not known
-// yet), then each from the STM.
-func (t *tx) getMany(keys []string) []string {
-	var fetch []string
-	for _, k := range keys {
-		if !t.known[k] {
-			fetch = append(fetch, k)
-			t.known[k] = true
-		}
+// get reads key; found is false for an absent (or deleted in this step)
+// key.
+func (t *tx) get(key string) (string, bool, error) {
+	v, err := t.kv.get(key)
+	if err != nil {
+		return "", false, t.s.wrap(err)
 	}
-	if len(fetch) > 0 {
-		t.stm.Get(fetch...)
+	if v == nil {
+		return "", false, nil
+	}
+	return *v, true, nil
+}
+
+// getMany reads keys in as few round trips as etcd allows; an absent key
+// reads as "" (the registry never stores an empty value).
+func (t *tx) getMany(keys []string) ([]string, error) {
+	if err := t.kv.fetch(keys...); err != nil {
+		return nil, t.s.wrap(err)
 	}
 	out := make([]string, len(keys))
 	for i, k := range keys {
-		out[i] = t.stm.Get(k)
+		if v, _ := t.kv.value(k); v != nil {
+			out[i] = *v
+		}
 	}
-	return out
+	return out, nil
 }
 
 func decode[V any](key, raw string) (V, error) {
@@ -81,10 +75,10 @@ func decode[V any](key, raw string) (V, error) {
 }
 
 func getJSON[V any](t *tx, key string) (V, bool, error) {
-	raw, found := t.get(key)
-	if !found {
+	raw, found, err := t.get(key)
+	if err != nil || !found {
 		var v V
-		return v, false, nil
+		return v, false, err
 	}
 	v, err := decode[V](key, raw)
 	return v, err == nil, err
@@ -94,8 +88,7 @@ func (t *tx) put(key, val string) error {
 	if !t.writable {
 		return fmt.Errorf("%w: registry/etcd: write in a read-only transaction", registry.ErrBackend)
 	}
-	t.known[key] = true
-	t.stm.Put(key, val)
+	t.kv.put(key, &val)
 	return nil
 }
 
@@ -111,8 +104,7 @@ func (t *tx) del(key string) error {
 	if !t.writable {
 		return fmt.Errorf("%w: registry/etcd: write in a read-only transaction", registry.ErrBackend)
 	}
-	t.known[key] = true
-	t.stm.Del(key)
+	t.kv.put(key, nil)
 	return nil
 }
 
@@ -166,8 +158,7 @@ func (t *tx) PutLease(l registry.LeaseRecord) error {
 }
 
 func (t *tx) LeaseByRequest(owner, requestID string) (string, bool, error) {
-	v, found := t.get(t.s.keys.request(owner, requestID))
-	return v, found, nil
+	return t.get(t.s.keys.request(owner, requestID))
 }
 
 func (t *tx) PutRequest(owner, requestID, leaseID string) error {
@@ -175,8 +166,7 @@ func (t *tx) PutRequest(owner, requestID, leaseID string) error {
 }
 
 func (t *tx) LeaseByDigest(d string) (string, bool, error) {
-	v, found := t.get(t.s.keys.digest(d))
-	return v, found, nil
+	return t.get(t.s.keys.digest(d))
 }
 
 func (t *tx) PutDigest(d, leaseID string) error { return t.put(t.s.keys.digest(d), leaseID) }
@@ -185,8 +175,11 @@ func (t *tx) PutDigest(d, leaseID string) error { return t.put(t.s.keys.digest(d
 func (t *tx) Policies() ([]fencegate.Policy, error) {
 	key := t.s.keys.policies()
 	merged := map[string]fencegate.Policy{}
-	if raw, found := t.get(key); found {
-		var err error
+	raw, found, err := t.get(key)
+	if err != nil {
+		return nil, err
+	}
+	if found {
 		if merged, err = decode[map[string]fencegate.Policy](key, raw); err != nil {
 			return nil, err
 		}
@@ -228,7 +221,10 @@ func (t *tx) EachLease(fn func(registry.LeaseRecord) error) error {
 	const batch = 256
 	for len(keys) > 0 {
 		n := min(batch, len(keys))
-		vals := t.getMany(keys[:n])
+		vals, err := t.getMany(keys[:n])
+		if err != nil {
+			return err
+		}
 		for i, raw := range vals {
 			if t.writable {
 				t.s.cursor = keys[i] // only an Update holds mu exclusively

@@ -69,7 +69,11 @@ func (t *tx) Anchors(store string, resources []string) (map[string]fencegate.Pro
 	for i, r := range resources {
 		keys[i] = t.s.keys.anchor(store, r)
 	}
-	for i, raw := range t.getMany(keys) {
+	vals, err := t.getMany(keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, raw := range vals {
 		if raw == "" {
 			continue
 		}
