@@ -23,9 +23,6 @@ func newKeyspace(prefix string) (keyspace, error) {
 	return keyspace{p: prefix + "/"}, nil
 }
 
-// all is the prefix of every key of the registry.
-func (k keyspace) all() string { return k.p }
-
 // schema holds SchemaVersion.
 func (k keyspace) schema() string { return k.p + "schema" }
 
