@@ -104,7 +104,8 @@ type Store struct {
 }
 
 // Open connects to etcd and checks the keyspace's schema version (writing
-// it into a new keyspace). An unreachable cluster fails Open.
+// it into a new keyspace). A cluster that does not answer within
+// DialTimeout fails Open with registry.ErrBackend.
 func Open(ctx context.Context, o Options) (*Store, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, fmt.Errorf("%w: no endpoints", ErrOptions)
@@ -142,8 +143,15 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		origin:      origin,
 		watches:     map[int]context.CancelFunc{},
 	}
-	if err := s.checkSchema(ctx); err != nil {
+	// The first answer is the schema check's: an unreachable cluster fails
+	// Open within the dial timeout (gRPC would wait for ctx's end).
+	first, cancel := context.WithTimeout(ctx, orDefault(o.DialTimeout, DefaultDialTimeout))
+	defer cancel()
+	if err := s.checkSchema(first); err != nil {
 		_ = c.Close()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: registry/etcd: no answer from %v within the dial timeout: %w", registry.ErrBackend, o.Endpoints, err)
+		}
 		return nil, err
 	}
 	return s, nil

@@ -171,12 +171,15 @@ func TestTooManyOpsFailsClosed(t *testing.T) {
 func TestOpenUnreachableFails(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	c.Member(0).Kill()
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := etcd.Open(ctx, etcd.Options{Endpoints: c.Endpoints(), DialTimeout: time.Second})
+	s, err := etcd.Open(ctx, etcd.Options{Endpoints: c.Endpoints(), DialTimeout: 500 * time.Millisecond})
 	if err == nil {
 		s.Close()
 		t.Fatal("Open on a dead cluster succeeded")
+	}
+	if !errors.Is(err, registry.ErrBackend) {
+		t.Errorf("Open on a dead cluster: %v, want ErrBackend", err)
 	}
 	if _, err := etcd.Open(ctx, etcd.Options{}); !errors.Is(err, etcd.ErrOptions) {
 		t.Fatalf("Open without endpoints: %v, want ErrOptions", err)
