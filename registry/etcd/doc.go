@@ -65,11 +65,12 @@
 //
 // A full anchor batch (fencegate.MaxAnchorBatch, 512 items) reads and
 // writes about 512 keys in one transaction: its commit has that many
-// comparisons and puts. etcd refuses a transaction with more than
-// --max-txn-ops (default 128) comparisons or operations, so the registry
-// needs etcd started with --max-txn-ops 1100 or more (package etcdtest
-// runs 2048). Below that, a large anchor batch fails with
-// registry.ErrBackend and ErrTxnTooLarge, writing nothing; lease
+// comparisons and as many puts. etcd refuses a transaction whose
+// comparisons, or operations, number more than --max-txn-ops (default
+// 128), so the registry needs etcd started with --max-txn-ops 1024 (a
+// full batch passes at 600 and fails at 500; package etcdtest runs that).
+// Below that, a large anchor batch fails with registry.ErrBackend and
+// ErrTxnTooLarge, writing nothing (TestTooManyOpsFailsClosed); lease
 // decisions (a handful of keys) are not affected.
 //
 // # Keys

@@ -39,7 +39,7 @@ func run(args []string) error {
 	state := fs.String("initial-cluster-state", "new", "new or existing")
 	token := fs.String("initial-cluster-token", "etcdtest", "cluster token")
 	logFile := fs.String("log", "", "log file (stderr when empty)")
-	maxTxnOps := fs.Uint("max-txn-ops", 2048, "most operations in one transaction (etcd's default is 128; the registry needs more)")
+	maxTxnOps := fs.Uint("max-txn-ops", 1024, "most operations in one transaction (etcd's default is 128; the registry needs 1024: registry/etcd)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
