@@ -16,8 +16,8 @@
 //     and fixes the revision; every later read is a linearizable read at
 //     that revision. Each key read is remembered with its mod revision
 //     (an absent key: 0). Several keys are read in one round trip where
-//     the registry reads them together (anchors, a compaction's leases),
-//     at most 128 per round trip (etcd's default --max-txn-ops);
+//     the registry reads them together (a batch's anchors), at most 128
+//     per round trip (etcd's default --max-txn-ops);
 //   - writes are buffered (a later read in the same step sees them);
 //   - one etcd transaction: If the mod revision of every key read is still
 //     what was read, Then put (or delete) the writes. A failed comparison
@@ -72,6 +72,13 @@
 // Below that, a large anchor batch fails with registry.ErrBackend and
 // ErrTxnTooLarge, writing nothing (TestTooManyOpsFailsClosed); lease
 // decisions (a handful of keys) are not affected.
+//
+// Compaction is sized for it too: its walk over the leases (EachLease)
+// is range reads at the step's revision that are not compared at commit,
+// only the leases it deletes are (a lease changed since it was read is not
+// deleted), and the backend splits the registry's batch of
+// registry.CompactBatch deletions into transactions of 256 (three deletes
+// each: the lease and its index entries), TestCompactManyLeases.
 //
 // # Keys
 //

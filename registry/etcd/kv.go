@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -25,6 +26,9 @@ type kv struct {
 	// reads holds each key read: its value and mod revision (absent: nil
 	// value, revision 0).
 	reads map[string]readKey
+	// listed holds keys read by rangeAt: not compared at commit unless
+	// track moves them into reads.
+	listed map[string]readKey
 	// writes holds each key written: its value (nil deletes it); order is
 	// the order keys were first written.
 	writes map[string]*string
@@ -37,7 +41,7 @@ type readKey struct {
 }
 
 func newKV(ctx context.Context, c *clientv3.Client) *kv {
-	return &kv{ctx: ctx, c: c, reads: map[string]readKey{}, writes: map[string]*string{}}
+	return &kv{ctx: ctx, c: c, reads: map[string]readKey{}, listed: map[string]readKey{}, writes: map[string]*string{}}
 }
 
 // value is key as the transaction sees it: its own write, else what it
@@ -103,6 +107,42 @@ func (x *kv) get(key string) (*string, error) {
 	}
 	v, _ := x.value(key)
 	return v, nil
+}
+
+// rangeAt reads up to limit keys of [from, end) at the transaction's
+// revision (fixing it, when this is the first read), without comparing
+// them at commit: a compaction's walk, whose only keys that matter are the
+// ones it deletes (track). more reports keys left in the range.
+func (x *kv) rangeAt(from, end string, limit int) (kvs []*mvccpb.KeyValue, more bool, err error) {
+	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(limit))}
+	if x.rev != 0 {
+		opts = append(opts, clientv3.WithRev(x.rev))
+	}
+	resp, err := x.c.Get(x.ctx, from, opts...)
+	if err != nil {
+		return nil, false, err
+	}
+	if x.rev == 0 {
+		x.rev = resp.Header.Revision
+	}
+	for _, kv := range resp.Kvs {
+		v := string(kv.Value)
+		x.listed[string(kv.Key)] = readKey{val: &v, rev: kv.ModRevision}
+	}
+	return resp.Kvs, resp.More, nil
+}
+
+// track makes key compared at commit: a key rangeAt listed is compared
+// with the mod revision listed, any other is read.
+func (x *kv) track(key string) error {
+	if _, ok := x.value(key); ok {
+		return nil
+	}
+	if r, ok := x.listed[key]; ok {
+		x.reads[key] = r
+		return nil
+	}
+	return x.fetch(key)
 }
 
 // put buffers a write (nil deletes).

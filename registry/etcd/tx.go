@@ -208,70 +208,57 @@ func (t *tx) PutPolicy(p fencegate.Policy) error {
 
 // EachLease walks the lease keys in key order, from after where the
 // previous walk of this Store stopped (wrapping around once), examining
-// at most ScanLimit leases. The keys are listed outside the transaction
-// (one range read, keys only); each lease passed to fn is then read
-// through the STM, so a compaction deleting it fails and retries if it
-// changed since. A lease created during the walk may be missed; it is
-// young and not compactable anyway.
+// at most ScanLimit leases, in range reads at the step's revision that
+// are not compared at commit: only the leases the compaction deletes are
+// (DeleteLease tracks them), so a lease changed since it was read is not
+// deleted, and a walk over thousands of leases does not make a commit of
+// thousands of comparisons. A lease created during the walk may be missed;
+// it is young and not compactable anyway.
 func (t *tx) EachLease(fn func(registry.LeaseRecord) error) error {
-	keys, err := t.leaseKeys()
-	if err != nil {
-		return err
+	prefix := t.s.keys.leases()
+	segments := [][2]string{{prefix, clientv3.GetPrefixRangeEnd(prefix)}}
+	if c := t.s.cursor; c != "" {
+		segments = [][2]string{{c + "\x00", segments[0][1]}, {prefix, c + "\x00"}}
 	}
-	const batch = 256
-	for len(keys) > 0 {
-		n := min(batch, len(keys))
-		vals, err := t.getMany(keys[:n])
-		if err != nil {
+	left := t.s.scanLimit
+	for _, seg := range segments {
+		var err error
+		if left, err = t.walk(seg[0], seg[1], left, fn); err != nil || left == 0 {
 			return err
 		}
-		for i, raw := range vals {
-			if t.writable {
-				t.s.cursor = keys[i] // only an Update holds mu exclusively
-			}
-			if raw == "" {
-				continue // deleted since the listing
-			}
-			l, err := decode[registry.LeaseRecord](keys[i], raw)
-			if err != nil {
-				return err
-			}
-			if err := fn(l); err != nil {
-				return err
-			}
-		}
-		keys = keys[n:]
 	}
 	return nil
 }
 
-// leaseKeys lists up to ScanLimit lease keys after the cursor, then from
-// the first lease key up to the cursor.
-func (t *tx) leaseKeys() ([]string, error) {
-	prefix := t.s.keys.leases()
-	end := clientv3.GetPrefixRangeEnd(prefix)
-	from := prefix
-	if t.s.cursor != "" {
-		from = t.s.cursor + "\x00"
+// walk hands the leases of [from, end) to fn, at most left of them, in
+// pages; it returns how many more the walk may examine.
+func (t *tx) walk(from, end string, left int, fn func(registry.LeaseRecord) error) (int, error) {
+	const page = 256
+	for left > 0 {
+		kvs, more, err := t.kv.rangeAt(from, end, min(page, left))
+		if err != nil {
+			return 0, t.s.wrap(err)
+		}
+		for _, kv := range kvs {
+			key := string(kv.Key)
+			left--
+			if t.writable {
+				t.s.cursor = key // only an Update holds mu exclusively
+			}
+			l, err := decode[registry.LeaseRecord](key, string(kv.Value))
+			if err != nil {
+				return 0, err
+			}
+			if err := fn(l); err != nil {
+				return 0, err
+			}
+		}
+		if !more || len(kvs) == 0 {
+			return left, nil
+		}
+		from = string(kvs[len(kvs)-1].Key) + "\x00"
 	}
-	keys, err := t.rangeKeys(from, end, t.s.scanLimit)
-	if err != nil || t.s.cursor == "" || len(keys) >= t.s.scanLimit {
-		return keys, err
-	}
-	more, err := t.rangeKeys(prefix, t.s.cursor+"\x00", t.s.scanLimit-len(keys))
-	return append(keys, more...), err
-}
-
-func (t *tx) rangeKeys(from, end string, limit int) ([]string, error) {
-	resp, err := t.s.c.Get(t.ctx, from, clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(int64(limit)))
-	if err != nil {
-		return nil, t.s.wrap(err)
-	}
-	keys := make([]string, len(resp.Kvs))
-	for i, kv := range resp.Kvs {
-		keys[i] = string(kv.Key)
-	}
-	return keys, nil
+	return 0, nil
 }
 
 // ListLeases walks every lease in pages of range reads, outside the
@@ -301,8 +288,13 @@ func (t *tx) ListLeases(fn func(registry.LeaseRecord) error) error {
 	}
 }
 
-// DeleteLease deletes a lease and its two index entries.
+// DeleteLease deletes a lease and its two index entries; the lease key is
+// compared at commit (as EachLease read it, or read now), so a lease
+// changed meanwhile is not deleted.
 func (t *tx) DeleteLease(l registry.LeaseRecord) error {
+	if err := t.kv.track(t.s.keys.lease(l.Lease)); err != nil {
+		return t.s.wrap(err)
+	}
 	for _, key := range []string{t.s.keys.lease(l.Lease), t.s.keys.request(l.Owner, l.RequestID), t.s.keys.digest(l.Digest)} {
 		if err := t.del(key); err != nil {
 			return err
