@@ -27,12 +27,14 @@ type Config struct {
 	// DataDir holds the bbolt file and generated keys.
 	DataDir string `yaml:"dataDir"`
 	// Backend is bolt (default, durable), redis (shared, durable when the
-	// server runs with appendonly yes and appendfsync always) or memory
-	// (tests only).
+	// server runs with appendonly yes and appendfsync always), etcd
+	// (shared, replicated by Raft) or memory (tests only).
 	Backend string `yaml:"backend"`
 	// Redis is the redis backend's connection.
-	Redis  RedisConfig `yaml:"redis"`
-	Issuer string      `yaml:"issuer"`
+	Redis RedisConfig `yaml:"redis"`
+	// Etcd is the etcd backend's cluster.
+	Etcd   EtcdConfig `yaml:"etcd"`
+	Issuer string     `yaml:"issuer"`
 	// SigningKey is a private JWK file; empty generates an EdDSA key in
 	// DataDir/keys on first start and reuses it after.
 	SigningKey string `yaml:"signingKey"`
@@ -188,7 +190,7 @@ func (c Config) Validate() error {
 }
 
 // backendErrs checks backend and what it needs (dataDir for bolt, the
-// redis section for redis).
+// redis section for redis, the etcd section for etcd).
 func (c Config) backendErrs() []error {
 	switch c.Backend {
 	case "bolt":
@@ -197,9 +199,11 @@ func (c Config) backendErrs() []error {
 		}
 	case "redis":
 		return c.Redis.Validate("redis")
+	case "etcd":
+		return c.Etcd.Validate("etcd")
 	case "memory":
 	default:
-		return []error{fmt.Errorf("backend: %q is not bolt, redis or memory", c.Backend)}
+		return []error{fmt.Errorf("backend: %q is not bolt, redis, etcd or memory", c.Backend)}
 	}
 	return nil
 }

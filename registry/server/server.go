@@ -161,6 +161,8 @@ func openBackend(cfg Config, log *zap.Logger) (registry.Backend, error) {
 	case "memory":
 		log.Warn("memory backend: fences do not survive a restart; for tests only")
 		return memory.NewBackend(), nil
+	case "etcd":
+		return openEtcd(cfg.Etcd, log)
 	case "redis":
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -1,0 +1,324 @@
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/registry"
+)
+
+// SchemaVersion is the format version of the stored values, kept under
+// the "schema" key.
+const SchemaVersion = 1
+
+// Defaults of Options.
+const (
+	DefaultMaxAttempts = 16
+	DefaultDialTimeout = 5 * time.Second
+	DefaultScanLimit   = 10000
+)
+
+var (
+	// ErrOptions is returned by Open for options it cannot use.
+	ErrOptions = errors.New("registry/etcd: invalid options")
+	// ErrSchema is returned when the keyspace holds another schema version.
+	ErrSchema = errors.New("registry/etcd: unsupported schema version")
+	// ErrTxnTooLarge is returned (with registry.ErrBackend) when etcd
+	// refused a step's transaction for its number of operations: the
+	// server's --max-txn-ops is below what the registry needs (see the
+	// package documentation).
+	ErrTxnTooLarge = errors.New("registry/etcd: transaction has more operations than the server's --max-txn-ops")
+	// ErrContention is returned (with registry.ErrBackend) when a step's
+	// transaction found a key it read changed on every one of its
+	// attempts.
+	ErrContention = errors.New("registry/etcd: optimistic transaction conflicts")
+)
+
+// Options configure a Store.
+type Options struct {
+	// Endpoints are the etcd members' client URLs (at least one).
+	Endpoints []string
+	// DialTimeout bounds the client's connection attempts
+	// (DefaultDialTimeout when zero).
+	DialTimeout time.Duration
+	// TLS, when set, encrypts the connections (nil: plain TCP).
+	TLS *tls.Config
+	// Username and Password authenticate to etcd ("" for none).
+	Username, Password string
+	// Prefix is the key prefix (DefaultPrefix when empty): every key is
+	// "<prefix>/...". It must not end in '/' nor hold a NUL.
+	Prefix string
+	// MaxAttempts bounds how many times one step runs when a key it read
+	// changed before its transaction (DefaultMaxAttempts when zero).
+	// After the last conflict the step fails with ErrContention: never a
+	// decision.
+	MaxAttempts int
+	// ScanLimit bounds how many leases one compaction examines
+	// (DefaultScanLimit when zero); the next one resumes after them.
+	ScanLimit int
+	// Logger receives the warnings of the wake-up watch; slog.Default()
+	// when nil.
+	Logger *slog.Logger
+}
+
+// Store is an etcd-backed registry.TxStore: every Update and View is one
+// software transactional memory run (clientv3/concurrency's STM,
+// serializable snapshot isolation) committed by one etcd transaction.
+type Store struct {
+	c           *clientv3.Client
+	keys        keyspace
+	maxAttempts int
+	scanLimit   int
+	log         *slog.Logger
+
+	// mu serializes this process's steps: writes take it exclusively (they
+	// would all conflict on the meta key), views share it. A conflict then
+	// comes only from another process sharing the keyspace.
+	mu     sync.RWMutex
+	closed bool
+	// cursor is the lease key after which the next compaction's walk
+	// starts (guarded by mu, held exclusively by Update).
+	cursor string
+
+	// origin marks this Store's wake-up keys; watches are the cancels of
+	// its wake-up watches (notify.go), guarded by wmu.
+	origin  string
+	wmu     sync.Mutex
+	watches map[int]context.CancelFunc
+	nextW   int
+
+	// wm is what this process saw of the registry's meta (watermark.go).
+	wm watermark
+}
+
+// Open connects to etcd and checks the keyspace's schema version (writing
+// it into a new keyspace). A cluster that does not answer within
+// DialTimeout fails Open with registry.ErrBackend.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if len(o.Endpoints) == 0 {
+		return nil, fmt.Errorf("%w: no endpoints", ErrOptions)
+	}
+	ks, err := newKeyspace(o.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	origin, err := newOrigin()
+	if err != nil {
+		return nil, err
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:   o.Endpoints,
+		DialTimeout: orDefault(o.DialTimeout, DefaultDialTimeout),
+		TLS:         o.TLS,
+		Username:    o.Username,
+		Password:    o.Password,
+		Logger:      zap.NewNop(),
+		Context:     context.WithoutCancel(ctx),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: registry/etcd: connect: %w", registry.ErrBackend, err)
+	}
+	s := &Store{
+		c:           c,
+		keys:        ks,
+		maxAttempts: orDefault(o.MaxAttempts, DefaultMaxAttempts),
+		scanLimit:   orDefault(o.ScanLimit, DefaultScanLimit),
+		log:         logger,
+		origin:      origin,
+		watches:     map[int]context.CancelFunc{},
+	}
+	// The first answer is the schema check's: an unreachable cluster fails
+	// Open within the dial timeout (gRPC would wait for ctx's end).
+	first, cancel := context.WithTimeout(ctx, orDefault(o.DialTimeout, DefaultDialTimeout))
+	defer cancel()
+	if err := s.checkSchema(first); err != nil {
+		_ = c.Close()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: registry/etcd: no answer from %v within the dial timeout: %w", registry.ErrBackend, o.Endpoints, err)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenBackend opens a Store and returns it as a registry.Backend that is
+// also a registry.Notifier (notify.go).
+func OpenBackend(ctx context.Context, o Options) (registry.Backend, error) {
+	s, err := Open(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return backend{Backend: registry.NewTxBackend(s), s: s}, nil
+}
+
+func orDefault[T int | time.Duration](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+// checkSchema writes the schema version into a new keyspace (a
+// transaction on the key's absence) and compares what is there.
+func (s *Store) checkSchema(ctx context.Context) error {
+	want := strconv.Itoa(SchemaVersion)
+	key := s.keys.schema()
+	resp, err := s.c.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, want)).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return s.wrap(err)
+	}
+	if resp.Succeeded {
+		return nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	if len(kvs) != 1 || string(kvs[0].Value) != want {
+		return fmt.Errorf("%w: keyspace has %q, this build reads %s", ErrSchema, valueOf(kvs), want)
+	}
+	return nil
+}
+
+// Update runs fn as one transaction: its reads are recorded with their
+// mod revisions, its writes buffered, and one etcd transaction puts the
+// writes if none of the keys read changed. On a conflict fn runs again on
+// fresh reads, at most MaxAttempts times in all.
+func (s *Store) Update(ctx context.Context, fn func(registry.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return registry.ErrClosed
+	}
+	return s.attempt(ctx, true, fn)
+}
+
+// View runs fn over a snapshot that is current when View returns: the
+// reads are made at one etcd revision (the first linearizable), and an
+// etcd transaction with nothing to write checks that none of the keys
+// read changed since (else fn runs again). A status proof thus states
+// the registry as it was at a moment inside the call: linearizable.
+func (s *Store) View(ctx context.Context, fn func(registry.Tx) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return registry.ErrClosed
+	}
+	return s.attempt(ctx, false, fn)
+}
+
+// errConflict marks an attempt whose transaction found a key it read
+// changed.
+var errConflict = errors.New("registry/etcd: a key read changed")
+
+// attempt runs one STM at a time until one commits or fails otherwise,
+// at most maxAttempts times, with a short jittered backoff in between.
+func (s *Store) attempt(ctx context.Context, writable bool, fn func(registry.Tx) error) error {
+	for i := range s.maxAttempts {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := s.step(ctx, writable, fn)
+		if !errors.Is(err, errConflict) {
+			return err
+		}
+		if i+1 < s.maxAttempts {
+			if err := backoff(ctx, i); err != nil {
+				return err
+			}
+		}
+	}
+	return fmt.Errorf("%w: %w after %d attempts", registry.ErrBackend, ErrContention, s.maxAttempts)
+}
+
+func backoff(ctx context.Context, i int) error {
+	d := time.Duration(rand.Int64N(int64(time.Millisecond) << min(i, 6)))
+	// Backoff between attempts waits on a real cluster: real time.
+	t := clock.Real().NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
+		return nil
+	}
+}
+
+// step is one attempt: fn over a fresh transaction (watermark snapshot
+// first, then the first read, linearizable), then the commit.
+func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) error) error {
+	seen := s.wm.snapshot() // before the first read: see watermark.check
+	t := newTx(ctx, s, writable, seen)
+	if err := fn(t); err != nil {
+		return err
+	}
+	if err := t.finish(); err != nil {
+		return err
+	}
+	ok, err := t.kv.commit()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// gRPC reports an ended context as a status of its own.
+		return ctx.Err()
+	case err != nil:
+		return s.wrap(err)
+	case !ok:
+		return errConflict
+	}
+	if writable && t.meta != nil {
+		s.wm.see(*t.meta)
+	}
+	return nil
+}
+
+// wrap maps a client error to the registry's: errConflict passes (it is
+// retried), as do the context's errors; a closed client is
+// registry.ErrClosed; any other failure registry.ErrBackend (the outcome
+// of a write is then unknown to the caller, as the registry documents).
+func (s *Store) wrap(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errConflict), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case retryable(err):
+		return errConflict
+	case errors.Is(err, rpctypes.ErrTooManyOps):
+		return fmt.Errorf("%w: %w: %w", registry.ErrBackend, ErrTxnTooLarge, err)
+	default:
+		return fmt.Errorf("%w: registry/etcd: %w", registry.ErrBackend, err)
+	}
+}
+
+// Close stops the wake-up watches and closes the client; every later
+// call fails with registry.ErrClosed. The data stays in etcd.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.stopWatches()
+	if err := s.c.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("registry/etcd: close: %w", err)
+	}
+	return nil
+}

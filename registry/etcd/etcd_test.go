@@ -1,0 +1,68 @@
+package etcd_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/internal/etcdtest"
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/etcd"
+	"github.com/fencegate/fencegate/registry/registrytest"
+)
+
+// conformance runs the registry conformance suite on c, each subtest under
+// its own key prefix (so each starts empty). A second Store on the same
+// prefix is a second registry process.
+func conformance(t *testing.T, c *etcdtest.Cluster) {
+	var n atomic.Int64
+	registrytest.Run(t, func(t *testing.T) registrytest.Opener {
+		prefix := fmt.Sprintf("conf%d", n.Add(1))
+		open := func() (registry.Backend, error) {
+			return etcd.OpenBackend(context.Background(), etcd.Options{Endpoints: c.Endpoints(), Prefix: prefix})
+		}
+		return registrytest.Opener{Open: open, Shared: open}
+	})
+}
+
+// TestConformance runs the suite on a one-member etcd.
+func TestConformance(t *testing.T) {
+	conformance(t, etcdtest.Start(t, 1))
+}
+
+// newRegistry returns a Registry over be with a fresh key and metrics,
+// running (registrytest.Start) until the test ends, as a registry
+// process's server runs it. It returns once Run's watch is confirmed, so
+// the test's first release on another process reaches it.
+func newRegistry(t testing.TB, be registry.Backend, k registrytest.Keys, clk clock.Clock) *registry.Registry {
+	t.Helper()
+	reg, err := registry.New(registry.Options{Backend: be, Signer: k.Signer, Clock: clk, Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatalf("registry.New: %v", err)
+	}
+	before := etcd.Watches(be)
+	registrytest.Start(t, reg)
+	for deadline := time.Now().Add(10 * time.Second); etcd.Watches(be) == before; {
+		if time.Now().After(deadline) {
+			t.Fatal("Registry.Run did not watch within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return reg
+}
+
+// open opens a backend on endpoints under the default prefix.
+func open(t testing.TB, endpoints ...string) registry.Backend {
+	t.Helper()
+	be, err := etcd.OpenBackend(context.Background(), etcd.Options{Endpoints: endpoints, DialTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be
+}

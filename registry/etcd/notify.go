@@ -1,0 +1,186 @@
+package etcd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegate/fencegate/clock"
+	"github.com/fencegate/fencegate/registry"
+)
+
+// backend is the registry.Backend of OpenBackend: the TxStore's backend,
+// plus the Store's cross-process wake-ups (registry.Notifier).
+type backend struct {
+	registry.Backend
+	s *Store
+}
+
+// Notify implements registry.Notifier.
+func (b backend) Notify(ctx context.Context, resource string) error {
+	return b.s.Notify(ctx, resource)
+}
+
+// Subscribe implements registry.Notifier.
+func (b backend) Subscribe(ctx context.Context) <-chan string { return b.s.Subscribe(ctx) }
+
+// Timeouts of the wake-up watch: how long Subscribe waits for etcd to
+// confirm it, and how long it waits before watching again after etcd
+// cancelled it (a member that lost its leader, a compacted revision).
+const (
+	watchConfirmTimeout = 5 * time.Second
+	rewatchDelay        = 100 * time.Millisecond
+)
+
+func newOrigin() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("registry/etcd: origin ID: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// Notify writes the wake-up key of every resource (resource "": an epoch
+// bump or a policy change) for the other processes' waiters. The end of
+// one resource's lease is written by the transaction that ends it (see
+// tx.finish): it exists exactly when the end does and costs no round trip
+// of its own; Notify of a resource therefore writes nothing.
+func (s *Store) Notify(ctx context.Context, resource string) error {
+	if resource != "" {
+		return nil
+	}
+	if _, err := s.c.Put(ctx, s.keys.ended(""), s.origin); err != nil {
+		return fmt.Errorf("registry/etcd: notify: %w", err)
+	}
+	return nil
+}
+
+// Subscribe watches the wake-up keys (<prefix>/ended/) and returns the
+// resources whose lease another process ended ("" for every resource).
+// It waits for etcd's confirmation of the watch, so a lease ended after
+// Subscribe returns is delivered. When etcd cancels the watch (its member
+// lost the leader: the watch requires one; a compaction) it watches again
+// from the current revision: wake-ups meanwhile are lost, which only
+// delays a waiter until its own timer. The channel is closed when ctx
+// ends or the Store is closed.
+func (s *Store) Subscribe(ctx context.Context) <-chan string {
+	out := make(chan string, 64)
+	wctx, cancel := context.WithCancel(ctx)
+	id, ok := s.addWatch(cancel)
+	if !ok {
+		cancel()
+		close(out)
+		return out
+	}
+	wch := s.watch(wctx)
+	go func() {
+		defer close(out)
+		defer s.dropWatch(id)
+		for {
+			s.follow(wctx, wch, out)
+			if !s.pause(wctx) {
+				return
+			}
+			wch = s.watch(wctx)
+		}
+	}()
+	return out
+}
+
+// watch starts one watch of the wake-up keys and waits for its
+// confirmation (a failure is logged: the loop watches again).
+func (s *Store) watch(ctx context.Context) clientv3.WatchChan {
+	wch := s.c.Watch(clientv3.WithRequireLeader(ctx), s.keys.ended(""), clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+	t := clock.Real().NewTimer(watchConfirmTimeout)
+	defer t.Stop()
+	select {
+	case resp, ok := <-wch:
+		if ok && resp.Err() == nil && resp.Created {
+			return wch
+		}
+		if ok {
+			s.log.Warn("registry/etcd: wake-up watch refused; waiters of this process wait for their timers until it is back", "err", resp.Err())
+		}
+	case <-t.C():
+		s.log.Warn("registry/etcd: wake-up watch not confirmed; waiters of this process may wait for their timers")
+	case <-ctx.Done():
+	}
+	return wch
+}
+
+// follow passes the resources of the watch's events to out until the
+// watch ends.
+func (s *Store) follow(ctx context.Context, wch clientv3.WatchChan, out chan<- string) {
+	for resp := range wch {
+		for _, ev := range resp.Events {
+			if ev.Type != mvccpb.PUT || string(ev.Kv.Value) == s.origin {
+				continue // its own: this process already woke its waiters
+			}
+			select {
+			case out <- strings.TrimPrefix(string(ev.Kv.Key), s.keys.ended("")):
+			case <-ctx.Done():
+				return
+			default:
+				// The follower is behind: this wake-up is dropped, the
+				// waiter's timer still catches the end.
+			}
+		}
+	}
+}
+
+// pause waits before watching again; false when ctx ended.
+func (s *Store) pause(ctx context.Context) bool {
+	t := clock.Real().NewTimer(rewatchDelay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
+func (s *Store) addWatch(cancel context.CancelFunc) (int, bool) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.watches == nil {
+		return 0, false // closed
+	}
+	s.nextW++
+	s.watches[s.nextW] = cancel
+	return s.nextW, true
+}
+
+func (s *Store) dropWatch(id int) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if c, ok := s.watches[id]; ok {
+		c()
+		delete(s.watches, id)
+	}
+}
+
+// stopWatches cancels every watch; later Subscribes return a closed
+// channel.
+func (s *Store) stopWatches() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for _, c := range s.watches {
+		c()
+	}
+	s.watches = nil
+}
+
+// Watches counts the wake-up watches running (for tests: Registry.Run
+// has subscribed once it grew).
+func (s *Store) Watches() int {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return len(s.watches)
+}

@@ -1,0 +1,39 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
+
+	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/etcd"
+	"github.com/fencegate/fencegate/tlsfiles"
+)
+
+// openEtcd opens the etcd backend of cfg.Etcd; an unreachable cluster
+// fails it (within 10s).
+func openEtcd(cfg EtcdConfig, log *zap.Logger) (registry.Backend, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	password, err := cfg.readPassword()
+	if err != nil {
+		return nil, err
+	}
+	// No server name by default: each endpoint's host is verified.
+	tc, err := cfg.TLS.Reloading("", tlsfiles.Reload{OnError: func(err error) {
+		log.Warn("etcd.tls: rotated files not loaded; using the previous ones", zap.Error(err))
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("server: etcd.tls: %w", err)
+	}
+	be, err := etcd.OpenBackend(ctx, etcd.Options{Endpoints: cfg.Endpoints, DialTimeout: cfg.DialTimeout, TLS: tc,
+		Username: cfg.Username, Password: password, Prefix: cfg.Prefix, Logger: slog.New(zapslog.NewHandler(log.Core()))})
+	if err != nil {
+		return nil, fmt.Errorf("server: etcd: %w", err)
+	}
+	return be, nil
+}
