@@ -147,32 +147,44 @@ func (t *Tx) flush(last string) error {
 	if len(t.pending) == 0 && last == "" {
 		return nil
 	}
+	pending := t.pending
+	t.pending = nil
+	_, err := sendQueued(t.ctx, t.tx, pending, last)
+	return err
+}
+
+// batchSender is what sendQueued sends on: a pgx.Tx, a pool connection.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// sendQueued sends the queued writes and then, if given, one more
+// statement (RELEASE SAVEPOINT, COMMIT) in one round trip, and returns
+// that statement's tag. A failed write ends it there (PostgreSQL runs
+// nothing after it in the batch).
+func sendQueued(ctx context.Context, on batchSender, pending []queued, last string) (pgconn.CommandTag, error) {
 	b := &pgx.Batch{}
-	for _, q := range t.pending {
+	for _, q := range pending {
 		b.Queue(q.sql, q.args...)
 	}
 	if last != "" {
 		b.Queue(last)
 	}
-	pending := t.pending
-	t.pending = nil
-	br := t.tx.SendBatch(t.ctx, b)
-	var err error
+	br := on.SendBatch(ctx, b)
+	defer br.Close()
 	for _, q := range pending {
-		if _, err = br.Exec(); err != nil {
-			err = writeErr(q.what, err)
-			break
+		if _, err := br.Exec(); err != nil {
+			return pgconn.CommandTag{}, writeErr(q.what, err)
 		}
 	}
-	if err == nil && last != "" {
-		if _, err = br.Exec(); err != nil {
-			err = dbErr("release savepoint", err)
+	var tag pgconn.CommandTag
+	if last != "" {
+		var err error
+		if tag, err = br.Exec(); err != nil {
+			return tag, dbErr(last, err)
 		}
 	}
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = dbErr("write", cerr)
-	}
-	return err
+	return tag, dbErr("write", br.Close())
 }
 
 // writeErr is the error of a queued write: a unique violation of the

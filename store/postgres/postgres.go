@@ -380,23 +380,7 @@ func sendCommit(ctx context.Context, conn *pgxpool.Conn, pending []queued) (pgco
 	if len(pending) == 0 {
 		return conn.Exec(ctx, "COMMIT")
 	}
-	b := &pgx.Batch{}
-	for _, q := range pending {
-		b.Queue(q.sql, q.args...)
-	}
-	b.Queue("COMMIT")
-	br := conn.SendBatch(ctx, b)
-	defer br.Close()
-	for _, q := range pending {
-		if _, err := br.Exec(); err != nil {
-			return pgconn.CommandTag{}, writeErr(q.what, err)
-		}
-	}
-	tag, err := br.Exec()
-	if err != nil {
-		return tag, err
-	}
-	return tag, br.Close()
+	return sendQueued(ctx, conn, pending, "COMMIT")
 }
 
 // begin starts a transaction on conn (READ COMMITTED when locked, else
