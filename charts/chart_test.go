@@ -75,6 +75,7 @@ func TestChartScenarios(t *testing.T) {
 			if want := len(find(objs, "StatefulSet")); registries != want {
 				t.Errorf("%d registry.yaml for %d registry StatefulSets", registries, want)
 			}
+			checkRegistryFilesMounted(t, objs)
 			checkScenario(t, name, objs, proxies, registries)
 		})
 	}
@@ -99,10 +100,13 @@ func checkScenario(t *testing.T, name string, objs []object, proxies, registries
 		if len(list(dig(map[string]any(sts), "spec", "volumeClaimTemplates"))) != 1 {
 			t.Errorf("the bolt registry has no volume claim template")
 		}
-	case "redis-registry":
+	case "redis-registry", "registry-etcd":
 		sts := find(objs, "StatefulSet")[0]
 		if dig(map[string]any(sts), "spec", "replicas") != 3 {
 			t.Errorf("replicas = %v, want 3", dig(map[string]any(sts), "spec", "replicas"))
+		}
+		if name == "registry-etcd" {
+			checkEtcdConfig(t, objs)
 		}
 	case "sidecar-shadow", "mtls", "mesh-header":
 		count("NetworkPolicy", 1)
@@ -173,7 +177,19 @@ func TestChartRefusals(t *testing.T) {
 		{"sidecar postgres client certificate without Secret", append(sidecar, "sidecar.store.backend=postgres", "sidecar.store.postgres.existingSecret=pg", "sidecar.store.postgres.tls.enabled=true", "sidecar.store.postgres.tls.clientCertificate=true"), "tls.clientCertificate needs tls.existingSecret"},
 		{"sidecar postgres schema pg_", append(sidecar, "sidecar.store.backend=postgres", "sidecar.store.postgres.existingSecret=pg", "sidecar.store.postgres.schema=pg_catalog"), "/sidecar/store/postgres/schema"},
 		{"sidecar postgres DSN inline", append(sidecar, "sidecar.store.backend=postgres", "sidecar.store.postgres.existingSecret=pg", "sidecar.store.postgres.dsn=postgres://u:p@h/db"), "additional properties 'dsn' not allowed"},
-		{"registry replicas on bolt", []string{"registry.replicaCount=2"}, "registry.replicaCount > 1 needs registry.redis.enabled"},
+		{"registry replicas on bolt", []string{"registry.replicaCount=2"}, "registry.replicaCount > 1 needs a shared backend, registry.redis.enabled or registry.etcd.enabled"},
+		{"registry replicas on etcd without shared key", []string{"registry.replicaCount=2", "registry.etcd.enabled=true", "registry.etcd.endpoints={http://etcd:2379}"}, "registry.replicaCount > 1 needs registry.keys.existingSecret"},
+		{"registry on redis and etcd", []string{"registry.redis.enabled=true", "registry.redis.address=r:6379", "registry.etcd.enabled=true", "registry.etcd.endpoints={http://etcd:2379}"}, "the registry has one backend, choose one"},
+		{"registry etcd without endpoints", []string{"registry.etcd.enabled=true"}, "registry.etcd.endpoints is required"},
+		{"registry etcd endpoint without port", []string{"registry.etcd.enabled=true", "registry.etcd.endpoints={http://etcd}"}, "/registry/etcd/endpoints/0"},
+		{"registry etcd https without tls", []string{"registry.etcd.enabled=true", "registry.etcd.endpoints={https://etcd:2379}"}, "every endpoint is http://host:port"},
+		{"registry etcd http with tls", []string{"registry.etcd.enabled=true", "registry.etcd.endpoints={http://etcd:2379}", "registry.etcd.tls.enabled=true"}, "every endpoint is https://host:port"},
+		{"registry etcd user without password Secret", []string{"registry.etcd.enabled=true", "registry.etcd.endpoints={http://etcd:2379}", "registry.etcd.username=fg"}, "registry.etcd.username needs registry.etcd.existingSecret"},
+		{"registry etcd password Secret without user", []string{"registry.etcd.enabled=true", "registry.etcd.endpoints={http://etcd:2379}", "registry.etcd.existingSecret=etcd"}, "registry.etcd.existingSecret needs registry.etcd.username"},
+		{"registry etcd password inline", []string{"registry.etcd.enabled=true", "registry.etcd.endpoints={http://etcd:2379}", "registry.etcd.password=hunter2"}, "additional properties 'password' not allowed"},
+		{"registry etcd client certificate without Secret", []string{"registry.etcd.enabled=true", "registry.etcd.endpoints={https://etcd:2379}", "registry.etcd.tls.enabled=true", "registry.etcd.tls.clientCertificate=true"}, "registry.etcd.tls.clientCertificate needs tls.existingSecret"},
+		{"registry etcd prefix with trailing slash", []string{"registry.etcd.enabled=true", "registry.etcd.endpoints={http://etcd:2379}", "registry.etcd.prefix=fg/"}, "/registry/etcd/prefix"},
+		{"registry etcd from config", []string{"registry.config.etcd.prefix=x"}, "at '/registry/config': additional properties 'etcd' not allowed"},
 		{"registry replicas without shared key", []string{"registry.replicaCount=2", "registry.redis.enabled=true", "registry.redis.address=r:6379"}, "registry.replicaCount > 1 needs registry.keys.existingSecret"},
 		{"registry listen from config", []string{"registry.config.listen=0.0.0.0:1"}, "registry.config.listen is set by the chart"},
 		{"registry admin token from config", []string{"registry.config.admin.tokenFile=/tmp/token"}, "registry.config.admin.tokenFile is set by the chart"},

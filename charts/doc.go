@@ -10,8 +10,9 @@
 // its typed Kubernetes (or prometheus-operator) object, the rendered
 // proxy.yaml and registry.yaml through fencegate's own config loaders, and
 // the chart's safety properties (non-root, read-only, no capabilities, the
-// admin listener on loopback, a local store never shared by replicas), the
-// injector's rendered injector.yaml through its own loader and its webhook
+// admin listener on loopback, a local store never shared by replicas,
+// every file a rendered proxy.yaml or registry.yaml names under one of its
+// container's mounts), the injector's rendered injector.yaml through its own loader and its webhook
 // configuration; and the commands of docs/operations.md's install and
 // injection sections that need no cluster (guide_test.go), with the
 // manifests of docs/k8s. They skip only when the module proxy cannot be

@@ -253,8 +253,38 @@
 //     the decisions are the same functions, the markers are the
 //     simulation's, and a loss postgres.Store detects is worded as the
 //     memory check words it. The registry runs on registry/memory
-//     (restored from snapshots), not on bolt or Redis (whose watermark
-//     meets a restore by itself).
+//     (restored from snapshots), or, with Options.Etcd, on registry/etcd
+//     against a real etcd cluster (regstore.go; FENCEGATE_SIM_REGISTRY=etcd
+//     puts the package's tests there), not on bolt or Redis (whose
+//     watermark meets a restore by itself). On etcd each round has a
+//     keyspace of its own, opened with OpenBackend as the registry server
+//     opens it; a registry restore puts the keyspace back to a save (what
+//     etcdutl snapshot restore --bump-revision does to it), which the
+//     running registry refuses (registry/etcd's watermark: every call
+//     fails closed) until the operator restarts it on the restored state
+//     and recovers (epoch bump, fence floor). A round without a restore has
+//     the same history on both (TestEtcdRegistryGate): every backend runs
+//     registry's pure decisions, and registry/etcd adds the optimistic
+//     transaction, which in a round (one registry process, calls one at a
+//     time) never conflicts, and the watermark, which only a restore meets.
+//   - The etcd cluster's faults inside a round: no leader lost, member
+//     killed or partition while a round runs. The rounds are deterministic
+//     (a seed replays exactly, a failing round is shrunk by replaying it),
+//     and etcd is not: a leader's loss is a real process dying, an election
+//     on etcd's wall-clock timers (randomized election timeouts), and
+//     whether a transaction in flight at that instant committed, failed or
+//     is retried by the client is decided by Raft's timing, not by the
+//     seed. A leader lost in a round would make its history, and so its
+//     replay and its shrinking, depend on the machine. What the registry
+//     sees of it is a call that fails with registry.ErrBackend, its
+//     outcome unknown (registry/etcd does not retry a commit whose answer
+//     was lost; a client sends the same request ID again, the registry's
+//     idempotence answering it), which the rounds meet as any registry
+//     error; the real leader kill is registry/etcd's
+//     TestLeaderKilledDuringAcquires (real members, no fence issued twice,
+//     each above the last). TestEtcdRegistryGate kills the leader between
+//     two runs: the second runs on the two members left, after their
+//     election, with the same histories as on registry/memory.
 //   - Clocks have fixed offsets, never different rates: a clock that runs
 //     slow or fast, or jumps, is not modelled (only SabotageSDKSlowClock
 //     shows what a slow clock does to the SDK). SDK workers read the

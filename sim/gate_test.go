@@ -8,7 +8,7 @@ import (
 
 func run(t *testing.T, o Options) (*Report, string) {
 	t.Helper()
-	rep, err := Run(context.Background(), withStore(t, o))
+	rep, err := Run(context.Background(), withRegistry(t, withStore(t, o)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,8 @@ func (r *round) rotate(e event) {
 	case 1:
 		r.bundleKeys = append(r.bundleKeys, r.m.rotatedKey)
 	case 2:
-		r.reg, err = newRegistry(r.m.rotated, r.rs, r.clk, r.rnd)
+		r.signer = r.m.rotated
+		r.reg, err = newRegistry(r.signer, r.rs, r.clk, r.rnd)
 	case 3:
 		r.bundleKeys = slices.DeleteFunc(r.bundleKeys, func(k jwk.Key) bool { return k == r.m.trustKey })
 	case 4:

@@ -119,23 +119,35 @@ func (r *round) look() {
 }
 
 func (r *round) snapshot(e event) {
-	r.snap = r.rs.Snapshot()
+	if err := r.rs.save(); err != nil {
+		r.fail(err)
+		return
+	}
+	r.saved = true
 	r.or.snapshot()
 	r.logf("%s: registry state saved", e)
 }
 
 // restore puts the registry back to its snapshot; a second later the
-// operator recovers: epoch bump, fence floor above every accepted fence,
-// resume of the paused resource.
+// operator recovers: a registry that refuses the restored state (on
+// etcd, fail closed) restarted on it, then epoch bump, fence floor above
+// every accepted fence, resume of the paused resource.
 func (r *round) restore(e event) {
-	if r.snap == nil {
+	if !r.saved {
 		return
 	}
-	r.rs.Restore(r.snap)
+	restart, err := r.rs.putBack()
+	if err != nil {
+		r.fail(err)
+		return
+	}
 	r.or.restore(r.now())
 	r.logf("%s: registry restored to its snapshot", e)
 	r.after(time.Second, "operator recovers from the restore", func() {
 		ctx := context.Background()
+		if restart && !r.restartRegistry() {
+			return
+		}
 		meta, err := r.reg.BumpEpoch(ctx)
 		if err != nil {
 			r.logf("operator: bump: %v", err)
@@ -265,4 +277,22 @@ func payloadDigest(method, target string, body []byte) string {
 	fmt.Fprintf(h, "%s\n%s\n", method, target)
 	h.Write(body)
 	return fencegate.DigestPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+// restartRegistry starts the registry process again on its restored state
+// (a new process: a fresh watermark on etcd), as the operator does before
+// recovering; it reports whether the registry runs.
+func (r *round) restartRegistry() bool {
+	if err := r.rs.restart(); err != nil {
+		r.fail(err)
+		return false
+	}
+	reg, err := newRegistry(r.signer, r.rs, r.clk, r.rnd)
+	if err != nil {
+		r.fail(err)
+		return false
+	}
+	r.reg = reg
+	r.logf("operator: registry restarted on the restored state")
+	return true
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/store"
 )
 
@@ -73,7 +72,7 @@ type round struct {
 	clk   simClock
 	start time.Time
 	reg   *registry.Registry
-	rs    *memory.Store
+	rs    registryStore
 	rnd   io.Reader // the registry's random source (kept across restarts)
 	st    sharedStore
 	// err is the first failure of the simulation's own parts mid-round
@@ -93,12 +92,17 @@ type round struct {
 	// trust pins (an operator's accept, a store loss).
 	trustVersion int
 
-	q    queue
-	tie  *rand.Rand
-	seq  uint64
-	res  roundResult
-	snap *memory.Snapshot
-	cur  delivery // the request the sidecar is serving now
+	q   queue
+	tie *rand.Rand
+	seq uint64
+	res roundResult
+	// saved: the registry's state was saved (evSnapshot) and a restore
+	// has something to put back.
+	saved bool
+	// signer is what the registry signs with now (the rotated key after
+	// a rotation's restart).
+	signer *keys.Signer
+	cur    delivery // the request the sidecar is serving now
 	// pending counts the scheduled steps that are not background work
 	// (loop passes, the operator's looks): the round ends when none is
 	// left and the background has nothing to settle.
@@ -196,8 +200,16 @@ func runRound(m *materials, sc script, seed uint64, sab Sabotage, trace bool, hi
 	}
 	r.start = r.clk.Now()
 	r.rnd = rand.NewChaCha8(seedBytes(seed))
-	r.rs = memory.New()
-	if r.reg, err = newRegistry(m.signer, r.rs, r.clk, r.rnd); err != nil {
+	if r.rs, err = newRegistryStoreOf(m, seed); err != nil {
+		return r.res, err
+	}
+	defer func() {
+		if cerr := r.rs.close(); err == nil {
+			err = cerr
+		}
+	}()
+	r.signer = m.signer
+	if r.reg, err = newRegistry(r.signer, r.rs, r.clk, r.rnd); err != nil {
 		return r.res, err
 	}
 	for _, e := range sc.Events {

@@ -105,6 +105,15 @@ type Options struct {
 	// store/memory. The decisions are the same, and so is a seed's
 	// history.
 	Postgres string
+	// Etcd, when set, are the client URLs of an etcd cluster (run with
+	// --max-txn-ops 1024) the rounds' registries run on (registry/etcd,
+	// each round in a keyspace of its own, deleted at its end) instead of
+	// registry/memory. The decisions are the same; a registry restore is
+	// the keyspace put back to a save, which the running registry refuses
+	// (its watermark) until the operator restarts it on the restored
+	// state before recovering, so only rounds without a restore have the
+	// same history as on registry/memory.
+	Etcd []string
 }
 
 // Report is what a run measured.
@@ -316,6 +325,10 @@ func materialsOf(o Options, workers int) (*materials, error) {
 		return nil, err
 	}
 	if err := m.usePostgres(o.Postgres, workers); err != nil {
+		m.close()
+		return nil, err
+	}
+	if err := m.useEtcd(o.Etcd); err != nil {
 		m.close()
 		return nil, err
 	}

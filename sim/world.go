@@ -23,7 +23,6 @@ import (
 	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/proxy"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/memory"
 	"github.com/fencegate/fencegate/store"
 	"github.com/fencegate/fencegate/store/anchor"
 )
@@ -47,6 +46,9 @@ type materials struct {
 	// pg is the run's PostgreSQL, when the shared stores are on it
 	// (usePostgres).
 	pg *pgRun
+	// etcd is the run's etcd cluster, when the registries are on it
+	// (useEtcd).
+	etcd *etcdRun
 }
 
 // newMaterials derives the keys from seed (Ed25519 key generation reads
@@ -120,6 +122,9 @@ func (m *materials) close() {
 	if m.pg != nil {
 		_ = m.pg.close()
 	}
+	if m.etcd != nil {
+		_ = m.etcd.close()
+	}
 	os.RemoveAll(m.dir)
 }
 
@@ -134,6 +139,20 @@ func (m *materials) usePostgres(dsn string, conns int) error {
 		return err
 	}
 	m.pg = pg
+	return nil
+}
+
+// useEtcd puts the run's registries on the etcd cluster whose client URLs
+// are endpoints (nothing when there are none).
+func (m *materials) useEtcd(endpoints []string) error {
+	if len(endpoints) == 0 {
+		return nil
+	}
+	e, err := openEtcdRun(endpoints)
+	if err != nil {
+		return err
+	}
+	m.etcd = e
 	return nil
 }
 
@@ -319,17 +338,20 @@ func proxyConfig(m *materials, rc roundConfig, sab Sabotage, bundle string) prox
 	}
 }
 
-// newRegistry builds the real registry over registry/memory's store, whose
-// snapshots the simulation restores: a registry put back to an older state
-// (design section 10) forgets the fences it issued since, and issues them
-// again. A restart (a key rotation) builds another over the same store.
-// Its Run is not run: over this backend (no registry.Notifier, no
-// registry.Runner) Run has no work and would only wait, and a waiting
-// acquire is woken in process by the release itself (registry.Run says
-// so); every loop of the world is a step of the virtual clock instead.
-func newRegistry(signer *keys.Signer, rs *memory.Store, clk simClock, rnd io.Reader) (*registry.Registry, error) {
+// newRegistry builds the real registry over the round's registry store
+// (regstore.go: registry/memory, or registry/etcd), whose saves the
+// simulation restores: a registry put back to an older state (design
+// section 10) forgets the fences it issued since, and issues them again.
+// A restart (a key rotation) builds another over the same store.
+// Its Run is not run: over registry/memory (no registry.Notifier, no
+// registry.Runner) Run has no work and would only wait; on registry/etcd
+// it would watch for the wake-ups of other registry processes, and a
+// round has one. A waiting acquire is woken in process by the release
+// itself (registry.Run says so); every loop of the world is a step of the
+// virtual clock instead.
+func newRegistry(signer *keys.Signer, rs registryStore, clk simClock, rnd io.Reader) (*registry.Registry, error) {
 	r, err := registry.New(registry.Options{
-		Backend: registry.NewTxBackend(rs), Signer: signer, Clock: clk, Rand: rnd,
+		Backend: rs.backend(), Signer: signer, Clock: clk, Rand: rnd,
 		Metrics: discardMetrics{},
 	})
 	if err != nil {

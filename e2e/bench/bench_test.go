@@ -443,7 +443,7 @@ func TestSmokeQuick(t *testing.T) {
 	if rep.Postgres.Commits <= 0 || rep.Postgres.Err != "" {
 		t.Errorf("PostgreSQL totals %+v", rep.Postgres)
 	}
-	if len(rep.Throughput) != 6 {
+	if len(rep.Throughput) != 8 { // bolt, memory, redis, etcd at 1 and 16
 		t.Errorf("throughput rows: %+v", rep.Throughput)
 	}
 	for _, tp := range rep.Throughput {

@@ -56,10 +56,15 @@
 // growth per 100k requests over the whole benchmark. Then the lease
 // handoff (handoff.go: release -> the waiting acquirer's grant -> its
 // first accepted write through the sidecar), -handoffs times (default
-// 500) on each of four configurations: the bolt and the Redis registry,
-// each with a proof-mode and a registry-mode sidecar of its own whose
-// store is the registry's backend (handoff-bolt-proof, ...); then
-// acquire+release throughput on every registry backend; then the
+// 500) on each of six configurations: the bolt, the Redis and the etcd
+// registry, each with a proof-mode and a registry-mode sidecar of its own
+// whose store is the registry's backend (bolt for etcd, which is no
+// fenced store: the etcd rows then differ from the bolt rows by the
+// registry alone) (handoff-bolt-proof, ..., handoff-etcd-registry); the
+// etcd registry runs on a one-member etcd (internal/etcdtest's member,
+// --max-txn-ops 1024, started only when these phases run); then
+// acquire+release throughput on every registry backend (bolt, memory,
+// Redis, etcd, with redis-server's or the etcd member's CPU); then the
 // profiles (profile.go: -profile, default 3 s, of each arm -profile-arms
 // matches, by default the durable ones: bolt and Redis stores in proof
 // and registry modes, EdDSA, and PostgreSQL's), written to profiles/ and summed up in
@@ -87,7 +92,17 @@
 // -no-registry-phases skips the handoffs and the registry throughput
 // (their targets: "not measured"). postgres/ holds such a run (its
 // RESULTS.md, results.json, latency.svg and profiles), the committed
-// RESULTS.md staying the last full run's.
+// RESULTS.md staying the last full run's. The other way round:
+//
+//	go run ./e2e/bench -registry-phases-only -handoffs 200 -out e2e/bench/registry   # the handoffs and registry throughput alone, about 2 minutes
+//
+// -registry-phases-only runs the handoffs and the registry throughput and
+// nothing else (no arm, no profile: the arms' targets "not measured");
+// -registry-backends REGEXP keeps the handoffs and throughput runs of the
+// registry backends it matches (bolt, memory, redis, etcd). registry/
+// holds such a run, the first with the etcd registry's rows beside bolt's
+// and Redis's, on a machine other work shared (its RESULTS.md says how
+// busy: the figures are pessimistic, compare the rows with each other).
 //
 // Targets (targets.go): RESULTS.md opens with issue 22's targets, each
 // judged from the run's own data with PASS, MISS or "not measured" (with

@@ -37,22 +37,26 @@ type handoffResult struct {
 // handoffConfig is one handoff measurement: the registry (by its name in
 // the stack, and so its backend) and the status mode of the sidecar the
 // waiter writes through. Each configuration gets its own sidecar, whose
-// store is the registry's backend (bolt with the bolt registry on one
-// pod, Redis with the Redis registry for every replica), so the handoff
-// does not depend on -arms.
+// store is the registry's backend where that is a store (bolt with the
+// bolt registry on one pod, Redis with the Redis registry for every
+// replica) and bolt with the etcd registry (etcd is no fenced store; the
+// same store as the bolt rows, so the two differ by the registry alone),
+// so the handoff does not depend on -arms.
 type handoffConfig struct {
 	registry string // key in stack.registries
-	backend  string // the registry's backend, also the sidecar's store
+	backend  string // the registry's backend
+	store    string // the sidecar's store
 	status   string // proof, registry
 }
 
-// handoffConfigs are the handoffs measured, in order: the bolt and Redis
-// registries, each with a proof-mode sidecar (judged, targets.go) and a
-// registry-mode one (shown).
+// handoffConfigs are the handoffs measured, in order: the bolt, Redis and
+// etcd registries, each with a proof-mode sidecar (judged for bolt and
+// Redis, targets.go) and a registry-mode one (shown).
 func handoffConfigs() []handoffConfig {
 	return []handoffConfig{
-		{"EdDSA", "bolt", "proof"}, {"EdDSA", "bolt", "registry"},
-		{"redis", "redis", "proof"}, {"redis", "redis", "registry"},
+		{"EdDSA", "bolt", "bolt", "proof"}, {"EdDSA", "bolt", "bolt", "registry"},
+		{"redis", "redis", "redis", "proof"}, {"redis", "redis", "redis", "registry"},
+		{"etcd", "etcd", "bolt", "proof"}, {"etcd", "etcd", "bolt", "registry"},
 	}
 }
 
@@ -67,14 +71,18 @@ type handoffOutcome struct {
 	err               error
 }
 
-// runHandoffs measures every handoff configuration in turn, each through
-// a sidecar of its own started for it and stopped after. A configuration
-// that fails keeps its error in FirstError (and what it measured before).
+// runHandoffs measures every handoff configuration whose registry
+// backend o selects (-registry-backends) in turn, each through a sidecar
+// of its own started for it and stopped after. A configuration that fails
+// keeps its error in FirstError (and what it measured before).
 func (s *stack) runHandoffs(ctx context.Context, o options, base http.RoundTripper, progress io.Writer) []handoffResult {
 	var out []handoffResult
 	for _, hc := range handoffConfigs() {
 		if ctx.Err() != nil {
 			break
+		}
+		if !o.registryBackend(hc.backend) {
+			continue
 		}
 		res := s.runHandoff(ctx, o, hc, base, progress)
 		if res.FirstError != "" {
@@ -92,13 +100,13 @@ func (s *stack) runHandoffs(ctx context.Context, o options, base http.RoundTripp
 func (s *stack) runHandoff(ctx context.Context, o options, hc handoffConfig, base http.RoundTripper, progress io.Writer) handoffResult {
 	name := handoffName(hc.backend, hc.status)
 	reg := s.registries[hc.registry]
-	res := handoffResult{Name: name, Backend: hc.backend, Store: hc.backend, Status: hc.status}
+	res := handoffResult{Name: name, Backend: hc.backend, Store: hc.store, Status: hc.status}
 	if reg == nil {
 		res.FirstError = fmt.Sprintf("%v: no registry %s", errHandoff, hc.registry)
 		return res
 	}
 	res.Registry = reg.name + " (" + reg.backend + ")"
-	c, sidecarURL, _, err := s.startSidecar(sidecarSpec{name: name, store: hc.backend, status: hc.status, reg: reg})
+	c, sidecarURL, _, err := s.startSidecar(sidecarSpec{name: name, store: hc.store, status: hc.status, reg: reg})
 	if err != nil {
 		res.FirstError = err.Error()
 		return res

@@ -76,6 +76,12 @@ type options struct {
 	Arms         string        `json:"arms,omitempty"`
 	// NoRegistryPhases is -no-registry-phases.
 	NoRegistryPhases bool `json:"noRegistryPhases,omitempty"`
+	// RegistryPhasesOnly is -registry-phases-only: the handoffs and the
+	// registry throughput alone, no arm.
+	RegistryPhasesOnly bool `json:"registryPhasesOnly,omitempty"`
+	// RegistryBackends is -registry-backends: the registry backends whose
+	// handoffs and throughput run (empty: all).
+	RegistryBackends string `json:"registryBackends,omitempty"`
 	// LibraryIterations is the library phase's transactions of each kind
 	// per repetition (library.go).
 	LibraryIterations int `json:"libraryIterations,omitempty"`
@@ -110,6 +116,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.Arms, "arms", "", "only the arms whose name matches this regular expression (direct and plain-proxy always run: they are the baselines); "+libraryArm+" is the library phase")
 	fs.IntVar(&o.LibraryIterations, "library-iterations", defaultLibraryIterations, "library phase: business transactions with and without the fence call per repetition")
 	fs.BoolVar(&o.NoRegistryPhases, "no-registry-phases", false, "skip the handoffs and the registry throughput (their targets: not measured), e.g. with -arms to measure some arms alone")
+	fs.BoolVar(&o.RegistryPhasesOnly, "registry-phases-only", false, "run only the handoffs and the registry throughput (no arm, no profile; the arms' targets: not measured)")
+	fs.StringVar(&o.RegistryBackends, "registry-backends", "", "only the handoffs and registry throughput of the registry backends (bolt, memory, redis, etcd) this regular expression matches")
 	addSoakFlags(fs, &o)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -143,6 +151,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 			}
 		}
 	}
+	if err := checkRegistryFlags(&o); err != nil {
+		fmt.Fprintln(stderr, err)
+		return o, err
+	}
 	if _, err := regexp.Compile(o.Arms); err != nil {
 		fmt.Fprintln(stderr, "bench: -arms:", err)
 		return o, err
@@ -156,6 +168,26 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("bench: bad flags")
 	}
 	return o, nil
+}
+
+// checkRegistryFlags checks -registry-phases-only and -registry-backends;
+// a registry-only run has no profile phase (it profiles arms).
+func checkRegistryFlags(o *options) error {
+	if o.RegistryPhasesOnly && o.NoRegistryPhases {
+		return fmt.Errorf("bench: -registry-phases-only and -no-registry-phases exclude each other")
+	}
+	if _, err := regexp.Compile(o.RegistryBackends); err != nil {
+		return fmt.Errorf("bench: -registry-backends: %w", err)
+	}
+	if o.RegistryPhasesOnly {
+		o.Profile, o.ProfileArms = 0, ""
+	}
+	return nil
+}
+
+// registryBackend reports whether -registry-backends selects backend.
+func (o options) registryBackend(backend string) bool {
+	return regexp.MustCompile(o.RegistryBackends).MatchString(backend)
 }
 
 // sizesPositive reports whether the counts and durations are positive
@@ -253,8 +285,13 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 // the closed and open loops on every arm, the per-arm open loops, then
 // the handoffs, the registry throughput and the profiles.
 func (s *stack) runPhases(ctx context.Context, o options, rep *report, progress io.Writer) error {
-	if err := s.startAll(); err != nil {
+	if err := s.startAll(o); err != nil {
 		return err
+	}
+	base := loadTransport()
+	if o.RegistryPhasesOnly {
+		s.runRegistryPhases(ctx, o, nil, base, rep, progress)
+		return nil
 	}
 	only := regexp.MustCompile(o.Arms)
 	if needsPostgres(only) {
@@ -266,7 +303,6 @@ func (s *stack) runPhases(ctx context.Context, o options, rep *report, progress 
 	}
 	rep.Arms = arms
 	s.noteSkipped(rep, progress)
-	base := loadTransport()
 	if err := s.runArms(ctx, o, arms, base, rep, progress); err != nil {
 		return err
 	}
@@ -315,8 +351,9 @@ func finishReport(rep *report, ck clock.Clock, began time.Time, progress io.Writ
 	rep.Elapsed = clock.Since(ck, began).Seconds()
 }
 
-// startAll starts the backend, plain proxy, redis-server and registries.
-func (s *stack) startAll() error {
+// startAll starts the backend, plain proxy, redis-server, the registries
+// and, when its registry phases run, the etcd member of the etcd registry.
+func (s *stack) startAll(o options) error {
 	if err := s.startBackend(); err != nil {
 		return err
 	}
@@ -334,7 +371,14 @@ func (s *stack) startAll() error {
 			return err
 		}
 	}
-	return nil
+	if o.NoRegistryPhases || !o.registryBackend("etcd") {
+		return nil
+	}
+	if err := s.startEtcd(); err != nil {
+		return err
+	}
+	_, err := s.startRegistry("etcd", "etcd", "EdDSA")
+	return err
 }
 
 // loads are the loads of a repetition; the open loop's rate is set once

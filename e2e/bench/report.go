@@ -160,17 +160,7 @@ func renderMarkdown(rep *report) string {
 	}
 	renderHandoffs(p, rep.Handoffs)
 	if len(rep.Throughput) > 0 {
-		p("## Registry acquire+release throughput\n\n")
-		p("Each worker acquires a lease on its own resource and releases it, in a loop, with the SDK's low-level client (`Acquire`, `Release`). The bolt and redis backends are durable (bbolt fsync; redis-server with appendonly yes, appendfsync always).\n\n")
-		p("| backend | concurrency | acquire+release /s | registry core-s/1k | redis core-s/1k | errors |\n|---|---:|---:|---:|---:|---:|\n")
-		for _, t := range rep.Throughput {
-			redis := "–"
-			if t.Backend == "redis" {
-				redis = fmtNum(t.RedisCPU, 3)
-			}
-			p("| %s | %d | %s | %s | %s | %d |\n", t.Backend, t.Concurrency, fmtNum(t.PerSecond, 0), fmtNum(t.RegistryCPU, 3), redis, t.Errors)
-		}
-		p("\n")
+		renderThroughput(p, rep.Throughput)
 	}
 	renderLibrary(p, rep.Library)
 	renderPostgresTotals(p, rep.Postgres)
@@ -260,7 +250,7 @@ func (ri runInfo) busy() bool {
 // renderPartial writes, for a run with -arms or -no-registry-phases,
 // what it left out.
 func renderPartial(p func(string, ...any), o options) {
-	if o.Arms != "" || o.NoRegistryPhases {
+	if o.Arms != "" || o.NoRegistryPhases || o.RegistryPhasesOnly || o.RegistryBackends != "" {
 		p("**A partial run**: %s.\n\n", partialRun(o))
 	}
 }
@@ -274,5 +264,29 @@ func partialRun(o options) string {
 	if o.NoRegistryPhases {
 		parts = append(parts, "no handoffs nor registry throughput (-no-registry-phases)")
 	}
+	if o.RegistryPhasesOnly {
+		parts = append(parts, "only the handoffs and the registry throughput (-registry-phases-only): no arm, so the arms' targets are not measured")
+	}
+	if o.RegistryBackends != "" {
+		parts = append(parts, fmt.Sprintf("only the registry backends `-registry-backends %s` matches", o.RegistryBackends))
+	}
 	return strings.Join(parts, "; ")
+}
+
+// renderThroughput is RESULTS.md's registry throughput section.
+func renderThroughput(p func(string, ...any), ts []throughputResult) {
+	p("## Registry acquire+release throughput\n\n")
+	p("Each worker acquires a lease on its own resource and releases it, in a loop, with the SDK's low-level client (`Acquire`, `Release`). The bolt, redis and etcd backends are durable (bbolt fsync; redis-server with appendonly yes, appendfsync always; a one-member etcd, whose every commit is fsynced to its WAL).\n\n")
+	p("| backend | concurrency | acquire+release /s | registry core-s/1k | redis or etcd core-s/1k | errors |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, t := range ts {
+		server := "–"
+		switch t.Backend {
+		case "redis":
+			server = fmtNum(t.RedisCPU, 3)
+		case "etcd":
+			server = fmtNum(t.EtcdCPU, 3)
+		}
+		p("| %s | %d | %s | %s | %s | %d |\n", t.Backend, t.Concurrency, fmtNum(t.PerSecond, 0), fmtNum(t.RegistryCPU, 3), server, t.Errors)
+	}
+	p("\n")
 }

@@ -103,7 +103,7 @@ func renderHandoffs(p func(string, ...any), hs []handoffResult) {
 		return
 	}
 	p("## Lease handoff\n\n")
-	p("Handoffs of one resource between two owners, per registry and sidecar status mode, each through a sidecar of its own whose store is the registry's backend: the next owner's acquire is already waiting at the registry when the holder releases. ")
+	p("Handoffs of one resource between two owners, per registry and sidecar status mode, each through a sidecar of its own whose store is the registry's backend (bolt for the etcd registry, a one-member etcd on this machine): the next owner's acquire is already waiting at the registry when the holder releases. ")
 	p("Times from the release call to the waiting acquirer's grant, and to its first write accepted by the sidecar (segment 1 under the new fence; in proof mode the Transport first fetches the new lease's proof).\n\n")
 	p("| configuration | registry | store | status | handoffs | release → grant p50 / p99 / p99.9 / max ms | release → first accepted write p50 / p99 / p99.9 / max ms | error |\n")
 	p("|---|---|---|---|---:|---|---|---|\n")

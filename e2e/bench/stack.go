@@ -35,6 +35,9 @@ type stack struct {
 	plainURL   string
 	redis      *child
 	redisAddr  string
+	// etcd is the one-member etcd cluster of the etcd registry (etcd.go).
+	etcd       *child
+	etcdURL    string
 	registries map[string]*registryProc
 
 	// pg is the run's own PostgreSQL database (pgdb.go), nil until
@@ -50,7 +53,7 @@ type stack struct {
 
 // registryProc is a running "fencegate registry".
 type registryProc struct {
-	name    string // EdDSA, ES256, HS256 (bolt backends), memory, redis (EdDSA)
+	name    string // EdDSA, ES256, HS256 (bolt backends), memory, redis, etcd (EdDSA)
 	backend string
 	alg     string
 	keys    string // directory with signing.jwk and jwks.json
@@ -180,9 +183,10 @@ func (s *stack) generateKeys(alg string) (string, error) {
 }
 
 // registryYAML is the configuration of a registry on backend signing with
-// the key in keysDir. Identity is insecure-header (--insecure-dev): the
-// bench measures the lease protocol, not TLS.
-func registryYAML(dataDir, backend, redisAddr, prefix, keysDir string) string {
+// the key in keysDir; server is the Redis address or the etcd member's
+// client URL. Identity is insecure-header (--insecure-dev): the bench
+// measures the lease protocol, not TLS.
+func registryYAML(dataDir, backend, server, prefix, keysDir string) string {
 	y := "listen: 127.0.0.1:0\n" +
 		"dataDir: " + strconv.Quote(dataDir) + "\n" +
 		"backend: " + backend + "\n" +
@@ -190,8 +194,11 @@ func registryYAML(dataDir, backend, redisAddr, prefix, keysDir string) string {
 		"log: {level: warn}\n" +
 		// The profile phase (profile.go) reads /debug/pprof, an admin route.
 		"admin: {allowLoopback: true}\n"
-	if backend == "redis" {
-		y += "redis: {addr: " + strconv.Quote(redisAddr) + ", prefix: " + prefix + "}\n"
+	switch backend {
+	case "redis":
+		y += "redis: {addr: " + strconv.Quote(server) + ", prefix: " + prefix + "}\n"
+	case "etcd":
+		y += "etcd: {endpoints: [" + strconv.Quote(server) + "], prefix: " + prefix + "}\n"
 	}
 	return y
 }
@@ -207,7 +214,11 @@ func (s *stack) startRegistry(name, backend, alg string) (*registryProc, error) 
 		return nil, err
 	}
 	cfg := filepath.Join(dir, "registry.yaml")
-	y := registryYAML(filepath.Join(dir, "data"), backend, s.redisAddr, "fgreg-"+name, keysDir)
+	server := s.redisAddr
+	if backend == "etcd" {
+		server = s.etcdURL
+	}
+	y := registryYAML(filepath.Join(dir, "data"), backend, server, "fgreg-"+name, keysDir)
 	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
 		return nil, err
 	}

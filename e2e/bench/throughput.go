@@ -23,18 +23,24 @@ type throughputResult struct {
 	PerSecond   float64 `json:"pairsPerSecond"`
 	Errors      int     `json:"errors"`
 	FirstError  string  `json:"firstError,omitempty"`
-	// RegistryCPU and RedisCPU are core-seconds per 1,000 pairs.
+	// RegistryCPU, RedisCPU and EtcdCPU (the etcd member's) are
+	// core-seconds per 1,000 pairs.
 	RegistryCPU float64 `json:"registryCpuCoreSecondsPer1k"`
 	RedisCPU    float64 `json:"redisCpuCoreSecondsPer1k,omitempty"`
+	EtcdCPU     float64 `json:"etcdCpuCoreSecondsPer1k,omitempty"`
 }
 
-// runThroughput measures acquire+release on the bolt, memory and redis
-// registries, sequentially and with 16 concurrent workers, each on its own
-// resource (an acquire of a held resource would only measure waiting).
+// runThroughput measures acquire+release on the bolt, memory, redis and
+// etcd registries that o selects (-registry-backends), sequentially and
+// with 16 concurrent workers, each on its own resource (an acquire of a
+// held resource would only measure waiting).
 func (s *stack) runThroughput(ctx context.Context, o options, base http.RoundTripper, progress io.Writer) []throughputResult {
 	var out []throughputResult
-	for _, name := range []string{"EdDSA", "memory", "redis"} {
+	for _, name := range []string{"EdDSA", "memory", "redis", "etcd"} {
 		reg := s.registries[name]
+		if reg == nil || !o.registryBackend(reg.backend) {
+			continue
+		}
 		for _, conc := range []int{1, 16} {
 			if ctx.Err() != nil {
 				return out
@@ -98,17 +104,24 @@ func (s *stack) throughput(ctx context.Context, reg *registryProc, conc int, d t
 	cpu1 := s.cpuOf(reg)
 	if res.Pairs > 0 {
 		res.RegistryCPU = (cpu1[0] - cpu0[0]) / float64(res.Pairs) * 1000
-		if reg.backend == "redis" {
+		switch reg.backend {
+		case "redis":
 			res.RedisCPU = (cpu1[1] - cpu0[1]) / float64(res.Pairs) * 1000
+		case "etcd":
+			res.EtcdCPU = (cpu1[2] - cpu0[2]) / float64(res.Pairs) * 1000
 		}
 	}
 	return res
 }
 
-// cpuOf is the CPU seconds of a registry and of redis-server.
-func (s *stack) cpuOf(reg *registryProc) [2]float64 {
-	var v [2]float64
+// cpuOf is the CPU seconds of a registry, of redis-server and of the etcd
+// member.
+func (s *stack) cpuOf(reg *registryProc) [3]float64 {
+	var v [3]float64
 	v[0], _ = readCPUSeconds(reg.proc.pid())
 	v[1], _ = readCPUSeconds(s.redis.pid())
+	if s.etcd != nil {
+		v[2], _ = readCPUSeconds(s.etcd.pid())
+	}
 	return v
 }
