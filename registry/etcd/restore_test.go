@@ -96,69 +96,101 @@ func unique(t *testing.T, fences []uint64) {
 	}
 }
 
-// TestRestoredSnapshotIsRecovered: replica A runs across the restore;
-// replica B ran before it, was stopped, and a new process starts after it
-// with B's state file. The snapshot is taken at fence 3 of a resource;
-// fences 4..8 follow (A, B, A again: A saw them all) and a lease of
-// another resource is held. After the restore, each replica's next grant
-// is above fence 8 with an epoch above every epoch issued before, each
-// replica counted its recovery (the restarted one at Open, against its
-// state file), no fence was issued twice, and the held lease (in the
-// snapshot, so in the restored data) reads REVOKED.
+// TestRestoredSnapshotIsRecovered: replica A runs across the restore (its
+// watermark in memory only); replica B ran before it, was stopped, and a
+// new process starts after it with B's state file. The snapshot is taken
+// at fence 3 of a resource; fences 4..8 follow (A, B, A again: A saw them
+// all) while a lease of another resource is held. After the restore, each
+// replica's next grant is above fence 8 with an epoch above every epoch
+// issued before, the replica that steps first counted one recovery (the
+// restarted process does at Open, against its state file), no fence was
+// issued twice, and the held lease (in the snapshot, so in the restored
+// data) reads REVOKED. Either replica may step first.
 func TestRestoredSnapshotIsRecovered(t *testing.T) {
 	for _, mode := range restoreModes {
-		t.Run(mode.name, func(t *testing.T) {
-			const res = "restore/r"
-			c := etcdtest.Start(t, 1)
-			k := registrytest.NewKeys(t)
-			dir := t.TempDir()
-			beA := openState(t, c, filepath.Join(dir, "a.json"))
-			beB := openState(t, c, filepath.Join(dir, "b.json"))
-			regA, regB := newRegistry(t, beA, k, nil), newRegistry(t, beB, k, nil)
+		for _, restartedFirst := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/restarted first %t", mode.name, restartedFirst), func(t *testing.T) {
+				restoreStory(t, 1, mode.o, restartedFirst)
+			})
+		}
+	}
+}
 
-			held := acquire(t, regA, "restore/held", "carol", "held-1")
-			issued, _ := grantAndRelease(t, regA, res, "old", 3)
-			snap := c.Snapshot(t)
-			for _, step := range []struct {
-				reg *registry.Registry
-				tag string
-				n   int
-			}{{regA, "new-a", 2}, {regB, "new-b", 2}, {regA, "new-a2", 1}} {
-				f, _ := grantAndRelease(t, step.reg, res, step.tag, step.n)
-				issued = append(issued, f...)
-			}
-			highest, epoch := issued[len(issued)-1], held.IssuerEpoch
-			if err := beB.Close(); err != nil {
-				t.Fatalf("close B: %v", err)
-			}
+// TestRestoredSnapshotIsRecoveredThreeMembers is the same story on a
+// three-member etcd, every member restored from the one snapshot
+// (without --bump-revision, the running replica first).
+func TestRestoredSnapshotIsRecoveredThreeMembers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three etcd processes, restored")
+	}
+	restoreStory(t, 3, etcdtest.RestoreOptions{}, false)
+}
 
-			c.Restore(t, snap, mode.o)
-			beB2 := openState(t, c, filepath.Join(dir, "b.json"))
-			regB2 := newRegistry(t, beB2, k, nil)
-			for _, r := range []struct {
-				name string
-				reg  *registry.Registry
-				be   registry.Backend
-			}{{"replica-across-the-restore", regA, beA}, {"new-process-with-the-state-file", regB2, beB2}} {
-				l := acquire(t, r.reg, res, "bob", "after-"+r.name)
-				issued = append(issued, l.Fence)
-				if l.Fence <= highest || l.IssuerEpoch <= epoch || restores(r.be) != 1 {
-					t.Errorf("%s: first grant after the restore: fence %d epoch %d, %d restores; want a fence above %d, an epoch above %d, 1 restore",
-						r.name, l.Fence, l.IssuerEpoch, restores(r.be), highest, epoch)
-				}
-				if _, err := r.reg.Release(context.Background(), "bob", l.Lease); err != nil {
-					t.Fatalf("release: %v", err)
-				}
-			}
-			unique(t, issued)
-			st, err := regA.Status(context.Background(), registry.LeaseQuery{Lease: held.Lease})
-			if err != nil {
-				t.Fatalf("status of the held lease: %v", err)
-			}
-			if st.View.State != fencegate.StateRevoked {
-				t.Errorf("lease held before the snapshot reads %s after the recovery, want REVOKED", st.View.State)
-			}
-		})
+func restoreStory(t *testing.T, members int, o etcdtest.RestoreOptions, restartedFirst bool) {
+	const res = "restore/r"
+	c := etcdtest.Start(t, members)
+	k := registrytest.NewKeys(t)
+	state := filepath.Join(t.TempDir(), "b.json")
+	beA, beB := openState(t, c, ""), openState(t, c, state)
+	regA, regB := newRegistry(t, beA, k, nil), newRegistry(t, beB, k, nil)
+
+	var held registry.LeaseRecord
+	err := retryContention(func() error {
+		r, err := regA.Acquire(context.Background(), registry.AcquireRequest{Resource: "restore/held", Owner: "carol", RequestID: "held-1", TTL: 10 * time.Minute})
+		held = r.View.Lease
+		return err
+	})
+	if err != nil {
+		t.Fatalf("acquire the held lease: %v", err)
+	}
+	issued, _ := grantAndRelease(t, regA, res, "old", 3)
+	snap := c.Snapshot(t)
+	for _, step := range []struct {
+		reg *registry.Registry
+		tag string
+		n   int
+	}{{regA, "new-a", 2}, {regB, "new-b", 2}, {regA, "new-a2", 1}} {
+		f, _ := grantAndRelease(t, step.reg, res, step.tag, step.n)
+		issued = append(issued, f...)
+	}
+	highest, epoch := issued[len(issued)-1], held.IssuerEpoch
+	if err := beB.Close(); err != nil {
+		t.Fatalf("close B: %v", err)
+	}
+
+	c.Restore(t, snap, o)
+	type replica struct {
+		name string
+		open func() (*registry.Registry, registry.Backend)
+	}
+	running := replica{"replica-across-the-restore", func() (*registry.Registry, registry.Backend) { return regA, beA }}
+	restarted := replica{"new-process-with-the-state-file", func() (*registry.Registry, registry.Backend) {
+		be := openState(t, c, state)
+		return newRegistry(t, be, k, nil), be
+	}}
+	order := []replica{running, restarted}
+	if restartedFirst {
+		order = []replica{restarted, running}
+	}
+	for i, r := range order {
+		reg, be := r.open()
+		l := acquire(t, reg, res, "bob", "after-"+r.name)
+		issued = append(issued, l.Fence)
+		if l.Fence <= highest || l.IssuerEpoch <= epoch || (i == 0 && restores(be) != 1) {
+			t.Errorf("%s: first grant after the restore: fence %d epoch %d, %d restores; want a fence above %d, an epoch above %d (and 1 restore for the first to step)",
+				r.name, l.Fence, l.IssuerEpoch, restores(be), highest, epoch)
+		}
+		if _, err := reg.Release(context.Background(), "bob", l.Lease); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+	}
+	unique(t, issued)
+	st, err := regA.Status(context.Background(), registry.LeaseQuery{Lease: held.Lease})
+	if err != nil {
+		t.Fatalf("status of the held lease: %v", err)
+	}
+	if st.View.State != fencegate.StateRevoked {
+		t.Errorf("lease held before the snapshot reads %s after the recovery, want REVOKED", st.View.State)
 	}
 }
 
