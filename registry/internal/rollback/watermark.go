@@ -26,7 +26,7 @@ const SaveInterval = time.Second
 // had already seen: the store went back (restored from an older copy,
 // failed over to a lagging replica, emptied). The backends recover from
 // it (Retry) and run the step again.
-var ErrRolledBack = errors.New("registry: the registry's state went back")
+var ErrRolledBack = errors.New("registry/rollback: the registry's state went back")
 
 // Watermark is what a process has seen of the registry's state: the
 // highest revision, issuer epoch and policy generation read or written,
