@@ -2,10 +2,7 @@ package etcdtest
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 )
 
@@ -32,29 +29,5 @@ func Binary() (string, error) {
 	return buildBin, errBuild
 }
 
-// build compiles the server into a shared directory under os.TempDir: to
-// a temporary file, renamed into place, so a concurrent build by another
-// package's test binary never exposes a half-written file.
-func build() (string, error) {
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("fencegate-etcdtest-%d", os.Getuid()))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBuild, err)
-	}
-	tmp, err := os.CreateTemp(dir, "etcdserver-*.tmp")
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBuild, err)
-	}
-	name := tmp.Name()
-	_ = tmp.Close()
-	out, err := exec.Command("go", "build", "-o", name, serverPackage).CombinedOutput()
-	if err != nil {
-		_ = os.Remove(name)
-		return "", fmt.Errorf("%w: %w\n%s", ErrBuild, err, out)
-	}
-	bin := filepath.Join(dir, "etcdserver")
-	if err := os.Rename(name, bin); err != nil {
-		_ = os.Remove(name)
-		return "", fmt.Errorf("%w: %w", ErrBuild, err)
-	}
-	return bin, nil
-}
+// build compiles the server (buildTool).
+func build() (string, error) { return buildTool(serverPackage, "etcdserver") }

@@ -112,7 +112,7 @@
 // (TestReleaseWakesWaiterOnOtherReplica, TestCommitWritesWakeUp). The
 // wake-up keys stay, one per resource ever ended.
 //
-// # The watermark: etcd's revision and the registry's
+// # Restores: etcd's revision and the registry's
 //
 // registry/redis keeps a watermark of the registry's revision, epoch and
 // fences, announced between processes over pub/sub, because a Redis
@@ -121,17 +121,51 @@
 // a snapshot or a wiped cluster can move back, every read of a step
 // after the first is at the first's revision, and every commit compares
 // mod revisions, so no replica needs to hear what another wrote (its
-// next linearizable read sees it). What is left is to notice a restore:
+// next linearizable read sees it). What is left is to meet a restore:
 // etcdutl snapshot restore without --bump-revision moves etcd's revision
 // back, and with --bump-revision moves it forward while the data (the
 // registry's own Meta.Revision and epoch) goes back. So each Store keeps
-// the highest registry Meta.Revision and issuer epoch it read or wrote
-// (watermark.go), taken before each step's first read, and a meta below
-// it is ErrRolledBack (with registry.ErrBackend): nothing is decided on
-// it. That is a fail-closed detection only, in the running process:
-// recovery (an epoch bump and fence floor before anything is issued, as
-// registry/redis's recover.go does), a state file across restarts, and
-// restore tests with etcdutl are the next step of issue 24.
+// the shared watermark of registry/internal/rollback (watermark.go): the
+// highest registry revision, issuer epoch, policy generation and fence it
+// read or wrote, taken before each step's first read. A meta below it is
+// a rollback, and before anything is decided on it the Store recovers
+// (recover.go): one etcd transaction, compared on the meta's mod
+// revision, bumps the issuer epoch above every epoch it saw (every earlier
+// grant reads REVOKED), raises the global fence floor above every fence
+// it saw or issued, sets the revision above every revision it saw, and
+// puts the wake-up key of every resource; then the step runs again. A
+// second rollback in a row fails the step with ErrRolledBack (and
+// registry.ErrBackend). Store.Restores counts recoveries
+// (TestRestoredSnapshotIsRecovered, with etcdutl, with and without
+// --bump-revision; TestOlderMetaIsRecovered). Every replica that saw more
+// recovers on its own next step; recoveries only raise, so they compose.
+//
+// Across a restart of the registry process, Options.StateFile (the
+// server's dataDir/etcd-state.json) keeps the watermark on disk, saved at
+// most a second late (Store.Run, which Registry.Run runs) and at Close,
+// plus a fence ceiling reserved FenceReserve above the highest fence
+// issued, fsynced before any fence above the previous ceiling is handed
+// out; at Open the global floor is raised to the ceiling. The cost is that
+// fences jump by up to FenceReserve at each restart.
+//
+// A replica floors at what it saw: a fence issued by another replica that
+// it never read is covered only by that replica's own recovery (when it
+// runs, or restarts with its state file). And a process that starts after
+// the restore with no state file, while no process that saw the lost
+// writes runs, has nothing to compare with and reissues fences
+// (TestRestoreUnseenByAFreshProcess; e2e's
+// TestRegistryOnEtcdRestoredFromSnapshot shows the sidecar answering
+// FENCE_REGRESSION and pausing): the sidecars are the last line there,
+// and the operator raises the floor (fencegate registry floor). Keep the
+// registry's dataDir on a persistent volume.
+//
+// Wake-ups across a restore (revisions.go): without --bump-revision the
+// client resumes a watch at a revision the restored cluster has not
+// reached, and it would wait there silently; a step whose reads are at an
+// etcd revision below the highest this Store saw before it, and every
+// recovery, start the watches again from the current revision. With
+// --bump-revision --mark-compacted the resumed watch is cancelled as
+// compacted and watched again (TestWakeUpAcrossRestore).
 //
 // # Not yet
 //

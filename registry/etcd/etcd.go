@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/internal/rollback"
 )
 
 // SchemaVersion is the format version of the stored values, kept under
@@ -68,8 +70,24 @@ type Options struct {
 	// ScanLimit bounds how many leases one compaction examines
 	// (DefaultScanLimit when zero); the next one resumes after them.
 	ScanLimit int
-	// Logger receives the warnings of the wake-up watch; slog.Default()
-	// when nil.
+	// StateFile, when set, is a local file where this process keeps its
+	// watermark (the highest registry revision, issuer epoch, policy
+	// generation and fence it saw) and a fence ceiling reserved
+	// FenceReserve above the highest fence it issued, fsynced before a
+	// fence above the previous ceiling is issued. A process restarted
+	// along with an etcd restored from an older snapshot then detects the
+	// rollback and raises the fence floor above every fence it issued
+	// (recover.go). Without it the watermark is kept in memory only: a
+	// rollback under a running process is still detected and recovered;
+	// one across its restart is not. The registry server sets
+	// dataDir/etcd-state.json.
+	StateFile string
+	// FenceReserve is how far above a fence the ceiling is reserved
+	// (DefaultFenceReserve when zero): a larger reserve saves the state
+	// file less often, and makes fences jump further after a restart.
+	FenceReserve uint64
+	// Logger receives the warnings of the wake-up watch and the errors of
+	// a recovery; slog.Default() when nil.
 	Logger *slog.Logger
 }
 
@@ -99,8 +117,20 @@ type Store struct {
 	watches map[int]context.CancelFunc
 	nextW   int
 
-	// wm is what this process saw of the registry's meta (watermark.go).
-	wm watermark
+	// restart is closed (and replaced, under wmu) to make every wake-up
+	// watch of this Store watch again from etcd's current revision.
+	restart chan struct{}
+	// etcdRev is the highest etcd revision a step of this Store read at
+	// (revisions.go); watchStarts counts the wake-up watches etcd
+	// confirmed.
+	etcdRev     atomic.Int64
+	watchStarts atomic.Uint64
+
+	// wm is what this process saw of the registry's state, kept in the
+	// state file (watermark.go); restores counts the recoveries
+	// (recover.go).
+	wm       rollback.Watermark
+	restores atomic.Uint64
 }
 
 // Open connects to etcd and checks the keyspace's schema version (writing
@@ -142,6 +172,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		log:         logger,
 		origin:      origin,
 		watches:     map[int]context.CancelFunc{},
+		restart:     make(chan struct{}),
+	}
+	if err := s.wm.Load(o.StateFile, o.FenceReserve); err != nil {
+		_ = c.Close()
+		return nil, err
 	}
 	// The first answer is the schema check's: an unreachable cluster fails
 	// Open within the dial timeout (gRPC would wait for ctx's end).
@@ -152,6 +187,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w: registry/etcd: no answer from %v within the dial timeout: %w", registry.ErrBackend, o.Endpoints, err)
 		}
+		return nil, err
+	}
+	if err := s.liftFloor(ctx); err != nil {
+		_ = c.Close()
 		return nil, err
 	}
 	return s, nil
@@ -201,13 +240,21 @@ func (s *Store) checkSchema(ctx context.Context) error {
 // mod revisions, its writes buffered, and one etcd transaction puts the
 // writes if none of the keys read changed. On a conflict fn runs again on
 // fresh reads, at most MaxAttempts times in all.
+//
+// A step that finds the registry's state rolled back (ErrRolledBack: etcd
+// restored from an older snapshot, or emptied) first recovers (see
+// recover.go), then runs again.
 func (s *Store) Update(ctx context.Context, fn func(registry.Tx) error) error {
+	return s.recovering(ctx, func() error { return s.update(ctx, fn) })
+}
+
+func (s *Store) update(ctx context.Context, fn func(registry.Tx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return registry.ErrClosed
 	}
-	return s.attempt(ctx, true, fn)
+	return s.attempt(ctx, func() error { return s.step(ctx, true, fn) })
 }
 
 // View runs fn over a snapshot that is current when View returns: the
@@ -215,27 +262,39 @@ func (s *Store) Update(ctx context.Context, fn func(registry.Tx) error) error {
 // etcd transaction with nothing to write checks that none of the keys
 // read changed since (else fn runs again). A status proof thus states
 // the registry as it was at a moment inside the call: linearizable.
+// A rolled-back state is recovered first, like in Update.
 func (s *Store) View(ctx context.Context, fn func(registry.Tx) error) error {
+	return s.recovering(ctx, func() error { return s.view(ctx, fn) })
+}
+
+func (s *Store) view(ctx context.Context, fn func(registry.Tx) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return registry.ErrClosed
 	}
-	return s.attempt(ctx, false, fn)
+	return s.attempt(ctx, func() error { return s.step(ctx, false, fn) })
+}
+
+// recovering runs step; when it found the state rolled back, it recovers
+// and runs it again (rollback.Retry: a second rollback in a row is
+// registry.ErrBackend with ErrRolledBack).
+func (s *Store) recovering(ctx context.Context, step func() error) error {
+	return rollback.Retry(step, func(cause error) error { return s.recoverRollback(ctx, cause) })
 }
 
 // errConflict marks an attempt whose transaction found a key it read
 // changed.
 var errConflict = errors.New("registry/etcd: a key read changed")
 
-// attempt runs one STM at a time until one commits or fails otherwise,
-// at most maxAttempts times, with a short jittered backoff in between.
-func (s *Store) attempt(ctx context.Context, writable bool, fn func(registry.Tx) error) error {
+// attempt runs try (one transaction) until it does not conflict, at most
+// maxAttempts times, with a short jittered backoff in between.
+func (s *Store) attempt(ctx context.Context, try func() error) error {
 	for i := range s.maxAttempts {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := s.step(ctx, writable, fn)
+		err := try()
 		if !errors.Is(err, errConflict) {
 			return err
 		}
@@ -264,13 +323,23 @@ func backoff(ctx context.Context, i int) error {
 // step is one attempt: fn over a fresh transaction (watermark snapshot
 // first, then the first read, linearizable), then the commit.
 func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) error) error {
-	seen := s.wm.snapshot() // before the first read: see watermark.check
+	seen := s.wm.Snapshot() // before the first read: see watermark.check
+	seenRev := s.etcdRev.Load()
 	t := newTx(ctx, s, writable, seen)
-	if err := fn(t); err != nil {
+	err := fn(t)
+	s.readAt(seenRev, t.kv.rev)
+	if err != nil {
 		return err
 	}
 	if err := t.finish(); err != nil {
 		return err
+	}
+	if writable {
+		// The ceiling on disk covers the fences this step issues before
+		// they can be handed out.
+		if err := s.wm.ReserveUpTo(t.maxFence); err != nil {
+			return err
+		}
 	}
 	ok, err := t.kv.commit()
 	switch {
@@ -282,8 +351,8 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 	case !ok:
 		return errConflict
 	}
-	if writable && t.meta != nil {
-		s.wm.see(*t.meta)
+	if writable {
+		s.wm.Wrote(t.meta, t.maxFence)
 	}
 	return nil
 }
@@ -317,8 +386,11 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.stopWatches()
+	// The state file gets the latest revision seen, so a restart finds a
+	// rollback to any snapshot older than this moment.
+	saveErr := s.wm.Save()
 	if err := s.c.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("registry/etcd: close: %w", err)
 	}
-	return nil
+	return saveErr
 }

@@ -5,3 +5,7 @@ import "github.com/fencegate/fencegate/registry"
 // Watches counts the wake-up watches of the Store behind a backend of
 // OpenBackend.
 func Watches(be registry.Backend) int { return be.(backend).s.Watches() }
+
+// WatchStarts counts the wake-up watches etcd confirmed to the Store
+// behind a backend of OpenBackend (a watch started again counts again).
+func WatchStarts(be registry.Backend) uint64 { return be.(backend).s.watchStarts.Load() }

@@ -67,8 +67,9 @@ func (s *Store) Notify(ctx context.Context, resource string) error {
 // Subscribe returns is delivered. When etcd cancels the watch (its member
 // lost the leader: the watch requires one; a compaction) it watches again
 // from the current revision: wake-ups meanwhile are lost, which only
-// delays a waiter until its own timer. The channel is closed when ctx
-// ends or the Store is closed.
+// delays a waiter until its own timer. It watches again too, at once, when
+// the Store recovered from a rollback (restartWatches). The channel is
+// closed when ctx ends or the Store is closed.
 func (s *Store) Subscribe(ctx context.Context) <-chan string {
 	out := make(chan string, 64)
 	wctx, cancel := context.WithCancel(ctx)
@@ -78,19 +79,48 @@ func (s *Store) Subscribe(ctx context.Context) <-chan string {
 		close(out)
 		return out
 	}
-	wch := s.watch(wctx)
+	one, restart := s.watchOnce(wctx)
 	go func() {
 		defer close(out)
 		defer s.dropWatch(id)
 		for {
-			s.follow(wctx, wch, out)
-			if !s.pause(wctx) {
+			if s.follow(one, out, restart) && !s.pause(wctx) {
 				return
 			}
-			wch = s.watch(wctx)
+			if wctx.Err() != nil {
+				return
+			}
+			one, restart = s.watchOnce(wctx)
 		}
 	}()
 	return out
+}
+
+// oneWatch is one watch of the wake-up keys, under a context of its own
+// (cancelled to watch again after a recovery).
+type oneWatch struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wch    clientv3.WatchChan
+}
+
+// watchOnce starts one watch (watch) and returns it with the channel that
+// a recovery closes (restartWatches).
+func (s *Store) watchOnce(ctx context.Context) (oneWatch, <-chan struct{}) {
+	s.wmu.Lock()
+	restart := s.restart
+	s.wmu.Unlock()
+	wctx, cancel := context.WithCancel(ctx)
+	return oneWatch{ctx: wctx, cancel: cancel, wch: s.watch(wctx)}, restart
+}
+
+// restartWatches makes every wake-up watch of this Store watch again from
+// etcd's current revision (after a recovery: see recover.go).
+func (s *Store) restartWatches() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	close(s.restart)
+	s.restart = make(chan struct{})
 }
 
 // watch starts one watch of the wake-up keys and waits for its
@@ -102,6 +132,7 @@ func (s *Store) watch(ctx context.Context) clientv3.WatchChan {
 	select {
 	case resp, ok := <-wch:
 		if ok && resp.Err() == nil && resp.Created {
+			s.watchStarts.Add(1)
 			return wch
 		}
 		if ok {
@@ -115,21 +146,38 @@ func (s *Store) watch(ctx context.Context) clientv3.WatchChan {
 }
 
 // follow passes the resources of the watch's events to out until the
-// watch ends.
-func (s *Store) follow(ctx context.Context, wch clientv3.WatchChan, out chan<- string) {
-	for resp := range wch {
-		for _, ev := range resp.Events {
-			if ev.Type != mvccpb.PUT || string(ev.Kv.Value) == s.origin {
-				continue // its own: this process already woke its waiters
+// watch ends (true: pause before watching again) or restart is closed
+// (false: watch again at once); the watch's context is cancelled either
+// way.
+func (s *Store) follow(w oneWatch, out chan<- string, restart <-chan struct{}) bool {
+	defer w.cancel()
+	for {
+		select {
+		case <-restart:
+			return false
+		case resp, ok := <-w.wch:
+			if !ok {
+				return true
 			}
-			select {
-			case out <- strings.TrimPrefix(string(ev.Kv.Key), s.keys.ended("")):
-			case <-ctx.Done():
-				return
-			default:
-				// The follower is behind: this wake-up is dropped, the
-				// waiter's timer still catches the end.
-			}
+			s.deliver(w.ctx, resp, out)
+		}
+	}
+}
+
+// deliver passes the resources of one watch response's events to out.
+func (s *Store) deliver(ctx context.Context, resp clientv3.WatchResponse, out chan<- string) {
+	s.readAt(0, resp.Header.Revision) // a revision the next step's reads must reach
+	for _, ev := range resp.Events {
+		if ev.Type != mvccpb.PUT || string(ev.Kv.Value) == s.origin {
+			continue // its own: this process already woke its waiters
+		}
+		select {
+		case out <- strings.TrimPrefix(string(ev.Kv.Key), s.keys.ended("")):
+		case <-ctx.Done():
+			return
+		default:
+			// The follower is behind: this wake-up is dropped, the
+			// waiter's timer still catches the end.
 		}
 	}
 }
@@ -184,3 +232,14 @@ func (s *Store) Watches() int {
 	defer s.wmu.Unlock()
 	return len(s.watches)
 }
+
+// Run implements registry.Runner: the Store's state-file flusher
+// (recover.go).
+func (b backend) Run(ctx context.Context) error { return b.s.Run(ctx) }
+
+// Restores reports how many rollbacks of the etcd state this process
+// detected and recovered (see recover.go).
+func (b backend) Restores() uint64 { return b.s.Restores() }
+
+// Seen reports the highest revision and fence this process has seen.
+func (b backend) Seen() (revision, fence uint64) { return b.s.Seen() }

@@ -36,13 +36,53 @@ func rawClient(t *testing.T, c *etcdtest.Cluster) *clientv3.Client {
 	return cli
 }
 
-// TestOlderMetaIsRolledBack: once a Store has written the meta at
+// TestOlderMetaIsRecovered: once a Store has written the meta at
 // revision 3, a meta at revision 1 (what a restore of an older snapshot
-// would bring back, put here behind its back) fails the next step with
-// ErrRolledBack and registry.ErrBackend, and the step writes nothing.
-func TestOlderMetaIsRolledBack(t *testing.T) {
+// would bring back, put here behind its back) is recovered before the
+// next step decides: the epoch is bumped above 2, the revision set above
+// 3, one restore counted, and the step then runs on the recovered meta.
+func TestOlderMetaIsRecovered(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	s := openStore(t, etcd.Options{Endpoints: c.Endpoints()})
+	ctx := context.Background()
+	err := s.Update(ctx, func(tx registry.Tx) error {
+		return tx.PutMeta(registry.Meta{IssuerEpoch: 2, Revision: 3, Lineage: "L"})
+	})
+	if err != nil {
+		t.Fatalf("write the meta: %v", err)
+	}
+	old, _ := json.Marshal(registry.Meta{IssuerEpoch: 2, Revision: 1, Lineage: "L"})
+	if _, err := rawClient(t, c).Put(ctx, "fgreg/meta", string(old)); err != nil {
+		t.Fatal(err)
+	}
+	var decidedOn registry.Meta
+	err = s.Update(ctx, func(tx registry.Tx) error {
+		m, err := tx.Meta()
+		if err != nil {
+			return err
+		}
+		decidedOn = m
+		return tx.PutResource(registry.ResourceRecord{Resource: "rb/r", LastFence: 1})
+	})
+	if err != nil {
+		t.Fatalf("step over an older meta: %v", err)
+	}
+	if decidedOn.IssuerEpoch <= 2 || decidedOn.Revision <= 3 || decidedOn.Lineage != "L" {
+		t.Fatalf("the step decided on %+v, want an epoch above 2, a revision above 3 and the lineage kept", decidedOn)
+	}
+	if n := s.Restores(); n != 1 {
+		t.Fatalf("%d restores counted, want 1", n)
+	}
+}
+
+// TestRolledBackAgainFailsClosed: a meta that goes back again right
+// after the recovery (here put back before the step's rerun reads it)
+// fails the step with ErrRolledBack and registry.ErrBackend, and the step
+// writes nothing.
+func TestRolledBackAgainFailsClosed(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := openStore(t, etcd.Options{Endpoints: c.Endpoints()})
+	cli := rawClient(t, c)
 	ctx := context.Background()
 	err := s.Update(ctx, func(tx registry.Tx) error {
 		return tx.PutMeta(registry.Meta{IssuerEpoch: 2, Revision: 3})
@@ -51,17 +91,17 @@ func TestOlderMetaIsRolledBack(t *testing.T) {
 		t.Fatalf("write the meta: %v", err)
 	}
 	old, _ := json.Marshal(registry.Meta{IssuerEpoch: 2, Revision: 1})
-	if _, err := rawClient(t, c).Put(ctx, "fgreg/meta", string(old)); err != nil {
-		t.Fatal(err)
-	}
 	err = s.Update(ctx, func(tx registry.Tx) error {
+		if _, err := cli.Put(ctx, "fgreg/meta", string(old)); err != nil {
+			return err
+		}
 		if _, err := tx.Meta(); err != nil {
 			return err
 		}
 		return tx.PutResource(registry.ResourceRecord{Resource: "rb/r", LastFence: 1})
 	})
 	if !errors.Is(err, etcd.ErrRolledBack) || !errors.Is(err, registry.ErrBackend) {
-		t.Fatalf("step over an older meta: %v, want ErrRolledBack and ErrBackend", err)
+		t.Fatalf("step over a meta that went back twice: %v, want ErrRolledBack and ErrBackend", err)
 	}
 	err = s.View(ctx, func(tx registry.Tx) error {
 		_, found, err := tx.Resource("rb/r")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/internal/rollback"
 )
 
 // tx is one attempt of a step: a registry.Tx over a kv (kv.go). A read
@@ -22,11 +23,15 @@ type tx struct {
 	s        *Store
 	kv       *kv
 	writable bool
-	seen     mark
+	seen     rollback.State
 
 	// meta is the meta this step writes (nil if none): the watermark
 	// learns it once the transaction committed.
 	meta *registry.Meta
+	// maxFence is the highest LastFence of the resources this step writes:
+	// the state file's ceiling covers it before the commit, the watermark
+	// learns it after.
+	maxFence uint64
 	// ended are the resources of leases this step ends (a lease written
 	// in a state other than HELD) and held those of leases it writes HELD:
 	// the commit writes the wake-up key of each resource ended and not
@@ -34,7 +39,7 @@ type tx struct {
 	ended, held map[string]bool
 }
 
-func newTx(ctx context.Context, s *Store, writable bool, seen mark) *tx {
+func newTx(ctx context.Context, s *Store, writable bool, seen rollback.State) *tx {
 	return &tx{ctx: ctx, s: s, kv: newKV(ctx, s.c), writable: writable, seen: seen}
 }
 
@@ -119,7 +124,7 @@ func (t *tx) Meta() (registry.Meta, error) {
 	if err != nil {
 		return m, err
 	}
-	return m, t.s.wm.check(t.seen, m, found)
+	return m, t.s.wm.Check(t.seen, m, found)
 }
 
 func (t *tx) PutMeta(m registry.Meta) error {
@@ -131,11 +136,19 @@ func (t *tx) PutMeta(m registry.Meta) error {
 }
 
 func (t *tx) Resource(id string) (registry.ResourceRecord, bool, error) {
-	return getJSON[registry.ResourceRecord](t, t.s.keys.resource(id))
+	r, found, err := getJSON[registry.ResourceRecord](t, t.s.keys.resource(id))
+	if found && err == nil {
+		t.s.wm.SeeFence(r.LastFence)
+	}
+	return r, found, err
 }
 
 func (t *tx) PutResource(r registry.ResourceRecord) error {
-	return t.putJSON(t.s.keys.resource(r.Resource), r)
+	if err := t.putJSON(t.s.keys.resource(r.Resource), r); err != nil {
+		return err
+	}
+	t.maxFence = max(t.maxFence, r.LastFence)
+	return nil
 }
 
 func (t *tx) Lease(id string) (registry.LeaseRecord, bool, error) {

@@ -38,7 +38,7 @@ func (t *tx) Lineage() (string, error) {
 			return "", err
 		}
 	}
-	if err := t.s.wm.check(t.seen, m, found); err != nil {
+	if err := t.s.wm.Check(t.seen, m, found); err != nil {
 		return "", err
 	}
 	return m.Lineage, nil

@@ -107,9 +107,10 @@
 // A Redis restored from a backup (an RDB or AOF copied earlier), failed
 // over to a lagging replica, or restarted empty has forgotten the fences
 // issued since: the next acquire would hand them out again. Each registry
-// process keeps a watermark (watermark.go): the highest revision, issuer
-// epoch, policy generation and fence it has read, written, or heard another
-// process announce (every committed write PUBLISHes the state it reached on
+// process keeps a watermark (watermark.go, over the shared
+// registry/internal/rollback that registry/etcd uses too): the highest
+// revision, issuer epoch, policy generation and fence it has read,
+// written, or heard another process announce (every committed write PUBLISHes the state it reached on
 // {prefix}:state inside its MULTI, so the announcement exists exactly when
 // the write does). Redis only ever raises those numbers, so a step whose
 // meta read comes back below the watermark as it stood when the read was

@@ -11,9 +11,10 @@ import (
 
 	"github.com/fencegate/fencegate/internal/redisconf"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/internal/rollback"
 )
 
-// Recovering from a rollback.
+// Recovering from a rollback (the shared parts: registry/internal/rollback).
 //
 // When a step finds the registry's meta below the watermark (errRolledBack),
 // the Redis it reads has lost writes this process saw: grants may have been
@@ -54,7 +55,7 @@ func (s *Store) recoverRollback(ctx context.Context, cause error) error {
 			if err != nil {
 				return err
 			}
-			before, after = m, recoveredMeta(m, s.wm.snapshot(), s.wm.floor())
+			before, after = m, rollback.RecoveredMeta(m, s.wm.Snapshot(), s.wm.Floor())
 			raw, err := json.Marshal(after)
 			if err != nil {
 				return err
@@ -78,7 +79,7 @@ func (s *Store) recoverRollback(ctx context.Context, cause error) error {
 		slog.String("cause", cause.Error()),
 		slog.Uint64("issuerEpoch", after.IssuerEpoch), slog.Uint64("previousEpoch", before.IssuerEpoch),
 		slog.Uint64("fenceFloor", after.FenceFloor), slog.Uint64("revision", after.Revision))
-	return s.wm.recovered(after)
+	return s.wm.Recovered(after)
 }
 
 // readMeta GETs the meta key on rtx (a zero Meta when it is missing).
@@ -97,23 +98,6 @@ func readMeta(ctx context.Context, rtx *goredis.Tx, key string) (registry.Meta, 
 	return m, nil
 }
 
-// recoveredMeta is m after a rollback, given what this process saw: an
-// epoch above every epoch seen (unless another process already bumped past
-// it), a floor at least floor, a revision above every revision seen, and a
-// policy generation no lower than any seen. It never lowers anything.
-func recoveredMeta(m registry.Meta, seen watermarkState, floor uint64) registry.Meta {
-	if m.IssuerEpoch == 0 {
-		m.IssuerEpoch = 1 // a meta never written is at epoch 1
-	}
-	if m.IssuerEpoch <= seen.Epoch {
-		m.IssuerEpoch = seen.Epoch + 1
-	}
-	m.FenceFloor = max(m.FenceFloor, floor)
-	m.Revision = max(m.Revision, seen.Revision) + 1
-	m.PolicySeq = max(m.PolicySeq, seen.PolicySeq)
-	return m
-}
-
 // Restores reports how many rollbacks this process detected and recovered.
 func (s *Store) Restores() uint64 { return s.restores.Load() }
 
@@ -121,32 +105,22 @@ func (s *Store) Restores() uint64 { return s.restores.Load() }
 // floor to the file's ceiling, so that every fence this process issues
 // from now on exceeds every fence it issued before, whatever Redis lost
 // meanwhile. The file's revision may be up to a second stale after a
-// crash (stateSaveInterval), so a restore to a copy from that last second
+// crash (rollback.SaveInterval), so a restore to a copy from that last second
 // would not be seen as a rollback; the ceiling covers it anyway. A
 // rollback the watermark does see recovers in full first (epoch bump).
 // The cost: after each restart, fences jump by up to FenceReserve.
 func (s *Store) liftFloor(ctx context.Context) error {
-	floor := s.wm.floor()
+	floor := s.wm.Floor()
 	if floor == 0 {
 		return nil
 	}
-	return s.recovering(ctx, func() error {
-		return s.update(ctx, func(t registry.Tx) error {
-			m, err := t.Meta()
-			if err != nil || m.FenceFloor >= floor {
-				return err
-			}
-			m.FenceFloor = floor
-			m.Revision++
-			return t.PutMeta(m)
-		})
-	})
+	return s.recovering(ctx, func() error { return s.update(ctx, rollback.RaiseFloor(floor)) })
 }
 
 // Seen reports the highest registry revision and fence this process has
 // seen (read, written, or announced by another process): what a rollback
 // is detected against.
 func (s *Store) Seen() (revision, fence uint64) {
-	st := s.wm.snapshot()
+	st := s.wm.Snapshot()
 	return st.Revision, max(st.MaxFence, st.Ceiling)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/internal/redisconf"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/internal/rollback"
 )
 
 // SchemaVersion is the format version of the stored values, kept under
@@ -162,7 +163,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	wm, err := loadWatermark(o.StateFile, uint64(orDefault(int(o.FenceReserve), DefaultFenceReserve)))
+	wm, err := loadWatermark(o.StateFile, o.FenceReserve)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +221,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 // is over a second old) and at Close: only what the process reads or
 // hears while it issues no fence may reach the disk later than a second.
 func (s *Store) Run(ctx context.Context) error {
-	s.wm.flush(ctx, func(err error) {
+	s.wm.Flush(ctx, func(err error) {
 		s.log.Error("registry/redis: saving the state file failed; a restore across a restart of this process may go unseen", "error", err)
 	})
 	return nil
@@ -299,17 +300,7 @@ func (s *Store) view(ctx context.Context, fn func(registry.Tx) error) error {
 // and runs it again (a second rollback in a row is an error: the state
 // keeps going back under this process).
 func (s *Store) recovering(ctx context.Context, step func() error) error {
-	err := step()
-	if !errors.Is(err, errRolledBack) {
-		return err
-	}
-	if err := s.recoverRollback(ctx, err); err != nil {
-		return err
-	}
-	if err = step(); errors.Is(err, errRolledBack) {
-		return fmt.Errorf("%w: %w", registry.ErrBackend, err)
-	}
-	return err
+	return rollback.Retry(step, func(cause error) error { return s.recoverRollback(ctx, cause) })
 }
 
 // errConflict marks an attempt whose EXEC found a WATCHed key changed.
@@ -358,7 +349,7 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 		if writable {
 			// The ceiling on disk covers the fences this step issues
 			// before they can be handed out.
-			if fnErr = s.wm.reserveUpTo(t.maxFence); fnErr != nil {
+			if fnErr = s.wm.ReserveUpTo(t.maxFence); fnErr != nil {
 				unwatch(ctx, rtx)
 				return fnErr
 			}
@@ -384,7 +375,7 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 			return nil
 		})
 		if err == nil && writable {
-			s.wm.wrote(t.meta, t.maxFence)
+			s.wm.Wrote(t.meta, t.maxFence)
 			err = redisconf.WaitReplicas(ctx, rtx, s.minReplicas, s.replicaWait)
 		}
 		return err
@@ -444,7 +435,7 @@ func (s *Store) Close() error {
 	s.subs = nil
 	// The state file gets the latest revision seen, so a restart finds a
 	// rollback to any copy older than this moment.
-	saveErr := s.wm.save()
+	saveErr := s.wm.Save()
 	if err := s.c.Close(); err != nil {
 		return fmt.Errorf("registry/redis: close: %w", err)
 	}

@@ -120,12 +120,12 @@ func (t *tx) Meta() (registry.Meta, error) {
 	if t.meta != nil {
 		return *t.meta, nil
 	}
-	seen := t.s.wm.snapshot() // before the read: see watermark.check
+	seen := t.s.wm.Snapshot() // before the read: see watermark.check
 	m, found, err := getJSON[registry.Meta](t, t.s.keys.meta())
 	if err != nil {
 		return m, err
 	}
-	return m, t.s.wm.check(seen, m, found)
+	return m, t.s.wm.Check(seen, m, found)
 }
 func (t *tx) PutMeta(m registry.Meta) error {
 	if err := t.putJSON(t.s.keys.meta(), m); err != nil {
@@ -138,7 +138,7 @@ func (t *tx) PutMeta(m registry.Meta) error {
 func (t *tx) Resource(id string) (registry.ResourceRecord, bool, error) {
 	r, found, err := getJSON[registry.ResourceRecord](t, t.s.keys.resource(id))
 	if found && err == nil {
-		t.s.wm.seeFence(r.LastFence)
+		t.s.wm.SeeFence(r.LastFence)
 	}
 	return r, found, err
 }

@@ -39,7 +39,7 @@ func (t *tx) Lineage() (string, error) {
 		return t.meta.Lineage, nil
 	}
 	var m registry.Meta
-	seen := t.s.wm.snapshot() // before the read: see watermark.check
+	seen := t.s.wm.Snapshot() // before the read: see watermark.check
 	raw, err := t.rtx.Get(t.ctx, t.s.keys.meta()).Result()
 	found := true
 	switch {
@@ -52,7 +52,7 @@ func (t *tx) Lineage() (string, error) {
 			return "", fmt.Errorf("%w: registry/redis: corrupt meta: %v", registry.ErrBackend, err)
 		}
 	}
-	if err := t.s.wm.check(seen, m, found); err != nil {
+	if err := t.s.wm.Check(seen, m, found); err != nil {
 		return "", err
 	}
 	return m.Lineage, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,14 +16,22 @@ import (
 	"github.com/fencegate/fencegate/tlsfiles"
 )
 
-// openEtcd opens the etcd backend of cfg.Etcd; an unreachable cluster
-// fails it (within 10s).
-func openEtcd(cfg EtcdConfig, log *zap.Logger) (registry.Backend, error) {
+// openEtcd opens the etcd backend of cfg.Etcd, its state file in dataDir
+// unless cfg.StateFile names one; an unreachable cluster fails it (within
+// 10s).
+func openEtcd(cfg EtcdConfig, dataDir string, log *zap.Logger) (registry.Backend, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	password, err := cfg.readPassword()
 	if err != nil {
 		return nil, err
+	}
+	state := cfg.StateFile
+	if state == "" {
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		state = filepath.Join(dataDir, "etcd-state.json")
 	}
 	// No server name by default: each endpoint's host is verified.
 	tc, err := cfg.TLS.Reloading("", tlsfiles.Reload{OnError: func(err error) {
@@ -31,7 +41,7 @@ func openEtcd(cfg EtcdConfig, log *zap.Logger) (registry.Backend, error) {
 		return nil, fmt.Errorf("server: etcd.tls: %w", err)
 	}
 	be, err := etcd.OpenBackend(ctx, etcd.Options{Endpoints: cfg.Endpoints, DialTimeout: cfg.DialTimeout, TLS: tc,
-		Username: cfg.Username, Password: password, Prefix: cfg.Prefix, Logger: slog.New(zapslog.NewHandler(log.Core()))})
+		Username: cfg.Username, Password: password, Prefix: cfg.Prefix, StateFile: state, Logger: slog.New(zapslog.NewHandler(log.Core()))})
 	if err != nil {
 		return nil, fmt.Errorf("server: etcd: %w", err)
 	}

@@ -29,6 +29,11 @@ type EtcdConfig struct {
 	// a cluster with --client-cert-auth), serverName (default: each
 	// endpoint's host).
 	TLS tlsfiles.ClientConfig `yaml:"tls"`
+	// StateFile is where this process remembers the highest registry state
+	// it saw and a fence ceiling above every fence it issued, to meet an
+	// etcd restored from an older snapshot across its own restart (default
+	// DataDir/etcd-state.json; on a persistent volume for that to hold).
+	StateFile string `yaml:"stateFile"`
 }
 
 // Validate reports every problem of c at once, each named under section

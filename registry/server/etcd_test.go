@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -68,6 +70,7 @@ etcd:
   username: reg
   passwordFile: /run/secrets/etcd
   prefix: team-a
+  stateFile: /var/lib/reg/etcd.json
   tls: {enabled: true, caFile: ca.pem, certFile: c.pem, keyFile: k.pem, serverName: etcd.internal}
 `), 0o600)
 	c, err := server.Load(path)
@@ -75,7 +78,7 @@ etcd:
 		t.Fatal(err)
 	}
 	want := server.EtcdConfig{Endpoints: []string{"https://e1:2379", "https://e2:2379"}, DialTimeout: 3 * time.Second,
-		Username: "reg", PasswordFile: "/run/secrets/etcd", Prefix: "team-a"}
+		Username: "reg", PasswordFile: "/run/secrets/etcd", Prefix: "team-a", StateFile: "/var/lib/reg/etcd.json"}
 	want.TLS.Enabled, want.TLS.CAFile, want.TLS.CertFile, want.TLS.KeyFile, want.TLS.ServerName = true, "ca.pem", "c.pem", "k.pem", "etcd.internal"
 	if c.Backend != "etcd" || !reflect.DeepEqual(c.Etcd, want) {
 		t.Fatalf("loaded %q %+v, want etcd %+v", c.Backend, c.Etcd, want)
@@ -131,5 +134,40 @@ func TestEtcdBackendUnreachable(t *testing.T) {
 		t.Fatal("server.New succeeded with no etcd to talk to")
 	} else if !strings.Contains(err.Error(), "etcd") {
 		t.Errorf("refusal %q does not name etcd", err)
+	}
+}
+
+// TestEtcdStateFile: the etcd backend keeps its watermark and fence
+// ceiling in dataDir/etcd-state.json by default, or in etcd.stateFile;
+// after a grant and a stop the file holds a ceiling at or above the fence.
+func TestEtcdStateFile(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	for _, explicit := range []bool{false, true} {
+		c := etcdConfig(t, cl.Endpoints()...)
+		c.Etcd.Prefix = fmt.Sprintf("state%t", explicit)
+		want := filepath.Join(c.DataDir, "etcd-state.json")
+		if explicit {
+			want = filepath.Join(t.TempDir(), "elsewhere.json")
+			c.Etcd.StateFile = want
+		}
+		s, err := server.New(c, nil)
+		if err != nil {
+			t.Fatalf("server.New: %v", err)
+		}
+		res, err := s.Registry.Acquire(context.Background(), registry.AcquireRequest{Resource: "srv/r", Owner: "o", RequestID: "q1", TTL: time.Minute})
+		if err != nil {
+			t.Fatalf("acquire: %v", err)
+		}
+		stop(s)
+		b, err := os.ReadFile(want)
+		if err != nil {
+			t.Fatalf("state file (stateFile set: %t): %v", explicit, err)
+		}
+		var st struct {
+			Ceiling uint64 `json:"fenceCeiling"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil || st.Ceiling < res.View.Lease.Fence {
+			t.Errorf("state file %s: %s (%v), want a ceiling at or above fence %d", want, b, err, res.View.Lease.Fence)
+		}
 	}
 }

@@ -162,7 +162,7 @@ func openBackend(cfg Config, log *zap.Logger) (registry.Backend, error) {
 		log.Warn("memory backend: fences do not survive a restart; for tests only")
 		return memory.NewBackend(), nil
 	case "etcd":
-		return openEtcd(cfg.Etcd, log)
+		return openEtcd(cfg.Etcd, cfg.DataDir, log)
 	case "redis":
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
