@@ -260,9 +260,11 @@
 //     keyspace of its own, opened with OpenBackend as the registry server
 //     opens it; a registry restore puts the keyspace back to a save (what
 //     etcdutl snapshot restore --bump-revision does to it), which the
-//     running registry refuses (registry/etcd's watermark: every call
-//     fails closed) until the operator restarts it on the restored state
-//     and recovers (epoch bump, fence floor). A round without a restore has
+//     running registry meets by itself at its next call when the restore
+//     set it back below what it had seen (registry/etcd's watermark: an
+//     epoch bump and a fence floor before anything else is decided,
+//     TestEtcdRegistryMeetsRestoreItself); the operator's epoch bump and
+//     fence floor follow and only raise further. A round without a restore has
 //     the same history on both (TestEtcdRegistryGate): every backend runs
 //     registry's pure decisions, and registry/etcd adds the optimistic
 //     transaction, which in a round (one registry process, calls one at a

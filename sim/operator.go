@@ -129,15 +129,17 @@ func (r *round) snapshot(e event) {
 }
 
 // restore puts the registry back to its snapshot; a second later the
-// operator recovers: a registry that refuses the restored state (on
-// etcd, fail closed) restarted on it, then epoch bump, fence floor above
-// every accepted fence, resume of the paused resource.
+// operator recovers: epoch bump, fence floor above every accepted fence,
+// resume of the paused resource. A registry on etcd has met a restore
+// that set it back below what it had seen by itself meanwhile, at its
+// first call (registry/etcd's watermark: an epoch bump and a fence floor
+// before anything else is decided); the operator's steps only raise
+// further.
 func (r *round) restore(e event) {
 	if !r.saved {
 		return
 	}
-	restart, err := r.rs.putBack()
-	if err != nil {
+	if err := r.rs.putBack(); err != nil {
 		r.fail(err)
 		return
 	}
@@ -145,8 +147,9 @@ func (r *round) restore(e event) {
 	r.logf("%s: registry restored to its snapshot", e)
 	r.after(time.Second, "operator recovers from the restore", func() {
 		ctx := context.Background()
-		if restart && !r.restartRegistry() {
-			return
+		if n := r.rs.restores(); n > r.restoresMet {
+			r.restoresMet = n
+			r.logf("registry: met the restore by itself (epoch bump and fence floor before anything else was decided)")
 		}
 		meta, err := r.reg.BumpEpoch(ctx)
 		if err != nil {
@@ -277,22 +280,4 @@ func payloadDigest(method, target string, body []byte) string {
 	fmt.Fprintf(h, "%s\n%s\n", method, target)
 	h.Write(body)
 	return fencegate.DigestPrefix + hex.EncodeToString(h.Sum(nil))
-}
-
-// restartRegistry starts the registry process again on its restored state
-// (a new process: a fresh watermark on etcd), as the operator does before
-// recovering; it reports whether the registry runs.
-func (r *round) restartRegistry() bool {
-	if err := r.rs.restart(); err != nil {
-		r.fail(err)
-		return false
-	}
-	reg, err := newRegistry(r.signer, r.rs, r.clk, r.rnd)
-	if err != nil {
-		r.fail(err)
-		return false
-	}
-	r.reg = reg
-	r.logf("operator: registry restarted on the restored state")
-	return true
 }

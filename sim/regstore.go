@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -25,13 +26,13 @@ type registryStore interface {
 	backend() registry.Backend
 	// save copies the state, as a backup an operator could restore.
 	save() error
-	// putBack restores the last save. It reports whether the registry
-	// must be restarted before it serves again: a registry on etcd
-	// refuses a state below what it saw (registry/etcd's watermark, fail
-	// closed) until a new process opens the restored keyspace.
-	putBack() (restart bool, err error)
-	// restart is a new registry process over the same state.
-	restart() error
+	// putBack restores the last save.
+	putBack() error
+	// restores is how many restores the running registry met by itself
+	// (registry/etcd's watermark: an epoch bump and a fence floor before
+	// anything else is decided); 0 on registry/memory, which cannot see
+	// one.
+	restores() uint64
 	close() error
 }
 
@@ -45,14 +46,15 @@ func newMemRegistry() *memRegistry { return &memRegistry{s: memory.New()} }
 
 func (m *memRegistry) backend() registry.Backend { return registry.NewTxBackend(m.s) }
 func (m *memRegistry) save() error               { m.snap = m.s.Snapshot(); return nil }
-func (m *memRegistry) restart() error            { return nil }
 func (m *memRegistry) close() error              { return nil }
 
-func (m *memRegistry) putBack() (bool, error) {
+func (m *memRegistry) restores() uint64 { return 0 }
+
+func (m *memRegistry) putBack() error {
 	if m.snap != nil {
 		m.s.Restore(m.snap)
 	}
-	return false, nil
+	return nil
 }
 
 // etcdRun is a run's etcd cluster (Options.Etcd): its endpoints, the
@@ -114,7 +116,9 @@ func (e *etcdRegistry) restart() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
-	be, err := etcd.OpenBackend(ctx, etcd.Options{Endpoints: e.run.endpoints, Prefix: e.prefix})
+	// The recovery's log line is the history's "met the restore" line.
+	quiet := slog.New(slog.DiscardHandler)
+	be, err := etcd.OpenBackend(ctx, etcd.Options{Endpoints: e.run.endpoints, Prefix: e.prefix, Logger: quiet})
 	if err != nil {
 		return fmt.Errorf("%w: registry/etcd: %w", ErrSetup, err)
 	}
@@ -136,18 +140,27 @@ func (e *etcdRegistry) save() error {
 	return nil
 }
 
+// restores is the running registry's count of restores it recovered
+// from (registry/etcd's Restores).
+func (e *etcdRegistry) restores() uint64 {
+	if r, ok := e.be.(interface{ Restores() uint64 }); ok {
+		return r.Restores()
+	}
+	return 0
+}
+
 // putBack deletes the keys written since the save and puts the saved ones
 // back, in one transaction (etcd refuses a delete of the whole prefix and
 // puts under it in one).
-func (e *etcdRegistry) putBack() (bool, error) {
+func (e *etcdRegistry) putBack() error {
 	if !e.has {
-		return false, nil
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), etcdTimeout)
 	defer cancel()
 	now, err := e.run.c.Get(ctx, e.prefix+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
-		return false, fmt.Errorf("%w: etcd: restore: %w", ErrSetup, err)
+		return fmt.Errorf("%w: etcd: restore: %w", ErrSetup, err)
 	}
 	var ops []clientv3.Op
 	for _, kv := range now.Kvs {
@@ -159,9 +172,9 @@ func (e *etcdRegistry) putBack() (bool, error) {
 		ops = append(ops, clientv3.OpPut(k, v))
 	}
 	if _, err := e.run.c.Txn(ctx).Then(ops...).Commit(); err != nil {
-		return false, fmt.Errorf("%w: etcd: restore: %w", ErrSetup, err)
+		return fmt.Errorf("%w: etcd: restore: %w", ErrSetup, err)
 	}
-	return true, nil
+	return nil
 }
 
 // clear deletes the round's keyspace.

@@ -73,8 +73,11 @@ type round struct {
 	start time.Time
 	reg   *registry.Registry
 	rs    registryStore
-	rnd   io.Reader // the registry's random source (kept across restarts)
-	st    sharedStore
+	// restoresMet is how many restores the registry had met by itself
+	// (registryStore.restores) when the operator last looked.
+	restoresMet uint64
+	rnd         io.Reader // the registry's random source (kept across restarts)
+	st          sharedStore
 	// err is the first failure of the simulation's own parts mid-round
 	// (the shared store's database): the round's error.
 	err      error

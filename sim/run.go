@@ -109,10 +109,10 @@ type Options struct {
 	// --max-txn-ops 1024) the rounds' registries run on (registry/etcd,
 	// each round in a keyspace of its own, deleted at its end) instead of
 	// registry/memory. The decisions are the same; a registry restore is
-	// the keyspace put back to a save, which the running registry refuses
-	// (its watermark) until the operator restarts it on the restored
-	// state before recovering, so only rounds without a restore have the
-	// same history as on registry/memory.
+	// the keyspace put back to a save, which the running registry meets by
+	// itself (its watermark: an epoch bump and a fence floor), so only
+	// rounds without a restore have the same history as on
+	// registry/memory.
 	Etcd []string
 }
 
