@@ -28,6 +28,9 @@ const (
 	DefaultMaxAttempts = 16
 	DefaultDialTimeout = 5 * time.Second
 	DefaultScanLimit   = 10000
+	// DefaultRetryFor is Options.RetryFor's default: a few of etcd's
+	// default election timeouts (1s), so a leader change is ridden out.
+	DefaultRetryFor = 3 * time.Second
 )
 
 var (
@@ -44,6 +47,13 @@ var (
 	// transaction found a key it read changed on every one of its
 	// attempts.
 	ErrContention = errors.New("registry/etcd: optimistic transaction conflicts")
+	// ErrUnavailable is returned (with registry.ErrBackend) when etcd
+	// answered a step's read or commit with an unavailability (no leader,
+	// leader changed, request timed out, member unreachable: gRPC's
+	// Unavailable) on every attempt for Options.RetryFor: the cluster, or
+	// the members this client reaches, have no quorum. Nothing was decided
+	// on what was read; whether the last commit applied is unknown.
+	ErrUnavailable = errors.New("registry/etcd: cluster unavailable (no leader or no quorum reachable)")
 )
 
 // Options configure a Store.
@@ -68,6 +78,13 @@ type Options struct {
 	// ScanLimit bounds how many leases one compaction examines
 	// (DefaultScanLimit when zero); the next one resumes after them.
 	ScanLimit int
+	// RetryFor bounds how long one step is run again after etcd answered
+	// it with an unavailability (ErrUnavailable: a leader change, no
+	// leader, a member down), each time from fresh linearizable reads
+	// (DefaultRetryFor when zero; negative: never). A commit whose outcome
+	// that left unknown is thus re-decided on what etcd holds, which is
+	// safe: see the package documentation, "Faults".
+	RetryFor time.Duration
 	// Logger receives the warnings of the wake-up watch; slog.Default()
 	// when nil.
 	Logger *slog.Logger
@@ -80,6 +97,7 @@ type Store struct {
 	c           *clientv3.Client
 	keys        keyspace
 	maxAttempts int
+	retryFor    time.Duration
 	scanLimit   int
 	log         *slog.Logger
 
@@ -138,6 +156,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		c:           c,
 		keys:        ks,
 		maxAttempts: orDefault(o.MaxAttempts, DefaultMaxAttempts),
+		retryFor:    retryFor(o.RetryFor),
 		scanLimit:   orDefault(o.ScanLimit, DefaultScanLimit),
 		log:         logger,
 		origin:      origin,
@@ -165,6 +184,18 @@ func OpenBackend(ctx context.Context, o Options) (registry.Backend, error) {
 		return nil, err
 	}
 	return backend{Backend: registry.NewTxBackend(s), s: s}, nil
+}
+
+// retryFor is Options.RetryFor with its default (0) and its "never"
+// (negative).
+func retryFor(d time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return DefaultRetryFor
+	}
+	return d
 }
 
 func orDefault[T int | time.Duration](v, d T) T {
@@ -228,24 +259,41 @@ func (s *Store) View(ctx context.Context, fn func(registry.Tx) error) error {
 // changed.
 var errConflict = errors.New("registry/etcd: a key read changed")
 
-// attempt runs one STM at a time until one commits or fails otherwise,
-// at most maxAttempts times, with a short jittered backoff in between.
+// attempt runs one step at a time until one commits or fails otherwise:
+// at most maxAttempts conflicts, and for at most retryFor after etcd
+// first answered unavailable, with a short jittered backoff in between.
+// Every attempt reads afresh, so a commit whose outcome an unavailability
+// left unknown is re-decided on what etcd holds (see "Faults" in the
+// package documentation).
 func (s *Store) attempt(ctx context.Context, writable bool, fn func(registry.Tx) error) error {
-	for i := range s.maxAttempts {
+	var giveUp time.Time // zero until the first unavailability
+	conflicts := 0
+	for i := 0; ; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		err := s.step(ctx, writable, fn)
-		if !errors.Is(err, errConflict) {
-			return err
-		}
-		if i+1 < s.maxAttempts {
-			if err := backoff(ctx, i); err != nil {
+		switch {
+		case errors.Is(err, errConflict):
+			if conflicts++; conflicts >= s.maxAttempts {
+				return fmt.Errorf("%w: %w after %d attempts", registry.ErrBackend, ErrContention, s.maxAttempts)
+			}
+		case errors.Is(err, ErrUnavailable):
+			// Real time: the cluster's election runs on it.
+			now := clock.Real().Now()
+			if giveUp.IsZero() {
+				giveUp = now.Add(s.retryFor)
+			}
+			if !now.Before(giveUp) {
 				return err
 			}
+		default:
+			return err
+		}
+		if err := backoff(ctx, i); err != nil {
+			return err
 		}
 	}
-	return fmt.Errorf("%w: %w after %d attempts", registry.ErrBackend, ErrContention, s.maxAttempts)
 }
 
 func backoff(ctx context.Context, i int) error {
@@ -302,6 +350,8 @@ func (s *Store) wrap(err error) error {
 		return errConflict
 	case errors.Is(err, rpctypes.ErrTooManyOps):
 		return fmt.Errorf("%w: %w: %w", registry.ErrBackend, ErrTxnTooLarge, err)
+	case unavailable(err):
+		return fmt.Errorf("%w: %w: %w", registry.ErrBackend, ErrUnavailable, err)
 	default:
 		return fmt.Errorf("%w: registry/etcd: %w", registry.ErrBackend, err)
 	}
