@@ -31,6 +31,8 @@ const (
 	// DefaultRetryFor is Options.RetryFor's default: a few of etcd's
 	// default election timeouts (1s), so a leader change is ridden out.
 	DefaultRetryFor = 3 * time.Second
+	// DefaultAttemptTimeout is Options.AttemptTimeout's default.
+	DefaultAttemptTimeout = 5 * time.Second
 )
 
 var (
@@ -85,6 +87,13 @@ type Options struct {
 	// that left unknown is thus re-decided on what etcd holds, which is
 	// safe: see the package documentation, "Faults".
 	RetryFor time.Duration
+	// AttemptTimeout bounds one attempt of a step (its reads and commit;
+	// DefaultAttemptTimeout when zero). The etcd client waits for a
+	// connection to be ready, so without it a step whose only member is
+	// down or black-holed would wait for the caller's deadline; an attempt
+	// past it counts as ErrUnavailable (its commit's outcome unknown) and
+	// is run again within RetryFor.
+	AttemptTimeout time.Duration
 	// Logger receives the warnings of the wake-up watch; slog.Default()
 	// when nil.
 	Logger *slog.Logger
@@ -98,6 +107,7 @@ type Store struct {
 	keys        keyspace
 	maxAttempts int
 	retryFor    time.Duration
+	attemptFor  time.Duration
 	scanLimit   int
 	log         *slog.Logger
 
@@ -157,6 +167,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		keys:        ks,
 		maxAttempts: orDefault(o.MaxAttempts, DefaultMaxAttempts),
 		retryFor:    retryFor(o.RetryFor),
+		attemptFor:  orDefault(o.AttemptTimeout, DefaultAttemptTimeout),
 		scanLimit:   orDefault(o.ScanLimit, DefaultScanLimit),
 		log:         logger,
 		origin:      origin,
@@ -272,7 +283,7 @@ func (s *Store) attempt(ctx context.Context, writable bool, fn func(registry.Tx)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := s.step(ctx, writable, fn)
+		err := s.bounded(ctx, writable, fn)
 		switch {
 		case errors.Is(err, errConflict):
 			if conflicts++; conflicts >= s.maxAttempts {
@@ -307,6 +318,18 @@ func backoff(ctx context.Context, i int) error {
 	case <-t.C():
 		return nil
 	}
+}
+
+// bounded is one attempt within attemptFor: one that ran out of it while
+// ctx did not is ErrUnavailable.
+func (s *Store) bounded(ctx context.Context, writable bool, fn func(registry.Tx) error) error {
+	actx, cancel := context.WithTimeout(ctx, s.attemptFor)
+	defer cancel()
+	err := s.step(actx, writable, fn)
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		return fmt.Errorf("%w: %w: no answer within %v: %w", registry.ErrBackend, ErrUnavailable, s.attemptFor, err)
+	}
+	return err
 }
 
 // step is one attempt: fn over a fresh transaction (watermark snapshot
