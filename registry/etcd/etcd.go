@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -126,6 +127,9 @@ type Store struct {
 	wmu     sync.Mutex
 	watches map[int]context.CancelFunc
 	nextW   int
+	// watchStarts and watchEnds count the wake-up watches confirmed and
+	// ended (WatchCounts).
+	watchStarts, watchEnds atomic.Int64
 
 	// wm is what this process saw of the registry's meta (watermark.go).
 	wm watermark

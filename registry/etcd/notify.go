@@ -84,6 +84,7 @@ func (s *Store) Subscribe(ctx context.Context) <-chan string {
 		defer s.dropWatch(id)
 		for {
 			s.follow(wctx, wch, out)
+			s.watchEnds.Add(1)
 			if !s.pause(wctx) {
 				return
 			}
@@ -102,6 +103,7 @@ func (s *Store) watch(ctx context.Context) clientv3.WatchChan {
 	select {
 	case resp, ok := <-wch:
 		if ok && resp.Err() == nil && resp.Created {
+			s.watchStarts.Add(1)
 			return wch
 		}
 		if ok {
@@ -183,4 +185,12 @@ func (s *Store) Watches() int {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	return len(s.watches)
+}
+
+// WatchCounts reports how many wake-up watches etcd confirmed and how many
+// ended (cancelled by etcd, e.g. on a member that lost its leader, or
+// closed) since the Store opened: a test's view of the watch being
+// cancelled and established again.
+func (s *Store) WatchCounts() (started, ended int64) {
+	return s.watchStarts.Load(), s.watchEnds.Load()
 }
