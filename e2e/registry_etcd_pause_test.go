@@ -73,16 +73,24 @@ func TestRegistryReplicaPausedOnEtcd(t *testing.T) {
 	}
 	st, err := onA.Status(ctx, a.Lease)
 	if err != nil || st.State == string(fencegate.StateHeld) {
-		t.Fatalf("A's status on the resumed replica: %+v %v, want not HELD", st, err)
+		t.Fatalf("A's status on the resumed replica: %s %v, want not HELD", stateOf(st), err)
 	}
 	if rel, err := onA.Release(ctx, a.Lease); err != nil || rel.State == string(fencegate.StateHeld) {
-		t.Fatalf("A's release on the resumed replica: %+v %v, want its lease not HELD", rel, err)
+		t.Fatalf("A's release on the resumed replica: %s %v, want its lease not HELD", stateOf(rel), err)
 	}
 	bNow, err := registryClient(t, regA.url, "worker-b").Status(ctx, b.Lease)
 	if err != nil || bNow.State != string(fencegate.StateHeld) || bNow.FenceToken != b.FenceToken {
-		t.Fatalf("B's lease seen from the resumed replica: %+v %v, want HELD fence %d", bNow, err, b.FenceToken)
+		t.Fatalf("B's lease seen from the resumed replica: %s %v, want HELD fence %d", stateOf(bNow), err, b.FenceToken)
 	}
 	wantProblem(t, "A's segment 2 after B's write", send(sc.url, of("worker-a", a, path, "2", "A2")), fencegate.CodeStaleOwner)
 	back.wantBodies(t, path, "A1", "B1")
 	checkFinalData(t, sc.admin, back, id, a.Grant, b.Grant)
+}
+
+// stateOf is a lease's state and fence, for messages (nil: none).
+func stateOf(l *client.Lease) string {
+	if l == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s fence %d", l.State, l.FenceToken)
 }
