@@ -1,11 +1,14 @@
 package etcdtest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 )
 
@@ -51,10 +54,30 @@ func build() (string, error) {
 		_ = os.Remove(name)
 		return "", fmt.Errorf("%w: %w\n%s", ErrBuild, err, out)
 	}
-	bin := filepath.Join(dir, "etcdserver")
+	// Named for its source: test binaries of other checkouts, building
+	// another etcdserver at the same moment, never replace this one.
+	bin := filepath.Join(dir, "etcdserver-"+sourceHash())
 	if err := os.Rename(name, bin); err != nil {
 		_ = os.Remove(name)
 		return "", fmt.Errorf("%w: %w", ErrBuild, err)
 	}
 	return bin, nil
+}
+
+// sourceHash digests etcdserver's main.go and the module's go.mod (the
+// embed version), found next to this file; "" when they cannot be read.
+func sourceHash() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return ""
+	}
+	h := sha256.New()
+	for _, p := range []string{filepath.Join(filepath.Dir(file), "etcdserver", "main.go"), filepath.Join(filepath.Dir(file), "..", "..", "go.mod")} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return ""
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
