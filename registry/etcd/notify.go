@@ -78,7 +78,7 @@ func (s *Store) Subscribe(ctx context.Context) <-chan string {
 		close(out)
 		return out
 	}
-	wch := s.watch(wctx)
+	wch, ok := s.watch(wctx, true)
 	go func() {
 		defer close(out)
 		defer s.dropWatch(id)
@@ -88,32 +88,37 @@ func (s *Store) Subscribe(ctx context.Context) <-chan string {
 			if !s.pause(wctx) {
 				return
 			}
-			wch = s.watch(wctx)
+			// Warned once per outage: a member without a leader refuses
+			// every watch again, each rewatchDelay.
+			wch, ok = s.watch(wctx, ok)
 		}
 	}()
 	return out
 }
 
 // watch starts one watch of the wake-up keys and waits for its
-// confirmation (a failure is logged: the loop watches again).
-func (s *Store) watch(ctx context.Context) clientv3.WatchChan {
-	wch := s.c.Watch(clientv3.WithRequireLeader(ctx), s.keys.ended(""), clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+// confirmation; confirmed is false when etcd refused it or did not answer
+// in time, which is logged when warn is set (the loop watches again).
+func (s *Store) watch(ctx context.Context, warn bool) (wch clientv3.WatchChan, confirmed bool) {
+	wch = s.c.Watch(clientv3.WithRequireLeader(ctx), s.keys.ended(""), clientv3.WithPrefix(), clientv3.WithCreatedNotify())
 	t := clock.Real().NewTimer(watchConfirmTimeout)
 	defer t.Stop()
 	select {
 	case resp, ok := <-wch:
 		if ok && resp.Err() == nil && resp.Created {
 			s.watchStarts.Add(1)
-			return wch
+			return wch, true
 		}
-		if ok {
+		if ok && warn {
 			s.log.Warn("registry/etcd: wake-up watch refused; waiters of this process wait for their timers until it is back", "err", resp.Err())
 		}
 	case <-t.C():
-		s.log.Warn("registry/etcd: wake-up watch not confirmed; waiters of this process may wait for their timers")
+		if warn {
+			s.log.Warn("registry/etcd: wake-up watch not confirmed; waiters of this process may wait for their timers")
+		}
 	case <-ctx.Done():
 	}
-	return wch
+	return wch, false
 }
 
 // follow passes the resources of the watch's events to out until the
