@@ -109,7 +109,8 @@
 // the head waiter of the resource in its process, skipping its own
 // origin. A lost wake-up only costs latency: a woken waiter decides by a
 // fresh acquire, and an unwoken one wakes at its timer
-// (TestReleaseWakesWaiterOnOtherReplica, TestCommitWritesWakeUp). The
+// (TestReleaseWakesWaiterOnOtherReplica, TestCommitWritesWakeUp). A watch
+// watched again resumes after the last revision it saw (see Faults). The
 // wake-up keys stay, one per resource ever ended.
 //
 // # The watermark: etcd's revision and the registry's
@@ -181,7 +182,9 @@
 //     even for a lease the majority ended meanwhile (it never states it
 //     HELD), while a replica on the majority grants. Its wake-up watch,
 //     which requires a leader, is cancelled by the member and watched
-//     again (refused until the heal, then confirmed). Healed, its retried
+//     again (refused until the heal, then confirmed) from the revision
+//     after the last it saw, so an end the majority committed meanwhile
+//     still wakes its waiters (notify.go). Healed, its retried
 //     requests are granted above every fence the majority issued
 //     (TestPartitionedMemberRefuses).
 //   - A replica paused (SIGSTOP) past its leases' TTLs keeps nothing that
@@ -197,8 +200,5 @@
 // process's clock (registry.Options.Clock); a clock that cannot go back
 // across replicas (etcd leases, or a monotonic bound with a documented
 // skew budget) is the next step, as is the registry server's
-// configuration of RetryFor and AttemptTimeout (the defaults apply). A
-// wake-up watch watched again starts from the current revision: the ends
-// committed while it was down wake nobody, and their waiters wait for
-// their timers.
+// configuration of RetryFor and AttemptTimeout (the defaults apply).
 package etcd

@@ -65,10 +65,13 @@ func (s *Store) Notify(ctx context.Context, resource string) error {
 // resources whose lease another process ended ("" for every resource).
 // It waits for etcd's confirmation of the watch, so a lease ended after
 // Subscribe returns is delivered. When etcd cancels the watch (its member
-// lost the leader: the watch requires one; a compaction) it watches again
-// from the current revision: wake-ups meanwhile are lost, which only
-// delays a waiter until its own timer. The channel is closed when ctx
-// ends or the Store is closed.
+// lost the leader: the watch requires one; a compaction) it watches again,
+// every rewatchDelay until etcd confirms, from the revision after the last
+// one it saw, so the ends committed meanwhile are delivered once it is
+// back; only after a compaction of those revisions does it start at the
+// current one, and the wake-ups meanwhile are lost, which only delays a
+// waiter until its own timer. The channel is closed when ctx ends or the
+// Store is closed.
 func (s *Store) Subscribe(ctx context.Context) <-chan string {
 	out := make(chan string, 64)
 	wctx, cancel := context.WithCancel(ctx)
@@ -78,36 +81,49 @@ func (s *Store) Subscribe(ctx context.Context) <-chan string {
 		close(out)
 		return out
 	}
-	wch, ok := s.watch(wctx, true)
+	wch, ok, next := s.watch(wctx, 0, true)
 	go func() {
 		defer close(out)
 		defer s.dropWatch(id)
 		for {
-			s.follow(wctx, wch, out)
+			next = s.follow(wctx, wch, out, next)
 			s.watchEnds.Add(1)
 			if !s.pause(wctx) {
 				return
 			}
 			// Warned once per outage: a member without a leader refuses
 			// every watch again, each rewatchDelay.
-			wch, ok = s.watch(wctx, ok)
+			wch, ok, next = s.watch(wctx, next, ok)
 		}
 	}()
 	return out
 }
 
-// watch starts one watch of the wake-up keys and waits for its
-// confirmation; confirmed is false when etcd refused it or did not answer
-// in time, which is logged when warn is set (the loop watches again).
-func (s *Store) watch(ctx context.Context, warn bool) (wch clientv3.WatchChan, confirmed bool) {
-	wch = s.c.Watch(clientv3.WithRequireLeader(ctx), s.keys.ended(""), clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+// watch starts one watch of the wake-up keys from revision from (0: the
+// current one) and waits for its confirmation; confirmed is false when
+// etcd refused it or did not answer in time, which is logged when warn is
+// set (the loop watches again). next is the revision the following watch
+// starts from: from, or after the current revision for a watch from the
+// current one, or 0 (the current one) after a compaction took from away.
+func (s *Store) watch(ctx context.Context, from int64, warn bool) (wch clientv3.WatchChan, confirmed bool, next int64) {
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCreatedNotify()}
+	if from > 0 {
+		opts = append(opts, clientv3.WithRev(from))
+	}
+	wch = s.c.Watch(clientv3.WithRequireLeader(ctx), s.keys.ended(""), opts...)
 	t := clock.Real().NewTimer(watchConfirmTimeout)
 	defer t.Stop()
 	select {
 	case resp, ok := <-wch:
 		if ok && resp.Err() == nil && resp.Created {
 			s.watchStarts.Add(1)
-			return wch, true
+			if from == 0 {
+				from = resp.Header.Revision + 1
+			}
+			return wch, true, from
+		}
+		if ok && resp.CompactRevision > 0 {
+			from = 0 // compacted away: the ends since are lost
 		}
 		if ok && warn {
 			s.log.Warn("registry/etcd: wake-up watch refused; waiters of this process wait for their timers until it is back", "err", resp.Err())
@@ -118,27 +134,33 @@ func (s *Store) watch(ctx context.Context, warn bool) (wch clientv3.WatchChan, c
 		}
 	case <-ctx.Done():
 	}
-	return wch, false
+	return wch, false, from
 }
 
 // follow passes the resources of the watch's events to out until the
-// watch ends.
-func (s *Store) follow(ctx context.Context, wch clientv3.WatchChan, out chan<- string) {
+// watch ends, and returns the revision after the last event it saw (next
+// when none): a watch again from there misses no end committed meanwhile.
+func (s *Store) follow(ctx context.Context, wch clientv3.WatchChan, out chan<- string, next int64) int64 {
 	for resp := range wch {
+		if resp.CompactRevision > 0 {
+			next = 0 // compacted away: the next watch starts at the current revision
+		}
 		for _, ev := range resp.Events {
+			next = ev.Kv.ModRevision + 1
 			if ev.Type != mvccpb.PUT || string(ev.Kv.Value) == s.origin {
 				continue // its own: this process already woke its waiters
 			}
 			select {
 			case out <- strings.TrimPrefix(string(ev.Kv.Key), s.keys.ended("")):
 			case <-ctx.Done():
-				return
+				return next
 			default:
 				// The follower is behind: this wake-up is dropped, the
 				// waiter's timer still catches the end.
 			}
 		}
 	}
+	return next
 }
 
 // pause waits before watching again; false when ctx ended.

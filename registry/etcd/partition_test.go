@@ -23,7 +23,9 @@ import (
 // cancelled; replica "majority", on members 1 and 2, keeps granting.
 // Healed, the minority's watch is established again, and its acquires
 // (the refused requests sent again with the same IDs, as a client
-// would) are granted with fences above every fence the majority issued.
+// would) are granted with fences above every fence the majority issued,
+// and an end the majority committed while it was cut off still reaches a
+// subscription of the minority's.
 func TestPartitionedMemberRefuses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three etcd processes")
@@ -62,6 +64,10 @@ func TestPartitionedMemberRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, endedBefore := etcd.WatchCounts(minBE)
+	// A subscription of the minority's, from before the partition: the
+	// end of "part/s" the majority commits while it is cut off reaches it
+	// once healed (its watch resumes after the last revision it saw).
+	sub := minBE.(registry.Notifier).Subscribe(ctx)
 
 	c.Partition(0)
 	var refused []string
@@ -111,6 +117,14 @@ func TestPartitionedMemberRefuses(t *testing.T) {
 			t.Fatal("the minority's wake-up watch was not established again after the heal")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	for r := range sub {
+		if r == "part/s" {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the end of part/s committed during the partition never reached the minority's subscription")
 	}
 	st, err := minority.Status(ctx, registry.LeaseQuery{Lease: held.View.Lease.Lease})
 	if err != nil || st.View.State != fencegate.StateReleased {
