@@ -1,8 +1,12 @@
 package etcdtest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
+	"path/filepath"
+	"runtime"
 	"sync"
 )
 
@@ -29,5 +33,25 @@ func Binary() (string, error) {
 	return buildBin, errBuild
 }
 
-// build compiles the server (buildTool).
-func build() (string, error) { return buildTool(serverPackage, "etcdserver") }
+// build compiles the server (buildTool), named for its source: test
+// binaries of other checkouts, building another etcdserver at the same
+// moment, never replace this one.
+func build() (string, error) { return buildTool(serverPackage, "etcdserver-"+sourceHash()) }
+
+// sourceHash digests etcdserver's main.go and the module's go.mod (the
+// embed version), found next to this file; "" when they cannot be read.
+func sourceHash() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return ""
+	}
+	h := sha256.New()
+	for _, p := range []string{filepath.Join(filepath.Dir(file), "etcdserver", "main.go"), filepath.Join(filepath.Dir(file), "..", "..", "go.mod")} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return ""
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}

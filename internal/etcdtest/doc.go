@@ -15,5 +15,8 @@
 // cluster again on new ports when a member finds its port taken.
 //
 // Members can be killed (SIGKILL), stopped (SIGTERM) and started again on
-// the same ports and data directory, for fault tests.
+// the same ports and data directory, for fault tests. StartPartitionable
+// (partition.go) starts a cluster whose peer traffic passes a gate in
+// front of each member, so Partition can cut a member off from its peers
+// while its clients still reach it.
 package etcdtest

@@ -38,6 +38,9 @@ type Member struct {
 	peerPort       int
 	initialCluster string
 	args           []string
+	// advertisePeer, when set, is the peer URL the member advertises (a
+	// partition gate's, partition.go) instead of the one it listens on.
+	advertisePeer string
 	// started is set once the member first served: a later start joins
 	// the cluster recorded in its data directory.
 	started bool
@@ -128,6 +131,9 @@ func (m *Member) spawn() error {
 		"-initial-cluster-state", state,
 		"-log", m.logFile(),
 	)
+	if m.advertisePeer != "" {
+		cmd.Args = append(cmd.Args, "-advertise-peer-url", m.advertisePeer)
+	}
 	cmd.Args = append(cmd.Args, m.args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -25,7 +25,7 @@ func UtilBinary() (string, error) {
 	if b := os.Getenv("ETCDTEST_UTIL"); b != "" {
 		return b, nil
 	}
-	utilOnce.Do(func() { utilBin, errUtil = buildTool(utilPackage, "etcdutl") })
+	utilOnce.Do(func() { utilBin, errUtil = buildTool(utilPackage, "etcdutl-"+sourceHash()) })
 	return utilBin, errUtil
 }
 

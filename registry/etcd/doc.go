@@ -109,7 +109,8 @@
 // the head waiter of the resource in its process, skipping its own
 // origin. A lost wake-up only costs latency: a woken waiter decides by a
 // fresh acquire, and an unwoken one wakes at its timer
-// (TestReleaseWakesWaiterOnOtherReplica, TestCommitWritesWakeUp). The
+// (TestReleaseWakesWaiterOnOtherReplica, TestCommitWritesWakeUp). A watch
+// watched again resumes after the last revision it saw (see Faults). The
 // wake-up keys stay, one per resource ever ended.
 //
 // # Restores: etcd's revision and the registry's
@@ -167,12 +168,71 @@
 // --bump-revision --mark-compacted the resumed watch is cancelled as
 // compacted and watched again (TestWakeUpAcrossRestore).
 //
+// # Faults
+//
+// Every fault below leaves the same invariant, each test checking it: no
+// fence is issued twice, the fences of a resource's successive grants
+// strictly increase, and nothing is decided on a stale view. What makes
+// it hold is the step: linearizable reads (a member that cannot reach a
+// quorum cannot answer them), a commit that compares every key read, and
+// idempotent request IDs.
+//
+//   - Unavailability, and the retry it gets. Every request of a step
+//     requires a leader (clientv3.WithRequireLeader): a member without one
+//     answers "no leader" at once instead of holding a read until its
+//     request timeout. etcd reports no leader, leader changed, its request
+//     timeouts and a stopped server as gRPC Unavailable, and the client
+//     reports an unreachable member the same way; an attempt that gets no
+//     answer within Options.AttemptTimeout (the client waits for a ready
+//     connection, so a dead or black-holed only member would otherwise
+//     hang the step until the caller's deadline) counts as the same. Such
+//     a step is run again, whole, on fresh reads, with a short backoff,
+//     for Options.RetryFor after the first unavailability; then it fails
+//     with registry.ErrBackend and ErrUnavailable (the API's 503). The
+//     retry is the same for a commit known not to have applied (a read
+//     failed, the connection was refused) and for one whose outcome is
+//     unknown (the answer was lost, the leader changed after the
+//     proposal): a commit that did apply is read by the next attempt like
+//     any other write (an acquire finds its request ID and returns the
+//     lease already granted; a release finds the lease released), and one
+//     that applies late, after the next attempt's reads, changes a key
+//     that attempt compares, so its commit fails and the step reads again.
+//     Re-running is therefore what a client's retry with the same request
+//     does, sooner. TestAmbiguousCommitRunsAgain (a commit applied, its
+//     answer lost: the step runs again and writes nothing more),
+//     TestNoQuorumRefusedThenRetried (two of three members down: refused
+//     after RetryFor; retried until the quorum is back).
+//   - Leader killed. A replica on the followers, or on every member, rides
+//     the election out inside the Store (TestLeaderKilledDuringAcquires:
+//     the acquires left unknown are sent again with the same request ID;
+//     TestLeaderKilledUnderItsOwnReplica: the replica on every member
+//     returned no error across the kill). A replica whose only endpoint is
+//     the killed leader fails every call with ErrBackend until the member
+//     is back, then its retried requests return the grant they may already
+//     have had or a higher fence (TestLeaderKilledUnderItsOwnReplica).
+//   - A member partitioned from its peers (internal/etcdtest's gates).
+//     A replica whose client reaches only that member cannot read
+//     linearizably: it refuses acquires and status reads with ErrBackend,
+//     even for a lease the majority ended meanwhile (it never states it
+//     HELD), while a replica on the majority grants. Its wake-up watch,
+//     which requires a leader, is cancelled by the member and watched
+//     again (refused until the heal, then confirmed) from the revision
+//     after the last it saw, so an end the majority committed meanwhile
+//     still wakes its waiters (notify.go). Healed, its retried
+//     requests are granted above every fence the majority issued
+//     (TestPartitionedMemberRefuses).
+//   - A replica paused (SIGSTOP) past its leases' TTLs keeps nothing that
+//     decides: resumed, it reads etcd for every answer, and expiry is
+//     decided on the clock, which ran on. Its holder's renewal is refused,
+//     the lease's status is not HELD, the new holder's is, and a sidecar
+//     refuses the old holder's write once the new holder's was accepted
+//     (e2e's TestRegistryReplicaPausedOnEtcd, real registry processes).
+//
 // # Not yet
 //
 // Lease expiry is decided, as on every backend, on the registry
 // process's clock (registry.Options.Clock); a clock that cannot go back
 // across replicas (etcd leases, or a monotonic bound with a documented
-// skew budget) is the next step, as are fault tests (killing the leader
-// during acquires, partitions, a paused replica) and the registry
-// server's configuration.
+// skew budget) is the next step, as is the registry server's
+// configuration of RetryFor and AttemptTimeout (the defaults apply).
 package etcd

@@ -30,6 +30,11 @@ const (
 	DefaultMaxAttempts = 16
 	DefaultDialTimeout = 5 * time.Second
 	DefaultScanLimit   = 10000
+	// DefaultRetryFor is Options.RetryFor's default: a few of etcd's
+	// default election timeouts (1s), so a leader change is ridden out.
+	DefaultRetryFor = 3 * time.Second
+	// DefaultAttemptTimeout is Options.AttemptTimeout's default.
+	DefaultAttemptTimeout = 5 * time.Second
 )
 
 var (
@@ -46,6 +51,13 @@ var (
 	// transaction found a key it read changed on every one of its
 	// attempts.
 	ErrContention = errors.New("registry/etcd: optimistic transaction conflicts")
+	// ErrUnavailable is returned (with registry.ErrBackend) when etcd
+	// answered a step's read or commit with an unavailability (no leader,
+	// leader changed, request timed out, member unreachable: gRPC's
+	// Unavailable) on every attempt for Options.RetryFor: the cluster, or
+	// the members this client reaches, have no quorum. Nothing was decided
+	// on what was read; whether the last commit applied is unknown.
+	ErrUnavailable = errors.New("registry/etcd: cluster unavailable (no leader or no quorum reachable)")
 )
 
 // Options configure a Store.
@@ -86,6 +98,20 @@ type Options struct {
 	// (DefaultFenceReserve when zero): a larger reserve saves the state
 	// file less often, and makes fences jump further after a restart.
 	FenceReserve uint64
+	// RetryFor bounds how long one step is run again after etcd answered
+	// it with an unavailability (ErrUnavailable: a leader change, no
+	// leader, a member down), each time from fresh linearizable reads
+	// (DefaultRetryFor when zero; negative: never). A commit whose outcome
+	// that left unknown is thus re-decided on what etcd holds, which is
+	// safe: see the package documentation, "Faults".
+	RetryFor time.Duration
+	// AttemptTimeout bounds one attempt of a step (its reads and commit;
+	// DefaultAttemptTimeout when zero). The etcd client waits for a
+	// connection to be ready, so without it a step whose only member is
+	// down or black-holed would wait for the caller's deadline; an attempt
+	// past it counts as ErrUnavailable (its commit's outcome unknown) and
+	// is run again within RetryFor.
+	AttemptTimeout time.Duration
 	// Logger receives the warnings of the wake-up watch and the errors of
 	// a recovery; slog.Default() when nil.
 	Logger *slog.Logger
@@ -98,6 +124,8 @@ type Store struct {
 	c           *clientv3.Client
 	keys        keyspace
 	maxAttempts int
+	retryFor    time.Duration
+	attemptFor  time.Duration
 	scanLimit   int
 	log         *slog.Logger
 
@@ -116,15 +144,16 @@ type Store struct {
 	wmu     sync.Mutex
 	watches map[int]context.CancelFunc
 	nextW   int
+	// watchStarts and watchEnds count the wake-up watches confirmed and
+	// ended (WatchCounts).
+	watchStarts, watchEnds atomic.Int64
 
 	// restart is closed (and replaced, under wmu) to make every wake-up
 	// watch of this Store watch again from etcd's current revision.
 	restart chan struct{}
 	// etcdRev is the highest etcd revision a step of this Store read at
-	// (revisions.go); watchStarts counts the wake-up watches etcd
-	// confirmed.
-	etcdRev     atomic.Int64
-	watchStarts atomic.Uint64
+	// (revisions.go).
+	etcdRev atomic.Int64
 
 	// wm is what this process saw of the registry's state, kept in the
 	// state file (watermark.go); restores counts the recoveries
@@ -168,6 +197,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		c:           c,
 		keys:        ks,
 		maxAttempts: orDefault(o.MaxAttempts, DefaultMaxAttempts),
+		retryFor:    retryFor(o.RetryFor),
+		attemptFor:  orDefault(o.AttemptTimeout, DefaultAttemptTimeout),
 		scanLimit:   orDefault(o.ScanLimit, DefaultScanLimit),
 		log:         logger,
 		origin:      origin,
@@ -204,6 +235,18 @@ func OpenBackend(ctx context.Context, o Options) (registry.Backend, error) {
 		return nil, err
 	}
 	return backend{Backend: registry.NewTxBackend(s), s: s}, nil
+}
+
+// retryFor is Options.RetryFor with its default (0) and its "never"
+// (negative).
+func retryFor(d time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return DefaultRetryFor
+	}
+	return d
 }
 
 func orDefault[T int | time.Duration](v, d T) T {
@@ -254,7 +297,7 @@ func (s *Store) update(ctx context.Context, fn func(registry.Tx) error) error {
 	if s.closed {
 		return registry.ErrClosed
 	}
-	return s.attempt(ctx, func() error { return s.step(ctx, true, fn) })
+	return s.attempt(ctx, func(actx context.Context) error { return s.step(actx, true, fn) })
 }
 
 // View runs fn over a snapshot that is current when View returns: the
@@ -273,7 +316,7 @@ func (s *Store) view(ctx context.Context, fn func(registry.Tx) error) error {
 	if s.closed {
 		return registry.ErrClosed
 	}
-	return s.attempt(ctx, func() error { return s.step(ctx, false, fn) })
+	return s.attempt(ctx, func(actx context.Context) error { return s.step(actx, false, fn) })
 }
 
 // recovering runs step; when it found the state rolled back, it recovers
@@ -287,24 +330,42 @@ func (s *Store) recovering(ctx context.Context, step func() error) error {
 // changed.
 var errConflict = errors.New("registry/etcd: a key read changed")
 
-// attempt runs try (one transaction) until it does not conflict, at most
-// maxAttempts times, with a short jittered backoff in between.
-func (s *Store) attempt(ctx context.Context, try func() error) error {
-	for i := range s.maxAttempts {
+// attempt runs try (one attempt: one transaction, under a context bounded
+// by attemptFor) until it commits or fails otherwise: at most maxAttempts
+// conflicts, and for at most retryFor after etcd first answered
+// unavailable, with a short jittered backoff in between. Every attempt
+// reads afresh, so a commit whose outcome an unavailability left unknown
+// is re-decided on what etcd holds (see "Faults" in the package
+// documentation).
+func (s *Store) attempt(ctx context.Context, try func(context.Context) error) error {
+	var giveUp time.Time // zero until the first unavailability
+	conflicts := 0
+	for i := 0; ; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := try()
-		if !errors.Is(err, errConflict) {
-			return err
-		}
-		if i+1 < s.maxAttempts {
-			if err := backoff(ctx, i); err != nil {
+		err := s.bounded(ctx, try)
+		switch {
+		case errors.Is(err, errConflict):
+			if conflicts++; conflicts >= s.maxAttempts {
+				return fmt.Errorf("%w: %w after %d attempts", registry.ErrBackend, ErrContention, s.maxAttempts)
+			}
+		case errors.Is(err, ErrUnavailable):
+			// Real time: the cluster's election runs on it.
+			now := clock.Real().Now()
+			if giveUp.IsZero() {
+				giveUp = now.Add(s.retryFor)
+			}
+			if !now.Before(giveUp) {
 				return err
 			}
+		default:
+			return err
+		}
+		if err := backoff(ctx, i); err != nil {
+			return err
 		}
 	}
-	return fmt.Errorf("%w: %w after %d attempts", registry.ErrBackend, ErrContention, s.maxAttempts)
 }
 
 func backoff(ctx context.Context, i int) error {
@@ -318,6 +379,18 @@ func backoff(ctx context.Context, i int) error {
 	case <-t.C():
 		return nil
 	}
+}
+
+// bounded is one attempt within attemptFor: one that ran out of it while
+// ctx did not is ErrUnavailable.
+func (s *Store) bounded(ctx context.Context, try func(context.Context) error) error {
+	actx, cancel := context.WithTimeout(ctx, s.attemptFor)
+	defer cancel()
+	err := try(actx)
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		return fmt.Errorf("%w: %w: no answer within %v: %w", registry.ErrBackend, ErrUnavailable, s.attemptFor, err)
+	}
+	return err
 }
 
 // step is one attempt: fn over a fresh transaction (watermark snapshot
@@ -371,6 +444,8 @@ func (s *Store) wrap(err error) error {
 		return errConflict
 	case errors.Is(err, rpctypes.ErrTooManyOps):
 		return fmt.Errorf("%w: %w: %w", registry.ErrBackend, ErrTxnTooLarge, err)
+	case unavailable(err):
+		return fmt.Errorf("%w: %w: %w", registry.ErrBackend, ErrUnavailable, err)
 	default:
 		return fmt.Errorf("%w: registry/etcd: %w", registry.ErrBackend, err)
 	}

@@ -8,4 +8,8 @@ func Watches(be registry.Backend) int { return be.(backend).s.Watches() }
 
 // WatchStarts counts the wake-up watches etcd confirmed to the Store
 // behind a backend of OpenBackend (a watch started again counts again).
-func WatchStarts(be registry.Backend) uint64 { return be.(backend).s.watchStarts.Load() }
+func WatchStarts(be registry.Backend) int64 { return be.(backend).s.watchStarts.Load() }
+
+// WatchCounts is Store.WatchCounts of the Store behind a backend of
+// OpenBackend.
+func WatchCounts(be registry.Backend) (started, ended int64) { return be.(backend).s.WatchCounts() }

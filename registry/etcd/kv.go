@@ -7,6 +7,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // maxReadOps bounds the reads of one batched range transaction (etcd's
@@ -183,3 +185,17 @@ func (x *kv) commit() (bool, error) {
 // retryable reports a read that can only succeed on a fresh attempt: its
 // revision was compacted away meanwhile.
 func retryable(err error) bool { return errors.Is(err, rpctypes.ErrCompacted) }
+
+// unavailable reports an error of etcd's (or of the connection to it)
+// that says the cluster could not serve the request now: gRPC's
+// Unavailable, which etcd uses for no leader, leader changed, server
+// stopped and its request timeouts, and the client for a member it cannot
+// reach. A commit so answered may or may not have applied.
+func unavailable(err error) bool {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code() == codes.Unavailable
+	}
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unavailable
+}

@@ -65,11 +65,16 @@ func (s *Store) Notify(ctx context.Context, resource string) error {
 // resources whose lease another process ended ("" for every resource).
 // It waits for etcd's confirmation of the watch, so a lease ended after
 // Subscribe returns is delivered. When etcd cancels the watch (its member
-// lost the leader: the watch requires one; a compaction) it watches again
-// from the current revision: wake-ups meanwhile are lost, which only
-// delays a waiter until its own timer. It watches again too, at once, when
-// the Store recovered from a rollback (restartWatches). The channel is
-// closed when ctx ends or the Store is closed.
+// lost the leader: the watch requires one; a compaction) it watches again,
+// every rewatchDelay until etcd confirms, from the revision after the last
+// one it saw, so the ends committed meanwhile are delivered once it is
+// back; only after a compaction of those revisions does it start at the
+// current one, and the wake-ups meanwhile are lost, which only delays a
+// waiter until its own timer. When the Store recovered from a rollback
+// (restartWatches) it watches again at once from etcd's current revision:
+// after a restore without --bump-revision the revision it had reached is
+// one the restored cluster has yet to reach. The channel is closed when
+// ctx ends or the Store is closed.
 func (s *Store) Subscribe(ctx context.Context) <-chan string {
 	out := make(chan string, 64)
 	wctx, cancel := context.WithCancel(ctx)
@@ -79,18 +84,25 @@ func (s *Store) Subscribe(ctx context.Context) <-chan string {
 		close(out)
 		return out
 	}
-	one, restart := s.watchOnce(wctx)
+	one, restart, next := s.watchOnce(wctx, 0, true)
 	go func() {
 		defer close(out)
 		defer s.dropWatch(id)
 		for {
-			if s.follow(one, out, restart) && !s.pause(wctx) {
+			var ended bool
+			next, ended = s.follow(one, out, restart, next)
+			s.watchEnds.Add(1)
+			if !ended {
+				next = 0 // restarted after a recovery: from the current revision
+			} else if !s.pause(wctx) {
 				return
 			}
 			if wctx.Err() != nil {
 				return
 			}
-			one, restart = s.watchOnce(wctx)
+			// Warned once per outage: a member without a leader refuses
+			// every watch again, each rewatchDelay.
+			one, restart, next = s.watchOnce(wctx, next, one.confirmed)
 		}
 	}()
 	return out
@@ -99,19 +111,22 @@ func (s *Store) Subscribe(ctx context.Context) <-chan string {
 // oneWatch is one watch of the wake-up keys, under a context of its own
 // (cancelled to watch again after a recovery).
 type oneWatch struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	wch    clientv3.WatchChan
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wch       clientv3.WatchChan
+	confirmed bool
 }
 
-// watchOnce starts one watch (watch) and returns it with the channel that
-// a recovery closes (restartWatches).
-func (s *Store) watchOnce(ctx context.Context) (oneWatch, <-chan struct{}) {
+// watchOnce starts one watch from revision from (watch) and returns it
+// with the channel that a recovery closes (restartWatches) and the
+// revision the following watch starts from.
+func (s *Store) watchOnce(ctx context.Context, from int64, warn bool) (oneWatch, <-chan struct{}, int64) {
 	s.wmu.Lock()
 	restart := s.restart
 	s.wmu.Unlock()
 	wctx, cancel := context.WithCancel(ctx)
-	return oneWatch{ctx: wctx, cancel: cancel, wch: s.watch(wctx)}, restart
+	wch, confirmed, next := s.watch(wctx, from, warn)
+	return oneWatch{ctx: wctx, cancel: cancel, wch: wch, confirmed: confirmed}, restart, next
 }
 
 // restartWatches makes every wake-up watch of this Store watch again from
@@ -123,63 +138,86 @@ func (s *Store) restartWatches() {
 	s.restart = make(chan struct{})
 }
 
-// watch starts one watch of the wake-up keys and waits for its
-// confirmation (a failure is logged: the loop watches again).
-func (s *Store) watch(ctx context.Context) clientv3.WatchChan {
-	wch := s.c.Watch(clientv3.WithRequireLeader(ctx), s.keys.ended(""), clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+// watch starts one watch of the wake-up keys from revision from (0: the
+// current one) and waits for its confirmation; confirmed is false when
+// etcd refused it or did not answer in time, which is logged when warn is
+// set (the loop watches again). next is the revision the following watch
+// starts from: from, or after the current revision for a watch from the
+// current one, or 0 (the current one) after a compaction took from away.
+func (s *Store) watch(ctx context.Context, from int64, warn bool) (wch clientv3.WatchChan, confirmed bool, next int64) {
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCreatedNotify()}
+	if from > 0 {
+		opts = append(opts, clientv3.WithRev(from))
+	}
+	wch = s.c.Watch(clientv3.WithRequireLeader(ctx), s.keys.ended(""), opts...)
 	t := clock.Real().NewTimer(watchConfirmTimeout)
 	defer t.Stop()
 	select {
 	case resp, ok := <-wch:
 		if ok && resp.Err() == nil && resp.Created {
 			s.watchStarts.Add(1)
-			return wch
+			if from == 0 {
+				from = resp.Header.Revision + 1
+			}
+			return wch, true, from
 		}
-		if ok {
+		if ok && resp.CompactRevision > 0 {
+			from = 0 // compacted away: the ends since are lost
+		}
+		if ok && warn {
 			s.log.Warn("registry/etcd: wake-up watch refused; waiters of this process wait for their timers until it is back", "err", resp.Err())
 		}
 	case <-t.C():
-		s.log.Warn("registry/etcd: wake-up watch not confirmed; waiters of this process may wait for their timers")
+		if warn {
+			s.log.Warn("registry/etcd: wake-up watch not confirmed; waiters of this process may wait for their timers")
+		}
 	case <-ctx.Done():
 	}
-	return wch
+	return wch, false, from
 }
 
 // follow passes the resources of the watch's events to out until the
-// watch ends (true: pause before watching again) or restart is closed
-// (false: watch again at once); the watch's context is cancelled either
-// way.
-func (s *Store) follow(w oneWatch, out chan<- string, restart <-chan struct{}) bool {
+// watch ends (ended: pause before watching again) or restart is closed
+// (watch again at once), and returns the revision after the last event it
+// saw (next when none): a watch again from there misses no end committed
+// meanwhile. The watch's context is cancelled either way.
+func (s *Store) follow(w oneWatch, out chan<- string, restart <-chan struct{}, next int64) (int64, bool) {
 	defer w.cancel()
 	for {
 		select {
 		case <-restart:
-			return false
+			return next, false
 		case resp, ok := <-w.wch:
 			if !ok {
-				return true
+				return next, true
 			}
-			s.deliver(w.ctx, resp, out)
+			next = s.deliver(w.ctx, resp, out, next)
 		}
 	}
 }
 
-// deliver passes the resources of one watch response's events to out.
-func (s *Store) deliver(ctx context.Context, resp clientv3.WatchResponse, out chan<- string) {
+// deliver passes the resources of one watch response's events to out and
+// returns the revision the next watch starts from.
+func (s *Store) deliver(ctx context.Context, resp clientv3.WatchResponse, out chan<- string, next int64) int64 {
 	s.readAt(0, resp.Header.Revision) // a revision the next step's reads must reach
+	if resp.CompactRevision > 0 {
+		next = 0 // compacted away: the next watch starts at the current revision
+	}
 	for _, ev := range resp.Events {
+		next = ev.Kv.ModRevision + 1
 		if ev.Type != mvccpb.PUT || string(ev.Kv.Value) == s.origin {
 			continue // its own: this process already woke its waiters
 		}
 		select {
 		case out <- strings.TrimPrefix(string(ev.Kv.Key), s.keys.ended("")):
 		case <-ctx.Done():
-			return
+			return next
 		default:
 			// The follower is behind: this wake-up is dropped, the
 			// waiter's timer still catches the end.
 		}
 	}
+	return next
 }
 
 // pause waits before watching again; false when ctx ended.
@@ -243,3 +281,11 @@ func (b backend) Restores() uint64 { return b.s.Restores() }
 
 // Seen reports the highest revision and fence this process has seen.
 func (b backend) Seen() (revision, fence uint64) { return b.s.Seen() }
+
+// WatchCounts reports how many wake-up watches etcd confirmed and how many
+// ended (cancelled by etcd, e.g. on a member that lost its leader, or
+// closed) since the Store opened: a test's view of the watch being
+// cancelled and established again.
+func (s *Store) WatchCounts() (started, ended int64) {
+	return s.watchStarts.Load(), s.watchEnds.Load()
+}

@@ -46,9 +46,9 @@ func (s *Store) recoverRollback(ctx context.Context, cause error) error {
 		return registry.ErrClosed
 	}
 	var before, after registry.Meta
-	err := s.attempt(ctx, func() error {
+	err := s.attempt(ctx, func(actx context.Context) error {
 		var err error
-		before, after, err = s.recoverOnce(ctx)
+		before, after, err = s.recoverOnce(actx)
 		return err
 	})
 	if err != nil {

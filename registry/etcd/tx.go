@@ -39,7 +39,12 @@ type tx struct {
 	ended, held map[string]bool
 }
 
+// newTx starts an attempt whose requests require a leader: a member that
+// has none (cut off from the quorum, or in an election) answers at once
+// with "no leader" (ErrUnavailable) instead of holding a linearizable read
+// until its request timeout.
 func newTx(ctx context.Context, s *Store, writable bool, seen rollback.State) *tx {
+	ctx = clientv3.WithRequireLeader(ctx)
 	return &tx{ctx: ctx, s: s, kv: newKV(ctx, s.c), writable: writable, seen: seen}
 }
 

@@ -35,6 +35,7 @@ func run(args []string) error {
 	dir := fs.String("data-dir", "", "data directory (required)")
 	client := fs.String("client-url", "", "client URL to listen on and advertise (required)")
 	peer := fs.String("peer-url", "", "peer URL to listen on and advertise (required)")
+	advertisePeer := fs.String("advertise-peer-url", "", "peer URL to advertise instead of -peer-url (a proxy in front of it)")
 	cluster := fs.String("initial-cluster", "", "name=peerURL,... of every member (required)")
 	state := fs.String("initial-cluster-state", "new", "new or existing")
 	token := fs.String("initial-cluster-token", "etcdtest", "cluster token")
@@ -58,6 +59,13 @@ func run(args []string) error {
 	cfg.Name, cfg.Dir = *name, *dir
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
+	if *advertisePeer != "" {
+		au, err := url.Parse(*advertisePeer)
+		if err != nil {
+			return fmt.Errorf("advertise peer url: %w", err)
+		}
+		cfg.AdvertisePeerUrls = []url.URL{*au}
+	}
 	cfg.InitialCluster, cfg.ClusterState, cfg.InitialClusterToken = *cluster, *state, *token
 	cfg.MaxTxnOps = *maxTxnOps
 	cfg.LogLevel = "warn"
