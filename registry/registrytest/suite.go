@@ -393,7 +393,13 @@ func (e *env) snapshot(t testing.TB, resources ...string) snapshot {
 	t.Helper()
 	s := snapshot{Meta: e.meta(t), Resources: map[string]registry.ResourceView{}}
 	for _, r := range resources {
-		s.Resources[r] = e.resource(t, r)
+		v := e.resource(t, r)
+		if v.Holder != nil { // the state as stored, not when it was read
+			h := *v.Holder
+			h.At = time.Time{}
+			v.Holder = &h
+		}
+		s.Resources[r] = v
 	}
 	ps, err := e.backend().Policies(e.ctx)
 	if err != nil {
