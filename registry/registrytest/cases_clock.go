@@ -142,6 +142,29 @@ func testClockSteppedForward(t *testing.T, e *env) {
 	}
 }
 
+// testClockSteppedBackAcrossRestart: a durable registry restarted with
+// its clock stepped back (within the budget) reads the registry's time
+// from its data: a lease whose expiry its decisions before the restart
+// passed is not HELD again, and is not renewed.
+func testClockSteppedBackAcrossRestart(t *testing.T, e *env) {
+	e.requireDurable(t)
+	const ttl = 2 * time.Second
+	held := e.acquire(t, req("clock/restart", "owner-a", "rs-1", ttl))
+	e.clock.Advance(ttl + 100*time.Millisecond)
+	e.acquire(t, req("clock/restart2", "owner-x", "rs-2", ttl)) // commits the time
+	e.restart(t)
+	clk := NewSteppedClock(e.clock)
+	clk.Step(-(registry.DefaultMaxClockSkew - 200*time.Millisecond)) // back to before the expiry
+	reg := e.newRegistryOn(t, e.backend(), clk, prometheus.NewRegistry())
+	st, err := reg.Status(e.ctx, registry.LeaseQuery{Lease: held.View.Lease.Lease})
+	if err != nil || st.View.State != fencegate.StateExpired {
+		t.Errorf("after a restart 800 ms back, the expired lease reads %s, %v", st.View.State, err)
+	}
+	if _, err := reg.Renew(e.ctx, "owner-a", held.View.Lease.Lease, ttl); !errors.Is(err, registry.ErrNotHeld) {
+		t.Errorf("after a restart 800 ms back, the expired lease was renewed: %v", err)
+	}
+}
+
 // gauge reads the value of the gauge name from g (failing t when absent).
 func gauge(t *testing.T, g prometheus.Gatherer, name string) float64 {
 	t.Helper()

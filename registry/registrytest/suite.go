@@ -118,6 +118,7 @@ func cases() []testCase {
 		{"ConcurrentExpiry", testConcurrentExpiry},
 		{"ClockSteppedBack", testClockSteppedBack},
 		{"ClockSteppedForward", testClockSteppedForward},
+		{"ClockSteppedBackAcrossRestart", testClockSteppedBackAcrossRestart},
 		{"Renew", testRenew},
 		{"RenewKeepsTTL", testRenewKeepsTTL},
 		{"Release", testRelease},
