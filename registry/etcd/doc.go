@@ -133,12 +133,16 @@
 // registry/redis's recover.go does), a state file across restarts, and
 // restore tests with etcdutl are the next step of issue 24.
 //
-// # Not yet
+// # Lease expiry across replicas
 //
-// Lease expiry is decided, as on every backend, on the registry
-// process's clock (registry.Options.Clock); a clock that cannot go back
-// across replicas (etcd leases, or a monotonic bound with a documented
-// skew budget) is the next step, as are fault tests (killing the leader
-// during acquires, partitions, a paused replica) and the registry
-// server's configuration.
+// Lease expiry is decided, as on every backend, at the registry's time
+// (registry/time.go; docs/design.md section 10, "The registry's time
+// across replicas"): each replica's clock raised to the latest time any
+// replica committed a lease decision at (registry.Meta.Time, read in the
+// step's own transaction), by at most registry maxClockSkew. etcd leases
+// are not used: the grant's exp is signed by the registry and judged by
+// the sidecars on their clocks whatever etcd expires, and the bound is
+// one rule for every backend. TestReplicaClockStepped steps a replica's
+// clock back and forward. Partition and paused-replica fault tests are
+// not written yet.
 package etcd
