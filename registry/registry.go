@@ -291,7 +291,12 @@ func (r *Registry) Acquire(ctx context.Context, req AcquireRequest) (Result, err
 		if expiry != nil {
 			expiry.Stop()
 		}
-		expiry = r.opt.Clock.NewTimer(time.Duration(res.Holder.ExpiresAt-ms(at)) * time.Millisecond)
+		// On this process's clock, read now (the clock may have moved
+		// since the step): the step was busy, so the registry's time it
+		// read is below the expiry (or this process is behind beyond its
+		// budget), and its decisions reach the expiry when its clock does
+		// unless another process commits a later time first.
+		expiry = r.opt.Clock.NewTimer(time.Duration(res.Holder.ExpiresAt-ms(r.Now())) * time.Millisecond)
 		expired = expiry.C()
 	}
 }
