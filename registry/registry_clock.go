@@ -6,9 +6,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// MaxClockSkew is the process's skew budget (Options.MaxClockSkew).
-func (r *Registry) MaxClockSkew() time.Duration { return r.opt.MaxClockSkew }
-
 // decided is the time a step that read the view v decided at (v.At), the
 // time its proof is signed at, and records how the process's clock,
 // local when the step began, stood against the registry's time it read.

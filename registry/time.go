@@ -9,7 +9,7 @@ import "time"
 // processes share a backend (Redis, etcd): a process whose clock is behind
 // another's would decide a lease still HELD that the other already found
 // expired, renew it, or sign grants whose iat and exp go back. So every
-// decision that reads the time reads the registry's time too (Meta.Time,
+// lease decision and view reads the registry's time too (Meta.Time,
 // the latest time any process committed a lease decision at) and decides
 // at DecisionTime: its own clock, raised to the registry's time by at most
 // the process's skew budget (Options.MaxClockSkew). A process behind by up
