@@ -64,6 +64,12 @@ func testClockSteppedBack(t *testing.T, e *env) {
 	if st.View.State != fencegate.StateExpired || int64(st.StatusClaims.IssuedAt) < aNow {
 		t.Errorf("B, 800 ms behind, reads the lease A found expired as %s, proof iat %d (A's time %d)", st.View.State, st.StatusClaims.IssuedAt, aNow)
 	}
+	if gs, err := b.GrantStatus(e.ctx, held.View.Lease.Digest); err != nil || gs.View.State != fencegate.StateExpired {
+		t.Errorf("B's grant status (a sidecar's read) of the lease A found expired: %s, %v", gs.View.State, err)
+	}
+	if v, err := b.Resource(e.ctx, "clock/r1"); err != nil || v.Holder == nil || v.Holder.State != fencegate.StateExpired {
+		t.Errorf("B's resource read shows the holder A found expired as %+v, %v", v.Holder, err)
+	}
 	if res, err := b.Renew(e.ctx, "owner-a", held.View.Lease.Lease, ttl); !errors.Is(err, registry.ErrNotHeld) {
 		t.Errorf("B renewed the lease A found expired: %v (state %s, expires %d)", err, res.View.State, res.View.Lease.ExpiresAt)
 	}
