@@ -56,6 +56,31 @@ func testClockSteppedBack(t *testing.T, e *env) {
 	}
 	aNow := e.clock.Now().UnixMilli()
 
+	e.expiredAt(t, b, held, aNow, ttl)
+
+	g, err := b.Acquire(e.ctx, req("clock/r1", "owner-b", "back-3", ttl))
+	if err != nil {
+		t.Fatalf("acquire at B: %v", err)
+	}
+	e.checkResult(t, g)
+	if g.View.Lease.IssuedAt < aNow || g.View.Lease.Fence <= held.View.Lease.Fence {
+		t.Errorf("B's grant: iat %d before the registry's time %d, or fence %d not above %d", g.View.Lease.IssuedAt, aNow, g.View.Lease.Fence, held.View.Lease.Fence)
+	}
+	e.clock.Advance(ttl - 100*time.Millisecond)
+	if st := e.status(t, g); st.View.State != fencegate.StateHeld {
+		t.Errorf("A reads B's grant %s %s after it was granted, before its TTL %s ran on A's clock", st.View.State, ttl-100*time.Millisecond, ttl)
+	}
+	if v := gauge(t, bMetrics, clockBehindMetric); v != 0 {
+		t.Errorf("B within the budget: %s = %v, want 0", clockBehindMetric, v)
+	}
+}
+
+// expiredAt checks that b, a process behind the registry's time aNow
+// (Unix ms) within the budget, sees held, whose expiry aNow passed, as
+// ended in every read (status, a sidecar's grant status, the resource)
+// and refuses its renewal.
+func (e *env) expiredAt(t *testing.T, b *registry.Registry, held registry.Result, aNow int64, ttl time.Duration) {
+	t.Helper()
 	st, err := b.Status(e.ctx, registry.LeaseQuery{Lease: held.View.Lease.Lease})
 	if err != nil {
 		t.Fatalf("status at B: %v", err)
@@ -72,22 +97,6 @@ func testClockSteppedBack(t *testing.T, e *env) {
 	}
 	if res, err := b.Renew(e.ctx, "owner-a", held.View.Lease.Lease, ttl); !errors.Is(err, registry.ErrNotHeld) {
 		t.Errorf("B renewed the lease A found expired: %v (state %s, expires %d)", err, res.View.State, res.View.Lease.ExpiresAt)
-	}
-
-	g, err := b.Acquire(e.ctx, req("clock/r1", "owner-b", "back-3", ttl))
-	if err != nil {
-		t.Fatalf("acquire at B: %v", err)
-	}
-	e.checkResult(t, g)
-	if g.View.Lease.IssuedAt < aNow || g.View.Lease.Fence <= held.View.Lease.Fence {
-		t.Errorf("B's grant: iat %d before the registry's time %d, or fence %d not above %d", g.View.Lease.IssuedAt, aNow, g.View.Lease.Fence, held.View.Lease.Fence)
-	}
-	e.clock.Advance(ttl - 100*time.Millisecond)
-	if st := e.status(t, g); st.View.State != fencegate.StateHeld {
-		t.Errorf("A reads B's grant %s %s after it was granted, before its TTL %s ran on A's clock", st.View.State, ttl-100*time.Millisecond, ttl)
-	}
-	if v := gauge(t, bMetrics, clockBehindMetric); v != 0 {
-		t.Errorf("B within the budget: %s = %v, want 0", clockBehindMetric, v)
 	}
 }
 
