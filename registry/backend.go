@@ -95,7 +95,10 @@ type AcquireInput struct {
 	// Lineage is a fresh random lineage, the meta's from this grant on
 	// when it has none yet (see Meta.Lineage).
 	Lineage string
+	// Now is the process's clock; MaxSkew its skew budget: the step
+	// decides at DecisionTime(Now, the meta read, MaxSkew).
 	Now     time.Time
+	MaxSkew time.Duration
 }
 
 // AcquireResult is Acquire's answer. Exactly one of Granted, Existing and
@@ -111,6 +114,10 @@ type AcquireResult struct {
 	Busy   bool
 	View   LeaseView
 	Holder LeaseRecord
+	// At is the time the step decided at (DecisionTime), and Meta the
+	// registry-wide state it read (its Time: the registry's time).
+	At   time.Time
+	Meta Meta
 	// Ended is the previous lease that this acquire found expired or
 	// revoked and closed (for metrics), if any.
 	Ended *LeaseRecord
@@ -127,6 +134,9 @@ type RenewInput struct {
 	// ttlMs of its grant), as etcd and Consul do.
 	TTL time.Duration
 	Now time.Time
+	// MaxSkew is the process's clock skew budget: the step decides at
+	// DecisionTime(Now, the meta read, MaxSkew). 0 decides at Now.
+	MaxSkew time.Duration
 }
 
 // RenewResult is Renew's answer.
@@ -145,6 +155,9 @@ type ReleaseInput struct {
 	Lease string
 	Owner string
 	Now   time.Time
+	// MaxSkew is the process's clock skew budget: the step decides at
+	// DecisionTime(Now, the meta read, MaxSkew). 0 decides at Now.
+	MaxSkew time.Duration
 }
 
 // ReleaseResult is Release's answer.
@@ -158,13 +171,15 @@ type ReleaseResult struct {
 }
 
 // LeaseQuery selects one lease: by Lease, by Digest, or by Owner and
-// RequestID. Now computes the effective state.
+// RequestID. The effective state is computed at DecisionTime(Now, the
+// meta read, MaxSkew).
 type LeaseQuery struct {
 	Lease     string
 	Digest    string
 	Owner     string
 	RequestID string
 	Now       time.Time
+	MaxSkew   time.Duration
 }
 
 // Notifier is implemented by a Backend that several registry processes

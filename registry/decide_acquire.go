@@ -19,6 +19,9 @@ func DecideAcquire(snap AcquireSnapshot, in AcquireInput) (AcquireResult, Change
 	}
 	m := snap.Meta.current()
 	pol := snap.Policy
+	// The time it decides at: the process's clock raised toward the
+	// registry's (time.go).
+	at := DecisionTime(in.Now, m, in.MaxSkew)
 
 	// 1. Idempotency: the same (owner, requestId) gets the same grant,
 	// whatever its state and the resource's now.
@@ -33,7 +36,7 @@ func DecideAcquire(snap AcquireSnapshot, in AcquireInput) (AcquireResult, Change
 		if l.Resource != in.Resource || l.OpClass != in.OpClass {
 			return AcquireResult{}, Change{}, fmt.Errorf("%w: request %q was for %s", ErrRequestConflict, in.RequestID, l.Resource)
 		}
-		return AcquireResult{Existing: true, View: view(*l, m, pol.Generation, in.Now)}, Change{}, nil
+		return AcquireResult{Existing: true, View: view(*l, m, pol.Generation, at), At: at, Meta: m}, Change{}, nil
 	}
 
 	// 2. The resource's policy.
@@ -48,21 +51,21 @@ func DecideAcquire(snap AcquireSnapshot, in AcquireInput) (AcquireResult, Change
 	}
 	rec.Resource = in.Resource
 	var ch Change
-	res := AcquireResult{FreedAt: rec.FreedAt}
+	res := AcquireResult{FreedAt: rec.FreedAt, At: at, Meta: m}
 	if h := snap.Holder; rec.Holder != "" && h != nil {
 		if h.Lease != rec.Holder || h.Resource != in.Resource {
 			return AcquireResult{}, Change{}, fmt.Errorf("%w: holder %s of %q read as lease %s of %q", ErrBackend, rec.Holder, in.Resource, h.Lease, h.Resource)
 		}
-		st := LeaseState(*h, m, pol.Generation, in.Now)
+		st := LeaseState(*h, m, pol.Generation, at)
 		if st == fencegate.StateHeld {
 			busy := *h
 			busy.Token, busy.Digest = "", ""
-			return AcquireResult{Busy: true, Holder: busy}, Change{}, nil
+			return AcquireResult{Busy: true, Holder: busy, At: at, Meta: m}, Change{}, nil
 		}
 		if h.State == fencegate.StateHeld { // observed expiry or revocation
 			ended := *h
 			ended.State = st
-			ended.EndedAt = endedAt(ended, st, in.Now)
+			ended.EndedAt = endedAt(ended, st, at)
 			ch.Leases = append(ch.Leases, ended)
 			res.Ended = &ended
 			res.FreedAt = ended.EndedAt
@@ -84,7 +87,8 @@ func DecideAcquire(snap AcquireSnapshot, in AcquireInput) (AcquireResult, Change
 	}
 	fence := base + 1
 	m.Revision++
-	now := ms(in.Now)
+	m.raiseTime(at)
+	now := ms(at)
 	l := LeaseRecord{
 		Lease:            in.LeaseID,
 		GrantID:          in.GrantID,
@@ -110,6 +114,6 @@ func DecideAcquire(snap AcquireSnapshot, in AcquireInput) (AcquireResult, Change
 	grant := l
 	ch.Grant = &grant
 	res.Granted = true
-	res.View = view(l, m, pol.Generation, in.Now)
+	res.View = view(l, m, pol.Generation, at)
 	return res, ch, nil
 }

@@ -93,6 +93,7 @@ func DecidePutPolicy(m Meta, p fencegate.Policy, now time.Time) (fencegate.Polic
 	m = m.current()
 	m.PolicySeq++
 	m.Revision++
+	m.raiseTime(now)
 	p.Generation = m.PolicySeq
 	p.UpdatedAt = ms(now)
 	p.Deleted = false

@@ -9,10 +9,12 @@ import (
 )
 
 // DecideRenew is Renew's decision, a pure function over snap (see
-// LeaseSnapshot). A HELD lease is extended by in.TTL from in.Now, or by its
-// own TTL (the ttlMs of its grant) when in.TTL is zero; the policy's TTL
-// bounds apply either way. A lease that is no longer held is refused
-// (NotHeld), never re-granted, and the change records its observed end.
+// LeaseSnapshot), at DecisionTime(in.Now, snap.Meta, in.MaxSkew). A HELD
+// lease is extended by in.TTL from then, or by its own TTL (the ttlMs of
+// its grant) when in.TTL is zero; the policy's TTL bounds apply either
+// way. A lease that is no longer held is refused (NotHeld), never
+// re-granted, and the change records its observed end. Either change
+// raises the registry's time to the decision's.
 func DecideRenew(snap LeaseSnapshot, in RenewInput) (RenewResult, Change, error) {
 	if in.TTL < 0 || (in.TTL > 0 && in.TTL < time.Millisecond) {
 		return RenewResult{}, Change{}, fmt.Errorf("%w: renew ttl %s: want 0 (the lease's own) or at least 1ms", ErrInvalidInput, in.TTL)
@@ -22,9 +24,12 @@ func DecideRenew(snap LeaseSnapshot, in RenewInput) (RenewResult, Change, error)
 		return RenewResult{}, Change{}, err
 	}
 	m, gen := snap.Meta.current(), snap.Policy.Generation
-	if st := LeaseState(l, m, gen, in.Now); st != fencegate.StateHeld {
-		ch := closeLease(&l, snap.Resource, st, endedAt(l, st, in.Now))
-		return RenewResult{View: view(l, m, gen, in.Now), NotHeld: true}, ch, nil
+	at := DecisionTime(in.Now, m, in.MaxSkew)
+	if st := LeaseState(l, m, gen, at); st != fencegate.StateHeld {
+		ch := closeLease(&l, snap.Resource, st, endedAt(l, st, at))
+		res := RenewResult{View: view(l, m, gen, at), NotHeld: true}
+		stampTime(&ch, m, at)
+		return res, ch, nil
 	}
 	ttl := in.TTL
 	if ttl == 0 {
@@ -37,8 +42,11 @@ func DecideRenew(snap LeaseSnapshot, in RenewInput) (RenewResult, Change, error)
 		return RenewResult{}, Change{}, err
 	}
 	m.Revision++
-	l.ExpiresAt = ms(in.Now) + ttl.Milliseconds()
-	return RenewResult{View: view(l, m, gen, in.Now)}, Change{Meta: &m, Leases: []LeaseRecord{l}}, nil
+	l.ExpiresAt = ms(at) + ttl.Milliseconds()
+	res := RenewResult{View: view(l, m, gen, at)}
+	ch := Change{Meta: &m, Leases: []LeaseRecord{l}}
+	stampTime(&ch, m, at)
+	return res, ch, nil
 }
 
 // DecideRelease is Release's decision, a pure function over snap. A HELD
@@ -52,8 +60,11 @@ func DecideRelease(snap LeaseSnapshot, in ReleaseInput) (ReleaseResult, Change, 
 		return ReleaseResult{}, Change{}, err
 	}
 	m, gen := snap.Meta.current(), snap.Policy.Generation
-	ch, released := endLease(&l, snap.Resource, &m, gen, fencegate.StateReleased, in.Now)
-	return ReleaseResult{View: view(l, m, gen, in.Now), Released: released}, ch, nil
+	at := DecisionTime(in.Now, m, in.MaxSkew)
+	ch, released := endLease(&l, snap.Resource, &m, gen, fencegate.StateReleased, at)
+	res := ReleaseResult{View: view(l, m, gen, at), Released: released}
+	stampTime(&ch, m, at)
+	return res, ch, nil
 }
 
 // endLease ends l as to when it is held at now (a write of its own: the
@@ -76,12 +87,15 @@ func endLease(l *LeaseRecord, rec *ResourceRecord, m *Meta, gen uint64, to strin
 }
 
 // DecideStatus is a status read over snap: the lease with its effective
-// state at now and the registry's current values. It writes nothing.
-func DecideStatus(snap LeaseSnapshot, now time.Time) (LeaseView, error) {
+// state at DecisionTime(q.Now, snap.Meta, q.MaxSkew) and the registry's
+// current values. It writes nothing (so it does not raise the registry's
+// time), but it never answers at a time before it, within the budget.
+func DecideStatus(snap LeaseSnapshot, q LeaseQuery) (LeaseView, error) {
 	if snap.Lease == nil {
 		return LeaseView{}, fmt.Errorf("%w: lease", ErrNotFound)
 	}
-	return view(*snap.Lease, snap.Meta.current(), snap.Policy.Generation, now), nil
+	m := snap.Meta.current()
+	return view(*snap.Lease, m, snap.Policy.Generation, DecisionTime(q.Now, m, q.MaxSkew)), nil
 }
 
 // DecideResource is a resource read over snap: its record (a resource

@@ -11,6 +11,9 @@ import (
 type RevokeInput struct {
 	Lease string
 	Now   time.Time
+	// MaxSkew is the process's clock skew budget: the step decides at
+	// DecisionTime(Now, the meta read, MaxSkew). 0 decides at Now.
+	MaxSkew time.Duration
 }
 
 // RevokeResult is RevokeLease's answer.
@@ -25,8 +28,9 @@ type RevokeResult struct {
 }
 
 // DecideRevoke is RevokeLease's decision, a pure function over snap (see
-// LeaseSnapshot; loaded with the resource's record). A HELD lease is
-// stored REVOKED, ended at in.Now, and frees its resource: from then on
+// LeaseSnapshot; loaded with the resource's record), at
+// DecisionTime(in.Now, snap.Meta, in.MaxSkew). A HELD lease is stored
+// REVOKED, ended then, and frees its resource: from then on
 // every status read of its grants answers REVOKED (a sidecar refuses
 // them), its renewals are refused (NotHeld), and the next acquire of the
 // resource gets the next fence (LastFence is never touched, so never
@@ -44,6 +48,9 @@ func DecideRevoke(snap LeaseSnapshot, in RevokeInput) (RevokeResult, Change, err
 	}
 	rec := *l
 	m, gen := snap.Meta.current(), snap.Policy.Generation
-	ch, revoked := endLease(&rec, snap.Resource, &m, gen, fencegate.StateRevoked, in.Now)
-	return RevokeResult{View: view(rec, m, gen, in.Now), Revoked: revoked}, ch, nil
+	at := DecisionTime(in.Now, m, in.MaxSkew)
+	ch, revoked := endLease(&rec, snap.Resource, &m, gen, fencegate.StateRevoked, at)
+	res := RevokeResult{View: view(rec, m, gen, at), Revoked: revoked}
+	stampTime(&ch, m, at)
+	return res, ch, nil
 }

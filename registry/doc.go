@@ -64,7 +64,10 @@
 // nothing, except that a renew or release that finds a lease no longer held
 // records its observed end. Times come in the inputs: a decision never
 // reads a clock; the registry's clock is its own (injected; by default the
-// process's monotonic clock anchored at start), never the client's.
+// process's monotonic clock anchored at start), never the client's, and a
+// lease decision raises it to the registry's time read in its snapshot
+// (Meta.Time, the latest time any process sharing the backend committed a
+// lease decision at), by at most the process's skew budget (time.go).
 //
 // # The fence sequence: never reissued
 //

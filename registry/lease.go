@@ -31,9 +31,9 @@ func LeaseState(l LeaseRecord, m Meta, policyGen uint64, now time.Time) string {
 	}
 }
 
-// view is l with its effective state at now.
+// view is l with its effective state at now, the step's decision time.
 func view(l LeaseRecord, m Meta, policyGen uint64, now time.Time) LeaseView {
-	return LeaseView{Lease: l, State: LeaseState(l, m, policyGen, now), Meta: m, PolicyGeneration: policyGen}
+	return LeaseView{Lease: l, State: LeaseState(l, m, policyGen, now), Meta: m, PolicyGeneration: policyGen, At: now}
 }
 
 // endedAt is when a lease that is no longer HELD (effective state st at

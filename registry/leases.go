@@ -99,8 +99,10 @@ type LeasesQuery struct {
 	After LeaseCursor
 	// Limit bounds the page: 1..MaxLeasesLimit.
 	Limit int
-	// Now computes the effective states.
-	Now time.Time
+	// Now and MaxSkew compute the effective states, at
+	// DecisionTime(Now, the meta read, MaxSkew).
+	Now     time.Time
+	MaxSkew time.Duration
 }
 
 // Validate checks a lease listing's query.
@@ -159,19 +161,20 @@ type LeasePage struct {
 }
 
 // DecideLeases is a listing's decision over snap: the leases q selects
-// whose effective state at q.Now is q.State (any when ""), sorted by
+// whose effective state at the decision time (DecisionTime) is q.State (any when ""), sorted by
 // cursor, at most q.Limit of them. It writes nothing.
 func DecideLeases(snap LeasesSnapshot, q LeasesQuery) (LeasePage, error) {
 	if err := q.Validate(); err != nil {
 		return LeasePage{}, err
 	}
 	m := snap.Meta.current()
+	now := DecisionTime(q.Now, m, q.MaxSkew)
 	var views []LeaseView
 	for _, l := range snap.Leases {
 		if !q.Selects(l) {
 			continue
 		}
-		v := view(l, m, MatchPolicy(snap.Policies, l.Resource).Generation, q.Now)
+		v := view(l, m, MatchPolicy(snap.Policies, l.Resource).Generation, now)
 		if q.State == "" || v.State == q.State {
 			views = append(views, v)
 		}

@@ -18,6 +18,10 @@ type metrics struct {
 	acquireWait prometheus.Histogram
 	waiting     prometheus.GaugeFunc
 	compacted   prometheus.Counter
+	// clockBehind is how far this process's clock was behind the
+	// registry's time beyond the skew budget at its last step
+	// (registry_clock.go).
+	clockBehind prometheus.Gauge
 
 	// The store anchor (registry_anchor.go).
 	anchorSteps      *prometheus.CounterVec
@@ -67,6 +71,10 @@ func newMetrics(reg prometheus.Registerer, waiting func() float64) (*metrics, er
 		Name: "fencegate_registry_compacted_leases_total",
 		Help: "Ended leases deleted after the retention period.",
 	})
+	m.clockBehind = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "fencegate_registry_clock_behind_seconds",
+		Help: "How far this registry process's clock was behind the registry's time (the latest time any process committed a lease decision at) beyond maxClockSkew, at its last step; 0 while it is not. Above 0 the process decides at its clock plus maxClockSkew, and the lease states it answers can be behind the other processes' by this much.",
+	})
 	m.waiting = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fencegate_registry_waiting_acquires",
 		Help: "Acquires waiting for a lease right now.",
@@ -106,7 +114,7 @@ func newMetrics(reg prometheus.Registerer, waiting func() float64) (*metrics, er
 	for _, v := range []string{"epoch", "policy", "lease"} {
 		m.revocations.WithLabelValues(v)
 	}
-	for _, c := range []prometheus.Collector{m.grants, m.renewals, m.expiries, m.releases, m.revocations, m.busy, m.handoff, m.acquireWait, m.waiting, m.compacted,
+	for _, c := range []prometheus.Collector{m.grants, m.renewals, m.expiries, m.releases, m.revocations, m.busy, m.handoff, m.acquireWait, m.waiting, m.compacted, m.clockBehind,
 		m.anchorSteps, m.anchorBatch, m.registrations, m.acknowledgements,
 		buildinfo.Collector("registry")} {
 		if err := reg.Register(c); err != nil {

@@ -23,6 +23,14 @@ type Meta struct {
 	// from a backup keeps the backup's; an emptied or new one gets a new
 	// one.
 	Lineage string `json:"lineage,omitempty"`
+	// Time is the registry's time (time.go): the latest time, Unix ms,
+	// at which any registry process committed a lease decision (a grant,
+	// a renewal, a release, a revocation, an observed end) or a policy
+	// change. Every such step raises it to the time it decided at and
+	// nothing lowers it; a step decides no earlier than it, within the
+	// process's clock skew budget (DecisionTime). 0 in a data set written
+	// before it existed.
+	Time int64 `json:"time,omitempty"`
 }
 
 // current is m as the registry reads it: a meta never written yet (a new
@@ -91,6 +99,10 @@ type LeaseView struct {
 	Meta Meta
 	// PolicyGeneration is the resource's current policy generation.
 	PolicyGeneration uint64
+	// At is the time the step decided State at (DecisionTime: the
+	// process's clock raised toward the registry's time). A proof of the
+	// view is signed at it.
+	At time.Time
 }
 
 // ResourceView is a resource's record with its holder, if any.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,12 @@ type Options struct {
 	// the process's monotonic clock anchored at the wall time of New, so a
 	// wall-clock step while running never shortens or extends a lease.
 	Clock clock.Clock
+	// MaxClockSkew is how far this process's clock may be behind the
+	// other processes' sharing the backend: a step decides at its clock
+	// raised toward the registry's time by at most this much
+	// (DecisionTime, time.go). Default DefaultMaxClockSkew (1 s); keep it
+	// at most the sidecars' trust.clockSkew.
+	MaxClockSkew time.Duration
 	// Rand is the source of lease and grant IDs (default crypto/rand).
 	Rand io.Reader
 	// DefaultTTL applies when an acquire gives none; MinTTL and MaxTTL bound
@@ -71,6 +78,9 @@ type Registry struct {
 	randMu  sync.Mutex
 	// proofs reuses recent status proofs (nil: sign every answer).
 	proofs *proofCache
+	// behind: the last step found this process's clock behind the
+	// registry's time beyond MaxClockSkew (registry_clock.go).
+	behind atomic.Bool
 }
 
 // New returns a Registry over opts.Backend. It starts nothing: the
@@ -95,6 +105,10 @@ func New(opts Options) (*Registry, error) {
 	setDefault(&opts.MaxTTL, DefaultMaxTTL)
 	setDefault(&opts.MaxWait, DefaultMaxWait)
 	setDefault(&opts.MaxProofTTL, DefaultMaxProofTTL)
+	if opts.MaxClockSkew < 0 {
+		return nil, fmt.Errorf("%w: max clock skew %s is negative", ErrInvalidInput, opts.MaxClockSkew)
+	}
+	setDefault(&opts.MaxClockSkew, DefaultMaxClockSkew)
 	if opts.MinTTL > opts.MaxTTL || opts.DefaultTTL < opts.MinTTL || opts.DefaultTTL > opts.MaxTTL {
 		return nil, fmt.Errorf("%w: TTL bounds: need minTTL <= defaultTTL <= maxTTL", ErrInvalidInput)
 	}
@@ -277,6 +291,11 @@ func (r *Registry) Acquire(ctx context.Context, req AcquireRequest) (Result, err
 		if expiry != nil {
 			expiry.Stop()
 		}
+		// On this process's clock, read now (the clock may have moved
+		// since the step): the step was busy, so the registry's time it
+		// read is below the expiry (or this process is behind beyond its
+		// budget), and its decisions reach the expiry when its clock does
+		// unless another process commits a later time first.
 		expiry = r.opt.Clock.NewTimer(time.Duration(res.Holder.ExpiresAt-ms(r.Now())) * time.Millisecond)
 		expired = expiry.C()
 	}
@@ -296,11 +315,12 @@ func (r *Registry) tryAcquire(ctx context.Context, in AcquireInput) (AcquireResu
 	if in.Lineage, err = r.newLineage(); err != nil {
 		return AcquireResult{}, time.Time{}, err
 	}
-	in.Now = r.Now()
+	in.Now, in.MaxSkew = r.Now(), r.opt.MaxClockSkew
 	res, err := r.opt.Backend.Acquire(ctx, in, r.seal)
 	if err != nil {
 		return res, in.Now, err
 	}
+	r.observeClock(in.Now, res.Meta)
 	if res.Ended != nil {
 		if res.Ended.State == fencegate.StateExpired {
 			r.m.expiries.Inc()
@@ -308,7 +328,7 @@ func (r *Registry) tryAcquire(ctx context.Context, in AcquireInput) (AcquireResu
 			r.m.revocations.WithLabelValues("lease").Inc()
 		}
 	}
-	return res, in.Now, nil
+	return res, laterOf(res.At, in.Now), nil
 }
 
 func (r *Registry) busy(res AcquireResult, at time.Time) error {
@@ -353,11 +373,12 @@ func (r *Registry) Renew(ctx context.Context, owner, lease string, ttl time.Dura
 			return Result{}, err
 		}
 	}
-	now := r.Now()
-	res, err := r.opt.Backend.Renew(ctx, RenewInput{Lease: lease, Owner: owner, TTL: ttl, Now: now})
+	local := r.Now()
+	res, err := r.opt.Backend.Renew(ctx, RenewInput{Lease: lease, Owner: owner, TTL: ttl, Now: local, MaxSkew: r.opt.MaxClockSkew})
 	if err != nil {
 		return Result{}, err
 	}
+	now := r.decided(local, res.View)
 	if res.NotHeld {
 		r.m.renewals.WithLabelValues("not_held").Inc()
 		if res.View.State == fencegate.StateExpired {
@@ -376,12 +397,13 @@ func (r *Registry) Renew(ctx context.Context, owner, lease string, ttl time.Dura
 
 // Release ends a lease (idempotent) and hands the resource to the next waiter.
 func (r *Registry) Release(ctx context.Context, owner, lease string) (Result, error) {
-	now := r.Now()
-	res, err := r.opt.Backend.Release(ctx, ReleaseInput{Lease: lease, Owner: owner, Now: now})
+	local := r.Now()
+	res, err := r.opt.Backend.Release(ctx, ReleaseInput{Lease: lease, Owner: owner, Now: local, MaxSkew: r.opt.MaxClockSkew})
 	if err != nil {
 		return Result{}, err
 	}
 	v := res.View
+	now := r.decided(local, v)
 	if res.Released {
 		r.m.releases.Inc()
 		r.log.Info("lease released", zap.String("resource", v.Lease.Resource), zap.String("lease", v.Lease.Lease), zap.Uint64("fence", v.Lease.Fence))
@@ -398,12 +420,12 @@ func (r *Registry) Release(ctx context.Context, owner, lease string) (Result, er
 // The SDK reads its lease this way: it measures what remains of the lease
 // from the proof's iat (client.remaining), so the proof must be fresh.
 func (r *Registry) Status(ctx context.Context, q LeaseQuery) (Result, error) {
-	q.Now = r.Now()
+	q.Now, q.MaxSkew = r.Now(), r.opt.MaxClockSkew
 	v, err := r.opt.Backend.Lease(ctx, q)
 	if err != nil {
 		return Result{}, err
 	}
-	return r.prove(v, q.Now)
+	return r.prove(v, r.decided(q.Now, v))
 }
 
 // GrantStatus is Status by grant digest, a sidecar's registry-mode check:
@@ -411,12 +433,12 @@ func (r *Registry) Status(ctx context.Context, q LeaseQuery) (Result, error) {
 // ProofReuse ago when that proof states exactly what the read found
 // (proofcache.go), and with a new one otherwise.
 func (r *Registry) GrantStatus(ctx context.Context, digest string) (Result, error) {
-	q := LeaseQuery{Digest: digest, Now: r.Now()}
+	q := LeaseQuery{Digest: digest, Now: r.Now(), MaxSkew: r.opt.MaxClockSkew}
 	v, err := r.opt.Backend.Lease(ctx, q)
 	if err != nil {
 		return Result{}, err
 	}
-	return r.proveReusing(v, q.Now)
+	return r.proveReusing(v, r.decided(q.Now, v))
 }
 
 // Resource reads a resource's fence sequence and holder.
@@ -424,7 +446,13 @@ func (r *Registry) Resource(ctx context.Context, resource string) (ResourceView,
 	if err := ValidateResource(resource); err != nil {
 		return ResourceView{}, err
 	}
-	return r.opt.Backend.Resource(ctx, resource, r.Now())
+	local := r.Now()
+	v, err := r.opt.Backend.Resource(ctx, resource, local)
+	if err != nil {
+		return v, err
+	}
+	r.observeClock(local, v.Meta)
+	return resourceAt(v, local, r.opt.MaxClockSkew), nil
 }
 
 // BumpEpoch increments the issuer epoch: every grant of an older epoch is

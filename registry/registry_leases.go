@@ -18,12 +18,13 @@ func (r *Registry) RevokeLease(ctx context.Context, lease string) (Result, bool,
 	if err := ValidateLeaseID(lease); err != nil {
 		return Result{}, false, err
 	}
-	now := r.Now()
-	res, err := r.opt.Backend.RevokeLease(ctx, RevokeInput{Lease: lease, Now: now})
+	local := r.Now()
+	res, err := r.opt.Backend.RevokeLease(ctx, RevokeInput{Lease: lease, Now: local, MaxSkew: r.opt.MaxClockSkew})
 	if err != nil {
 		return Result{}, false, err
 	}
 	v := res.View
+	now := r.decided(local, v)
 	if res.Revoked {
 		r.m.revocations.WithLabelValues("lease").Inc()
 		r.log.Warn("lease revoked by operator", zap.String("resource", v.Lease.Resource), zap.String("lease", v.Lease.Lease),
@@ -40,7 +41,7 @@ func (r *Registry) RevokeLease(ctx context.Context, lease string) (Result, bool,
 // after they ended (Options' retention), so a listing holds the HELD
 // leases and those that ended within the retention.
 func (r *Registry) Leases(ctx context.Context, q LeasesQuery) (LeasePage, error) {
-	q.Now = r.Now()
+	q.Now, q.MaxSkew = r.Now(), r.opt.MaxClockSkew
 	if q.Limit == 0 {
 		q.Limit = DefaultLeasesLimit
 	}

@@ -183,7 +183,7 @@ func (b txBackend) Lease(ctx context.Context, q LeaseQuery) (LeaseView, error) {
 		if err != nil {
 			return err
 		}
-		v, err = DecideStatus(snap, q.Now)
+		v, err = DecideStatus(snap, q)
 		return err
 	})
 	return v, err

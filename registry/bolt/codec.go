@@ -67,6 +67,11 @@ func encodeMeta(m registry.Meta) []byte {
 	e.uint(m.FenceFloor)
 	e.uint(m.PolicySeq)
 	e.str(m.Lineage)
+	if m.Time != 0 {
+		// The registry's time, a trailing field: a meta written before it
+		// existed ends at the lineage and reads as time 0.
+		e.int(m.Time)
+	}
 	return e.bytes()
 }
 
@@ -78,6 +83,9 @@ func decodeMeta(raw []byte) (registry.Meta, error) {
 		m.FenceFloor = d.Uvarint("fenceFloor")
 		m.PolicySeq = d.Uvarint("policySeq")
 		m.Lineage = d.Str("lineage")
+		if d.Rest() > 0 {
+			m.Time = d.Varint("time")
+		}
 	})
 	return m, err
 }

@@ -60,7 +60,7 @@ func randResource(r *rand.Rand) registry.ResourceRecord {
 }
 
 func randMeta(r *rand.Rand) registry.Meta {
-	return registry.Meta{IssuerEpoch: randUint(r), Revision: randUint(r), FenceFloor: randUint(r), PolicySeq: randUint(r), Lineage: randString(r, 32)}
+	return registry.Meta{IssuerEpoch: randUint(r), Revision: randUint(r), FenceFloor: randUint(r), PolicySeq: randUint(r), Lineage: randString(r, 32), Time: randInt(r)}
 }
 
 // TestCodecMatchesJSON is the differential test of the binary form

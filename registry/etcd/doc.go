@@ -228,11 +228,20 @@
 //     refuses the old holder's write once the new holder's was accepted
 //     (e2e's TestRegistryReplicaPausedOnEtcd, real registry processes).
 //
+// # Lease expiry across replicas
+//
+// Lease expiry is decided, as on every backend, at the registry's time
+// (registry/time.go; docs/design.md section 10, "The registry's time
+// across replicas"): each replica's clock raised to the latest time any
+// replica committed a lease decision at (registry.Meta.Time, read in the
+// step's own transaction), by at most registry maxClockSkew. etcd leases
+// are not used: the grant's exp is signed by the registry and judged by
+// the sidecars on their clocks whatever etcd expires, and the bound is
+// one rule for every backend. TestReplicaClockStepped steps a replica's
+// clock back and forward.
+//
 // # Not yet
 //
-// Lease expiry is decided, as on every backend, on the registry
-// process's clock (registry.Options.Clock); a clock that cannot go back
-// across replicas (etcd leases, or a monotonic bound with a documented
-// skew budget) is the next step, as is the registry server's
-// configuration of RetryFor and AttemptTimeout (the defaults apply).
+// The registry server's configuration does not expose RetryFor and
+// AttemptTimeout (the defaults apply).
 package etcd

@@ -118,11 +118,14 @@ func testConcurrentAcquirers(t *testing.T, e *env) {
 // increase in grant order. So at most one lease is HELD at
 // any point of the backend's order.
 //
-// The check uses each operation's own time, not one timeline: the registry
-// reads its clock before the backend applies the operation, so when the
-// clock moves concurrently an operation applied later may carry an earlier
-// time (a grant stamped 200 applied after a release stamped 260). That is
-// safe (the later grant just expires sooner) and is not treated as overlap.
+// The check uses each operation's own time, the time it decided at
+// (AcquireResult.At, LeaseView.At), not one timeline: the registry reads
+// its clock before the backend applies the operation, and raises it to
+// the registry's time by at most its skew budget (registry.DecisionTime),
+// so when the clock moves concurrently by more than that an operation
+// applied later may carry an earlier time (a grant stamped 200 applied
+// after a release stamped 260). That is safe (the later grant just
+// expires sooner) and is not treated as overlap.
 func testConcurrentExpiry(t *testing.T, e *env) {
 	const res = "race/moving"
 	const ttl = 300 * time.Millisecond
@@ -228,7 +231,7 @@ func (h *historyBackend) Acquire(ctx context.Context, in registry.AcquireInput, 
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	res, err := h.Backend.Acquire(ctx, in, seal)
-	h.events = append(h.events, event{op: "acquire", lease: in.LeaseID, now: ms(in.Now), acq: res, err: err})
+	h.events = append(h.events, event{op: "acquire", lease: in.LeaseID, now: decidedAt(in.Now, res.At), acq: res, err: err})
 	return res, err
 }
 
@@ -236,7 +239,7 @@ func (h *historyBackend) Renew(ctx context.Context, in registry.RenewInput) (reg
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	res, err := h.Backend.Renew(ctx, in)
-	h.events = append(h.events, event{op: "renew", lease: in.Lease, now: ms(in.Now), view: res.View, notHeld: res.NotHeld, err: err})
+	h.events = append(h.events, event{op: "renew", lease: in.Lease, now: decidedAt(in.Now, res.View.At), view: res.View, notHeld: res.NotHeld, err: err})
 	return res, err
 }
 
@@ -244,8 +247,17 @@ func (h *historyBackend) Release(ctx context.Context, in registry.ReleaseInput) 
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	res, err := h.Backend.Release(ctx, in)
-	h.events = append(h.events, event{op: "release", lease: in.Lease, now: ms(in.Now), view: res.View, released: res.Released, err: err})
+	h.events = append(h.events, event{op: "release", lease: in.Lease, now: decidedAt(in.Now, res.View.At), view: res.View, released: res.Released, err: err})
 	return res, err
+}
+
+// decidedAt is the time an operation decided at, Unix ms: at, or its
+// clock's now when the backend failed before saying.
+func decidedAt(now, at time.Time) int64 {
+	if at.IsZero() {
+		return ms(now)
+	}
+	return ms(at)
 }
 
 func (h *historyBackend) history() []event {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fencegate/fencegate"
+	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/clock/clocktest"
 	"github.com/fencegate/fencegate/keys"
 	"github.com/fencegate/fencegate/registry"
@@ -115,6 +116,9 @@ func cases() []testCase {
 		{"Idempotency", testIdempotency},
 		{"ConcurrentAcquirers", testConcurrentAcquirers},
 		{"ConcurrentExpiry", testConcurrentExpiry},
+		{"ClockSteppedBack", testClockSteppedBack},
+		{"ClockSteppedForward", testClockSteppedForward},
+		{"ClockSteppedBackAcrossRestart", testClockSteppedBackAcrossRestart},
 		{"Renew", testRenew},
 		{"RenewKeepsTTL", testRenewKeepsTTL},
 		{"Release", testRelease},
@@ -393,7 +397,13 @@ func (e *env) snapshot(t testing.TB, resources ...string) snapshot {
 	t.Helper()
 	s := snapshot{Meta: e.meta(t), Resources: map[string]registry.ResourceView{}}
 	for _, r := range resources {
-		s.Resources[r] = e.resource(t, r)
+		v := e.resource(t, r)
+		if v.Holder != nil { // the state as stored, not when it was read
+			h := *v.Holder
+			h.At = time.Time{}
+			v.Holder = &h
+		}
+		s.Resources[r] = v
 	}
 	ps, err := e.backend().Policies(e.ctx)
 	if err != nil {
@@ -559,11 +569,18 @@ func (e *env) otherProcess(t *testing.T) *registry.Registry {
 // newRegistry returns another Registry over be with the env's key and clock.
 func (e *env) newRegistry(t testing.TB, be registry.Backend) *registry.Registry {
 	t.Helper()
+	return e.newRegistryOn(t, be, e.clock, prometheus.NewRegistry())
+}
+
+// newRegistryOn returns another Registry over be with the env's key, clk
+// for its clock and its metrics registered in metrics.
+func (e *env) newRegistryOn(t testing.TB, be registry.Backend, clk clock.Clock, metrics prometheus.Registerer) *registry.Registry {
+	t.Helper()
 	reg, err := registry.New(registry.Options{
 		Backend: be, Signer: e.keys.Signer, Issuer: Issuer,
-		Clock:      e.clock,
+		Clock:      clk,
 		DefaultTTL: DefaultTTL, MinTTL: MinTTL, MaxTTL: MaxTTL, MaxWait: MaxWait, MaxProofTTL: MaxProofTTL,
-		Metrics: prometheus.NewRegistry(),
+		Metrics: metrics,
 	})
 	if err != nil {
 		t.Fatalf("registry.New: %v", err)

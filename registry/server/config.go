@@ -62,6 +62,15 @@ type Config struct {
 	Proofs         ProofConfig     `yaml:"proofs"`
 	Admin          AdminConfig     `yaml:"admin"`
 	Log            LogConfig       `yaml:"log"`
+	// MaxClockSkew is how far this process's clock may be behind the
+	// other registry processes' sharing the backend (redis, etcd; a bolt
+	// registry restarted with its clock set back too): every lease
+	// decision is made at the process's clock raised toward the
+	// registry's time, the latest time any process committed a lease
+	// decision at, by at most this much (registry.DecisionTime). Default
+	// 1s, at most MaxClockSkewLimit; keep it at most the sidecars'
+	// trust.clockSkew, or their proofs can look issued in the future.
+	MaxClockSkew time.Duration `yaml:"maxClockSkew"`
 }
 
 // RedisConfig is the redis backend's server (the rules the sidecar's
@@ -136,8 +145,9 @@ func Default() Config {
 			MaxWait:    registry.DefaultMaxWait,
 			Retention:  24 * time.Hour,
 		},
-		Proofs: ProofConfig{MaxTTL: registry.DefaultMaxProofTTL},
-		Log:    LogConfig{Level: "info"},
+		Proofs:       ProofConfig{MaxTTL: registry.DefaultMaxProofTTL},
+		MaxClockSkew: registry.DefaultMaxClockSkew,
+		Log:          LogConfig{Level: "info"},
 	}
 }
 
@@ -180,6 +190,7 @@ func (c Config) Validate() error {
 		add("identity.mode: mtls needs tls.clientCAFile (or use header mode behind a mesh, or insecure-header for development)")
 	}
 	errs = append(errs, c.Leases.errs()...)
+	errs = append(errs, c.clockErrs()...)
 	if c.Proofs.MaxTTL <= 0 {
 		add("proofs.maxTTL: must be positive")
 	}
@@ -204,6 +215,18 @@ func (c Config) backendErrs() []error {
 	case "memory":
 	default:
 		return []error{fmt.Errorf("backend: %q is not bolt, redis, etcd or memory", c.Backend)}
+	}
+	return nil
+}
+
+// MaxClockSkewLimit bounds maxClockSkew: a process stepped ahead drags
+// the others' grants and proofs up to maxClockSkew past their clocks.
+const MaxClockSkewLimit = time.Minute
+
+// clockErrs checks maxClockSkew.
+func (c Config) clockErrs() []error {
+	if c.MaxClockSkew <= 0 || c.MaxClockSkew > MaxClockSkewLimit {
+		return []error{fmt.Errorf("maxClockSkew: %s: want more than 0 and at most %s", c.MaxClockSkew, MaxClockSkewLimit)}
 	}
 	return nil
 }

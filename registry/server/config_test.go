@@ -26,6 +26,7 @@ tls: {certFile: a.crt}
 identity: {mode: header}
 leases: {defaultTTL: 1h, maxTTL: 1m}
 proofs: {maxTTL: -1s}
+maxClockSkew: 2m
 log: {level: loud}
 `), 0o600)
 	c, err := server.Load(path)
@@ -33,7 +34,7 @@ log: {level: loud}
 		t.Fatal(err)
 	}
 	err = c.Validate()
-	for _, want := range []string{"listen", "backend", "issuer", "certFile and keyFile", "trustedProxies", "leases", "proofs.maxTTL", "log.level"} {
+	for _, want := range []string{"listen", "backend", "issuer", "certFile and keyFile", "trustedProxies", "leases", "proofs.maxTTL", "maxClockSkew", "log.level"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate does not mention %q: %v", want, err)
 		}

@@ -80,18 +80,19 @@ func New(cfg Config, log *zap.Logger) (_ *Server, err error) {
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.Registry, err = registry.New(registry.Options{
-		Backend:     s.backend,
-		Signer:      signer,
-		Issuer:      cfg.Issuer,
-		Clock:       clock.Monotonic(),
-		DefaultTTL:  cfg.Leases.DefaultTTL,
-		MinTTL:      cfg.Leases.MinTTL,
-		MaxTTL:      cfg.Leases.MaxTTL,
-		MaxWait:     cfg.Leases.MaxWait,
-		MaxProofTTL: cfg.Proofs.MaxTTL,
-		ProofReuse:  cfg.Proofs.Reuse,
-		Logger:      log,
-		Metrics:     promReg,
+		Backend:      s.backend,
+		Signer:       signer,
+		Issuer:       cfg.Issuer,
+		Clock:        clock.Monotonic(),
+		MaxClockSkew: cfg.MaxClockSkew,
+		DefaultTTL:   cfg.Leases.DefaultTTL,
+		MinTTL:       cfg.Leases.MinTTL,
+		MaxTTL:       cfg.Leases.MaxTTL,
+		MaxWait:      cfg.Leases.MaxWait,
+		MaxProofTTL:  cfg.Proofs.MaxTTL,
+		ProofReuse:   cfg.Proofs.Reuse,
+		Logger:       log,
+		Metrics:      promReg,
 	})
 	if err != nil {
 		return nil, err
