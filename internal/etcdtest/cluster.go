@@ -26,13 +26,21 @@ func Start(tb testing.TB, n int, args ...string) *Cluster {
 	if n < 1 {
 		tb.Fatalf("etcdtest: a cluster of %d members", n)
 	}
+	return startRetried(tb, "members", n, args, tryStart)
+}
+
+// startRetried builds the server and runs try until a cluster of n comes
+// up, starting again on new ports while a member finds its port taken
+// (at most startAttempts times); what names the cluster in tb's failure.
+func startRetried[C any](tb testing.TB, what string, n int, args []string, try func(testing.TB, string, int, []string) (C, error)) C {
+	tb.Helper()
 	bin, err := Binary()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var last error
 	for range startAttempts {
-		c, err := tryStart(tb, bin, n, args)
+		c, err := try(tb, bin, n, args)
 		if err == nil {
 			return c
 		}
@@ -41,8 +49,9 @@ func Start(tb testing.TB, n int, args ...string) *Cluster {
 			break
 		}
 	}
-	tb.Fatalf("etcdtest: start %d members: %v", n, last)
-	return nil
+	tb.Fatalf("etcdtest: start %d %s: %v", n, what, last)
+	var zero C
+	return zero
 }
 
 // tryStart starts n members on fresh ports and data directories; on an

@@ -47,23 +47,7 @@ type Partitioned struct {
 // close (after the members' kill).
 func StartPartitionable(tb testing.TB, n int, args ...string) *Partitioned {
 	tb.Helper()
-	bin, err := Binary()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var last error
-	for range startAttempts {
-		p, err := tryStartGated(tb, bin, n, args)
-		if err == nil {
-			return p
-		}
-		last = err
-		if !errPortTaken(err) {
-			break
-		}
-	}
-	tb.Fatalf("etcdtest: start %d gated members: %v", n, last)
-	return nil
+	return startRetried(tb, "gated members", n, args, tryStartGated)
 }
 
 func tryStartGated(tb testing.TB, bin string, n int, args []string) (*Partitioned, error) {

@@ -27,7 +27,7 @@ const (
 // overlap of two holders fails. Fences must increase in grant order.
 func testConcurrentAcquirers(t *testing.T, e *env) {
 	const res = "race/frozen"
-	ctx, cancel := context.WithTimeout(e.ctx, livenessLimit)
+	ctx, cancel := context.WithTimeout(e.ctx, e.raceLimit())
 	defer cancel()
 	reg := e.registry()
 
@@ -129,7 +129,7 @@ func testConcurrentAcquirers(t *testing.T, e *env) {
 func testConcurrentExpiry(t *testing.T, e *env) {
 	const res = "race/moving"
 	const ttl = 300 * time.Millisecond
-	ctx, cancel := context.WithTimeout(e.ctx, livenessLimit)
+	ctx, cancel := context.WithTimeout(e.ctx, e.raceLimit())
 	defer cancel()
 	hb := &historyBackend{Backend: e.backend()}
 	reg := e.newRegistry(t, hb)

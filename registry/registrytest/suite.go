@@ -37,6 +37,13 @@ type Opener struct {
 	// subtests that race two processes race two Registries over the one
 	// backend.
 	Shared func() (registry.Backend, error)
+	// RaceLimit bounds, in real time, how long each concurrent race of the
+	// suite (many workers deciding on one resource) may run before it
+	// counts as hung (livenessLimit when zero). It turns a hang into a
+	// failure and asserts nothing about speed: a backend whose every
+	// decision is several quorum round trips (etcd on three members) takes
+	// longer than 20 s for the 160 grants under -race on a loaded machine.
+	RaceLimit time.Duration
 }
 
 // Registry options used by the suite.
@@ -505,6 +512,14 @@ func (e *env) goAcquire(ctx context.Context, idx int, req registry.AcquireReques
 		out <- outcome{idx: idx, req: req, res: res, err: err}
 	}()
 	return out
+}
+
+// raceLimit is the bound of a concurrent race (Opener.RaceLimit).
+func (e *env) raceLimit() time.Duration {
+	if e.opener.RaceLimit > 0 {
+		return e.opener.RaceLimit
+	}
+	return livenessLimit
 }
 
 // await receives one outcome, failing t if none comes within the liveness
