@@ -73,21 +73,31 @@ func tryStart(tb testing.TB, bin string, n int, args []string) (*Cluster, error)
 		c.members = append(c.members, m)
 		initial = append(initial, m.name+"="+m.peerURL())
 	}
+	if err := c.launch(initial); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// launch starts every member of c with initial (name=peerURL of each) as
+// the initial cluster and waits until each serves; on an error every
+// member is killed.
+func (c *Cluster) launch(initial []string) error {
 	cluster := strings.Join(initial, ",")
 	for _, m := range c.members {
 		m.initialCluster = cluster
 		if err := m.spawn(); err != nil {
 			c.killAll()
-			return nil, err
+			return err
 		}
 	}
 	for _, m := range c.members {
 		if err := m.waitReady(); err != nil {
 			c.killAll()
-			return nil, err
+			return err
 		}
 	}
-	return c, nil
+	return nil
 }
 
 func (c *Cluster) killAll() {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 
@@ -77,19 +76,8 @@ func tryStartGated(tb testing.TB, bin string, n int, args []string) (*Partitione
 		p.members = append(p.members, m)
 		initial = append(initial, m.name+"="+m.advertisePeer)
 	}
-	cluster := strings.Join(initial, ",")
-	for _, m := range p.members {
-		m.initialCluster = cluster
-		if err := m.spawn(); err != nil {
-			p.killAll()
-			return nil, err
-		}
-	}
-	for _, m := range p.members {
-		if err := m.waitReady(); err != nil {
-			p.killAll()
-			return nil, err
-		}
+	if err := p.launch(initial); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
