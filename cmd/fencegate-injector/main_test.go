@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,24 @@ import (
 
 	"github.com/fencegate/fencegate/tlsfiles/tlsfilestest"
 )
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -51,7 +70,10 @@ func TestServes(t *testing.T) {
 	cfg := writeFile(t, dir, "injector.yaml", "image: registry.example.org/fencegate:0.1.0\nnative: never\n")
 	port, health := freePort(t), freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr bytes.Buffer
+	// The log is written by controller-runtime's certificate watcher too,
+	// whose goroutine may still log after run returned (a race -race
+	// reported in a clean-clone CI run): reads and writes are locked.
+	var stderr lockedBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"--config", cfg, "--cert-dir", filepath.Dir(vol.Files().Cert),
