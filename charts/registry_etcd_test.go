@@ -47,7 +47,7 @@ func checkRegistryFilesMounted(t *testing.T, objs []object) []string {
 }
 
 // checkEtcdConfig asserts the registry-etcd scenario's registry.yaml:
-// backend etcd with the values' endpoints, prefix and dial timeout, the
+// backend etcd with the values' endpoints, prefix, dial timeout and step bounds, the
 // password a file of the mounted Secret (never in the ConfigMap), the CA
 // and client certificate files of the TLS Secret, and every file mounted.
 func checkEtcdConfig(t *testing.T, objs []object) {
@@ -69,7 +69,7 @@ func checkEtcdConfig(t *testing.T, objs []object) {
 		e := cfg.Etcd
 		wantEndpoints := "https://etcd-0.etcd.data.svc:2379 https://etcd-1.etcd.data.svc:2379 https://etcd-2.etcd.data.svc:2379"
 		if cfg.Backend != "etcd" || strings.Join(e.Endpoints, " ") != wantEndpoints || e.Prefix != "fgreg-prod" ||
-			e.DialTimeout != 3*time.Second || e.Username != "fencegate" || e.PasswordFile != "/etc/fencegate/etcd/etcd-password" {
+			e.DialTimeout != 3*time.Second || e.RetryFor != 6*time.Second || e.AttemptTimeout != 2*time.Second || e.Username != "fencegate" || e.PasswordFile != "/etc/fencegate/etcd/etcd-password" {
 			t.Errorf("backend %s, etcd %+v", cfg.Backend, e)
 		}
 		if tl := e.TLS; !tl.Enabled || tl.CAFile != "/etc/fencegate/etcd-tls/ca.crt" || tl.CertFile != "/etc/fencegate/etcd-tls/tls.crt" ||

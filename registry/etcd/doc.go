@@ -240,8 +240,6 @@
 // one rule for every backend. TestReplicaClockStepped steps a replica's
 // clock back and forward.
 //
-// # Not yet
-//
-// The registry server's configuration does not expose RetryFor and
-// AttemptTimeout (the defaults apply).
+// The registry server's etcd section sets RetryFor and AttemptTimeout
+// (etcd.retryFor, etcd.attemptTimeout).
 package etcd

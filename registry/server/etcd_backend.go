@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"os"
@@ -40,10 +41,18 @@ func openEtcd(cfg EtcdConfig, dataDir string, log *zap.Logger) (registry.Backend
 	if err != nil {
 		return nil, fmt.Errorf("server: etcd.tls: %w", err)
 	}
-	be, err := etcd.OpenBackend(ctx, etcd.Options{Endpoints: cfg.Endpoints, DialTimeout: cfg.DialTimeout, TLS: tc,
-		Username: cfg.Username, Password: password, Prefix: cfg.Prefix, StateFile: state, Logger: slog.New(zapslog.NewHandler(log.Core()))})
+	be, err := etcd.OpenBackend(ctx, cfg.options(tc, password, state, log))
 	if err != nil {
 		return nil, fmt.Errorf("server: etcd: %w", err)
 	}
 	return be, nil
+}
+
+// options are the etcd backend's Options for cfg, with its TLS
+// configuration, password and state file resolved.
+func (cfg EtcdConfig) options(tc *tls.Config, password, state string, log *zap.Logger) etcd.Options {
+	return etcd.Options{Endpoints: cfg.Endpoints, DialTimeout: cfg.DialTimeout, TLS: tc,
+		Username: cfg.Username, Password: password, Prefix: cfg.Prefix, StateFile: state,
+		RetryFor: cfg.RetryFor, AttemptTimeout: cfg.AttemptTimeout,
+		Logger: slog.New(zapslog.NewHandler(log.Core()))}
 }

@@ -11,6 +11,11 @@ import (
 	"github.com/fencegate/fencegate/tlsfiles"
 )
 
+// maxEtcdStepBound bounds etcd.retryFor and etcd.attemptTimeout: one
+// decision takes at most their sum, and the server's write timeout leaves
+// leases.maxWait plus 30s for an answer.
+const maxEtcdStepBound = 15 * time.Second
+
 // EtcdConfig is the etcd backend's cluster: the registry's etcd section.
 type EtcdConfig struct {
 	// Endpoints are the members' client URLs, http://host:port or (with
@@ -18,6 +23,15 @@ type EtcdConfig struct {
 	Endpoints []string `yaml:"endpoints"`
 	// DialTimeout bounds each connection attempt (default 5s).
 	DialTimeout time.Duration `yaml:"dialTimeout"`
+	// RetryFor bounds how long one registry decision is run again, each
+	// time on fresh reads, after etcd answered it as unavailable (a leader
+	// change, no quorum, a member down): default 3s, at most 15s. Past it
+	// the request is answered 503 REGISTRY_UNAVAILABLE.
+	RetryFor time.Duration `yaml:"retryFor"`
+	// AttemptTimeout bounds one attempt of a decision (its reads and its
+	// commit): default 5s, at most 15s. An attempt past it counts as
+	// unavailable (its commit's outcome unknown) and is decided again.
+	AttemptTimeout time.Duration `yaml:"attemptTimeout"`
 	// Username is etcd's user (empty: no authentication); its password is
 	// in PasswordFile (an inline password is not a key).
 	Username     string `yaml:"username"`
@@ -63,6 +77,14 @@ func (c EtcdConfig) Validate(section string) []error {
 	}
 	if c.DialTimeout < 0 {
 		add(".dialTimeout: %v must not be negative (0 is the default)", c.DialTimeout)
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"retryFor", c.RetryFor}, {"attemptTimeout", c.AttemptTimeout}} {
+		if d.v < 0 || d.v > maxEtcdStepBound {
+			add(".%s: %v must be within [0, %v] (0 is the default)", d.key, d.v, maxEtcdStepBound)
+		}
 	}
 	if (c.Username == "") != (c.PasswordFile == "") {
 		add(": username and passwordFile go together")

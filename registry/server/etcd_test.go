@@ -36,12 +36,14 @@ func TestEtcdConfigReportsEveryError(t *testing.T) {
 	}
 	c = etcdConfig(t, "127.0.0.1:2379", "ftp://h:1", "http://a:1", "https://b:2", "http://c:3/path")
 	c.Etcd.DialTimeout = -time.Second
+	c.Etcd.RetryFor = -time.Second
+	c.Etcd.AttemptTimeout = 16 * time.Second
 	c.Etcd.Username = "reg"
 	c.Etcd.Prefix = "p/"
 	c.Etcd.TLS.CertFile = "c.crt"
 	err := c.Validate()
 	for _, want := range []string{"etcd.endpoints[0]", "etcd.endpoints[1]", "etcd.endpoints[4]", "mixes http and https",
-		"etcd.dialTimeout", "username and passwordFile", "etcd.prefix", "etcd.tls: certFile and keyFile", "etcd.tls: files or serverName set without enabled"} {
+		"etcd.dialTimeout", "etcd.retryFor: -1s", "etcd.attemptTimeout: 16s", "username and passwordFile", "etcd.prefix", "etcd.tls: certFile and keyFile", "etcd.tls: files or serverName set without enabled"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate does not mention %q: %v", want, err)
 		}
@@ -67,6 +69,8 @@ func TestEtcdConfigLoads(t *testing.T) {
 etcd:
   endpoints: [https://e1:2379, https://e2:2379]
   dialTimeout: 3s
+  retryFor: 10s
+  attemptTimeout: 2s
   username: reg
   passwordFile: /run/secrets/etcd
   prefix: team-a
@@ -78,7 +82,7 @@ etcd:
 		t.Fatal(err)
 	}
 	want := server.EtcdConfig{Endpoints: []string{"https://e1:2379", "https://e2:2379"}, DialTimeout: 3 * time.Second,
-		Username: "reg", PasswordFile: "/run/secrets/etcd", Prefix: "team-a", StateFile: "/var/lib/reg/etcd.json"}
+		RetryFor: 10 * time.Second, AttemptTimeout: 2 * time.Second, Username: "reg", PasswordFile: "/run/secrets/etcd", Prefix: "team-a", StateFile: "/var/lib/reg/etcd.json"}
 	want.TLS.Enabled, want.TLS.CAFile, want.TLS.CertFile, want.TLS.KeyFile, want.TLS.ServerName = true, "ca.pem", "c.pem", "k.pem", "etcd.internal"
 	if c.Backend != "etcd" || !reflect.DeepEqual(c.Etcd, want) {
 		t.Fatalf("loaded %q %+v, want etcd %+v", c.Backend, c.Etcd, want)

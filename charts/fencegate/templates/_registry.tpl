@@ -101,7 +101,7 @@ password and TLS files are those of the Secrets the StatefulSet mounts at
 /etc/fencegate/etcd and /etc/fencegate/etcd-tls.
 */}}
 {{- define "fencegate.registry.etcdConfig" -}}
-{{- $e := dict "endpoints" .endpoints "prefix" .prefix "dialTimeout" .dialTimeout -}}
+{{- $e := dict "endpoints" .endpoints "prefix" .prefix "dialTimeout" .dialTimeout "retryFor" .retryFor "attemptTimeout" .attemptTimeout -}}
 {{- if .username -}}
 {{- $_ := set $e "username" .username -}}
 {{- $_ = set $e "passwordFile" (printf "/etc/fencegate/etcd/%s" .existingSecretKey) -}}
