@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/proxy"
@@ -586,7 +587,8 @@ func TestForwardedConfigValidated(t *testing.T) {
 // 100-continue gets its 100 Continue from the sidecar, which then has the
 // whole body: the backend receives no Expect (one that never answers 100
 // would otherwise delay every such write). A read streams its body: the
-// Expect reaches the backend, whose 100 Continue reaches the client.
+// Expect reaches the backend, and the client gets its 100 Continue once
+// the backend answered its own (one 100: TestOneContinue).
 func TestExpectContinue(t *testing.T) {
 	rec := newRecorder(t)
 	f := newFixture(t, withBackend(rec.srv.URL))
@@ -633,6 +635,39 @@ func TestExpectContinue(t *testing.T) {
 		t.Fatalf("a pass-through must keep Expect and stream the body: %v %q", via.header, via.body)
 	}
 	compared{direct: direct, via: via, directAns: directAns, ans: ans}.check(t, read, false)
+}
+
+// TestOneContinue: a client of a pass-through with Expect: 100-continue
+// gets one 100 Continue, whatever the order of the two that could reach
+// it. Here the backend reads the body late: the sidecar's forward stops
+// waiting for the backend's 100 (ExpectContinueTimeout) and reads the
+// client's body, which sends the client its 100; the client sends the
+// body; only then does the backend read it, and answer its own 100,
+// which the sidecar must not relay as a second one.
+func TestOneContinue(t *testing.T) {
+	bodySent := make(chan struct{})
+	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-bodySent
+		body, _ := io.ReadAll(r.Body) // sends the backend's 100 Continue
+		io.WriteString(w, "got "+string(body))
+	}))
+	defer back.Close()
+	f := newFixture(t, withBackend(back.URL), func(c *proxy.Config) { c.Backend.Timeout = 10 * time.Second })
+	conn, err := net.Dial("tcp", f.sidecarAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "DELETE /v1/off/1 HTTP/1.1\r\nHost: svc\r\nExpect: 100-continue\r\nContent-Length: 8\r\n\r\n")
+	br := bufio.NewReader(conn)
+	if interim := readAnswer(t, br, "DELETE"); interim.status != http.StatusContinue {
+		t.Fatalf("want 100 Continue before the body, got %d %q", interim.status, interim.body)
+	}
+	io.WriteString(conn, "the body")
+	close(bodySent)
+	if final := readAnswer(t, br, "DELETE"); final.status != http.StatusOK || final.body != "got the body" {
+		t.Fatalf("after the body: %d %q, want 200 \"got the body\" (a second 100 Continue is not the answer)", final.status, final.body)
+	}
 }
 
 // TestConnectionNamedResponseHeaders (issue 14 item 7a): a response field

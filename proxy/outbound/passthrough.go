@@ -27,7 +27,7 @@ type PassThrough struct {
 // deadline writeTimeout (0: none). onError answers a request the backend
 // did not answer. The reverse proxy strips hop-by-hop fields, keeps an
 // allowed upgrade's, suppresses Go's User-Agent and relays 1xx answers
-// (100 Continue included) and trailers; Rewrite replaces the target it
+// and trailers; Rewrite replaces the target it
 // would re-encode (it drops unparsable query parameters) and the
 // forwarding headers (outbound.go, forwarded.go).
 func NewPassThrough(target *Target, tr http.RoundTripper, writeTimeout time.Duration, onError func(http.ResponseWriter, *http.Request, error)) *PassThrough {
@@ -60,7 +60,7 @@ func (pt *PassThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// timeout to lift either. The server clears the deadline once the
 	// answer is finished, before the connection's next request.
 	_ = http.NewResponseController(w).SetWriteDeadline(deadline)
-	pt.rp.ServeHTTP(noSniff{w}, r)
+	pt.rp.ServeHTTP(relayed{w}, r)
 }
 
 // passedAnswer is the pass-through's ModifyResponse: the answer to a
@@ -77,14 +77,24 @@ func passedAnswer(resp *http.Response) error {
 	return nil
 }
 
-// noSniff keeps net/http from adding a Content-Type the backend did not
-// send: without one, the server would guess it from the first bytes of the
-// body, or not, depending on whether the reverse proxy flushed the header
-// before the body arrived.
-type noSniff struct{ http.ResponseWriter }
+// relayed is the client's ResponseWriter as the reverse proxy writes the
+// backend's answer to it. It keeps net/http from adding a Content-Type the
+// backend did not send: without one, the server would guess it from the
+// first bytes of the body, or not, depending on whether the reverse proxy
+// flushed the header before the body arrived. And it sends the client one
+// 100 Continue: the server's own, sent when the forward starts reading
+// the client's body, which it does once the backend answered its 100
+// Continue or the transport stopped waiting for it
+// (ExpectContinueTimeout). Relaying the backend's as well would send two
+// when the backend's came after the transport stopped waiting.
+type relayed struct{ http.ResponseWriter }
 
-// WriteHeader marks a final answer without Content-Type as having none.
-func (w noSniff) WriteHeader(code int) {
+// WriteHeader drops a 100 Continue and marks a final answer without
+// Content-Type as having none.
+func (w relayed) WriteHeader(code int) {
+	if code == http.StatusContinue {
+		return
+	}
 	if code >= 200 {
 		if _, ok := w.Header()["Content-Type"]; !ok {
 			w.Header()["Content-Type"] = nil
@@ -95,4 +105,4 @@ func (w noSniff) WriteHeader(code int) {
 
 // Unwrap gives http.ResponseController (flushes, deadlines, the hijack of
 // an allowed upgrade) the server's ResponseWriter.
-func (w noSniff) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w relayed) Unwrap() http.ResponseWriter { return w.ResponseWriter }
