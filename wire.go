@@ -88,6 +88,12 @@ type Meta struct {
 	// "lineage" claim). A registry restored from a backup has the
 	// backup's; a new or replaced one has a new one.
 	Lineage string `json:"lineage,omitempty"`
+	// Time is the registry's time: the latest time at which any registry
+	// process committed a lease decision or a policy change. A registry
+	// process decides no earlier than it (within its maxClockSkew), so a
+	// Time ahead of a process's clock is how far that clock is behind.
+	// Absent before the first such decision.
+	Time time.Time `json:"time,omitzero"`
 }
 
 // Policy is a per-resource (or per-prefix) policy: the body of PUT

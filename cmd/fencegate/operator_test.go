@@ -240,6 +240,14 @@ func TestAdminCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil || m.IssuerEpoch == 0 {
 		t.Fatalf("admin meta -o json: %v\n%s", err, r.stdout)
 	}
+	// The grant above moved the registry's time to when it decided.
+	if d := time.Since(m.Time); m.Time.IsZero() || d < -time.Minute || d > time.Minute {
+		t.Errorf("admin meta -o json: time %v after a grant just now", m.Time)
+	}
+	r = wantExit(t, "admin meta", runCLI(t, "admin", "meta", "--registry", reg.URL), exitOK)
+	if want := "time: " + m.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00"); !strings.Contains(strings.Join(strings.Fields(r.stdout), " "), want) {
+		t.Errorf("admin meta:\n%s\nwant a line %q", r.stdout, want)
+	}
 	r = wantExit(t, "epoch bump", runCLI(t, "admin", "epoch", "bump", "--registry", reg.URL), exitOK)
 	if want := fmt.Sprintf("issuer epoch raised from %d to %d", m.IssuerEpoch, m.IssuerEpoch+1); !strings.HasPrefix(r.stdout, want) {
 		t.Errorf("epoch bump:\n%s\nwant %q", r.stdout, want)

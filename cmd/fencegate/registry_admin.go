@@ -23,7 +23,7 @@ func newMetaCmd(a *app) *cobra.Command {
 	var conn connFlags
 	c := &cobra.Command{
 		Use:   "meta",
-		Short: "the registry's global counters: issuer epoch, revision, global fence floor, policy sequence, lineage (admin)",
+		Short: "the registry's global counters: issuer epoch, revision, global fence floor, policy sequence, lineage, the registry's time (admin)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := conn.client()
@@ -52,6 +52,11 @@ func printMeta(out io.Writer, m fencegate.Meta) error {
 	f.row("fenceFloor", m.FenceFloor)
 	f.row("policySeq", m.PolicySeq)
 	f.row("lineage", cell(m.Lineage))
+	t := "-"
+	if !m.Time.IsZero() {
+		t = m.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	f.row("time", t)
 	return f.flush()
 }
 

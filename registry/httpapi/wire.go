@@ -49,5 +49,9 @@ func leaseWire(v registry.LeaseView, caller string) fencegate.Lease {
 
 // metaBody is the wire form of the registry's meta record.
 func metaBody(m registry.Meta) fencegate.Meta {
-	return fencegate.Meta{IssuerEpoch: m.IssuerEpoch, Revision: m.Revision, FenceFloor: m.FenceFloor, PolicySeq: m.PolicySeq, Lineage: m.Lineage}
+	out := fencegate.Meta{IssuerEpoch: m.IssuerEpoch, Revision: m.Revision, FenceFloor: m.FenceFloor, PolicySeq: m.PolicySeq, Lineage: m.Lineage}
+	if m.Time > 0 {
+		out.Time = time.UnixMilli(m.Time).UTC()
+	}
+	return out
 }
