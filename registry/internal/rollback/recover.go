@@ -10,7 +10,8 @@ import (
 // RecoveredMeta is m after a rollback, given what this process saw: an
 // epoch above every epoch seen (unless another process already bumped
 // past it), a floor at least floor, a revision above every revision seen,
-// and a policy generation no lower than any seen. It starts from m and
+// a policy generation and a registry time (Meta.Time) no lower than any
+// seen. It starts from m and
 // only raises those fields, so every other field of the meta read (the
 // lineage, and any field added later) is kept as it was.
 func RecoveredMeta(m registry.Meta, seen State, floor uint64) registry.Meta {
@@ -23,6 +24,7 @@ func RecoveredMeta(m registry.Meta, seen State, floor uint64) registry.Meta {
 	m.FenceFloor = max(m.FenceFloor, floor)
 	m.Revision = max(m.Revision, seen.Revision) + 1
 	m.PolicySeq = max(m.PolicySeq, seen.PolicySeq)
+	m.Time = max(m.Time, seen.Time)
 	return m
 }
 

@@ -8,6 +8,9 @@ type State struct {
 	Epoch     uint64 `json:"issuerEpoch"`
 	PolicySeq uint64 `json:"policySeq"`
 	MaxFence  uint64 `json:"maxFence"`
+	// Time is the highest registry time (Meta.Time, Unix ms) seen: a
+	// recovery keeps the registry's time from going back with the restore.
+	Time int64 `json:"time,omitempty"`
 	// Ceiling is at least every fence this process issued (state file
 	// only; zero without one).
 	Ceiling uint64 `json:"fenceCeiling"`

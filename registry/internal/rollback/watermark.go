@@ -104,6 +104,7 @@ func (w *Watermark) raise(m registry.Meta) {
 	if m.Revision > w.state.Revision || m.IssuerEpoch > w.state.Epoch || m.PolicySeq > w.state.PolicySeq {
 		w.dirty = true
 	}
+	w.state.Time = max(w.state.Time, m.Time)
 	w.state.Revision = max(w.state.Revision, m.Revision)
 	w.state.Epoch = max(w.state.Epoch, m.IssuerEpoch)
 	w.state.PolicySeq = max(w.state.PolicySeq, m.PolicySeq)
@@ -244,6 +245,7 @@ func (w *Watermark) Recovered(m registry.Meta) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.state.Revision, w.state.Epoch, w.state.PolicySeq = m.Revision, m.IssuerEpoch, m.PolicySeq
+	w.state.Time = max(w.state.Time, m.Time)
 	w.dirty = true
 	if w.file == "" {
 		return nil

@@ -41,18 +41,19 @@ func TestCheckUsesTheWatermarkOfBeforeTheRead(t *testing.T) {
 }
 
 // TestRecoveredMetaOnlyRaises: the recovered meta is above what was seen
-// in epoch and revision, at least the floor, and keeps every other field
+// in epoch and revision, at least the floor, no earlier than the registry
+// time seen (a restore does not set the registry's clock back), and keeps every other field
 // of the meta read (the lineage here).
 func TestRecoveredMetaOnlyRaises(t *testing.T) {
-	read := registry.Meta{Revision: 3, IssuerEpoch: 2, FenceFloor: 9, PolicySeq: 1, Lineage: "L"}
-	got := rollback.RecoveredMeta(read, rollback.State{Revision: 10, Epoch: 4, PolicySeq: 2, MaxFence: 50}, 50)
-	want := registry.Meta{Revision: 11, IssuerEpoch: 5, FenceFloor: 50, PolicySeq: 2, Lineage: "L"}
+	read := registry.Meta{Revision: 3, IssuerEpoch: 2, FenceFloor: 9, PolicySeq: 1, Lineage: "L", Time: 1000}
+	got := rollback.RecoveredMeta(read, rollback.State{Revision: 10, Epoch: 4, PolicySeq: 2, MaxFence: 50, Time: 5000}, 50)
+	want := registry.Meta{Revision: 11, IssuerEpoch: 5, FenceFloor: 50, PolicySeq: 2, Lineage: "L", Time: 5000}
 	if got != want {
 		t.Fatalf("recovered %+v, want %+v", got, want)
 	}
 	// Another process already bumped past what this one saw: nothing lowers.
-	ahead := registry.Meta{Revision: 20, IssuerEpoch: 7, FenceFloor: 80, PolicySeq: 3}
-	if got := rollback.RecoveredMeta(ahead, rollback.State{Revision: 10, Epoch: 4}, 50); got.IssuerEpoch != 7 || got.FenceFloor != 80 || got.Revision != 21 || got.PolicySeq != 3 {
+	ahead := registry.Meta{Revision: 20, IssuerEpoch: 7, FenceFloor: 80, PolicySeq: 3, Time: 9000}
+	if got := rollback.RecoveredMeta(ahead, rollback.State{Revision: 10, Epoch: 4, Time: 5000}, 50); got.IssuerEpoch != 7 || got.FenceFloor != 80 || got.Revision != 21 || got.PolicySeq != 3 || got.Time != 9000 {
 		t.Fatalf("recovered %+v from %+v", got, ahead)
 	}
 }
@@ -106,5 +107,31 @@ func TestRetryRecoversOnce(t *testing.T) {
 	err = rollback.Retry(func() error { return rollback.ErrRolledBack }, func(error) error { return nil })
 	if !errors.Is(err, registry.ErrBackend) || !errors.Is(err, rollback.ErrRolledBack) {
 		t.Fatalf("rolled back twice: %v", err)
+	}
+}
+
+// TestWatermarkKeepsTheRegistryTime: the watermark holds the highest
+// registry time it saw (a later, earlier one does not lower it), and the
+// state file carries it across a restart of the process.
+func TestWatermarkKeepsTheRegistryTime(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "state.json")
+	var w rollback.Watermark
+	if err := w.Load(file, 100); err != nil {
+		t.Fatal(err)
+	}
+	w.Heard(registry.Meta{Revision: 2, IssuerEpoch: 1, Time: 7000}, 0)
+	w.Wrote(&registry.Meta{Revision: 3, IssuerEpoch: 1, Time: 3000}, 1)
+	if got := w.Snapshot().Time; got != 7000 {
+		t.Fatalf("watermark time %d, want 7000", got)
+	}
+	if err := w.Save(); err != nil {
+		t.Fatal(err)
+	}
+	var again rollback.Watermark
+	if err := again.Load(file, 100); err != nil {
+		t.Fatal(err)
+	}
+	if got := again.Snapshot().Time; got != 7000 {
+		t.Fatalf("time loaded from the state file %d, want 7000", got)
 	}
 }
