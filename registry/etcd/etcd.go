@@ -19,6 +19,7 @@ import (
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/internal/rollback"
+	"github.com/fencegate/fencegate/registry/internal/txstore"
 )
 
 // SchemaVersion is the format version of the stored values, kept under
@@ -134,6 +135,9 @@ type Store struct {
 	// comes only from another process sharing the keyspace.
 	mu     sync.RWMutex
 	closed bool
+	// records names the keys of the transactions' records
+	// (registry/internal/txstore).
+	records txstore.Keys
 	// cursor is the lease key after which the next compaction's walk
 	// starts (guarded by mu, held exclusively by Update).
 	cursor string
@@ -205,6 +209,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		watches:     map[int]context.CancelFunc{},
 		restart:     make(chan struct{}),
 	}
+	s.records = txstore.Keys{Meta: ks.meta(), Resource: ks.resource, Lease: ks.lease, Store: ks.store, Ledger: ks.ledger}
 	if err := s.wm.Load(o.StateFile, o.FenceReserve); err != nil {
 		_ = c.Close()
 		return nil, err
@@ -410,7 +415,7 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 	if writable {
 		// The ceiling on disk covers the fences this step issues before
 		// they can be handed out.
-		if err := s.wm.ReserveUpTo(t.maxFence); err != nil {
+		if err := t.Reserve(); err != nil {
 			return err
 		}
 	}
@@ -425,7 +430,7 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 		return errConflict
 	}
 	if writable {
-		s.wm.Wrote(t.meta, t.maxFence)
+		t.Committed()
 	}
 	return nil
 }

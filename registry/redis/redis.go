@@ -17,6 +17,7 @@ import (
 	"github.com/fencegate/fencegate/internal/redisconf"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/internal/rollback"
+	"github.com/fencegate/fencegate/registry/internal/txstore"
 )
 
 // SchemaVersion is the format version of the stored values, kept under
@@ -122,6 +123,9 @@ type Store struct {
 	// come from another process sharing the keyspace; views share it.
 	mu     sync.RWMutex
 	closed bool
+	// records names the keys of the transactions' records
+	// (registry/internal/txstore).
+	records txstore.Keys
 	// cursor is where the next compaction's SCAN resumes (guarded by mu,
 	// held exclusively by Update); examined are the keys of the SCAN
 	// reply at cursor that the last walk examined before it reached its
@@ -177,6 +181,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		maxAttempts: orDefault(o.MaxAttempts, DefaultMaxAttempts),
 		scanBatch:   orDefault(o.ScanBatch, DefaultScanBatch),
 		scanLimit:   orDefault(o.ScanLimit, DefaultScanLimit),
+		records:     txstore.Keys{Meta: ks.meta(), Resource: ks.resource, Lease: ks.lease, Store: ks.store, Ledger: ks.ledger},
 	}
 	s.c = goredis.NewClient(&goredis.Options{
 		Addr:         o.Addr,
@@ -349,7 +354,7 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 		if writable {
 			// The ceiling on disk covers the fences this step issues
 			// before they can be handed out.
-			if fnErr = s.wm.ReserveUpTo(t.maxFence); fnErr != nil {
+			if fnErr = t.Reserve(); fnErr != nil {
 				unwatch(ctx, rtx)
 				return fnErr
 			}
@@ -363,11 +368,11 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 			if err := t.flush(p); err != nil {
 				return err
 			}
-			if t.meta != nil {
+			if m := t.Written(); m != nil {
 				// Inside the MULTI: announced exactly when committed.
-				p.Publish(ctx, s.keys.state(), s.wm.announce(s.origin, *t.meta, t.maxFence))
+				p.Publish(ctx, s.keys.state(), s.wm.announce(s.origin, *m, t.MaxFence()))
 			}
-			for _, r := range t.endedResources() {
+			for _, r := range t.Ended() {
 				// The other processes' waiters are woken by the commit
 				// itself, not by a later round trip (see Notify).
 				p.Publish(ctx, s.keys.ended(), s.origin+" "+r)
@@ -375,7 +380,7 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 			return nil
 		})
 		if err == nil && writable {
-			s.wm.Wrote(t.meta, t.maxFence)
+			t.Committed()
 			err = redisconf.WaitReplicas(ctx, rtx, s.minReplicas, s.replicaWait)
 		}
 		return err
