@@ -6,8 +6,8 @@ import "github.com/fencegate/fencegate/registry"
 // OpenBackend) so far: Registry.Run's Subscribe adds one once the server
 // confirmed it.
 func Subscriptions(be registry.Backend) int {
-	b := be.(backend)
-	b.s.mu.RLock()
-	defer b.s.mu.RUnlock()
-	return len(b.s.subs)
+	s := be.(backend).s
+	n := 0
+	_ = s.shell.Shared(func() error { n = len(s.subs); return nil }) // 0 once closed
+	return n
 }

@@ -75,15 +75,11 @@ func (s *Store) Subscribe(ctx context.Context) <-chan string {
 	if _, err := ps.ReceiveTimeout(ctx, subscribeTimeout); err != nil {
 		s.log.Warn("registry/redis: subscribe: waiters of this process will not be woken by other processes until it reconnects", "err", err)
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		ps.Close()
+	if err := s.shell.Exclusive(func() error { s.subs = append(s.subs, ps); return nil }); err != nil {
+		ps.Close() // closed
 		close(out)
 		return out
 	}
-	s.subs = append(s.subs, ps)
-	s.mu.Unlock()
 	msgs := ps.Channel()
 	go func() {
 		defer close(out)

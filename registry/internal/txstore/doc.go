@@ -13,4 +13,11 @@
 // the meta the step writes, the highest fence it writes (the state file's
 // ceiling covers it before the commit, the watermark learns it after),
 // the resources whose lease it ends.
+//
+// A Shell (shell.go) is a Store's steps: serialized within the process
+// (writes and recoveries exclusive, views shared), refused once the
+// Store is closed, and run again once after a recovery when they found
+// the state rolled back (rollback.Retry); it also counts and logs the
+// recoveries, flushes the state file (Run), lifts the fence floor at Open
+// and saves the watermark at Close.
 package txstore
