@@ -173,7 +173,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	origin, err := newOrigin()
+	origin, err := txstore.NewOrigin("registry/etcd")
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func OpenBackend(ctx context.Context, o Options) (registry.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return backend{Backend: registry.NewTxBackend(s), s: s}, nil
+	return backend{txstore.NewBackend(s)}, nil
 }
 
 // retryFor is Options.RetryFor with its default (0) and its "never"

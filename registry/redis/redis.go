@@ -155,7 +155,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	origin, err := newOrigin()
+	origin, err := txstore.NewOrigin("registry/redis")
 	if err != nil {
 		return nil, err
 	}
@@ -228,13 +228,14 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 // hears while it issues no fence may reach the disk later than a second.
 func (s *Store) Run(ctx context.Context) error { return s.shell.Run(ctx) }
 
-// OpenBackend opens a Store and returns it as a registry.Backend.
+// OpenBackend opens a Store and returns it as a registry.Backend that is
+// also a registry.Notifier (notify.go) and a registry.Runner (Run).
 func OpenBackend(ctx context.Context, o Options) (registry.Backend, error) {
 	s, err := Open(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	return backend{Backend: registry.NewTxBackend(s), s: s}, nil
+	return txstore.NewBackend(s), nil
 }
 
 func orDefault(v, d int) int {

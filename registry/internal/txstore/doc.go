@@ -20,4 +20,9 @@
 // the state rolled back (rollback.Retry); it also counts and logs the
 // recoveries, flushes the state file (Run), lifts the fence floor at Open
 // and saves the watermark at Close.
+//
+// A Backend (backend.go) is a Store's registry.Backend with its
+// wake-ups across processes (registry.Notifier), its state-file flusher
+// (registry.Runner) and its rollback counts; NewOrigin (origin.go) the
+// random ID that marks a Store's own wake-ups.
 package txstore
