@@ -201,7 +201,7 @@ func (t *tx) walk(from, end string, left int, fn func(registry.LeaseRecord) erro
 			key := string(kv.Key)
 			left--
 			if t.writable {
-				t.s.cursor = key // only an Update holds mu exclusively
+				t.s.cursor = key // only an Update holds the shell exclusively
 			}
 			l, err := decode[registry.LeaseRecord](key, string(kv.Value))
 			if err != nil {

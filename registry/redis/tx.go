@@ -189,7 +189,7 @@ func (t *tx) EachLease(fn func(registry.LeaseRecord) error) error {
 			return err // the batch is scanned again next time
 		}
 		if !full {
-			if t.writable { // only an Update holds mu exclusively
+			if t.writable { // only an Update holds the shell exclusively
 				t.s.cursor, t.s.examined = cursor, union(examined, keys, seen)
 			}
 			return nil
