@@ -3,7 +3,15 @@ package etcd
 import (
 	"context"
 	"time"
+
+	"github.com/fencegate/fencegate/registry/internal/txstore"
 )
+
+// backend is the registry.Backend of OpenBackend: the shared one of
+// registry/internal/txstore (the TxStore's backend, plus the Store's
+// wake-ups across processes, its state-file flusher and its rollback
+// counts), compacting in transactions of at most compactStep deletions.
+type backend struct{ txstore.Backend }
 
 // compactStep bounds the leases one compaction transaction deletes: each
 // is three deletes (the lease and its two index entries) and one

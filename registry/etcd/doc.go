@@ -48,12 +48,14 @@
 // multi-key Get stops at the first key it already holds. kv.go is the
 // hundred lines it takes instead.
 //
-// Inside one process, steps are serialized by a mutex (writes
-// exclusively, views shared): every write reads and writes the meta key,
-// so concurrent writes would only conflict with each other. Conflicts
-// then come from other processes sharing the keyspace. Several replicas
-// add availability, not write throughput: the meta key serializes every
-// write, as on bolt and redis.
+// Inside one process, steps are serialized (writes exclusively, views
+// shared: the Shell of registry/internal/txstore, which registry/redis
+// uses too, as it does txstore's Records, the meta, resource and lease
+// reads and writes of tx.go over kv.go): every write reads and writes the
+// meta key, so concurrent writes would only conflict with each other.
+// Conflicts then come from other processes sharing the keyspace. Several
+// replicas add availability, not write throughput: the meta key
+// serializes every write, as on bolt and redis.
 //
 // The anchor steps of fenced stores (tx_anchor.go) read the lineage
 // outside the transaction (the lineage never changes once set) and write

@@ -19,6 +19,7 @@ import (
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/internal/rollback"
+	"github.com/fencegate/fencegate/registry/internal/txstore"
 )
 
 // SchemaVersion is the format version of the stored values, kept under
@@ -129,13 +130,14 @@ type Store struct {
 	scanLimit   int
 	log         *slog.Logger
 
-	// mu serializes this process's steps: writes take it exclusively (they
-	// would all conflict on the meta key), views share it. A conflict then
-	// comes only from another process sharing the keyspace.
-	mu     sync.RWMutex
-	closed bool
+	// shell serializes this process's steps (writes exclusive, views
+	// shared), refuses them once closed and recovers from a rollback
+	// (registry/internal/txstore); records names the keys of the
+	// transactions' records.
+	shell   *txstore.Shell
+	records txstore.Keys
 	// cursor is the lease key after which the next compaction's walk
-	// starts (guarded by mu, held exclusively by Update).
+	// starts (guarded by the shell, held exclusively by Update).
 	cursor string
 
 	// origin marks this Store's wake-up keys; watches are the cancels of
@@ -156,10 +158,8 @@ type Store struct {
 	etcdRev atomic.Int64
 
 	// wm is what this process saw of the registry's state, kept in the
-	// state file (watermark.go); restores counts the recoveries
-	// (recover.go).
-	wm       rollback.Watermark
-	restores atomic.Uint64
+	// state file (watermark.go).
+	wm rollback.Watermark
 }
 
 // Open connects to etcd and checks the keyspace's schema version (writing
@@ -173,7 +173,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	origin, err := newOrigin()
+	origin, err := txstore.NewOrigin("registry/etcd")
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +205,12 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		watches:     map[int]context.CancelFunc{},
 		restart:     make(chan struct{}),
 	}
+	s.records = txstore.Keys{Meta: ks.meta(), Resource: ks.resource, Lease: ks.lease, Store: ks.store, Ledger: ks.ledger}
+	s.shell = txstore.NewShell(txstore.Config{
+		Name: "registry/etcd", RolledBack: "etcd restored from an older snapshot, or emptied",
+		Watermark: &s.wm, Log: logger,
+		Step: s.runStep, Recover: s.recoverAttempts, Recovered: s.restartWatches,
+	})
 	if err := s.wm.Load(o.StateFile, o.FenceReserve); err != nil {
 		_ = c.Close()
 		return nil, err
@@ -234,7 +240,7 @@ func OpenBackend(ctx context.Context, o Options) (registry.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return backend{Backend: registry.NewTxBackend(s), s: s}, nil
+	return backend{txstore.NewBackend(s)}, nil
 }
 
 // retryFor is Options.RetryFor with its default (0) and its "never"
@@ -288,16 +294,7 @@ func (s *Store) checkSchema(ctx context.Context) error {
 // restored from an older snapshot, or emptied) first recovers (see
 // recover.go), then runs again.
 func (s *Store) Update(ctx context.Context, fn func(registry.Tx) error) error {
-	return s.recovering(ctx, func() error { return s.update(ctx, fn) })
-}
-
-func (s *Store) update(ctx context.Context, fn func(registry.Tx) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return registry.ErrClosed
-	}
-	return s.attempt(ctx, func(actx context.Context) error { return s.step(actx, true, fn) })
+	return s.shell.Update(ctx, fn)
 }
 
 // View runs fn over a snapshot that is current when View returns: the
@@ -307,23 +304,14 @@ func (s *Store) update(ctx context.Context, fn func(registry.Tx) error) error {
 // the registry as it was at a moment inside the call: linearizable.
 // A rolled-back state is recovered first, like in Update.
 func (s *Store) View(ctx context.Context, fn func(registry.Tx) error) error {
-	return s.recovering(ctx, func() error { return s.view(ctx, fn) })
+	return s.shell.View(ctx, fn)
 }
 
-func (s *Store) view(ctx context.Context, fn func(registry.Tx) error) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return registry.ErrClosed
-	}
-	return s.attempt(ctx, func(actx context.Context) error { return s.step(actx, false, fn) })
-}
-
-// recovering runs step; when it found the state rolled back, it recovers
-// and runs it again (rollback.Retry: a second rollback in a row is
-// registry.ErrBackend with ErrRolledBack).
-func (s *Store) recovering(ctx context.Context, step func() error) error {
-	return rollback.Retry(step, func(cause error) error { return s.recoverRollback(ctx, cause) })
+// runStep runs fn as one step, its attempts bounded (attempt); the Shell
+// calls it, holding this process's steps off (an Update) or sharing them
+// (a View).
+func (s *Store) runStep(ctx context.Context, writable bool, fn func(registry.Tx) error) error {
+	return s.attempt(ctx, func(actx context.Context) error { return s.step(actx, writable, fn) })
 }
 
 // errConflict marks an attempt whose transaction found a key it read
@@ -410,7 +398,7 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 	if writable {
 		// The ceiling on disk covers the fences this step issues before
 		// they can be handed out.
-		if err := s.wm.ReserveUpTo(t.maxFence); err != nil {
+		if err := t.Reserve(); err != nil {
 			return err
 		}
 	}
@@ -425,7 +413,7 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 		return errConflict
 	}
 	if writable {
-		s.wm.Wrote(t.meta, t.maxFence)
+		t.Committed()
 	}
 	return nil
 }
@@ -454,18 +442,10 @@ func (s *Store) wrap(err error) error {
 // Close stops the wake-up watches and closes the client; every later
 // call fails with registry.ErrClosed. The data stays in etcd.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	return s.shell.Close(s.stopWatches, func() error {
+		if err := s.c.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("registry/etcd: close: %w", err)
+		}
 		return nil
-	}
-	s.closed = true
-	s.stopWatches()
-	// The state file gets the latest revision seen, so a restart finds a
-	// rollback to any snapshot older than this moment.
-	saveErr := s.wm.Save()
-	if err := s.c.Close(); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("registry/etcd: close: %w", err)
-	}
-	return saveErr
+	})
 }

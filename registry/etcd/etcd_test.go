@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/internal/etcdtest"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/etcd"
+	"github.com/fencegate/fencegate/registry/internal/wakeuptest"
 	"github.com/fencegate/fencegate/registry/registrytest"
 )
 
@@ -41,24 +40,11 @@ func TestConformance(t *testing.T) {
 }
 
 // newRegistry returns a Registry over be with a fresh key and metrics,
-// running (registrytest.Start) until the test ends, as a registry
-// process's server runs it. It returns once Run's watch is confirmed, so
-// the test's first release on another process reaches it.
+// running until the test ends, as a registry process's server runs it,
+// once Run's watch is confirmed (wakeuptest.NewRegistry).
 func newRegistry(t testing.TB, be registry.Backend, k registrytest.Keys, clk clock.Clock) *registry.Registry {
 	t.Helper()
-	reg, err := registry.New(registry.Options{Backend: be, Signer: k.Signer, Clock: clk, Metrics: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatalf("registry.New: %v", err)
-	}
-	before := etcd.Watches(be)
-	registrytest.Start(t, reg)
-	for deadline := time.Now().Add(10 * time.Second); etcd.Watches(be) == before; {
-		if time.Now().After(deadline) {
-			t.Fatal("Registry.Run did not watch within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return reg
+	return wakeuptest.NewRegistry(t, be, k, clk, etcd.Watches)
 }
 
 // open opens a backend on endpoints under the default prefix.

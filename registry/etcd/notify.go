@@ -2,8 +2,6 @@ package etcd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -12,23 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegate/fencegate/clock"
-	"github.com/fencegate/fencegate/registry"
 )
-
-// backend is the registry.Backend of OpenBackend: the TxStore's backend,
-// plus the Store's cross-process wake-ups (registry.Notifier).
-type backend struct {
-	registry.Backend
-	s *Store
-}
-
-// Notify implements registry.Notifier.
-func (b backend) Notify(ctx context.Context, resource string) error {
-	return b.s.Notify(ctx, resource)
-}
-
-// Subscribe implements registry.Notifier.
-func (b backend) Subscribe(ctx context.Context) <-chan string { return b.s.Subscribe(ctx) }
 
 // Timeouts of the wake-up watch: how long Subscribe waits for etcd to
 // confirm it, and how long it waits before watching again after etcd
@@ -37,14 +19,6 @@ const (
 	watchConfirmTimeout = 5 * time.Second
 	rewatchDelay        = 100 * time.Millisecond
 )
-
-func newOrigin() (string, error) {
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("registry/etcd: origin ID: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
 
 // Notify writes the wake-up key of every resource (resource "": an epoch
 // bump or a policy change) for the other processes' waiters. The end of
@@ -270,17 +244,6 @@ func (s *Store) Watches() int {
 	defer s.wmu.Unlock()
 	return len(s.watches)
 }
-
-// Run implements registry.Runner: the Store's state-file flusher
-// (recover.go).
-func (b backend) Run(ctx context.Context) error { return b.s.Run(ctx) }
-
-// Restores reports how many rollbacks of the etcd state this process
-// detected and recovered (see recover.go).
-func (b backend) Restores() uint64 { return b.s.Restores() }
-
-// Seen reports the highest revision and fence this process has seen.
-func (b backend) Seen() (revision, fence uint64) { return b.s.Seen() }
 
 // WatchCounts reports how many wake-up watches etcd confirmed and how many
 // ended (cancelled by etcd, e.g. on a member that lost its leader, or

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/internal/rollback"
 )
 
-// Recovering from a rollback (the shared parts: registry/internal/rollback).
+// Recovering from a rollback (the shared parts: registry/internal/rollback,
+// and registry/internal/txstore's Shell around the transaction).
 //
 // When a step finds the registry's meta below the watermark, etcd has lost
 // writes this process saw (a snapshot restore, a wiped cluster): grants may
@@ -37,30 +37,16 @@ import (
 // and the step runs again. Every replica that saw more recovers on its own
 // next step; recoveries only raise, so they compose.
 
-// recoverRollback runs the recovery transaction for cause (an
-// ErrRolledBack). It serializes with this process's steps.
-func (s *Store) recoverRollback(ctx context.Context, cause error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return registry.ErrClosed
-	}
-	var before, after registry.Meta
-	err := s.attempt(ctx, func(actx context.Context) error {
+// recoverAttempts runs the recovery transaction (txstore.Config.Recover:
+// the Shell holds this process's steps off meanwhile, counts and logs it,
+// then restarts the watches and lifts the watermark).
+func (s *Store) recoverAttempts(ctx context.Context) (before, after registry.Meta, err error) {
+	err = s.attempt(ctx, func(actx context.Context) error {
 		var err error
 		before, after, err = s.recoverOnce(actx)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("registry/etcd: recovering from a rollback (%v): %w", cause, err)
-	}
-	s.restores.Add(1)
-	s.log.Error("registry state rolled back (etcd restored from an older snapshot, or emptied): issuer epoch bumped and fence floor raised before anything else is issued",
-		slog.String("cause", cause.Error()),
-		slog.Uint64("issuerEpoch", after.IssuerEpoch), slog.Uint64("previousEpoch", before.IssuerEpoch),
-		slog.Uint64("fenceFloor", after.FenceFloor), slog.Uint64("revision", after.Revision))
-	s.restartWatches()
-	return s.wm.Recovered(after)
+	return before, after, err
 }
 
 // recoverOnce is one attempt of the recovery transaction: it reads the
@@ -98,7 +84,7 @@ func (s *Store) recoverOnce(ctx context.Context) (before, after registry.Meta, e
 }
 
 // Restores reports how many rollbacks this process detected and recovered.
-func (s *Store) Restores() uint64 { return s.restores.Load() }
+func (s *Store) Restores() uint64 { return s.shell.Restores() }
 
 // liftFloor runs at Open with a state file: it raises the global fence
 // floor to the file's ceiling, so that every fence this process issues
@@ -107,13 +93,7 @@ func (s *Store) Restores() uint64 { return s.restores.Load() }
 // which the file's revision may not reveal). A rollback the watermark does
 // see recovers in full first (epoch bump). The cost: after each restart,
 // fences jump by up to FenceReserve.
-func (s *Store) liftFloor(ctx context.Context) error {
-	floor := s.wm.Floor()
-	if floor == 0 {
-		return nil
-	}
-	return s.Update(ctx, rollback.RaiseFloor(floor))
-}
+func (s *Store) liftFloor(ctx context.Context) error { return s.shell.LiftFloor(ctx) }
 
 // Run saves the state file (Options.StateFile) every second while the
 // watermark moved, until ctx ends; without a state file it only waits for
@@ -121,16 +101,8 @@ func (s *Store) liftFloor(ctx context.Context) error {
 // a registry.Runner). Without Run the file is still saved before a step
 // that issues a fence (when the ceiling must move or the last save is over
 // a second old) and at Close.
-func (s *Store) Run(ctx context.Context) error {
-	s.wm.Flush(ctx, func(err error) {
-		s.log.Error("registry/etcd: saving the state file failed; a restore across a restart of this process may go unseen", "error", err)
-	})
-	return nil
-}
+func (s *Store) Run(ctx context.Context) error { return s.shell.Run(ctx) }
 
 // Seen reports the highest registry revision and fence this process has
 // seen (read or written): what a rollback is detected against.
-func (s *Store) Seen() (revision, fence uint64) {
-	st := s.wm.Snapshot()
-	return st.Revision, max(st.MaxFence, st.Ceiling)
-}
+func (s *Store) Seen() (revision, fence uint64) { return s.shell.Seen() }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -12,6 +11,7 @@ import (
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/internal/rollback"
+	"github.com/fencegate/fencegate/registry/internal/txstore"
 )
 
 // tx is one attempt of a step: a registry.Tx over a kv (kv.go). A read
@@ -19,24 +19,13 @@ import (
 // the first, is made at the first read's revision; writes are buffered,
 // and a later read sees them.
 type tx struct {
+	// Records are the step's meta, resource, lease, store and ledger
+	// records (registry/internal/txstore), over GetJSON and PutJSON.
+	txstore.Records
 	ctx      context.Context
 	s        *Store
 	kv       *kv
 	writable bool
-	seen     rollback.State
-
-	// meta is the meta this step writes (nil if none): the watermark
-	// learns it once the transaction committed.
-	meta *registry.Meta
-	// maxFence is the highest LastFence of the resources this step writes:
-	// the state file's ceiling covers it before the commit, the watermark
-	// learns it after.
-	maxFence uint64
-	// ended are the resources of leases this step ends (a lease written
-	// in a state other than HELD) and held those of leases it writes HELD:
-	// the commit writes the wake-up key of each resource ended and not
-	// held again by the same step (finish).
-	ended, held map[string]bool
 }
 
 // newTx starts an attempt whose requests require a leader: a member that
@@ -45,7 +34,9 @@ type tx struct {
 // until its request timeout.
 func newTx(ctx context.Context, s *Store, writable bool, seen rollback.State) *tx {
 	ctx = clientv3.WithRequireLeader(ctx)
-	return &tx{ctx: ctx, s: s, kv: newKV(ctx, s.c), writable: writable, seen: seen}
+	t := &tx{ctx: ctx, s: s, kv: newKV(ctx, s.c), writable: writable}
+	t.Records = txstore.NewRecords(t, &s.records, &s.wm, &seen)
+	return t
 }
 
 // get reads key; found is false for an absent (or deleted in this step)
@@ -78,20 +69,25 @@ func (t *tx) getMany(keys []string) ([]string, error) {
 
 func decode[V any](key, raw string) (V, error) {
 	var v V
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		return v, fmt.Errorf("%w: registry/etcd: corrupt %q: %v", registry.ErrBackend, key, err)
-	}
-	return v, nil
+	err := decodeInto(key, raw, &v)
+	return v, err
 }
 
-func getJSON[V any](t *tx, key string) (V, bool, error) {
+func decodeInto(key, raw string, v any) error {
+	if err := json.Unmarshal([]byte(raw), v); err != nil {
+		return fmt.Errorf("%w: registry/etcd: corrupt %q: %v", registry.ErrBackend, key, err)
+	}
+	return nil
+}
+
+// GetJSON decodes key's value into v (txstore.KV).
+func (t *tx) GetJSON(key string, v any) (bool, error) {
 	raw, found, err := t.get(key)
 	if err != nil || !found {
-		var v V
-		return v, false, err
+		return false, err
 	}
-	v, err := decode[V](key, raw)
-	return v, err == nil, err
+	err = decodeInto(key, raw, v)
+	return err == nil, err
 }
 
 func (t *tx) put(key, val string) error {
@@ -102,7 +98,8 @@ func (t *tx) put(key, val string) error {
 	return nil
 }
 
-func (t *tx) putJSON(key string, v any) error {
+// PutJSON buffers v, JSON-encoded, as key's value (txstore.KV).
+func (t *tx) PutJSON(key string, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("registry/etcd: encode: %w", err)
@@ -115,63 +112,6 @@ func (t *tx) del(key string) error {
 		return fmt.Errorf("%w: registry/etcd: write in a read-only transaction", registry.ErrBackend)
 	}
 	t.kv.put(key, nil)
-	return nil
-}
-
-// Meta reads the meta and checks it against the process's watermark as it
-// was before the step's first read: a meta below it is ErrRolledBack,
-// before any decision is taken on it.
-func (t *tx) Meta() (registry.Meta, error) {
-	if t.meta != nil {
-		return *t.meta, nil
-	}
-	m, found, err := getJSON[registry.Meta](t, t.s.keys.meta())
-	if err != nil {
-		return m, err
-	}
-	return m, t.s.wm.Check(t.seen, m, found)
-}
-
-func (t *tx) PutMeta(m registry.Meta) error {
-	if err := t.putJSON(t.s.keys.meta(), m); err != nil {
-		return err
-	}
-	t.meta = &m
-	return nil
-}
-
-func (t *tx) Resource(id string) (registry.ResourceRecord, bool, error) {
-	r, found, err := getJSON[registry.ResourceRecord](t, t.s.keys.resource(id))
-	if found && err == nil {
-		t.s.wm.SeeFence(r.LastFence)
-	}
-	return r, found, err
-}
-
-func (t *tx) PutResource(r registry.ResourceRecord) error {
-	if err := t.putJSON(t.s.keys.resource(r.Resource), r); err != nil {
-		return err
-	}
-	t.maxFence = max(t.maxFence, r.LastFence)
-	return nil
-}
-
-func (t *tx) Lease(id string) (registry.LeaseRecord, bool, error) {
-	return getJSON[registry.LeaseRecord](t, t.s.keys.lease(id))
-}
-
-func (t *tx) PutLease(l registry.LeaseRecord) error {
-	if err := t.putJSON(t.s.keys.lease(l.Lease), l); err != nil {
-		return err
-	}
-	m := &t.ended
-	if l.State == fencegate.StateHeld {
-		m = &t.held
-	}
-	if *m == nil {
-		*m = map[string]bool{}
-	}
-	(*m)[l.Resource] = true
 	return nil
 }
 
@@ -221,7 +161,7 @@ func (t *tx) PutPolicy(p fencegate.Policy) error {
 		all[q.Pattern] = q
 	}
 	all[p.Pattern] = p
-	return t.putJSON(t.s.keys.policies(), all)
+	return t.PutJSON(t.s.keys.policies(), all)
 }
 
 // EachLease walks the lease keys in key order, from after where the
@@ -261,7 +201,7 @@ func (t *tx) walk(from, end string, left int, fn func(registry.LeaseRecord) erro
 			key := string(kv.Key)
 			left--
 			if t.writable {
-				t.s.cursor = key // only an Update holds mu exclusively
+				t.s.cursor = key // only an Update holds the shell exclusively
 			}
 			l, err := decode[registry.LeaseRecord](key, string(kv.Value))
 			if err != nil {
@@ -321,20 +261,6 @@ func (t *tx) DeleteLease(l registry.LeaseRecord) error {
 	return nil
 }
 
-// endedResources are the resources whose lease this step ends without
-// granting them again (an acquire that closes an expired holder grants
-// it).
-func (t *tx) endedResources() []string {
-	var out []string
-	for r := range t.ended {
-		if !t.held[r] {
-			out = append(out, r)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // finish adds to the step's writes the wake-up key of every resource it
 // ends: the other processes' watches see it exactly when the end commits
 // (notify.go).
@@ -342,7 +268,7 @@ func (t *tx) finish() error {
 	if !t.writable {
 		return nil
 	}
-	for _, r := range t.endedResources() {
+	for _, r := range t.Ended() {
 		if err := t.put(t.s.keys.ended(r), t.s.origin); err != nil {
 			return err
 		}

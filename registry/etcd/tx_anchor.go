@@ -23,43 +23,27 @@ import (
 // Lineage reads the meta's lineage with a linearizable read outside the
 // transaction (no comparison at commit), checked against the watermark.
 func (t *tx) Lineage() (string, error) {
-	if t.meta != nil {
-		return t.meta.Lineage, nil
-	}
-	key := t.s.keys.meta()
-	resp, err := t.s.c.Get(t.ctx, key)
-	if err != nil {
-		return "", t.s.wrap(err)
-	}
-	var m registry.Meta
-	found := len(resp.Kvs) == 1
-	if found {
-		if m, err = decode[registry.Meta](key, string(resp.Kvs[0].Value)); err != nil {
-			return "", err
+	m, err := t.CheckedMeta(func() (registry.Meta, bool, error) {
+		var m registry.Meta
+		key := t.s.keys.meta()
+		resp, err := t.s.c.Get(t.ctx, key)
+		if err != nil {
+			return m, false, t.s.wrap(err)
 		}
-	}
-	if err := t.s.wm.Check(t.seen, m, found); err != nil {
+		found := len(resp.Kvs) == 1
+		if found {
+			m, err = decode[registry.Meta](key, string(resp.Kvs[0].Value))
+		}
+		return m, found, err
+	})
+	if err != nil {
 		return "", err
 	}
 	return m.Lineage, nil
 }
 
-func (t *tx) StoreRecord(store string) (registry.StoreRecord, bool, error) {
-	return getJSON[registry.StoreRecord](t, t.s.keys.store(store))
-}
-
-func (t *tx) PutStoreRecord(r registry.StoreRecord) error {
-	return t.putJSON(t.s.keys.store(r.Store), r)
-}
-
-func (t *tx) Ledger(store string) ([]fencegate.LedgerEntry, error) {
-	l, _, err := getJSON[[]fencegate.LedgerEntry](t, t.s.keys.ledger(store))
-	return l, err
-}
-
-func (t *tx) PutLedger(l registry.LedgerRecord) error {
-	return t.putJSON(t.s.keys.ledger(l.Store), l.Entries)
-}
+// StoreRecord, PutStoreRecord, Ledger and PutLedger are the Records'
+// (txstore), through the STM.
 
 // Anchors reads the anchors of resources through the STM in one round
 // trip (after the step's own writes).
@@ -87,7 +71,7 @@ func (t *tx) Anchors(store string, resources []string) (map[string]fencegate.Pro
 }
 
 func (t *tx) PutAnchor(a registry.AnchorRecord) error {
-	return t.putJSON(t.s.keys.anchor(a.Store, a.Resource), a.Progress)
+	return t.PutJSON(t.s.keys.anchor(a.Store, a.Resource), a.Progress)
 }
 
 // AnchorsAfter is one range read of the store's anchors after after,

@@ -44,10 +44,13 @@
 // documents for that error); the caller acquires again with the same
 // request ID and gets the same lease back if the write did land.
 //
-// Inside one process, steps are serialized by a mutex (writes
-// exclusively, views shared): they would otherwise all conflict on the
-// meta key (below) and burn attempts against each other. WATCH conflicts
-// then come only from other processes sharing the keyspace.
+// Inside one process, steps are serialized (writes exclusively, views
+// shared: the Shell of registry/internal/txstore, which registry/etcd
+// uses too, as it does txstore's Records, the meta, resource and lease
+// reads and writes of tx.go over its WATCHed GETs and buffered writes):
+// they would otherwise all conflict on the meta key (below) and burn
+// attempts against each other. WATCH conflicts then come only from other
+// processes sharing the keyspace.
 //
 // # Keys
 //

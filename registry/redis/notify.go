@@ -2,45 +2,13 @@ package redis
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/fencegate/fencegate/registry"
 )
-
-// backend is the registry.Backend of OpenBackend: the TxStore's backend,
-// plus the Store's cross-process wake-ups (registry.Notifier).
-type backend struct {
-	registry.Backend
-	s *Store
-}
-
-// Notify implements registry.Notifier.
-func (b backend) Notify(ctx context.Context, resource string) error {
-	return b.s.Notify(ctx, resource)
-}
-
-// Subscribe implements registry.Notifier.
-func (b backend) Subscribe(ctx context.Context) <-chan string { return b.s.Subscribe(ctx) }
-
-// Run implements registry.Runner (Store.Run).
-func (b backend) Run(ctx context.Context) error { return b.s.Run(ctx) }
 
 // subscribeTimeout bounds Subscribe's wait for the server's confirmation.
 const subscribeTimeout = 5 * time.Second
-
-// newOrigin returns a random ID for this Store's own messages, which its
-// subscription skips (its registry already woke its waiters).
-func newOrigin() (string, error) {
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("registry/redis: origin ID: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
 
 // Notify publishes on the "<prefix>:ended" channel that every resource's
 // lease may have ended (resource "": an epoch bump), for the other
@@ -75,15 +43,11 @@ func (s *Store) Subscribe(ctx context.Context) <-chan string {
 	if _, err := ps.ReceiveTimeout(ctx, subscribeTimeout); err != nil {
 		s.log.Warn("registry/redis: subscribe: waiters of this process will not be woken by other processes until it reconnects", "err", err)
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		ps.Close()
+	if err := s.shell.Exclusive(func() error { s.subs = append(s.subs, ps); return nil }); err != nil {
+		ps.Close() // closed
 		close(out)
 		return out
 	}
-	s.subs = append(s.subs, ps)
-	s.mu.Unlock()
 	msgs := ps.Channel()
 	go func() {
 		defer close(out)
@@ -115,10 +79,3 @@ func (s *Store) Subscribe(ctx context.Context) <-chan string {
 	}()
 	return out
 }
-
-// Restores reports how many rollbacks of the Redis state this process
-// detected and recovered (see recover.go).
-func (b backend) Restores() uint64 { return b.s.Restores() }
-
-// Seen reports the highest revision and fence this process has seen.
-func (b backend) Seen() (revision, fence uint64) { return b.s.Seen() }

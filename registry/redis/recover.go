@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -14,7 +13,8 @@ import (
 	"github.com/fencegate/fencegate/registry/internal/rollback"
 )
 
-// Recovering from a rollback (the shared parts: registry/internal/rollback).
+// Recovering from a rollback (the shared parts: registry/internal/rollback,
+// and registry/internal/txstore's Shell around the transaction).
 //
 // When a step finds the registry's meta below the watermark (errRolledBack),
 // the Redis it reads has lost writes this process saw: grants may have been
@@ -40,16 +40,11 @@ import (
 // (started after the restore without a state file) cannot detect it; the
 // sidecars' FENCE_REGRESSION check is the last line for what it misses.
 
-// recoverRollback runs the recovery transaction for cause (an
-// errRolledBack). It serializes with this process's steps.
-func (s *Store) recoverRollback(ctx context.Context, cause error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return registry.ErrClosed
-	}
-	var before, after registry.Meta
-	err := s.attempt(ctx, func() error {
+// recoverAttempts runs the recovery transaction (txstore.Config.Recover:
+// the Shell holds this process's steps off meanwhile, counts and logs it,
+// then lifts the watermark).
+func (s *Store) recoverAttempts(ctx context.Context) (before, after registry.Meta, err error) {
+	err = s.attempt(ctx, func() error {
 		return s.wrap(s.c.Watch(ctx, func(rtx *goredis.Tx) error {
 			m, err := readMeta(ctx, rtx, s.keys.meta())
 			if err != nil {
@@ -71,15 +66,7 @@ func (s *Store) recoverRollback(ctx context.Context, cause error) error {
 			return err
 		}, s.keys.meta()))
 	})
-	if err != nil {
-		return fmt.Errorf("registry/redis: recovering from a rollback (%v): %w", cause, err)
-	}
-	s.restores.Add(1)
-	s.log.Error("registry state rolled back (Redis restored from an older copy, failed over to a lagging replica, or restarted empty): issuer epoch bumped and fence floor raised before anything else is issued",
-		slog.String("cause", cause.Error()),
-		slog.Uint64("issuerEpoch", after.IssuerEpoch), slog.Uint64("previousEpoch", before.IssuerEpoch),
-		slog.Uint64("fenceFloor", after.FenceFloor), slog.Uint64("revision", after.Revision))
-	return s.wm.Recovered(after)
+	return before, after, err
 }
 
 // readMeta GETs the meta key on rtx (a zero Meta when it is missing).
@@ -99,7 +86,7 @@ func readMeta(ctx context.Context, rtx *goredis.Tx, key string) (registry.Meta, 
 }
 
 // Restores reports how many rollbacks this process detected and recovered.
-func (s *Store) Restores() uint64 { return s.restores.Load() }
+func (s *Store) Restores() uint64 { return s.shell.Restores() }
 
 // liftFloor runs at Open with a state file: it raises the global fence
 // floor to the file's ceiling, so that every fence this process issues
@@ -109,18 +96,9 @@ func (s *Store) Restores() uint64 { return s.restores.Load() }
 // would not be seen as a rollback; the ceiling covers it anyway. A
 // rollback the watermark does see recovers in full first (epoch bump).
 // The cost: after each restart, fences jump by up to FenceReserve.
-func (s *Store) liftFloor(ctx context.Context) error {
-	floor := s.wm.Floor()
-	if floor == 0 {
-		return nil
-	}
-	return s.recovering(ctx, func() error { return s.update(ctx, rollback.RaiseFloor(floor)) })
-}
+func (s *Store) liftFloor(ctx context.Context) error { return s.shell.LiftFloor(ctx) }
 
 // Seen reports the highest registry revision and fence this process has
 // seen (read, written, or announced by another process): what a rollback
 // is detected against.
-func (s *Store) Seen() (revision, fence uint64) {
-	st := s.wm.Snapshot()
-	return st.Revision, max(st.MaxFence, st.Ceiling)
-}
+func (s *Store) Seen() (revision, fence uint64) { return s.shell.Seen() }

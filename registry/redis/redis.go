@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -16,7 +14,7 @@ import (
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/internal/redisconf"
 	"github.com/fencegate/fencegate/registry"
-	"github.com/fencegate/fencegate/registry/internal/rollback"
+	"github.com/fencegate/fencegate/registry/internal/txstore"
 )
 
 // SchemaVersion is the format version of the stored values, kept under
@@ -117,28 +115,30 @@ type Store struct {
 	scanBatch   int
 	scanLimit   int
 
-	// mu serializes this process's steps: writes take it exclusively, so
-	// they never conflict with each other and a WATCH conflict can only
-	// come from another process sharing the keyspace; views share it.
-	mu     sync.RWMutex
-	closed bool
-	// cursor is where the next compaction's SCAN resumes (guarded by mu,
-	// held exclusively by Update); examined are the keys of the SCAN
+	// shell serializes this process's steps: writes take it exclusively,
+	// so they never conflict with each other and a WATCH conflict can only
+	// come from another process sharing the keyspace; views share it. It
+	// refuses them once closed and recovers from a rollback
+	// (registry/internal/txstore). records names the keys of the
+	// transactions' records.
+	shell   *txstore.Shell
+	records txstore.Keys
+	// cursor is where the next compaction's SCAN resumes (guarded by the
+	// shell, held exclusively by Update); examined are the keys of the SCAN
 	// reply at cursor that the last walk examined before it reached its
 	// limit, which the next one, scanning that reply again, skips.
 	cursor   uint64
 	examined map[string]bool
 
 	// origin marks this Store's notifications (see Notify); subs are its
-	// subscriptions, closed by Close (guarded by mu).
+	// subscriptions, closed by Close (guarded by the shell).
 	origin string
 	subs   []*goredis.PubSub
 	log    *slog.Logger
 
 	// wm is what this process saw of the registry's state; a meta read
 	// below it is a rollback (watermark.go, recover.go).
-	wm       *watermark
-	restores atomic.Uint64
+	wm *watermark
 
 	minReplicas int
 	replicaWait time.Duration
@@ -155,7 +155,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	origin, err := newOrigin()
+	origin, err := txstore.NewOrigin("registry/redis")
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,13 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		maxAttempts: orDefault(o.MaxAttempts, DefaultMaxAttempts),
 		scanBatch:   orDefault(o.ScanBatch, DefaultScanBatch),
 		scanLimit:   orDefault(o.ScanLimit, DefaultScanLimit),
+		records:     txstore.Keys{Meta: ks.meta(), Resource: ks.resource, Lease: ks.lease, Store: ks.store, Ledger: ks.ledger},
 	}
+	s.shell = txstore.NewShell(txstore.Config{
+		Name: "registry/redis", RolledBack: "Redis restored from an older copy, failed over to a lagging replica, or restarted empty",
+		Watermark: &wm.Watermark, Log: logger,
+		Step: s.runStep, Recover: s.recoverAttempts,
+	})
 	s.c = goredis.NewClient(&goredis.Options{
 		Addr:         o.Addr,
 		Username:     o.Username,
@@ -220,20 +226,16 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 // step that issues a fence (when the ceiling must move or the last save
 // is over a second old) and at Close: only what the process reads or
 // hears while it issues no fence may reach the disk later than a second.
-func (s *Store) Run(ctx context.Context) error {
-	s.wm.Flush(ctx, func(err error) {
-		s.log.Error("registry/redis: saving the state file failed; a restore across a restart of this process may go unseen", "error", err)
-	})
-	return nil
-}
+func (s *Store) Run(ctx context.Context) error { return s.shell.Run(ctx) }
 
-// OpenBackend opens a Store and returns it as a registry.Backend.
+// OpenBackend opens a Store and returns it as a registry.Backend that is
+// also a registry.Notifier (notify.go) and a registry.Runner (Run).
 func OpenBackend(ctx context.Context, o Options) (registry.Backend, error) {
 	s, err := Open(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	return backend{Backend: registry.NewTxBackend(s), s: s}, nil
+	return txstore.NewBackend(s), nil
 }
 
 func orDefault(v, d int) int {
@@ -267,16 +269,7 @@ func (s *Store) checkSchema(ctx context.Context) error {
 // restored from an older copy, or restarted empty) first recovers (see
 // recover.go), then runs again.
 func (s *Store) Update(ctx context.Context, fn func(registry.Tx) error) error {
-	return s.recovering(ctx, func() error { return s.update(ctx, fn) })
-}
-
-func (s *Store) update(ctx context.Context, fn func(registry.Tx) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return registry.ErrClosed
-	}
-	return s.attempt(ctx, func() error { return s.step(ctx, true, fn) })
+	return s.shell.Update(ctx, fn)
 }
 
 // View runs fn over a consistent snapshot: its reads are WATCHed, and an
@@ -284,23 +277,14 @@ func (s *Store) update(ctx context.Context, fn func(registry.Tx) error) error {
 // result is returned (else fn runs again).
 // A rolled-back state is recovered first, like in Update.
 func (s *Store) View(ctx context.Context, fn func(registry.Tx) error) error {
-	return s.recovering(ctx, func() error { return s.view(ctx, fn) })
+	return s.shell.View(ctx, fn)
 }
 
-func (s *Store) view(ctx context.Context, fn func(registry.Tx) error) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return registry.ErrClosed
-	}
-	return s.attempt(ctx, func() error { return s.step(ctx, false, fn) })
-}
-
-// recovering runs step; when it found the state rolled back, it recovers
-// and runs it again (a second rollback in a row is an error: the state
-// keeps going back under this process).
-func (s *Store) recovering(ctx context.Context, step func() error) error {
-	return rollback.Retry(step, func(cause error) error { return s.recoverRollback(ctx, cause) })
+// runStep runs fn as one step, retried on conflict (attempt); the Shell
+// calls it, holding this process's steps off (an Update) or sharing them
+// (a View).
+func (s *Store) runStep(ctx context.Context, writable bool, fn func(registry.Tx) error) error {
+	return s.attempt(ctx, func() error { return s.step(ctx, writable, fn) })
 }
 
 // errConflict marks an attempt whose EXEC found a WATCHed key changed.
@@ -349,7 +333,7 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 		if writable {
 			// The ceiling on disk covers the fences this step issues
 			// before they can be handed out.
-			if fnErr = s.wm.ReserveUpTo(t.maxFence); fnErr != nil {
+			if fnErr = t.Reserve(); fnErr != nil {
 				unwatch(ctx, rtx)
 				return fnErr
 			}
@@ -363,11 +347,11 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 			if err := t.flush(p); err != nil {
 				return err
 			}
-			if t.meta != nil {
+			if m := t.Written(); m != nil {
 				// Inside the MULTI: announced exactly when committed.
-				p.Publish(ctx, s.keys.state(), s.wm.announce(s.origin, *t.meta, t.maxFence))
+				p.Publish(ctx, s.keys.state(), s.wm.announce(s.origin, *m, t.MaxFence()))
 			}
-			for _, r := range t.endedResources() {
+			for _, r := range t.Ended() {
 				// The other processes' waiters are woken by the commit
 				// itself, not by a later round trip (see Notify).
 				p.Publish(ctx, s.keys.ended(), s.origin+" "+r)
@@ -375,7 +359,7 @@ func (s *Store) step(ctx context.Context, writable bool, fn func(registry.Tx) er
 			return nil
 		})
 		if err == nil && writable {
-			s.wm.Wrote(t.meta, t.maxFence)
+			t.Committed()
 			err = redisconf.WaitReplicas(ctx, rtx, s.minReplicas, s.replicaWait)
 		}
 		return err
@@ -423,21 +407,15 @@ func (s *Store) wrap(err error) error {
 // Close closes the connections; every later call fails with
 // registry.ErrClosed. The data stays in Redis.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	return s.shell.Close(func() {
+		for _, ps := range s.subs {
+			_ = ps.Close()
+		}
+		s.subs = nil
+	}, func() error {
+		if err := s.c.Close(); err != nil {
+			return fmt.Errorf("registry/redis: close: %w", err)
+		}
 		return nil
-	}
-	s.closed = true
-	for _, ps := range s.subs {
-		_ = ps.Close()
-	}
-	s.subs = nil
-	// The state file gets the latest revision seen, so a restart finds a
-	// rollback to any copy older than this moment.
-	saveErr := s.wm.Save()
-	if err := s.c.Close(); err != nil {
-		return fmt.Errorf("registry/redis: close: %w", err)
-	}
-	return saveErr
+	})
 }

@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/fencegate/fencegate/clock"
 	"github.com/fencegate/fencegate/internal/redistest"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/internal/wakeuptest"
 	"github.com/fencegate/fencegate/registry/redis"
 	"github.com/fencegate/fencegate/registry/registrytest"
 )
@@ -33,24 +32,11 @@ func TestConformance(t *testing.T) {
 }
 
 // newRegistry returns a Registry over be with a fresh key and metrics,
-// running (registrytest.Start) until the test ends, as a registry
-// process's server runs it. It returns once Run's subscription is
-// confirmed, so the test's first release on another process reaches it.
+// running until the test ends, as a registry process's server runs it,
+// once Run's subscription is confirmed (wakeuptest.NewRegistry).
 func newRegistry(t testing.TB, be registry.Backend, k registrytest.Keys, clk clock.Clock) *registry.Registry {
 	t.Helper()
-	reg, err := registry.New(registry.Options{Backend: be, Signer: k.Signer, Clock: clk, Metrics: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatalf("registry.New: %v", err)
-	}
-	before := redis.Subscriptions(be)
-	registrytest.Start(t, reg)
-	for deadline := time.Now().Add(10 * time.Second); redis.Subscriptions(be) == before; {
-		if time.Now().After(deadline) {
-			t.Fatal("Registry.Run did not subscribe within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return reg
+	return wakeuptest.NewRegistry(t, be, k, clk, redis.Subscriptions)
 }
 
 // open opens a backend on addr under the default prefix.

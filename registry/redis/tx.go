@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/fencegate/fencegate"
 	"github.com/fencegate/fencegate/registry"
+	"github.com/fencegate/fencegate/registry/internal/txstore"
 )
 
 // tx is one attempt of a step: a registry.Tx whose reads are WATCHed GETs
@@ -18,6 +18,9 @@ import (
 // queues them in the step's MULTI. A read sees the step's own buffered
 // writes first.
 type tx struct {
+	// Records are the step's meta, resource, lease, store and ledger
+	// records (registry/internal/txstore), over GetJSON and PutJSON.
+	txstore.Records
 	ctx      context.Context
 	s        *Store
 	rtx      *goredis.Tx
@@ -30,24 +33,16 @@ type tx struct {
 	// order is the order keys were first written, for a deterministic
 	// MULTI.
 	order []string
-	// meta is the meta this step writes (nil if none), and maxFence the
-	// highest LastFence of the resources it writes: the watermark learns
-	// them once EXEC succeeded.
-	meta     *registry.Meta
-	maxFence uint64
 	// indexed are the (store, resource) pairs whose anchors this step
 	// writes: ZADDed to the store's anchor index in the MULTI (an index
 	// entry is only ever added, so it is not WATCHed).
 	indexed [][2]string
-	// ended are the resources of leases this step ends (a lease written
-	// in a state other than HELD) and held those of leases it writes HELD
-	// (a grant, a renewal): the MULTI publishes the end of each resource
-	// ended and not held again by the same step (endedResources).
-	ended, held map[string]bool
 }
 
 func newTx(ctx context.Context, s *Store, rtx *goredis.Tx, writable bool) *tx {
-	return &tx{ctx: ctx, s: s, rtx: rtx, writable: writable, strings: map[string]*string{}, policies: map[string]fencegate.Policy{}}
+	t := &tx{ctx: ctx, s: s, rtx: rtx, writable: writable, strings: map[string]*string{}, policies: map[string]fencegate.Policy{}}
+	t.Records = txstore.NewRecords(t, &s.records, &s.wm.Watermark, nil) // each meta read checked against the watermark of just before it
+	return t
 }
 
 // watchGet WATCHes key and reads it, in one round trip (WATCH is
@@ -83,14 +78,20 @@ func (t *tx) watchGet(key string) (string, bool, error) {
 
 func getJSON[V any](t *tx, key string) (V, bool, error) {
 	var v V
+	found, err := t.GetJSON(key, &v)
+	return v, found, err
+}
+
+// GetJSON WATCHes and reads key, decoding its value into v (txstore.KV).
+func (t *tx) GetJSON(key string, v any) (bool, error) {
 	raw, found, err := t.watchGet(key)
 	if err != nil || !found {
-		return v, false, err
+		return false, err
 	}
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		return v, false, fmt.Errorf("%w: registry/redis: corrupt %q: %v", registry.ErrBackend, key, err)
+	if err := json.Unmarshal([]byte(raw), v); err != nil {
+		return false, fmt.Errorf("%w: registry/redis: corrupt %q: %v", registry.ErrBackend, key, err)
 	}
-	return v, true, nil
+	return true, nil
 }
 
 func (t *tx) set(key string, v *string) error {
@@ -104,82 +105,14 @@ func (t *tx) set(key string, v *string) error {
 	return nil
 }
 
-func (t *tx) putJSON(key string, v any) error {
+// PutJSON buffers v, JSON-encoded, as key's value (txstore.KV).
+func (t *tx) PutJSON(key string, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("registry/redis: encode: %w", err)
 	}
 	s := string(raw)
 	return t.set(key, &s)
-}
-
-// Meta reads the meta and checks it against the process's watermark: a
-// meta below what this process saw is errRolledBack, before any decision
-// is taken on it.
-func (t *tx) Meta() (registry.Meta, error) {
-	if t.meta != nil {
-		return *t.meta, nil
-	}
-	seen := t.s.wm.Snapshot() // before the read: see watermark.check
-	m, found, err := getJSON[registry.Meta](t, t.s.keys.meta())
-	if err != nil {
-		return m, err
-	}
-	return m, t.s.wm.Check(seen, m, found)
-}
-func (t *tx) PutMeta(m registry.Meta) error {
-	if err := t.putJSON(t.s.keys.meta(), m); err != nil {
-		return err
-	}
-	t.meta = &m
-	return nil
-}
-
-func (t *tx) Resource(id string) (registry.ResourceRecord, bool, error) {
-	r, found, err := getJSON[registry.ResourceRecord](t, t.s.keys.resource(id))
-	if found && err == nil {
-		t.s.wm.SeeFence(r.LastFence)
-	}
-	return r, found, err
-}
-func (t *tx) PutResource(r registry.ResourceRecord) error {
-	if err := t.putJSON(t.s.keys.resource(r.Resource), r); err != nil {
-		return err
-	}
-	t.maxFence = max(t.maxFence, r.LastFence)
-	return nil
-}
-
-func (t *tx) Lease(id string) (registry.LeaseRecord, bool, error) {
-	return getJSON[registry.LeaseRecord](t, t.s.keys.lease(id))
-}
-func (t *tx) PutLease(l registry.LeaseRecord) error {
-	if err := t.putJSON(t.s.keys.lease(l.Lease), l); err != nil {
-		return err
-	}
-	m := &t.ended
-	if l.State == fencegate.StateHeld {
-		m = &t.held
-	}
-	if *m == nil {
-		*m = map[string]bool{}
-	}
-	(*m)[l.Resource] = true
-	return nil
-}
-
-// endedResources are the resources whose lease this step ends without
-// granting them again (an acquire that closes an expired holder grants
-// it): their end is published in the step's MULTI.
-func (t *tx) endedResources() []string {
-	var out []string
-	for r := range t.ended {
-		if !t.held[r] {
-			out = append(out, r)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 func (t *tx) LeaseByRequest(owner, requestID string) (string, bool, error) {
@@ -256,7 +189,7 @@ func (t *tx) EachLease(fn func(registry.LeaseRecord) error) error {
 			return err // the batch is scanned again next time
 		}
 		if !full {
-			if t.writable { // only an Update holds mu exclusively
+			if t.writable { // only an Update holds the shell exclusively
 				t.s.cursor, t.s.examined = cursor, union(examined, keys, seen)
 			}
 			return nil

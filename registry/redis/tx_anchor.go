@@ -35,45 +35,28 @@ import (
 // Lineage reads the meta's lineage without WATCHing the meta, checked
 // against the watermark like every meta read.
 func (t *tx) Lineage() (string, error) {
-	if t.meta != nil {
-		return t.meta.Lineage, nil
-	}
-	var m registry.Meta
-	seen := t.s.wm.Snapshot() // before the read: see watermark.check
-	raw, err := t.rtx.Get(t.ctx, t.s.keys.meta()).Result()
-	found := true
-	switch {
-	case errors.Is(err, goredis.Nil):
-		found = false
-	case err != nil:
-		return "", t.s.wrap(err)
-	default:
-		if err := json.Unmarshal([]byte(raw), &m); err != nil {
-			return "", fmt.Errorf("%w: registry/redis: corrupt meta: %v", registry.ErrBackend, err)
+	m, err := t.CheckedMeta(func() (registry.Meta, bool, error) {
+		var m registry.Meta
+		raw, err := t.rtx.Get(t.ctx, t.s.keys.meta()).Result()
+		switch {
+		case errors.Is(err, goredis.Nil):
+			return m, false, nil
+		case err != nil:
+			return m, false, t.s.wrap(err)
 		}
-	}
-	if err := t.s.wm.Check(seen, m, found); err != nil {
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			return m, true, fmt.Errorf("%w: registry/redis: corrupt meta: %v", registry.ErrBackend, err)
+		}
+		return m, true, nil
+	})
+	if err != nil {
 		return "", err
 	}
 	return m.Lineage, nil
 }
 
-func (t *tx) StoreRecord(store string) (registry.StoreRecord, bool, error) {
-	return getJSON[registry.StoreRecord](t, t.s.keys.store(store))
-}
-
-func (t *tx) PutStoreRecord(r registry.StoreRecord) error {
-	return t.putJSON(t.s.keys.store(r.Store), r)
-}
-
-func (t *tx) Ledger(store string) ([]fencegate.LedgerEntry, error) {
-	l, _, err := getJSON[[]fencegate.LedgerEntry](t, t.s.keys.ledger(store))
-	return l, err
-}
-
-func (t *tx) PutLedger(l registry.LedgerRecord) error {
-	return t.putJSON(t.s.keys.ledger(l.Store), l.Entries)
-}
+// StoreRecord, PutStoreRecord, Ledger and PutLedger are the Records'
+// (txstore), WATCHed like every read of a decision.
 
 // Anchors WATCHes and reads the anchors of resources in one round trip
 // (WATCH first, then MGET), after the step's own buffered writes.
@@ -141,7 +124,7 @@ func decodeProgress(key, raw string) (fencegate.Progress, error) {
 }
 
 func (t *tx) PutAnchor(a registry.AnchorRecord) error {
-	if err := t.putJSON(t.s.keys.anchor(a.Store, a.Resource), a.Progress); err != nil {
+	if err := t.PutJSON(t.s.keys.anchor(a.Store, a.Resource), a.Progress); err != nil {
 		return err
 	}
 	t.indexed = append(t.indexed, [2]string{a.Store, a.Resource})
