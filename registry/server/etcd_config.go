@@ -75,17 +75,7 @@ func (c EtcdConfig) Validate(section string) []error {
 	case schemes["http"] && c.TLS.Enabled:
 		add(".endpoints: http with tls.enabled: use https URLs")
 	}
-	if c.DialTimeout < 0 {
-		add(".dialTimeout: %v must not be negative (0 is the default)", c.DialTimeout)
-	}
-	for _, d := range []struct {
-		key string
-		v   time.Duration
-	}{{"retryFor", c.RetryFor}, {"attemptTimeout", c.AttemptTimeout}} {
-		if d.v < 0 || d.v > maxEtcdStepBound {
-			add(".%s: %v must be within [0, %v] (0 is the default)", d.key, d.v, maxEtcdStepBound)
-		}
-	}
+	errs = append(errs, c.validateDurations(section)...)
 	if (c.Username == "") != (c.PasswordFile == "") {
 		add(": username and passwordFile go together")
 	}
@@ -93,6 +83,23 @@ func (c EtcdConfig) Validate(section string) []error {
 		add(".prefix: %q must be printable, without spaces or a trailing '/'", c.Prefix)
 	}
 	return append(errs, c.TLS.Validate(section+".tls")...)
+}
+
+// validateDurations checks the section's durations.
+func (c EtcdConfig) validateDurations(section string) []error {
+	var errs []error
+	if c.DialTimeout < 0 {
+		errs = append(errs, fmt.Errorf("%s.dialTimeout: %v must not be negative (0 is the default)", section, c.DialTimeout))
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"retryFor", c.RetryFor}, {"attemptTimeout", c.AttemptTimeout}} {
+		if d.v < 0 || d.v > maxEtcdStepBound {
+			errs = append(errs, fmt.Errorf("%s.%s: %v must be within [0, %v] (0 is the default)", section, d.key, d.v, maxEtcdStepBound))
+		}
+	}
+	return errs
 }
 
 // endpointScheme checks one endpoint URL and returns its scheme.
