@@ -174,7 +174,7 @@ func (g *guide) run(c string) {
 func (g *guide) fencegate() string {
 	if g.fg == "" {
 		g.fg = filepath.Join(g.tl.dir, "bin", "fencegate")
-		cmd := goCmd(context.Background(), "..", "build", "-o", g.fg, "./cmd/fencegate")
+		cmd := goCmd(context.Background(), "..", "build", "-trimpath", "-o", g.fg, "./cmd/fencegate") // as the image's
 		if out, err := cmd.CombinedOutput(); err != nil {
 			g.t.Fatalf("go build ./cmd/fencegate: %v\n%s", err, out)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -32,13 +33,20 @@ func TestMain(m *testing.M) {
 	}
 	binary = filepath.Join(dir, "fencegate")
 	simBinary = filepath.Join(dir, "fencesim")
-	build := exec.Command("go", "build", "-o", dir, "../cmd/fencegate", "../cmd/fencesim")
+	// As the image builds it (Dockerfile): static, paths trimmed. The other
+	// builds of the suite (the Dockerfile's, the chart guide's, etcdtest's
+	// tools) use the same flags, so that they share the build cache.
+	build := exec.Command("go", "build", "-trimpath", "-o", dir, "../cmd/fencegate", "../cmd/fencesim")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building fencegate and fencesim:", err)
 		os.Exit(1)
 	}
+	flag.Parse() // for startSimGate: -short, -run and -skip
+	gateRun = startSimGate()
 	code := m.Run()
+	gateRun.stop()
 	os.RemoveAll(dir)
 	// No goroutine may outlive the tests.
 	if err := goleak.Find(); code == 0 && err != nil {

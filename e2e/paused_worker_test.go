@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -26,7 +27,9 @@ func workerBinary(t *testing.T) string {
 	t.Helper()
 	workerOnce.Do(func() {
 		workerBin = filepath.Join(filepath.Dir(binary), "worker")
-		out, err := exec.Command("go", "build", "-o", workerBin, "./internal/worker").CombinedOutput()
+		cmd := exec.Command("go", "build", "-trimpath", "-o", workerBin, "./internal/worker")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as TestMain's build
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			workerErr = fmt.Errorf("building the worker: %v\n%s", err, out)
 		}

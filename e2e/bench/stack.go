@@ -70,7 +70,8 @@ var (
 // buildFencegate builds cmd/fencegate into dir once.
 func buildFencegate(root, dir string) (string, error) {
 	bin := filepath.Join(dir, "fencegate")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/fencegate")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/fencegate")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as the image's (Dockerfile)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("bench: building fencegate: %w: %s", err, out)

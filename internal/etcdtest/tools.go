@@ -43,7 +43,11 @@ func buildTool(pkg, name string) (string, error) {
 	}
 	tmpName := tmp.Name()
 	_ = tmp.Close()
-	out, err := exec.Command("go", "build", "-o", tmpName, pkg).CombinedOutput()
+	// Static and trimmed, as the other builds of the test suite (e2e's, the
+	// Dockerfile's), so that they share the build cache.
+	cmd := exec.Command("go", "build", "-trimpath", "-o", tmpName, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		_ = os.Remove(tmpName)
 		return "", fmt.Errorf("%w: %s: %w\n%s", ErrBuild, pkg, err, out)
