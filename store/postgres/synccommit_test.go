@@ -28,6 +28,20 @@ func syncRepCluster(t *testing.T) (*Store, func() []int32, func(string)) {
 	s := open(t, Options{DSN: c.DSN("postgres")}) // migrates before the standby is required
 	exec(`ALTER SYSTEM SET synchronous_standby_names = 'nosuchstandby'`)
 	exec(`SELECT pg_reload_conf()`)
+	// pg_reload_conf only signals the postmaster, which then signals the
+	// sessions: a COMMIT sent before a session took the signal does not
+	// wait. So wait until a new session sees the setting (the postmaster
+	// has reloaded), then replace the store's sessions, which may predate
+	// it, by new ones.
+	waitFor(t, func() bool {
+		admin.Reset()
+		var v string
+		if err := admin.QueryRow(ctx, `SHOW synchronous_standby_names`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v == "nosuchstandby"
+	})
+	s.pool.Reset()
 	// waiting lists the backends that wait for the standby (SyncRep).
 	waiting := func() []int32 {
 		rows, err := admin.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep'`)
@@ -50,6 +64,19 @@ func syncRepCluster(t *testing.T) (*Store, func() []int32, func(string)) {
 	return s, waiting, exec
 }
 
+// returned fails the test when the Begin that should wait for the standby
+// has returned instead (its COMMIT did not wait): never keep polling for a
+// wait that will not come.
+func returned(t *testing.T, done <-chan error) bool {
+	t.Helper()
+	select {
+	case err := <-done:
+		t.Fatalf("Begin returned (%v) without its COMMIT waiting for the standby", err)
+	default:
+	}
+	return false
+}
+
 // TestCancelledSyncRepCommitIsUnknown: a Begin whose COMMIT waits for a
 // synchronous standby and is cancelled by pg_cancel_backend gets
 // PostgreSQL's WARNING (01000, "canceling wait for synchronous
@@ -65,7 +92,7 @@ func TestCancelledSyncRepCommitIsUnknown(t *testing.T) {
 		done <- err
 	}()
 	var pids []int32
-	waitFor(t, func() bool { pids = waiting(); return len(pids) == 1 })
+	waitFor(t, func() bool { pids = waiting(); return len(pids) == 1 || returned(t, done) })
 	if _, err := s.pool.Exec(ctx, `SELECT pg_cancel_backend($1)`, pids[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +127,7 @@ func TestCtxCancelledSyncRepCommit(t *testing.T) {
 		_, err := s.Begin(ctx, storetest.Attempt("sync/r", 1, 1, "a"))
 		done <- err
 	}()
-	waitFor(t, func() bool { return len(waiting()) == 1 })
+	waitFor(t, func() bool { return len(waiting()) == 1 || returned(t, done) })
 	cancel()
 	err := <-done
 	if err == nil || !errors.Is(err, context.Canceled) {
