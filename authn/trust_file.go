@@ -58,7 +58,8 @@ func (f *bundleFile) kids() []string {
 	return out
 }
 
-// readBundleFile reads and parses the trust bundle file.
+// readBundleFile reads and parses the trust bundle file (a file with the
+// bytes of one parsed before is not parsed again: trust_filecache.go).
 func readBundleFile(path string, allowHS bool) (*bundleFile, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -69,7 +70,7 @@ func readBundleFile(path string, allowHS bool) (*bundleFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("authn: trust bundle: %w", err)
 	}
-	f, err := parseBundleFile(raw, allowHS)
+	f, err := parsedBundles.parse(raw, allowHS)
 	if err != nil {
 		return nil, fmt.Errorf("authn: trust bundle %s: %w", path, err)
 	}
