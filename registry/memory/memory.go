@@ -277,8 +277,22 @@ func (t *tx) AnchorsAfter(store, after string, limit int) ([]fencegate.ResourceA
 	return out, nil
 }
 
+// AnchorCount counts the merged anchors of store (storeAnchors) without
+// building them: the base's, and the staged ones the base has not.
 func (t *tx) AnchorCount(store string) (uint64, error) {
-	return uint64(len(t.storeAnchors(store))), nil
+	prefix := anchorKey(store, "")
+	var n uint64
+	for k := range t.base.anchors {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	for k := range t.stage.anchors {
+		if _, inBase := t.base.anchors[k]; !inBase && strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func cloneProgress(p fencegate.Progress) fencegate.Progress {
