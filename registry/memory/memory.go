@@ -94,8 +94,9 @@ func (s *Store) View(_ context.Context, fn func(registry.Tx) error) error {
 	if s.closed {
 		return registry.ErrClosed
 	}
-	tx := &tx{base: &s.data, stage: newTables()}
-	tx.stage.meta = s.data.meta
+	// Nothing is staged in a read-only transaction (put refuses), so its
+	// stage tables are nil maps, which read as empty.
+	tx := &tx{base: &s.data, stage: tables{meta: s.data.meta}}
 	return fn(tx)
 }
 
