@@ -65,3 +65,28 @@ func TestBundleCache(t *testing.T) {
 		t.Errorf("%d files kept, at most %d", n, maxParsedBundles)
 	}
 }
+
+// The bundle of all a file's keys is built once per file (and allowHS);
+// a subset of them gets a bundle of its own, of those keys only.
+func TestFileKeySet(t *testing.T) {
+	a, b := verifytest.NewIssuer(t, jwa.EdDSA), verifytest.NewIssuer(t, jwa.EdDSA)
+	f := bundleOf(t, a.Key(), b.Key())
+	all1, err := f.keySet(f.keys, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all2, _ := f.keySet(append([]fileKey(nil), f.keys...), false)
+	if all1 != all2 || len(all1.KeyIDs()) != 2 {
+		t.Errorf("all keys: %p %p, %v", all1, all2, all1.KeyIDs())
+	}
+	if hs, _ := f.keySet(f.keys, true); hs == all1 || hs == nil {
+		t.Error("allowHS shares the bundle built without it")
+	}
+	one, err := f.keySet(f.keys[:1], false)
+	if err != nil || one == all1 || len(one.KeyIDs()) != 1 || one.KeyIDs()[0] != f.keys[0].kid {
+		t.Errorf("a subset: %v %v", one, err)
+	}
+	if none, err := f.keySet(nil, false); none != nil || err != nil {
+		t.Errorf("no keys: %v %v", none, err)
+	}
+}
