@@ -65,8 +65,9 @@ func (s *Store) Update(_ context.Context, fn func(registry.Tx) error) error {
 	if s.closed {
 		return registry.ErrClosed
 	}
-	tx := &tx{base: &s.data, stage: newTables(), writable: true}
-	tx.stage.meta = s.data.meta
+	// The stage tables are made at the transaction's first write (put): a
+	// transaction that only reads, or refuses, makes none.
+	tx := &tx{base: &s.data, stage: tables{meta: s.data.meta}, writable: true}
 	if err := fn(tx); err != nil {
 		return err
 	}
@@ -160,6 +161,11 @@ func get[V any](stage, base map[string]V, k string) (V, bool, error) {
 func (t *tx) put(fn func()) error {
 	if !t.writable {
 		return registry.ErrInvalidInput
+	}
+	if t.stage.resources == nil { // the transaction's first write
+		meta := t.stage.meta
+		t.stage = newTables()
+		t.stage.meta = meta
 	}
 	fn()
 	return nil
