@@ -199,8 +199,11 @@ func (t *tx) PutDigest(d, id string) error { return t.put(func() { t.stage.diges
 // Policies and EachLease go in key order, not map order: the
 // deterministic simulation runs a round the same way every time.
 func (t *tx) Policies() ([]fencegate.Policy, error) {
-	merged := maps.Clone(t.base.policies)
-	maps.Copy(merged, t.stage.policies)
+	merged := t.base.policies
+	if len(t.stage.policies) > 0 { // else no merged copy: every acquire and registration reads them
+		merged = maps.Clone(t.base.policies)
+		maps.Copy(merged, t.stage.policies)
+	}
 	out := make([]fencegate.Policy, 0, len(merged))
 	for _, k := range slices.Sorted(maps.Keys(merged)) {
 		out = append(out, merged[k])
