@@ -25,7 +25,7 @@ func ValidateResource(s string) error {
 			return fmt.Errorf("%w: resource has a character outside [A-Za-z0-9-_.:@~/] at byte %d", ErrInvalidResource, i)
 		}
 	}
-	for _, seg := range strings.Split(s, "/") {
+	for seg := range strings.SplitSeq(s, "/") { // no slice: every store call and request checks one
 		if seg == "" || seg == "." || seg == ".." {
 			return fmt.Errorf("%w: resource %q has an empty, \".\" or \"..\" segment", ErrInvalidResource, s)
 		}

@@ -496,14 +496,22 @@ func (t *trust) unpinRemoved(ctx context.Context, f, prev *bundleFile, pins []st
 func (t *trust) install(f *bundleFile, pins []store.TrustedKey, fileChanged, act bool) (bool, error) {
 	ix := indexPins(pins)
 	keys := trustedKeys(f, ix)
-	b, err := keySet(keys, t.allowHS)
-	if err != nil {
-		return false, err
-	}
 	tps := thumbprintsOf(keys)
+	// The caller holds reloadMu: the set changes nowhere else meanwhile.
+	t.mu.RLock()
+	changed := fileChanged || !maps.Equal(tps, t.trusted)
+	t.mu.RUnlock()
+	var b *verify.Bundle
+	if changed {
+		// A set unchanged keeps its bundle: only a change builds one
+		// (the same file and pins at every poll tick build none).
+		var err error
+		if b, err = f.keySet(keys, t.allowHS); err != nil {
+			return false, err
+		}
+	}
 	now := t.clk.Now()
 	t.mu.Lock()
-	changed := fileChanged || !maps.Equal(tps, t.trusted)
 	if changed {
 		t.bundle, t.trusted = b, tps
 		t.gen++

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
@@ -32,6 +33,33 @@ type bundleFile struct {
 	// without authentication; both nil for a plain JWK set.
 	token  []byte
 	signed *verify.SignedBundle
+	// all are the verification bundles of all the file's keys, by
+	// allowHS, built once (keySet): a file is shared by every sidecar of
+	// the process that reads the same bytes (trust_filecache.go).
+	all [2]struct {
+		once sync.Once
+		b    *verify.Bundle
+		err  error
+	}
+}
+
+// keySet is keySet(keys, allowHS) for keys of f: the bundle of all of
+// them is built once per file.
+func (f *bundleFile) keySet(keys []fileKey, allowHS bool) (*verify.Bundle, error) {
+	if len(keys) == 0 || len(keys) != len(f.keys) {
+		return keySet(keys, allowHS)
+	}
+	for i := range keys {
+		if keys[i].kid != f.keys[i].kid || keys[i].key != f.keys[i].key {
+			return keySet(keys, allowHS)
+		}
+	}
+	all := &f.all[0]
+	if allowHS {
+		all = &f.all[1]
+	}
+	all.once.Do(func() { all.b, all.err = keySet(f.keys, allowHS) })
+	return all.b, all.err
 }
 
 // fileKey is one key of the file, with its RFC 7638 thumbprint.
@@ -58,7 +86,8 @@ func (f *bundleFile) kids() []string {
 	return out
 }
 
-// readBundleFile reads and parses the trust bundle file.
+// readBundleFile reads and parses the trust bundle file (a file with the
+// bytes of one parsed before is not parsed again: trust_filecache.go).
 func readBundleFile(path string, allowHS bool) (*bundleFile, error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -69,7 +98,7 @@ func readBundleFile(path string, allowHS bool) (*bundleFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("authn: trust bundle: %w", err)
 	}
-	f, err := parseBundleFile(raw, allowHS)
+	f, err := parsedBundles.parse(raw, allowHS)
 	if err != nil {
 		return nil, fmt.Errorf("authn: trust bundle %s: %w", path, err)
 	}

@@ -24,7 +24,36 @@ type route struct {
 	status authn.Rule
 }
 
+// resourcePatterns are the resource templates' patterns compiled in this
+// process (a *regexp.Regexp is safe for concurrent use): a sidecar
+// restarted in process, a test or the simulation builds the same routes
+// again. At most maxResourcePatterns are kept.
+var resourcePatterns struct {
+	mu sync.Mutex
+	re map[string]*regexp.Regexp
+}
+
+const maxResourcePatterns = 256
+
+// resourcePattern is the pattern of the resource IDs template produces.
 func resourcePattern(template string) *regexp.Regexp {
+	resourcePatterns.mu.Lock()
+	re := resourcePatterns.re[template]
+	resourcePatterns.mu.Unlock()
+	if re != nil {
+		return re
+	}
+	re = compileResourcePattern(template)
+	resourcePatterns.mu.Lock()
+	if resourcePatterns.re == nil || len(resourcePatterns.re) >= maxResourcePatterns {
+		resourcePatterns.re = map[string]*regexp.Regexp{}
+	}
+	resourcePatterns.re[template] = re
+	resourcePatterns.mu.Unlock()
+	return re
+}
+
+func compileResourcePattern(template string) *regexp.Regexp {
 	parts := templateParam.Split(template, -1)
 	for i := range parts {
 		parts[i] = regexp.QuoteMeta(parts[i])

@@ -385,6 +385,9 @@ func (r *round) schedule() {
 	for i := 0; i < 4; i++ {
 		r.owners = append(r.owners, &owner{r: r, id: i, name: "worker-" + ownerName(i), seq: 1})
 	}
+	steps := map[kind]func(event){evAcquire: r.acquire, evCrash: r.crash,
+		evSnapshot: r.snapshot, evRestore: r.restore, evAttack: r.attack, evStoreSave: r.storeSave,
+		evStoreLoss: r.storeLoss, evRotate: r.rotate}
 	for _, e := range r.sc.Events {
 		e := e
 		if e.Kind.relative() {
@@ -392,9 +395,7 @@ func (r *round) schedule() {
 			o.plan = append(o.plan, e)
 			continue
 		}
-		fn := map[kind]func(event){evAcquire: r.acquire, evCrash: r.crash,
-			evSnapshot: r.snapshot, evRestore: r.restore, evAttack: r.attack, evStoreSave: r.storeSave,
-			evStoreLoss: r.storeLoss, evRotate: r.rotate}[e.Kind]
+		fn := steps[e.Kind]
 		r.at(e.At, "script", func() { r.logf("%v", e); fn(e) })
 	}
 }

@@ -3,6 +3,7 @@ package buildinfo
 import (
 	"runtime"
 	"runtime/debug"
+	"sync"
 )
 
 // version is set at link time; a plain `go build` leaves "dev".
@@ -21,6 +22,11 @@ type Info struct {
 	GoVersion string `json:"goVersion"`
 }
 
+// readBuildInfo is the binary's build information, read once: it never
+// changes, and debug.ReadBuildInfo parses it at every call (every
+// component's metrics start reads it).
+var readBuildInfo = sync.OnceValues(debug.ReadBuildInfo)
+
 // Read returns the running binary's build information. Revision is the
 // VCS revision Go recorded, else the stamped one, else "unknown" (a build
 // outside a VCS checkout, or with -buildvcs=false, and nothing stamped).
@@ -29,7 +35,7 @@ func Read() Info {
 	if revision != "" {
 		in.Revision = revision
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	if bi, ok := readBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":

@@ -23,9 +23,15 @@ var publicPaths = map[string]bool{
 // (every /v1 route, /debug, and any route added later) needs one: what the
 // TLS handshake required before the listener served the probes without a
 // certificate. The identity itself is still established by each handler
-// (identity.Resolver).
-func (s *server) requireClientCert(next http.Handler) http.Handler {
+// (identity.Resolver). A server without Options.ClientCertRequired lets
+// every request through.
+func requireClientCert(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s := serverOf(req)
+		if !s.ClientCertRequired {
+			next.ServeHTTP(w, req)
+			return
+		}
 		public := publicPaths[req.URL.Path] && req.URL.RawPath == ""
 		if public || (req.TLS != nil && len(req.TLS.VerifiedChains) > 0) {
 			next.ServeHTTP(w, req)

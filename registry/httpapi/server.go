@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -59,6 +58,7 @@ type server struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
+	metrics  http.Handler // /metrics, with a Gatherer
 }
 
 // New returns the registry's HTTP handler.
@@ -89,62 +89,20 @@ func New(o Options) (http.Handler, error) {
 		}
 	}
 
-	r := chi.NewRouter()
-	r.Use(s.observe, s.recoverer)
-	if o.ClientCertRequired {
-		r.Use(s.requireClientCert)
-	}
-	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
-		s.fail(w, req, fencegate.NewProblem(fencegate.CodeNotFound, "no such route"), 0)
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		s.fail(w, req, fencegate.NewProblem(fencegate.CodeMethodNotAllowed, req.Method+" is not allowed here"), 0)
-	})
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	r.Get("/readyz", s.ready)
 	if o.Gatherer != nil {
-		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+		s.metrics = promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{})
 	}
-	r.Get("/.well-known/jwks.json", s.jwks)
-	// Go's profiles for operators (chi's middleware.Profiler:
-	// /debug/pprof/..., /debug/vars), behind the admin check: a profile
-	// shows request contents, and a CPU profile costs CPU while it runs.
-	r.With(s.adminOnly).Mount("/debug", middleware.Profiler())
-	r.Route("/v1", func(r chi.Router) {
-		r.Post("/leases", s.acquire)
-		r.Get("/requests/{requestID}", s.lookup)
-		r.Get("/leases/{lease}", s.leaseStatus)
-		r.Get("/leases/{lease}/status", s.leaseStatus)
-		r.Post("/leases/{lease}/renew", s.renew)
-		r.Post("/leases/{lease}/release", s.release)
-		r.Get("/grants/{digest}/status", s.grantStatus)
-		r.Get("/resources/*", s.resource)
-		// Flat routes, not a sub-router: "/v1/stores/{store}/" (a trailing
-		// slash) is no other spelling of a store route (NOT_FOUND).
-		r.Put("/stores/{store}", s.registerStore)
-		r.Get("/stores/{store}", s.getStore)
-		r.Post("/stores/{store}/progress", s.anchor)
-		r.Post("/stores/{store}/ledger", s.ledger)
-		r.Get("/stores/{store}/anchors", s.listAnchors)
-		r.With(s.adminOnly).Post("/stores/{store}/acknowledge", s.acknowledge)
-		r.Route("/admin", func(r chi.Router) {
-			r.Use(s.adminOnly)
-			r.Post("/epoch", s.bumpEpoch)
-			r.Post("/fence-floor", s.fenceFloor)
-			r.Get("/policies", s.listPolicies)
-			r.Put("/policies", s.putPolicy)
-			r.Delete("/policies", s.deletePolicy)
-			r.Get("/meta", s.meta)
-			r.Get("/leases", s.listLeases)
-			r.Post("/leases/{lease}/revoke", s.revokeLease)
-		})
-	})
+	mux, patterns := routesFor(o.Gatherer != nil)
 	// Each route's latency series exists from start (dashboards, alerts).
-	_ = chi.Walk(r, func(_ string, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+	for _, route := range patterns {
 		s.latency.WithLabelValues(route)
-		return nil
-	})
-	return r, nil
+	}
+	return &handler{s: s, mux: mux}, nil
+}
+
+// serveMetrics is /metrics (served with a Gatherer only: routesFor).
+func (s *server) serveMetrics(w http.ResponseWriter, req *http.Request) {
+	s.metrics.ServeHTTP(w, req)
 }
 
 // statusRecorder keeps the status and problem code for metrics and logs.
@@ -168,8 +126,9 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-func (s *server) observe(next http.Handler) http.Handler {
+func observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s := serverOf(req)
 		clk := s.Registry.Clock()
 		start := clk.Now()
 		rec := &statusRecorder{ResponseWriter: w}
@@ -194,8 +153,9 @@ func (s *server) observe(next http.Handler) http.Handler {
 	})
 }
 
-func (s *server) recoverer(next http.Handler) http.Handler {
+func recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s := serverOf(req)
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -283,8 +243,9 @@ func (s *server) caller(w http.ResponseWriter, req *http.Request) (string, bool)
 	return id, true
 }
 
-func (s *server) adminOnly(next http.Handler) http.Handler {
+func adminOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s := serverOf(req)
 		if s.isAdmin(req) {
 			next.ServeHTTP(w, req)
 			return

@@ -65,8 +65,9 @@ func (s *Store) Update(_ context.Context, fn func(registry.Tx) error) error {
 	if s.closed {
 		return registry.ErrClosed
 	}
-	tx := &tx{base: &s.data, stage: newTables(), writable: true}
-	tx.stage.meta = s.data.meta
+	// The stage tables are made at the transaction's first write (put): a
+	// transaction that only reads, or refuses, makes none.
+	tx := &tx{base: &s.data, stage: tables{meta: s.data.meta}, writable: true}
 	if err := fn(tx); err != nil {
 		return err
 	}
@@ -94,8 +95,9 @@ func (s *Store) View(_ context.Context, fn func(registry.Tx) error) error {
 	if s.closed {
 		return registry.ErrClosed
 	}
-	tx := &tx{base: &s.data, stage: newTables()}
-	tx.stage.meta = s.data.meta
+	// Nothing is staged in a read-only transaction (put refuses), so its
+	// stage tables are nil maps, which read as empty.
+	tx := &tx{base: &s.data, stage: tables{meta: s.data.meta}}
 	return fn(tx)
 }
 
@@ -160,6 +162,11 @@ func (t *tx) put(fn func()) error {
 	if !t.writable {
 		return registry.ErrInvalidInput
 	}
+	if t.stage.resources == nil { // the transaction's first write
+		meta := t.stage.meta
+		t.stage = newTables()
+		t.stage.meta = meta
+	}
 	fn()
 	return nil
 }
@@ -192,8 +199,11 @@ func (t *tx) PutDigest(d, id string) error { return t.put(func() { t.stage.diges
 // Policies and EachLease go in key order, not map order: the
 // deterministic simulation runs a round the same way every time.
 func (t *tx) Policies() ([]fencegate.Policy, error) {
-	merged := maps.Clone(t.base.policies)
-	maps.Copy(merged, t.stage.policies)
+	merged := t.base.policies
+	if len(t.stage.policies) > 0 { // else no merged copy: every acquire and registration reads them
+		merged = maps.Clone(t.base.policies)
+		maps.Copy(merged, t.stage.policies)
+	}
 	out := make([]fencegate.Policy, 0, len(merged))
 	for _, k := range slices.Sorted(maps.Keys(merged)) {
 		out = append(out, merged[k])
@@ -277,8 +287,22 @@ func (t *tx) AnchorsAfter(store, after string, limit int) ([]fencegate.ResourceA
 	return out, nil
 }
 
+// AnchorCount counts the merged anchors of store (storeAnchors) without
+// building them: the base's, and the staged ones the base has not.
 func (t *tx) AnchorCount(store string) (uint64, error) {
-	return uint64(len(t.storeAnchors(store))), nil
+	prefix := anchorKey(store, "")
+	var n uint64
+	for k := range t.base.anchors {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	for k := range t.stage.anchors {
+		if _, inBase := t.base.anchors[k]; !inBase && strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func cloneProgress(p fencegate.Progress) fencegate.Progress {

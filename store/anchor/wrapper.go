@@ -33,6 +33,7 @@ type Store struct {
 	gen       string // the generation sent with every anchor request
 	lineage   string // the registry's lineage at the registration
 	why       error  // why writes are refused (phaseLost, phaseReopen)
+	lost      error  // while phaseLost: why wrapped in ErrStoreLost, made once by setLost
 	presented string // the generation the store presented when lost
 	ledger    []fencegate.LedgerEntry
 	upgrade   *Upgrade // not taken into account yet
@@ -109,12 +110,12 @@ func (w *Store) state() (phase, string, error) {
 // writable returns nil in phaseReady, else the error writes are refused
 // with.
 func (w *Store) writable() error {
-	ph, _, why := w.state()
+	ph, why, lost := w.refusal()
 	switch ph {
 	case phaseReady:
 		return nil
 	case phaseLost:
-		return fmt.Errorf("%w: %w", ErrStoreLost, why)
+		return lost
 	case phaseReopen:
 		return fmt.Errorf("%w: %w", ErrNotAnchored, why)
 	}
@@ -124,11 +125,18 @@ func (w *Store) writable() error {
 // Lost returns the loss (wrapping ErrStoreLost) while the store is lost,
 // else nil.
 func (w *Store) Lost() error {
-	ph, _, why := w.state()
-	if ph == phaseLost {
-		return fmt.Errorf("%w: %w", ErrStoreLost, why)
+	if ph, _, lost := w.refusal(); ph == phaseLost {
+		return lost
 	}
 	return nil
+}
+
+// refusal returns the phase, why writes are refused and the loss (set in
+// phaseLost).
+func (w *Store) refusal() (phase, error, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.phase, w.why, w.lost
 }
 
 // LossReport is what an operator needs about a loss: the store's name, the
@@ -159,6 +167,7 @@ func (w *Store) setLost(presented string, why error) {
 	w.mu.Lock()
 	first := w.phase != phaseLost
 	w.phase, w.why = phaseLost, why
+	w.lost = fmt.Errorf("%w: %w", ErrStoreLost, why)
 	if presented != "" {
 		w.presented = presented
 	}
