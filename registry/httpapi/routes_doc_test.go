@@ -15,9 +15,10 @@ import (
 	"github.com/fencegate/fencegate/registry/memory"
 )
 
-// servedRoutes is the registry's chi router with every optional route on
-// (/metrics served).
-func servedRoutes(t *testing.T) chi.Routes {
+// memoryOptions are the Options of a registry on a new memory backend with
+// a new EdDSA signing key (kid), insecure-header identity and a metrics
+// registry of its own (prom), which is not yet the Gatherer.
+func memoryOptions(t *testing.T) (o httpapi.Options, kid string, prom *prometheus.Registry) {
 	t.Helper()
 	k, err := keys.Generate(jwa.EdDSA, nil)
 	if err != nil {
@@ -33,8 +34,17 @@ func servedRoutes(t *testing.T) chi.Routes {
 		t.Fatal(err)
 	}
 	jwks, _ := keys.Bundle(false, k)
-	prom := prometheus.NewRegistry()
-	h, err := httpapi.New(httpapi.Options{Registry: reg, Identity: ident, JWKS: jwks, Metrics: prom, Gatherer: prom})
+	prom = prometheus.NewRegistry()
+	return httpapi.Options{Registry: reg, Identity: ident, JWKS: jwks, Metrics: prom}, k.KeyID(), prom
+}
+
+// servedRoutes is the registry's chi router with every optional route on
+// (/metrics served).
+func servedRoutes(t *testing.T) chi.Routes {
+	t.Helper()
+	o, _, prom := memoryOptions(t)
+	o.Gatherer = prom
+	h, err := httpapi.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

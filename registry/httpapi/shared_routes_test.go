@@ -8,14 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fencegate/fencegate/identity"
-	"github.com/fencegate/fencegate/keys"
-	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/httpapi"
-	"github.com/fencegate/fencegate/registry/memory"
 )
 
 // Handlers built in one process share their routes but each serves its
@@ -29,22 +24,8 @@ func TestHandlersServeTheirOwnServer(t *testing.T) {
 	}
 	build := func(certs, gatherer bool) built {
 		t.Helper()
-		k, err := keys.Generate(jwa.EdDSA, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		signer, _ := keys.NewSigner(k)
-		reg, err := registry.New(registry.Options{Backend: memory.NewBackend(), Signer: signer})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ident, err := identity.New(identity.Config{Mode: identity.ModeInsecureHeader})
-		if err != nil {
-			t.Fatal(err)
-		}
-		jwks, _ := keys.Bundle(false, k)
-		prom := prometheus.NewRegistry()
-		o := httpapi.Options{Registry: reg, Identity: ident, JWKS: jwks, Metrics: prom, ClientCertRequired: certs}
+		o, kid, prom := memoryOptions(t)
+		o.ClientCertRequired = certs
 		if gatherer {
 			o.Gatherer = prom
 		}
@@ -52,7 +33,7 @@ func TestHandlersServeTheirOwnServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return built{h, k.KeyID(), prom}
+		return built{h, kid, prom}
 	}
 	serve := func(b built, method, path string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, nil)
