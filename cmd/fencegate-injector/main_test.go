@@ -12,32 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/fencegate/fencegate/internal/lockedbuf"
 	"github.com/fencegate/fencegate/tlsfiles/tlsfilestest"
 )
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -73,7 +55,7 @@ func TestServes(t *testing.T) {
 	// The log is written by controller-runtime's certificate watcher too,
 	// whose goroutine may still log after run returned (a race -race
 	// reported in a clean-clone CI run): reads and writes are locked.
-	var stderr lockedBuffer
+	var stderr lockedbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"--config", cfg, "--cert-dir", filepath.Dir(vol.Files().Cert),

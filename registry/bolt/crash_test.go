@@ -2,7 +2,6 @@ package bolt_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,11 +11,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/fencegate/fencegate/internal/lockedbuf"
 	"github.com/fencegate/fencegate/registry"
 	"github.com/fencegate/fencegate/registry/bolt"
 	"github.com/fencegate/fencegate/registry/registrytest"
@@ -72,24 +71,6 @@ func TestCrashHelper(t *testing.T) {
 	os.Exit(0)
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and polling readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestCrashKeepsFences kills a child that is granting leases with SIGKILL
 // at random moments, several times, and checks after each kill that the
 // file holds, for every resource, a LastFence at least as high as every
@@ -106,7 +87,7 @@ func TestCrashKeepsFences(t *testing.T) {
 	const rounds = 5
 	total := 0
 	for round := range rounds {
-		var stdout, stderr syncBuffer
+		var stdout, stderr lockedbuf.Buffer
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashEnv+"="+path)
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
